@@ -1,0 +1,59 @@
+r"""Multi-head attention with the three places position can enter.
+
+Layout throughout: ``(B, H, T, d_head)``. The positional scheme is asked, in
+order, to rotate q and k (``rotate``), to add to the scores (``score_bias``),
+and, for schemes that need it, to add to the output (``output_term``); the
+input hook ``embed`` is called once by the model, before the first block.
+Attention never asks which scheme it has.
+"""
+from . import functional as F
+from .nn import Linear, Module
+
+
+class MultiHeadAttention(Module):
+    r"""y = \mathrm{softmax}(Q K^\top / \sqrt{d_{head}} + \text{bias}) V, per head, then W_o."""
+
+    def __init__(self, d_model, n_heads, rng, layer, out_std=0.02):
+        if d_model % n_heads:
+            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}; each head needs "
+                             f"d_model / n_heads channels.")
+        self.n_heads, self.d_head, self.layer = n_heads, d_model // n_heads, layer
+        self.W_qkv = Linear(d_model, 3 * d_model, rng)
+        self.W_o = Linear(d_model, d_model, rng, std=out_std)
+        self.record_attention = False   # set True to keep the last attention probabilities
+        self.last_attention = None      # (B, H, T_q, T_k) backend array when recorded
+
+    def forward(self, x, scheme, q_pos, k_pos, mask=None, cache=None):
+        B, T, D = x.shape
+        H, d_head = self.n_heads, self.d_head
+        qkv = self.W_qkv(x).reshape(B, T, 3, H, d_head)
+        q = qkv[:, :, 0].transpose(0, 2, 1, 3)                  # (B, H, T, d_head)
+        k = qkv[:, :, 1].transpose(0, 2, 1, 3)                  # (B, H, T, d_head)
+        v = qkv[:, :, 2].transpose(0, 2, 1, 3)                  # (B, H, T, d_head)
+        q = scheme.rotate(q, q_pos, self.layer)
+        k = scheme.rotate(k, q_pos, self.layer)                 # new keys sit where the new queries do
+        if cache is not None:
+            k, v = cache.update(self.layer, k, v)               # (B, H, T_k, d_head), rotated once, here
+        bias = scheme.score_bias(q, k, q_pos, k_pos, self.layer)  # (B or 1, H, T, T_k) or None
+        if scheme.needs_probs:
+            y = self._attend_unfused(q, k, v, bias, mask, scheme, q_pos, k_pos)
+        else:
+            y = F.scaled_dot_product_attention(q, k, v, bias=bias, mask=mask, return_weights=self.record_attention)
+            if self.record_attention:
+                y, self.last_attention = y
+        y = y.transpose(0, 2, 1, 3).reshape(B, T, D)            # (B, T, d_model)
+        return self.W_o(y)
+
+    def _attend_unfused(self, q, k, v, bias, mask, scheme, q_pos, k_pos):
+        """Attention with its probabilities in the graph, for schemes that add a term computed from them."""
+        scores = (q @ k.transpose(0, 1, 3, 2)) * (1.0 / self.d_head ** 0.5)  # (B, H, T, T_k)
+        if bias is not None:
+            scores = scores + bias
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        probs = F.softmax(scores, axis=-1)
+        if self.record_attention:
+            self.last_attention = probs.data
+        y = probs @ v                                           # (B, H, T, d_head)
+        extra = scheme.output_term(probs, q_pos, k_pos, self.layer)
+        return y if extra is None else y + extra

@@ -1,0 +1,184 @@
+r"""``TinyGPT`` (decoder-only, causal) and ``TinyEncoder`` (bidirectional): one code path, any scheme.
+
+A pre-norm Transformer block: x + Attention(Norm(x)), then x + MLP(Norm(x)).
+Position enters only through ``self.positional``, the scheme named by
+``GPTConfig.positional``, at the three places its protocol defines.
+"""
+from dataclasses import asdict, dataclass, field
+from typing import Optional
+
+from . import backend
+from . import functional as F
+from .attention import MultiHeadAttention
+from .autograd import Tensor, no_grad
+from .backend import xp
+from .kv_cache import KVCache
+from .nn import MLP, Dropout, Embedding, LayerNorm, Linear, Module, RMSNorm
+from .positional import SCHEMES, make_scheme
+
+
+@dataclass
+class GPTConfig:
+    vocab_size: int = 64            # tokens are ids in [0, vocab_size)
+    d_model: int = 64               # width of the residual stream
+    n_layers: int = 2               # number of Transformer blocks
+    n_heads: int = 4                # attention heads; d_head = d_model // n_heads
+    max_len: int = 64               # training length; a learned table has exactly this many positions
+    positional: str = "rope"        # the positional scheme, a key of mini_transformer.positional.SCHEMES
+    rope_base: float = 10000.0      # RoPE's base: theta_i = rope_base ** (-2i / d_head)
+    rope_scaling: Optional[dict] = None  # context extension, as the rope_scaling block of a config.json
+    sinusoidal_base: float = 10000.0     # the sinusoidal table's base
+    dropout: float = 0.0            # dropout on attention and MLP outputs while training
+    norm: str = "layer"             # "layer" (LayerNorm) or "rms" (RMSNorm)
+    seed: int = 0                   # seeds the weight initialisation
+    extra: dict = field(default_factory=dict)  # scheme-specific settings, each scheme documents its keys
+
+    def __post_init__(self):
+        for name in ("vocab_size", "d_model", "n_layers", "n_heads", "max_len"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"GPTConfig.{name} must be at least 1, got {getattr(self, name)}.")
+        if self.d_model % self.n_heads:
+            raise ValueError(f"GPTConfig: d_model={self.d_model} is not divisible by n_heads={self.n_heads}.")
+        if self.positional not in SCHEMES:
+            raise ValueError(f"GPTConfig.positional={self.positional!r} is not a known scheme; choose one of "
+                             f"{sorted(SCHEMES)}.")
+        if self.norm not in ("layer", "rms"):
+            raise ValueError(f"GPTConfig.norm must be 'layer' or 'rms', got {self.norm!r}.")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"GPTConfig.dropout must lie in [0, 1), got {self.dropout}.")
+
+    @property
+    def d_head(self):
+        return self.d_model // self.n_heads
+
+    def to_dict(self):
+        return asdict(self)
+
+
+def _norm(cfg):
+    return LayerNorm(cfg.d_model) if cfg.norm == "layer" else RMSNorm(cfg.d_model)
+
+
+class Block(Module):
+    """One pre-norm Transformer block."""
+
+    def __init__(self, cfg, rng, layer):
+        out_std = 0.02 / (2 * cfg.n_layers) ** 0.5   # GPT-2: residual writes shrink with depth
+        self.norm1 = _norm(cfg)
+        self.attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, rng, layer, out_std=out_std)
+        self.norm2 = _norm(cfg)
+        self.mlp = MLP(cfg.d_model, rng, dropout=cfg.dropout, out_std=out_std)
+        self.drop = Dropout(cfg.dropout, rng)
+
+    def forward(self, x, scheme, q_pos, k_pos, mask, cache):
+        x = x + self.drop(self.attn(self.norm1(x), scheme, q_pos, k_pos, mask, cache))
+        return x + self.mlp(self.norm2(x))
+
+
+class TinyGPT(Module):
+    r"""Decoder-only Transformer: ``TinyGPT(cfg)(idx)`` maps ids ``(B, T)`` to logits ``(B, T, vocab_size)``.
+
+    For incremental decoding pass a ``KVCache`` (from ``model.new_cache()``): the
+    tokens of ``idx`` then sit at positions ``offset, offset+1, ...``, where
+    ``offset`` defaults to the cache's ``next_offset``.
+    """
+
+    causal = True
+
+    def __init__(self, cfg):
+        self.cfg = cfg
+        rng = backend.rng(cfg.seed)
+        self.tok = Embedding(cfg.vocab_size, cfg.d_model, rng)
+        self.positional = make_scheme(cfg, rng)
+        self.blocks = [Block(cfg, rng, layer) for layer in range(cfg.n_layers)]
+        self.norm_f = _norm(cfg)
+        self.head = Linear(cfg.d_model, cfg.vocab_size, rng, bias=False)
+
+    def new_cache(self, window=None):
+        return KVCache(self.cfg.n_layers, window=window)
+
+    def forward(self, idx, offset=None, cache=None):
+        idx = idx.data if isinstance(idx, Tensor) else backend.asarray(idx)
+        if idx.ndim != 2:
+            raise ValueError(f"{type(self).__name__} takes token ids of shape (B, T), got shape {idx.shape}.")
+        B, T = idx.shape
+        if offset is None:
+            offset = cache.next_offset if cache is not None else 0
+        self.positional.check_positions(offset + T - 1)
+        q_pos = xp.arange(offset, offset + T)                               # (T,)
+        k_pos = cache.key_positions(q_pos) if cache is not None else q_pos  # (T_k,)
+        mask = (k_pos[None, :] <= q_pos[:, None]) if self.causal else None  # (T, T_k)
+        x = self.positional.embed(self.tok(idx), offset)                    # (B, T, d_model)
+        for block in self.blocks:
+            x = block(x, self.positional, q_pos, k_pos, mask, cache)
+        if cache is not None:
+            cache.advance(q_pos)
+        return self.head(self.norm_f(x))                                    # (B, T, vocab_size)
+
+    def loss(self, idx, targets, ignore_index=-1):
+        """Mean next-token cross-entropy; targets equal to ``ignore_index`` are not counted."""
+        logits = self(idx)
+        return F.cross_entropy(logits, backend.asarray(targets), ignore_index=ignore_index)
+
+    def generate(self, prompt, max_new_tokens, temperature=1.0, top_k=None, greedy=False, seed=0,
+                 use_cache=True):
+        r"""Continue ``prompt`` (ids ``(B, T)``) by ``max_new_tokens`` tokens through the KV cache.
+
+        ``greedy`` takes the most likely token; otherwise sample from
+        \mathrm{softmax}(logits / temperature), restricted to the ``top_k`` most likely
+        when given. ``use_cache=False`` recomputes the whole sequence each step
+        (the slow reference the cached path must match).
+        """
+        if max_new_tokens < 0:
+            raise ValueError(f"max_new_tokens must be at least 0, got {max_new_tokens}.")
+        if temperature <= 0 and not greedy:
+            raise ValueError(f"temperature must be positive, got {temperature}; use greedy=True for argmax.")
+        if top_k is not None and not 1 <= top_k <= self.cfg.vocab_size:
+            raise ValueError(f"top_k must lie in [1, vocab_size={self.cfg.vocab_size}], got {top_k}.")
+        rng = backend.rng(seed)
+        ids = backend.asarray(prompt)
+        was_training = self.training
+        self.eval()
+        cache = self.new_cache() if use_cache else None
+        with no_grad():
+            logits = self(ids, cache=cache)
+            for step in range(max_new_tokens):
+                last = logits.data[:, -1, :].astype("float64")              # (B, vocab)
+                if greedy:
+                    nxt = last.argmax(axis=-1)
+                else:
+                    nxt = _sample(last / temperature, top_k, rng)
+                ids = xp.concatenate([ids, nxt[:, None].astype(ids.dtype)], axis=1)
+                if step + 1 < max_new_tokens:
+                    logits = self(ids[:, -1:], cache=cache) if use_cache else self(ids)
+        self.train(was_training)
+        return ids
+
+
+def _sample(logits, top_k, rng):
+    """One id per row from softmax(logits), optionally only among the top_k."""
+    if top_k is not None:
+        kth = xp.sort(logits, axis=-1)[:, -top_k][:, None]
+        logits = xp.where(logits < kth, -xp.inf, logits)
+    p = xp.exp(logits - logits.max(axis=-1, keepdims=True))
+    p = p / p.sum(axis=-1, keepdims=True)
+    u = rng.random((p.shape[0], 1), dtype="float64")
+    return (xp.cumsum(p, axis=-1) < u).sum(axis=-1).clip(0, p.shape[-1] - 1)
+
+
+class TinyEncoder(TinyGPT):
+    r"""Bidirectional Transformer: every token attends to every token, no mask, no cache.
+
+    Without position it is exactly permutation-equivariant: permute the input
+    and the output is permuted the same way.
+    """
+
+    causal = False
+
+    def forward(self, idx, offset=0, cache=None):
+        if cache is not None:
+            raise ValueError("TinyEncoder attends in both directions, so it has no KV cache; pass cache=None.")
+        return super().forward(idx, offset=offset)
+
+    def generate(self, *args, **kwargs):
+        raise TypeError("TinyEncoder is bidirectional and does not generate text; use TinyGPT.")

@@ -1,0 +1,31 @@
+r"""Learned absolute positions (GPT-2, BERT): a table of ``T_max`` vectors, one per position.
+
+It knows nothing about positions it never saw in training, and it cannot
+express a position past ``T_max`` at all: asking for one is an error.
+"""
+from ..backend import xp
+from ..nn import Parameter, init_normal
+from .base import PositionalScheme
+
+
+class LearnedPositionalEmbedding(PositionalScheme):
+    """``LearnedPositionalEmbedding(T_max, d_model)(T, offset)`` gives ``(1, T, d_model)``."""
+
+    def __init__(self, T_max, d_model, rng=None, std=0.02):
+        from ..backend import rng as make_rng
+        self.T_max = self.max_positions = T_max
+        self.weight = Parameter(init_normal(rng or make_rng(0), (T_max, d_model), std))
+
+    @classmethod
+    def from_config(cls, cfg, rng=None):
+        return cls(cfg.max_len, cfg.d_model, rng)
+
+    def __call__(self, T, offset=0):
+        if offset < 0 or offset + T > self.T_max:
+            raise ValueError(f"LearnedPositionalEmbedding has T_max={self.T_max} positions, but positions "
+                             f"{offset}..{offset + T - 1} were asked for (position {offset + T - 1} is at or "
+                             f"past T_max={self.T_max}).")
+        return self.weight[None, offset:offset + T]   # (1, T, d_model)
+
+    def embed(self, x, offset):
+        return x + self(x.shape[1], offset)

@@ -1,0 +1,39 @@
+r"""Sinusoidal absolute positions (Vaswani et al., 2017), added to the input.
+
+.. math::
+    PE(t, 2i) = \sin(t\, \omega_i), \quad PE(t, 2i+1) = \cos(t\, \omega_i), \quad
+    \omega_i = \mathrm{base}^{-2i/d_{model}}.
+
+Each pair (sin, cos) at frequency \omega_i is a point on a circle, so PE(t + k)
+is PE(t) turned by the fixed angle k\omega_i in each pair: a linear map that
+depends on k only.
+"""
+from ..backend import xp
+from .base import PositionalScheme
+
+
+def sinusoidal_positional_encoding(T, d_model, base=10000.0, offset=0):
+    r"""The table ``(T, d_model)`` for positions ``offset .. offset+T-1`` (float64)."""
+    if d_model % 2:
+        raise ValueError(f"sinusoidal_positional_encoding needs an even d_model, got {d_model}.")
+    pos = xp.arange(offset, offset + T, dtype="float64")[:, None]          # (T, 1)
+    omega = base ** (-xp.arange(0, d_model, 2, dtype="float64") / d_model)  # (d_model/2,)
+    pe = xp.zeros((T, d_model), dtype="float64")
+    pe[:, 0::2] = xp.sin(pos * omega)
+    pe[:, 1::2] = xp.cos(pos * omega)
+    return pe
+
+
+class SinusoidalPositionalEncoding(PositionalScheme):
+    """x + PE[offset : offset + T]; no parameters."""
+
+    def __init__(self, d_model, base=10000.0):
+        self.d_model, self.base = d_model, base
+
+    @classmethod
+    def from_config(cls, cfg, rng=None):
+        return cls(cfg.d_model, cfg.sinusoidal_base)
+
+    def embed(self, x, offset):
+        pe = sinusoidal_positional_encoding(x.shape[1], self.d_model, self.base, offset)  # (T, d_model)
+        return x + pe.astype(x.dtype)
