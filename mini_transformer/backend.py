@@ -281,6 +281,12 @@ def to_numpy(x):
     return np.asarray(x)
 
 
+def synchronize():
+    """Wait for the GPU to finish queued work (a no-op on the CPU backends); timings need it."""
+    if _name == "cupy":
+        _module.cuda.Stream.null.synchronize()
+
+
 def scatter_add(target, index, values):
     r"""``target[index] += values`` in place, where repeated indices add up (NumPy's ``add.at``)."""
     if _name == "strict":
