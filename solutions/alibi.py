@@ -1,0 +1,62 @@
+r"""ALiBi, attention with linear biases (Press et al., 2022) (drill only).
+
+No position vectors at all: head ``h`` subtracts ``m_h * (i - j)`` from the score of query
+``i`` against key ``j``, with a fixed slope ``m_h``.
+"""
+from mini_transformer.backend import xp
+
+
+def alibi_slopes(n_heads):
+    r"""The fixed per-head slopes ``m_h``.
+
+    For ``H`` a power of two they are the geometric sequence :math:`2^{-8h/H}`,
+    ``h = 1 .. H``: for 8 heads, ``1/2, 1/4, ..., 1/256``.
+
+    For other ``H`` the paper's rule: take the ``c`` slopes of the largest power of two
+    ``c < H``, then append every other slope of the ``2c`` sequence (its 1st, 3rd, 5th,
+    ...) until there are ``H``. For 6 heads: ``1/4, 1/16, 1/64, 1/256, 1/2, 1/8``.
+
+    Args:
+        n_heads: number of heads, at least 1.
+
+    Returns:
+        float64 array ``(n_heads,)``.
+    """
+    # BEGIN SOLUTION Drill alibi.1
+    if n_heads < 1:
+        raise ValueError(f"n_heads must be at least 1, got {n_heads}.")
+    c = 1 << (n_heads.bit_length() - 1)  # largest power of two <= n_heads
+    h = xp.arange(1, c + 1, dtype=xp.float64)  # (c,)
+    slopes = 2.0 ** (-8.0 * h / c)  # (c,) 2^(-8h/c)
+    if c == n_heads:
+        return slopes
+    odd = xp.arange(1, 2 * c + 1, 2, dtype=xp.float64)  # (c,) 1, 3, 5, ... of the 2c sequence
+    extra = 2.0 ** (-8.0 * odd / (2 * c))  # (c,) every other slope of the 2c heads
+    return xp.concatenate([slopes, extra[: n_heads - c]])  # (n_heads,)
+    # END SOLUTION
+
+
+def alibi_bias(n_heads, T_q, T_k):
+    r"""The causal ALiBi bias ``-m_h * (i - j)``, zero for future keys (``j > i``).
+
+    The queries are the *last* ``T_q`` of the ``T_k`` positions (during cached decoding
+    ``T_q = 1`` and the query sits at position ``T_k - 1``). Future keys get bias 0, not a
+    bonus; the causal mask removes them anyway.
+
+    Args:
+        n_heads: number of heads ``H``.
+        T_q: number of queries, ``T_q <= T_k``.
+        T_k: number of keys.
+
+    Returns:
+        float64 array ``(1, H, T_q, T_k)``, to add to scores ``(B, H, T_q, T_k)``.
+    """
+    # BEGIN SOLUTION Drill alibi.2
+    if T_q > T_k:
+        raise ValueError(f"T_q ({T_q}) must not exceed T_k ({T_k}): queries are the last T_q keys.")
+    q_pos = xp.arange(T_k - T_q, T_k)[:, None]  # (T_q, 1) absolute query positions
+    k_pos = xp.arange(T_k)[None, :]  # (1, T_k)
+    distance = xp.maximum(q_pos - k_pos, 0).astype(xp.float64)  # (T_q, T_k) i - j, 0 for the future
+    slopes = alibi_slopes(n_heads)  # (H,)
+    return -slopes[None, :, None, None] * distance[None, None, :, :]  # (1, H, T_q, T_k)
+    # END SOLUTION

@@ -1,0 +1,257 @@
+r"""Rotary position embedding (RoPE): the functions of chapter 6's exercises.
+
+Layout, everywhere in the book: queries and keys are ``(B, H, T, d_head)``. The
+rotate-half convention (GPT-NeoX, LLaMA in Hugging Face form) pairs channel ``i``
+with channel ``i + d_head/2`` and rotates pair ``i`` at position ``m`` by the angle
+``m * theta_i`` with
+
+.. math:: \theta_i = \mathrm{base}^{-2i/d_{head}}, \quad i = 0, \dots, d_{head}/2 - 1.
+
+The cos and sin tables are ``(T, d_head)``: the angle of pair ``i`` sits in column
+``i`` and again in column ``i + d_head/2``. They broadcast against ``(..., T, d_head)``.
+
+The interleaved convention (the RoFormer paper, Meta's original LLaMA code) pairs
+channel ``2i`` with ``2i + 1``. Its tables use the repeat-interleave layout: the
+angle of pair ``i`` sits in columns ``2i`` and ``2i + 1``.
+"""
+import math
+
+from mini_transformer.backend import xp
+
+
+def rotate_half(x):
+    r"""Rotate every pair a quarter turn: ``[x1, x2] -> [-x2, x1]``.
+
+    ``x1`` is the first half of the last axis and ``x2`` the second half, so channel
+    ``i`` is paired with channel ``i + d/2``. Worked example:
+    ``rotate_half([1, 2, 3, 4]) == [-3, -4, 1, 2]``.
+
+    Args:
+        x: array ``(..., d)`` with ``d`` even.
+
+    Returns:
+        array ``(..., d)``, same dtype as ``x``. ``x`` itself is left unchanged.
+    """
+    # BEGIN SOLUTION Exercise 6.1
+    d = x.shape[-1]
+    if d % 2 != 0:
+        raise ValueError(f"rotate_half needs an even last axis, got shape {x.shape}; "
+                         "RoPE rotates channels in pairs.")
+    x1 = x[..., : d // 2]  # (..., d/2) the first channel of every pair
+    x2 = x[..., d // 2:]  # (..., d/2) the second channel of every pair
+    return xp.concatenate([-x2, x1], axis=-1)  # (..., d)
+    # END SOLUTION
+
+
+def apply_rotary(x, cos, sin):
+    r"""Rotate every rotate-half pair of ``x`` by its position's angle.
+
+    For the pair ``(a, b) = (x_i, x_{i + d/2})`` at angle ``t``:
+
+    .. math:: (a, b) \mapsto (a\cos t - b\sin t,\; b\cos t + a\sin t),
+
+    which is ``x * cos + rotate_half(x) * sin``.
+
+    Args:
+        x: queries or keys ``(..., T, d_head)``, usually ``(B, H, T, d_head)``.
+        cos: ``(T, d_head)``, the table from ``RotaryEmbedding``.
+        sin: ``(T, d_head)``, the table from ``RotaryEmbedding``.
+
+    Returns:
+        array with the shape and dtype of ``x`` (a float32 ``x`` stays float32 even
+        though the tables are float64). ``x`` itself is left unchanged.
+    """
+    # BEGIN SOLUTION Exercise 6.2
+    if cos.shape != x.shape[-2:] or sin.shape != x.shape[-2:]:
+        raise ValueError(f"cos and sin must be (T, d_head) = {x.shape[-2:]} to match x of shape "
+                         f"{x.shape}; got cos {cos.shape} and sin {sin.shape}.")
+    y = x * cos + rotate_half(x) * sin  # (..., T, d_head), float64 if the tables are
+    return y.astype(x.dtype, copy=False)  # a float32 model stays float32
+    # END SOLUTION
+
+
+class RotaryEmbedding:
+    r"""The cos and sin tables of RoPE, with optional context-extension scaling.
+
+    ``theta_i = base ** (-2i / d_head)`` for pair ``i``, and position ``m`` rotates pair
+    ``i`` by ``m * theta_i``.
+
+    scaling:
+        ``None``: plain RoPE.
+        ``"linear"`` (position interpolation): use position ``m / factor``.
+        ``"ntk"`` (NTK-aware): keep positions, use ``base * factor ** (d_head / (d_head - 2))``.
+        Then ``theta_0 = 1`` is unchanged and the last pair's frequency shrinks by exactly
+        ``factor``.
+
+    Example::
+
+        rope = RotaryEmbedding(64)
+        cos, sin = rope(T=16, offset=0)   # each (16, 64), float64
+        q = apply_rotary(q, cos, sin)      # q: (B, H, 16, 64)
+    """
+
+    def __init__(self, d_head, base=10000.0, scaling=None, factor=1.0):
+        r"""Store the settings and the frequencies.
+
+        Args:
+            d_head: even head dimension.
+            base: the base of the geometric frequency ladder.
+            scaling: ``None``, ``"linear"`` or ``"ntk"``.
+            factor: the context-extension factor ``s`` used by the scaling.
+
+        Sets ``self.d_head``, ``self.scaling``, ``self.factor``, ``self.base`` (the base in
+        use, after NTK scaling) and ``self.inv_freq``, the ``(d_head/2,)`` float64 array
+        of ``theta_i``.
+        """
+        # BEGIN SOLUTION Exercise 6.3
+        if d_head % 2 != 0:
+            raise ValueError(f"d_head must be even so channels can be paired, got {d_head}.")
+        if scaling not in (None, "linear", "ntk"):
+            raise ValueError(f"scaling must be None, 'linear' or 'ntk', got {scaling!r}.")
+        if scaling == "ntk" and d_head <= 2:
+            raise ValueError("NTK scaling needs d_head > 2: its exponent is d_head / (d_head - 2).")
+        self.d_head, self.scaling, self.factor = d_head, scaling, factor
+        if scaling == "ntk":
+            base = base * factor ** (d_head / (d_head - 2))  # stretch the slow pairs, keep theta_0
+        self.base = base
+        two_i = xp.arange(0, d_head, 2, dtype=xp.float64)  # (d_head/2,) the values 2i
+        self.inv_freq = base ** (-two_i / d_head)  # (d_head/2,) theta_i
+        # END SOLUTION
+
+    def __call__(self, T, offset=0):
+        r"""The tables for positions ``offset, ..., offset + T - 1``.
+
+        ``offset`` is the absolute position of the first row: during cached decoding it
+        is the number of tokens already in the cache.
+
+        Returns:
+            ``(cos, sin)``, a tuple of two float64 arrays, each ``(T, d_head)``. Row ``t``,
+            columns ``i`` and ``i + d_head/2`` hold the angle ``(offset + t) * theta_i``
+            (divided by ``factor`` first under linear scaling).
+        """
+        # BEGIN SOLUTION Exercise 6.3
+        pos = xp.arange(offset, offset + T, dtype=xp.float64)  # (T,) absolute positions
+        if self.scaling == "linear":
+            pos = pos / self.factor  # squeeze the positions back into the trained range
+        angles = pos[:, None] * self.inv_freq[None, :]  # (T, d_head/2) m * theta_i
+        angles = xp.concatenate([angles, angles], axis=-1)  # (T, d_head) both channels of a pair
+        return xp.cos(angles), xp.sin(angles)
+        # END SOLUTION
+
+
+def relative_score(q, k, m, n, rotary):
+    r"""The RoPE score of query ``q`` at position ``m`` against key ``k`` at position ``n``.
+
+    .. math:: s(m, n) = \langle R_m q, R_n k \rangle = q^\top R_{n-m} k
+
+    It depends on ``m`` and ``n`` only through ``n - m``: ``s(3, 1) == s(103, 101)``.
+
+    Args:
+        q: ``(d_head,)`` query.
+        k: ``(d_head,)`` key.
+        m: position of the query (an int).
+        n: position of the key (an int).
+        rotary: a ``RotaryEmbedding``; ``rotary(1, offset=p)`` gives the tables of position ``p``.
+
+    Returns:
+        the score as a Python ``float``. ``q`` and ``k`` are left unchanged.
+    """
+    # BEGIN SOLUTION Exercise 6.4
+    cos_m, sin_m = rotary(1, offset=m)  # (1, d_head) each
+    cos_n, sin_n = rotary(1, offset=n)  # (1, d_head) each
+    q_m = apply_rotary(q[None, :], cos_m, sin_m)  # (1, d_head) R_m q
+    k_n = apply_rotary(k[None, :], cos_n, sin_n)  # (1, d_head) R_n k
+    return float(xp.sum(q_m * k_n))
+    # END SOLUTION
+
+
+def wavelength_table(d_head, base=10000.0):
+    r"""The wavelength of every pair, in tokens: :math:`2\pi / \theta_i = 2\pi \cdot \mathrm{base}^{2i/d_{head}}`.
+
+    Pair 0 turns once every ``2 * pi`` (about 6.3) tokens; the last pair of ``d_head = 128``
+    at base 10000 needs about 54 000 tokens.
+
+    Args:
+        d_head: even head dimension.
+        base: the RoPE base.
+
+    Returns:
+        float64 array ``(d_head/2,)``, entry ``i`` for pair ``i``.
+    """
+    # BEGIN SOLUTION Exercise 6.5
+    i = xp.arange(d_head // 2, dtype=xp.float64)  # (d_head/2,) pair index
+    return 2 * math.pi * base ** (2 * i / d_head)  # (d_head/2,) 2 pi / theta_i
+    # END SOLUTION
+
+
+def rotate_interleaved(x):
+    r"""The interleaved quarter turn: pair channel ``2i`` with ``2i + 1``.
+
+    ``[x0, x1, x2, x3, ...] -> [-x1, x0, -x3, x2, ...]``. Read each pair as the complex
+    number ``x_{2i} + i x_{2i+1}``: this is multiplication by ``i``.
+
+    Args:
+        x: array ``(..., d)`` with ``d`` even.
+
+    Returns:
+        array ``(..., d)``, same dtype as ``x``. ``x`` itself is left unchanged.
+    """
+    # BEGIN SOLUTION Exercise 6.6
+    if x.shape[-1] % 2 != 0:
+        raise ValueError(f"rotate_interleaved needs an even last axis, got shape {x.shape}.")
+    x_even = x[..., 0::2]  # (..., d/2) channels 2i
+    x_odd = x[..., 1::2]  # (..., d/2) channels 2i + 1
+    return xp.stack([-x_odd, x_even], axis=-1).reshape(x.shape)  # (..., d/2, 2) -> (..., d)
+    # END SOLUTION
+
+
+def apply_rotary_interleaved(x, cos, sin):
+    r"""RoPE in the interleaved convention: ``x * cos + rotate_interleaved(x) * sin``.
+
+    For the pair ``(a, b) = (x_{2i}, x_{2i+1})`` at angle ``t``:
+    :math:`(a\cos t - b\sin t,\; b\cos t + a\sin t)`.
+
+    Args:
+        x: ``(..., T, d_head)``.
+        cos: ``(T, d_head)`` in the repeat-interleave layout: the angle of pair ``i`` sits in
+            columns ``2i`` and ``2i + 1``. From rotate-half tables, take
+            ``cos[:, interleaved_to_half_permutation(d_head)]``.
+        sin: ``(T, d_head)``, same layout as ``cos``.
+
+    Returns:
+        array with the shape and dtype of ``x``. ``x`` itself is left unchanged.
+    """
+    # BEGIN SOLUTION Exercise 6.7
+    if cos.shape != x.shape[-2:] or sin.shape != x.shape[-2:]:
+        raise ValueError(f"cos and sin must be (T, d_head) = {x.shape[-2:]} to match x of shape "
+                         f"{x.shape}; got cos {cos.shape} and sin {sin.shape}.")
+    y = x * cos + rotate_interleaved(x) * sin  # (..., T, d_head)
+    return y.astype(x.dtype, copy=False)
+    # END SOLUTION
+
+
+def interleaved_to_half_permutation(d_head):
+    r"""The channel order that carries rotate-half channels into interleaved slots.
+
+    ``perm[j]`` is the rotate-half channel whose value belongs at interleaved channel ``j``
+    (for ``d_head = 4`` the answer is ``[0, 2, 1, 3]``). So
+
+    * ``x[..., perm]`` rewrites rotate-half data in interleaved order, and interleaved RoPE
+      on ``(q[..., perm], k[..., perm])`` gives exactly the scores rotate-half RoPE gives
+      on ``(q, k)``;
+    * porting weights from a rotate-half checkpoint to interleaved code permutes the output
+      rows of ``W_q`` and ``W_k`` the same way, head by head;
+    * the inverse permutation, ``argsort(perm)``, goes the other way.
+
+    Args:
+        d_head: even head dimension.
+
+    Returns:
+        integer array ``(d_head,)``, a permutation of ``0 .. d_head - 1``.
+    """
+    # BEGIN SOLUTION Exercise 6.8
+    if d_head % 2 != 0:
+        raise ValueError(f"d_head must be even, got {d_head}.")
+    i = xp.arange(d_head // 2)  # (d_head/2,) pair index
+    return xp.stack([i, i + d_head // 2], axis=-1).reshape(d_head)  # (d_head,) 0, d/2, 1, d/2+1, ...
+    # END SOLUTION

@@ -1,0 +1,53 @@
+r"""T5's relative position buckets (Raffel et al., 2020) (drill only).
+
+The score of query ``i`` against key ``j`` gets a learned scalar ``b[h, bucket(j - i)]``.
+Small distances get a bucket each; larger ones share logarithmically wider buckets up to
+``max_distance``, and everything beyond shares the last bucket.
+"""
+import math
+
+from mini_transformer.backend import xp
+
+
+def relative_position_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
+    r"""Map ``relative_position = key_pos - query_pos`` to T5's bucket ids.
+
+    The steps, with ``n = query_pos - key_pos`` (positive for keys in the past):
+
+    1. bidirectional: halve ``num_buckets``; keys in the future (``n < 0``) use the upper
+       half (add the halved ``num_buckets``); continue with ``|n|``.
+       Causal (``bidirectional=False``): future keys collapse to ``n = 0``.
+    2. ``max_exact = num_buckets // 2``: distances below it are their own bucket.
+    3. larger distances get
+       :math:`\mathrm{max\_exact} + \lfloor \frac{\log(n / \mathrm{max\_exact})}
+       {\log(\mathrm{max\_distance} / \mathrm{max\_exact})} (\mathrm{num\_buckets} - \mathrm{max\_exact}) \rfloor`,
+       capped at ``num_buckets - 1``.
+
+    With the defaults: ``-1 -> 1``, ``+1 -> 17``, ``-16 -> 10``, ``-200 -> 15``.
+
+    Args:
+        relative_position: integer array of any shape, e.g. ``(T_q, T_k)``.
+        bidirectional: encoder-style (both directions) or causal.
+        num_buckets: total number of buckets.
+        max_distance: distances from here on share the last bucket.
+
+    Returns:
+        int64 array of the same shape, values in ``0 .. num_buckets - 1``.
+    """
+    # BEGIN SOLUTION Drill t5.1
+    n = -relative_position.astype(xp.int64)  # (...) positive when the key is in the past
+    bucket = xp.zeros_like(n)  # (...)
+    if bidirectional:
+        num_buckets //= 2
+        bucket = bucket + (n < 0).astype(xp.int64) * num_buckets  # future keys: upper half
+        n = xp.abs(n)
+    else:
+        n = xp.maximum(n, 0)  # causal: the future is masked anyway, park it in bucket 0
+    max_exact = num_buckets // 2
+    is_small = n < max_exact  # (...) these distances get a bucket each
+    n_large = xp.maximum(n, max_exact).astype(xp.float64)  # keeps log away from 0 where unused
+    log_ratio = xp.log(n_large / max_exact) / math.log(max_distance / max_exact)  # 0 .. 1 up to max_distance
+    if_large = max_exact + (log_ratio * (num_buckets - max_exact)).astype(xp.int64)  # floor, all >= 0
+    if_large = xp.minimum(if_large, num_buckets - 1)
+    return bucket + xp.where(is_small, n, if_large)  # (...)
+    # END SOLUTION

@@ -1,0 +1,286 @@
+r"""The grader, graded.
+
+1. The references in ``solutions/`` it trusts are checked against numbers worked by hand or taken
+   from the source chapter, never against themselves.
+2. Every reference passes every check of the grader.
+3. Every known-wrong implementation in ``tests/wrong_implementations/`` is rejected, with the
+   right kind of failure and, for a known misconception, the right hint. Among them: one that
+   raises, one that hangs, one that returns the wrong type, one that writes into its input.
+"""
+import math
+import re
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from exercises.checks import TARGETS
+from exercises.generate import SOLUTIONS, regions
+from exercises.grader import grade_file, grade_jobs
+from mini_transformer.backend import asarray, to_numpy
+from solutions import alibi, rope, sinusoidal, t5
+
+WRONG = Path(__file__).resolve().parent / "wrong_implementations"
+TIMEOUT = 1.5  # seconds per exercise; only the hanging implementation gets near it
+
+
+# ---------------------------------------------------------------------------
+# 1. The references, against hand-worked numbers
+# ---------------------------------------------------------------------------
+
+def test_rotate_half_worked_example(each_backend):
+    y = rope.rotate_half(asarray([1.0, 2.0, 3.0, 4.0]))
+    assert to_numpy(y).tolist() == [-3.0, -4.0, 1.0, 2.0]
+    assert to_numpy(rope.rotate_interleaved(asarray([1.0, 2.0, 3.0, 4.0]))).tolist() == [-2.0, 1.0, -4.0, 3.0]
+
+
+def test_rope_relative_position_property():
+    """The source's acceptance test: (3, 1) scores like (103, 101), unlike (3, 2)."""
+    rng = np.random.default_rng(0)
+    q, k = rng.standard_normal(8), rng.standard_normal(8)
+    r = rope.RotaryEmbedding(8)
+    s = {mn: rope.relative_score(q, k, *mn, r) for mn in [(3, 1), (103, 101), (3, 2)]}
+    assert math.isclose(s[3, 1], s[103, 101], rel_tol=1e-9)
+    assert not math.isclose(s[3, 1], s[3, 2], rel_tol=1e-3)
+
+
+def test_rope_matches_complex_multiplication(each_backend):
+    """Pair (x_i, x_{i+d/2}) as x_i + i x_{i+d/2}, times e^{i m theta_i}, theta_i = 10000^(-2i/d) by hand."""
+    d, T, offset = 8, 4, 6
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, 3, T, d))
+    cos, sin = rope.RotaryEmbedding(d)(T, offset=offset)
+    y = to_numpy(rope.apply_rotary(asarray(x), cos, sin))
+    theta = np.array([10000.0 ** (-2 * i / d) for i in range(d // 2)])
+    z = (x[..., :4] + 1j * x[..., 4:]) * np.exp(1j * np.arange(offset, offset + T)[:, None] * theta)
+    np.testing.assert_allclose(y, np.concatenate([z.real, z.imag], axis=-1), atol=1e-12)
+
+
+def test_apply_rotary_preserves_norm_dtype_and_position_zero(each_backend):
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((1, 2, 5, 16))
+    cos, sin = rope.RotaryEmbedding(16)(5)
+    y = to_numpy(rope.apply_rotary(asarray(x), cos, sin))
+    np.testing.assert_allclose(np.linalg.norm(y, axis=-1), np.linalg.norm(x, axis=-1), rtol=1e-12)
+    np.testing.assert_allclose(y[..., 0, :], x[..., 0, :], atol=1e-15)  # angle 0 does not rotate
+    y32 = rope.apply_rotary(asarray(x.astype(np.float32)), cos, sin)
+    assert y32.dtype == np.float32
+
+
+def test_rotary_tables_by_hand():
+    r = rope.RotaryEmbedding(8)
+    np.testing.assert_allclose(to_numpy(r.inv_freq), [1.0, 0.1, 0.01, 0.001], rtol=1e-12)  # 10000^(-i/4)
+    cos, sin = (to_numpy(t) for t in r(10))
+    assert math.isclose(cos[1, 0], math.cos(1.0)) and math.isclose(sin[1, 4], math.sin(1.0))
+    assert math.isclose(cos[7, 1], math.cos(0.7)) and math.isclose(cos[7, 5], math.cos(0.7))
+    c, s = (to_numpy(t) for t in r(3, offset=5))
+    np.testing.assert_array_equal(c, cos[5:8])
+    np.testing.assert_array_equal(s, sin[5:8])
+
+
+def test_rope_scaling_modes():
+    """Linear by 2 at position 8 equals none at 4; NTK keeps theta_0 and slows the last pair by the factor."""
+    plain = rope.RotaryEmbedding(64)
+    linear = rope.RotaryEmbedding(64, scaling="linear", factor=2.0)
+    np.testing.assert_allclose(to_numpy(linear(1, offset=8)[0]), to_numpy(plain(1, offset=4)[0]), atol=1e-15)
+    ntk = rope.RotaryEmbedding(64, scaling="ntk", factor=4.0)
+    assert math.isclose(float(ntk.inv_freq[0]), 1.0)
+    assert math.isclose(float(plain.inv_freq[-1] / ntk.inv_freq[-1]), 4.0, rel_tol=1e-12)
+    assert math.isclose(ntk.base, 10000.0 * 4.0 ** (64 / 62))
+
+
+def test_wavelength_table_by_hand():
+    lam = to_numpy(rope.wavelength_table(128, 10000.0))
+    assert lam.shape == (64,)
+    np.testing.assert_allclose(lam[[0, 16, 32, 48]], [2 * math.pi * 10 ** j for j in range(4)], rtol=1e-12)
+    # 2 pi 10^(i/16) > 8192 first at i = 50: 2 pi 10^(49/16) = 7256 and 2 pi 10^(50/16) = 8378.
+    assert int(np.argmax(lam > 8192)) == 50
+
+
+def test_permutation_by_hand_and_its_defining_property():
+    assert to_numpy(rope.interleaved_to_half_permutation(4)).tolist() == [0, 2, 1, 3]
+    assert to_numpy(rope.interleaved_to_half_permutation(8)).tolist() == [0, 4, 1, 5, 2, 6, 3, 7]
+    d, T = 16, 7
+    perm = rope.interleaved_to_half_permutation(d)
+    rng = np.random.default_rng(3)
+    q, k = rng.standard_normal((1, 2, T, d)), rng.standard_normal((1, 2, T, d))
+    cos, sin = rope.RotaryEmbedding(d)(T)
+    half = rope.apply_rotary(q, cos, sin) @ np.swapaxes(rope.apply_rotary(k, cos, sin), -1, -2)
+    qi = rope.apply_rotary_interleaved(q[..., perm], cos[:, perm], sin[:, perm])
+    ki = rope.apply_rotary_interleaved(k[..., perm], cos[:, perm], sin[:, perm])
+    np.testing.assert_allclose(qi @ np.swapaxes(ki, -1, -2), half, atol=1e-12)
+
+
+def test_sinusoidal_values_and_offset_property(each_backend):
+    pe = to_numpy(sinusoidal.sinusoidal_positional_encoding(50, 4))
+    np.testing.assert_allclose(pe[0], [0.0, 1.0, 0.0, 1.0])
+    np.testing.assert_allclose(pe[1], [math.sin(1), math.cos(1), math.sin(0.01), math.cos(0.01)])  # 10000^(-1/2)
+    pe = to_numpy(sinusoidal.sinusoidal_positional_encoding(40, 16))
+    k = 7
+    for i in range(8):
+        w = 10000.0 ** (-2 * i / 16)
+        rot = np.array([[math.cos(w * k), math.sin(w * k)], [-math.sin(w * k), math.cos(w * k)]])
+        np.testing.assert_allclose(pe[k:, 2 * i:2 * i + 2], pe[:-k, 2 * i:2 * i + 2] @ rot.T, atol=1e-12)
+
+
+def test_alibi_slopes_from_the_paper(each_backend):
+    assert to_numpy(alibi.alibi_slopes(8)).tolist() == [1 / 2 ** h for h in range(1, 9)]
+    assert to_numpy(alibi.alibi_slopes(1)).tolist() == [1 / 256]
+    # 6 heads: the 4 slopes of H = 4 (2^-2, 2^-4, 2^-6, 2^-8), then the 1st and 3rd of H = 8 (2^-1, 2^-3).
+    assert to_numpy(alibi.alibi_slopes(6)).tolist() == [1 / 4, 1 / 16, 1 / 64, 1 / 256, 1 / 2, 1 / 8]
+
+
+def test_alibi_bias_by_hand(each_backend):
+    b = to_numpy(alibi.alibi_bias(2, 2, 4))  # slopes 1/16, 1/256; queries at positions 2 and 3
+    assert b.shape == (1, 2, 2, 4)
+    np.testing.assert_allclose(b[0, 0], [[-2 / 16, -1 / 16, 0, 0], [-3 / 16, -2 / 16, -1 / 16, 0]])
+    np.testing.assert_allclose(b[0, 1], [[-2 / 256, -1 / 256, 0, 0], [-3 / 256, -2 / 256, -1 / 256, 0]])
+    full, step = to_numpy(alibi.alibi_bias(8, 9, 9)), to_numpy(alibi.alibi_bias(8, 1, 9))
+    np.testing.assert_array_equal(step[0, :, 0], full[0, :, -1])  # one decode step is the last row
+
+
+def test_t5_buckets_by_hand(each_backend):
+    rel = asarray(np.array([0, -1, 1, -7, -8, -16, -32, -64, -127, -128, -1000, 128]))
+    # max_exact 8: -16 -> 8 + floor(log(2)/log(16) * 8) = 10, -32 -> 12, -64 -> 14, -128 -> 16 capped at 15.
+    assert to_numpy(t5.relative_position_bucket(rel)).tolist() == [0, 1, 17, 7, 8, 10, 12, 14, 15, 15, 15, 31]
+    causal = asarray(np.array([5, -1, -15, -16, -32, -64, -128]))
+    # causal: 32 buckets, max_exact 16; -32 -> 16 + floor(log(2)/log(8) * 16) = 21, -64 -> 26, -128 -> 31.
+    assert to_numpy(t5.relative_position_bucket(causal, bidirectional=False)).tolist() == [0, 1, 15, 16, 21, 26, 31]
+
+
+def test_t5_bias_is_translation_invariant():
+    pos = np.arange(40)
+    b = t5.relative_position_bucket(pos[None, :] - pos[:, None])
+    assert b[2, 5] == b[6, 9] and np.all(b[:-1, :-1] == b[1:, 1:])
+    assert b.min() >= 0 and b.max() <= 31
+
+
+# ---------------------------------------------------------------------------
+# 2. The references pass every check
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("module", ["rope", "sinusoidal", "alibi", "t5"])
+def test_solutions_pass_every_check(module):
+    results = grade_file(SOLUTIONS / f"{module}.py", module)
+    assert results and all(r["status"] == "pass" for r in results), [(r["target"], r["message"]) for r in results]
+
+
+# ---------------------------------------------------------------------------
+# 3. Known-wrong implementations are all rejected, with the right hint
+# ---------------------------------------------------------------------------
+
+# (file, name in it, target, expected kind, expected misconception)
+KNOWN_WRONG = [
+    ("rope_rotate.py", "rotate_half_sign_error", "rope.rotate_half", "misconception", "sign_error"),
+    ("rope_rotate.py", "rotate_half_interleaved", "rope.rotate_half", "misconception", "interleaved_pairing"),
+    ("rope_rotate.py", "rotate_half_missing_minus", "rope.rotate_half", "misconception", "missing_minus"),
+    ("rope_rotate.py", "rotate_half_raises", "rope.rotate_half", "raised", None),
+    ("rope_rotate.py", "rotate_half_in_place", "rope.rotate_half", "mutated", None),
+    ("rope_rotate.py", "rotate_half_extra_argument", "rope.rotate_half", "signature", None),
+    ("broken_syntax.py", "rotate_half", "rope.rotate_half", "import", None),
+    ("rope_apply.py", "apply_rotary_sign_error", "rope.apply_rotary", "misconception", "sign_error"),
+    ("rope_apply.py", "apply_rotary_interleaved_pairs", "rope.apply_rotary", "misconception", "interleaved_pairing"),
+    ("rope_apply.py", "apply_rotary_swapped", "rope.apply_rotary", "misconception", "cos_sin_swapped"),
+    ("rope_apply.py", "apply_rotary_keeps_float64", "rope.apply_rotary", "dtype", None),
+    ("rope_apply.py", "apply_rotary_hangs", "rope.apply_rotary", "timeout", None),
+    ("rope_apply.py", "apply_rotary_slightly_off", "rope.apply_rotary", "numbers", None),
+    ("rope_embedding.py", "OffsetIgnored", "rope.RotaryEmbedding", "misconception", "offset_ignored"),
+    ("rope_embedding.py", "AnglesNotDuplicated", "rope.RotaryEmbedding", "misconception", "angles_not_duplicated"),
+    ("rope_embedding.py", "NtkAsLinear", "rope.RotaryEmbedding", "misconception", "ntk_as_linear"),
+    ("rope_embedding.py", "LinearAsNtk", "rope.RotaryEmbedding", "misconception", "linear_as_ntk"),
+    ("rope_embedding.py", "StackedTables", "rope.RotaryEmbedding", "type", None),
+    ("rope_embedding.py", "DividesByPosition", "rope.RotaryEmbedding", "nan", None),
+    ("rope_embedding.py", "CallNotWritten", "rope.RotaryEmbedding", "unfinished", None),
+    ("rope_embedding.py", "ExitsTheProcess", "rope.RotaryEmbedding", "crashed", None),
+    ("rope_misc.py", "relative_score_swapped", "rope.relative_score", "misconception", "positions_swapped"),
+    ("rope_misc.py", "relative_score_query_only", "rope.relative_score", "misconception", "only_query_rotated"),
+    ("rope_misc.py", "relative_score_unrotated", "rope.relative_score", "misconception", "unrotated"),
+    ("rope_misc.py", "relative_score_array", "rope.relative_score", "type", None),
+    ("rope_misc.py", "wavelength_frequencies", "rope.wavelength_table", "misconception", "frequencies"),
+    ("rope_misc.py", "wavelength_missing_two_pi", "rope.wavelength_table", "misconception", "missing_two_pi"),
+    ("rope_misc.py", "wavelength_list", "rope.wavelength_table", "type", None),
+    ("rope_misc.py", "wavelength_per_channel", "rope.wavelength_table", "shape", "one_per_channel"),
+    ("rope_rotate.py", "rotate_interleaved_sign_error", "rope.rotate_interleaved", "misconception", "sign_error"),
+    ("rope_rotate.py", "rotate_interleaved_as_half", "rope.rotate_interleaved", "misconception", "rotate_half_pairing"),
+    ("rope_rotate.py", "rotate_interleaved_missing_minus", "rope.rotate_interleaved", "misconception", "missing_minus"),
+    ("rope_rotate.py", "rotate_interleaved_in_place", "rope.rotate_interleaved", "mutated", None),
+    ("rope_apply.py", "apply_rotary_interleaved_half_pairs", "rope.apply_rotary_interleaved", "misconception",
+     "rotate_half_pairing"),
+    ("rope_apply.py", "apply_rotary_interleaved_sign_error", "rope.apply_rotary_interleaved", "misconception",
+     "sign_error"),
+    ("rope_apply.py", "apply_rotary_interleaved_reorders", "rope.apply_rotary_interleaved", "misconception",
+     "tables_reordered"),
+    ("rope_misc.py", "permutation_inverse", "rope.interleaved_to_half_permutation", "misconception", "inverse"),
+    ("rope_misc.py", "permutation_identity", "rope.interleaved_to_half_permutation", "misconception", "identity"),
+    ("rope_misc.py", "permutation_pair_order", "rope.interleaved_to_half_permutation", "misconception", "pair_order"),
+    ("rope_misc.py", "permutation_float", "rope.interleaved_to_half_permutation", "dtype", None),
+    ("drills.py", "sinusoidal_swapped", "sinusoidal.sinusoidal_positional_encoding", "misconception",
+     "sin_cos_swapped"),
+    ("drills.py", "sinusoidal_halves", "sinusoidal.sinusoidal_positional_encoding", "misconception", "halves_layout"),
+    ("drills.py", "sinusoidal_exponent", "sinusoidal.sinusoidal_positional_encoding", "misconception",
+     "frequency_exponent"),
+    ("drills.py", "sinusoidal_half_width", "sinusoidal.sinusoidal_positional_encoding", "shape", None),
+    ("drills.py", "slopes_naive", "alibi.alibi_slopes", "misconception", "non_power_of_two"),
+    ("drills.py", "slopes_from_one", "alibi.alibi_slopes", "misconception", "starts_at_one"),
+    ("drills.py", "slopes_duplicates", "alibi.alibi_slopes", "misconception", "duplicate_slopes"),
+    ("drills.py", "bias_positive", "alibi.alibi_bias", "misconception", "positive_sign"),
+    ("drills.py", "bias_queries_first", "alibi.alibi_bias", "misconception", "queries_at_start"),
+    ("drills.py", "bias_future_bonus", "alibi.alibi_bias", "misconception", "future_not_clamped"),
+    ("drills.py", "bias_no_batch_axis", "alibi.alibi_bias", "shape", "missing_batch_axis"),
+    ("drills.py", "bucket_flipped", "t5.relative_position_bucket", "misconception", "direction_flipped"),
+    ("drills.py", "bucket_not_halved", "t5.relative_position_bucket", "misconception", "not_halved"),
+    ("drills.py", "bucket_causal_abs", "t5.relative_position_bucket", "misconception", "causal_abs"),
+    ("drills.py", "bucket_float", "t5.relative_position_bucket", "dtype", None),
+]
+
+
+@pytest.fixture(scope="module")
+def wrong_results():
+    jobs = [{"target": t, "source": WRONG / f, "attr": a} for f, a, t, _, _ in KNOWN_WRONG]
+    start = time.monotonic()
+    results = grade_jobs(jobs, timeout=TIMEOUT)
+    return {row[1]: r for row, r in zip(KNOWN_WRONG, results)}, time.monotonic() - start
+
+
+@pytest.mark.parametrize("file, attr, target, kind, misconception", KNOWN_WRONG, ids=[r[1] for r in KNOWN_WRONG])
+def test_known_wrong_is_rejected_with_the_right_hint(wrong_results, file, attr, target, kind, misconception):
+    r = wrong_results[0][attr]
+    expected_status = "not attempted" if kind == "not attempted" else "fail"
+    assert (r["status"], r["kind"], r["misconception"]) == (expected_status, kind, misconception), r["message"]
+    if misconception:
+        title = next(m.title for m in TARGETS[target].misconceptions if m.key == misconception)
+        assert title in r["message"]
+
+
+def test_every_exercise_has_three_known_wrong_implementations_and_every_failure_mode():
+    per_target = {t: sum(row[2] == t for row in KNOWN_WRONG) for t in TARGETS}
+    assert min(per_target.values()) >= 3, per_target
+    kinds = {row[3] for row in KNOWN_WRONG}
+    assert {"raised", "timeout", "type", "mutated", "misconception", "numbers", "nan"} <= kinds
+
+
+def test_a_hang_costs_one_timeout_and_nothing_else(wrong_results):
+    results, seconds = wrong_results
+    assert results["apply_rotary_hangs"]["kind"] == "timeout"
+    assert results["apply_rotary_slightly_off"]["kind"] == "numbers"  # the job after the hang still ran
+    assert seconds < TIMEOUT + 30
+
+
+def test_numbers_feedback_names_fraction_error_index_and_input(wrong_results):
+    msg = wrong_results[0]["apply_rotary_slightly_off"]["message"]
+    assert re.search(r"\d+ of \d+ entries \([\d.]+%\) are wrong", msg)
+    assert "max abs error 0.001" in msg
+    assert re.search(r"First bad entry \[\d+, \d+, \d+, \d+\]: yours [-\d.]+, expected [-\d.]+", msg)
+    assert "Input: x: shape (2, 3, 5, 8)" in msg
+
+
+def test_feedback_never_shows_the_reference_code(wrong_results):
+    code = set()
+    for module in ["rope", "sinusoidal", "alibi", "t5"]:
+        text = (SOLUTIONS / f"{module}.py").read_text()
+        lines = text.splitlines()
+        code |= {lines[n].strip() for _, first, last, _ in regions(text) for n in range(first + 1, last)
+                 if len(lines[n].strip()) > 20}
+    messages = "\n".join(r["message"] for r in wrong_results[0].values())
+    assert not [line for line in code if line in messages]

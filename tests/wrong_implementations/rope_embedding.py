@@ -1,0 +1,87 @@
+"""Wrong RotaryEmbedding classes."""
+import os
+
+from mini_transformer.backend import xp
+
+
+class _Base:
+    def __init__(self, d_head, base=10000.0, scaling=None, factor=1.0):
+        self.d_head, self.scaling, self.factor = d_head, scaling, factor
+        if scaling == "ntk":
+            base = base * factor ** (d_head / (d_head - 2))
+        self.inv_freq = base ** (-xp.arange(0, d_head, 2, dtype=xp.float64) / d_head)
+
+    def positions(self, T, offset):
+        pos = xp.arange(offset, offset + T, dtype=xp.float64)
+        return pos / self.factor if self.scaling == "linear" else pos
+
+    def __call__(self, T, offset=0):
+        angles = self.positions(T, offset)[:, None] * self.inv_freq[None, :]
+        angles = xp.concatenate([angles, angles], axis=-1)
+        return xp.cos(angles), xp.sin(angles)
+
+
+class OffsetIgnored(_Base):
+    def __call__(self, T, offset=0):
+        pos = xp.arange(T, dtype=xp.float64)  # forgot the offset
+        if self.scaling == "linear":
+            pos = pos / self.factor
+        angles = pos[:, None] * self.inv_freq[None, :]
+        angles = xp.concatenate([angles, angles], axis=-1)
+        return xp.cos(angles), xp.sin(angles)
+
+
+class AnglesNotDuplicated(_Base):
+    def __call__(self, T, offset=0):
+        angles = self.positions(T, offset)[:, None] * self.inv_freq[None, :]
+        angles = xp.repeat(angles, 2, axis=-1)  # [a0, a0, a1, a1, ...]: the interleaved layout
+        return xp.cos(angles), xp.sin(angles)
+
+
+class NtkAsLinear(_Base):
+    def __init__(self, d_head, base=10000.0, scaling=None, factor=1.0):
+        self.d_head, self.scaling, self.factor = d_head, scaling, factor
+        self.inv_freq = base ** (-xp.arange(0, d_head, 2, dtype=xp.float64) / d_head)
+
+    def positions(self, T, offset):
+        pos = xp.arange(offset, offset + T, dtype=xp.float64)
+        return pos / self.factor if self.scaling in ("linear", "ntk") else pos
+
+
+class LinearAsNtk(_Base):
+    def __init__(self, d_head, base=10000.0, scaling=None, factor=1.0):
+        self.d_head, self.scaling, self.factor = d_head, scaling, factor
+        if scaling in ("ntk", "linear"):
+            base = base * factor ** (d_head / (d_head - 2))
+        self.inv_freq = base ** (-xp.arange(0, d_head, 2, dtype=xp.float64) / d_head)
+
+    def positions(self, T, offset):
+        return xp.arange(offset, offset + T, dtype=xp.float64)
+
+
+class StackedTables(_Base):
+    def __call__(self, T, offset=0):
+        cos, sin = super().__call__(T, offset)
+        return xp.stack([cos, sin])  # one (2, T, d_head) array, not a tuple
+
+
+class DividesByPosition(_Base):
+    def __call__(self, T, offset=0):
+        pos = self.positions(T, offset)
+        angles = (pos[:, None] / pos[:, None]) * pos[:, None] * self.inv_freq[None, :]  # 0/0 at position 0
+        angles = xp.concatenate([angles, angles], axis=-1)
+        return xp.cos(angles), xp.sin(angles)
+
+
+class CallNotWritten:
+    def __init__(self, d_head, base=10000.0, scaling=None, factor=1.0):
+        self.d_head, self.base, self.scaling, self.factor = d_head, base, scaling, factor
+
+    def __call__(self, T, offset=0):
+        """Still the stub."""
+        raise NotImplementedError("Exercise 6.3")
+
+
+class ExitsTheProcess(_Base):
+    def __call__(self, T, offset=0):
+        os._exit(3)
