@@ -669,7 +669,60 @@ assert all(good) and all(bad[:4]) and not any(bad[4:])
 #
 # ## 8. RoPE in TinyGPT, trained on a position-sensitive task, against none
 #
-# The lead adds the training cells here once `mini_transformer.model` exists.
+# Now put RoPE in a real model. `TinyGPT` takes the scheme by name, and its attention calls the
+# scheme's `rotate` hook on every query and key, exactly as `apply_rotary` does above. The task
+# is *copy*: a row of random symbols, a separator, then the same symbols again. To write the
+# symbol that comes $n + 1$ places back, a token must find the key exactly $n + 1$ positions
+# behind it: a pure question of relative position.
+#
+# The same model with `positional="none"` gets no position at all. The causal mask still leaks
+# a little order (a token sees how many tokens came before it), so it does not fail completely,
+# but it has no direct way to say "the one $n + 1$ back".
+
+# %%
+from mini_transformer import data
+from mini_transformer.autograd import no_grad
+from mini_transformer.model import GPTConfig, TinyGPT
+from mini_transformer.train import TrainConfig, train
+
+
+def train_on_copy(positional, n=8, steps=200, seed=0):
+    """Train a small TinyGPT on the copy task; return (training losses, accuracy per copied position)."""
+    cfg = GPTConfig(vocab_size=16, d_model=32, n_layers=2, n_heads=4, max_len=2 * n, positional=positional, seed=seed)
+    model = TinyGPT(cfg)
+
+    def batches(g):
+        b = data.copy_task(32, n, vocab_size=16, seed=int(g.host.integers(2**31)))
+        return b.x, b.y
+
+    result = train(model, batches, TrainConfig(steps=steps, lr=3e-3, warmup=20, seed=seed, progress=False))
+    test = data.copy_task(256, n, vocab_size=16, seed=10_000)  # held-out rows
+    with no_grad():
+        pred = to_numpy(model(test.x).data).argmax(-1)
+    correct = pred[:, n:] == to_numpy(test.y)[:, n:]  # the copied half is what is scored
+    return result.losses, correct.mean(axis=0)
+
+
+runs = {name: train_on_copy(name) for name in ("rope", "none")}
+for name, (losses, acc) in runs.items():
+    print(f"{name:>5}: final training loss {losses[-1]:.3f}, copy accuracy {acc.mean():.1%}")
+
+# %%
+fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(10, 3.2))
+for name, (losses, acc) in runs.items():
+    ax_loss.plot(losses, label=name)
+    ax_acc.plot(range(1, len(acc) + 1), acc, marker="o", label=name)
+ax_loss.set(xlabel="step", ylabel="training loss (nats)", yscale="log", title="copy task")
+ax_acc.set(xlabel="position in the copied half", ylabel="accuracy", ylim=(0, 1.05), title="held-out accuracy")
+ax_acc.legend()
+plt.tight_layout()
+plt.show()
+assert runs["rope"][1].mean() > 0.95 and runs["rope"][1].mean() > runs["none"][1].mean() + 0.2
+
+# %% [markdown]
+# RoPE learns the copy almost perfectly in a few hundred steps; without position the model is
+# stuck far below. Both runs are seeded, so you see the same curves every time; change `seed`
+# or `steps` in `train_on_copy` to see how robust the gap is.
 
 # %% [markdown]
 # ## 9. Check yourself
