@@ -31,9 +31,13 @@ class MultiHeadAttention(Module):
         k = qkv[:, :, 1].transpose(0, 2, 1, 3)                  # (B, H, T, d_head)
         v = qkv[:, :, 2].transpose(0, 2, 1, 3)                  # (B, H, T, d_head)
         q = scheme.rotate(q, q_pos, self.layer)
-        k = scheme.rotate(k, q_pos, self.layer)                 # new keys sit where the new queries do
-        if cache is not None:
-            k, v = cache.update(self.layer, k, v)               # (B, H, T_k, d_head), rotated once, here
+        if cache is not None and cache.keeps_raw_keys(scheme):
+            k, v = cache.update(self.layer, k, v)               # (B, H, T_k, d_head), stored unrotated
+            k = scheme.rotate(k, k_pos, self.layer)             # every key turned for where it sits now
+        else:
+            k = scheme.rotate(k, q_pos, self.layer)             # new keys sit where the new queries do
+            if cache is not None:
+                k, v = cache.update(self.layer, k, v)           # (B, H, T_k, d_head), rotated once, here
         bias = scheme.score_bias(q, k, q_pos, k_pos, self.layer)  # (B or 1, H, T, T_k) or None
         if scheme.needs_probs:
             y = self._attend_unfused(q, k, v, bias, mask, scheme, q_pos, k_pos)

@@ -437,12 +437,28 @@ def gelu(x):
     dy/dx = (1 + \tanh u)/2 + x/2 (1 - \tanh^2 u) \sqrt{2/\pi}(1 + 3 \cdot 0.044715 x^2).
     """
     a = x.data
-    t = xp.tanh(_GELU_C * (a + 0.044715 * a ** 3))
+    t = a * a                  # becomes tanh u, in place: u = sqrt(2/pi) x (1 + 0.044715 x^2)
+    t *= 0.044715
+    t += 1
+    t *= a
+    t *= _GELU_C
+    xp.tanh(t, out=t)
 
     def backward(gy):
-        dt = (1 - t * t) * _GELU_C * (1 + 3 * 0.044715 * a * a)
-        return (gy * (0.5 * (1 + t) + 0.5 * a * dt),)
-    return _op(0.5 * a * (1 + t), (x,), backward)
+        dt = a * a
+        dt *= 3 * 0.044715
+        dt += 1
+        dt *= 1 - t * t
+        dt *= a
+        dt *= 0.5 * _GELU_C        # x/2 (1 - tanh^2 u) du/dx
+        dt += 0.5 * t
+        dt += 0.5                  # + (1 + tanh u)/2
+        dt *= gy
+        return (dt,)
+    y = t + 1
+    y *= a
+    y *= 0.5
+    return _op(y, (x,), backward)
 
 
 def where(condition, x0, x1):
@@ -525,17 +541,27 @@ def matmul(x0, x1):
         raise ValueError(f"matmul: shapes {x0.shape} and {x1.shape} do not fit; both need at least two "
                          f"axes and x0.shape[-1] must equal x1.shape[-2].")
 
+    flat = x1.ndim == 2 and x0.ndim > 2   # a weight shared by every row: one 2-D product, not a batch
+
     def backward(gy):
         gx0 = gx1 = None
+        if flat:
+            gy2 = gy.reshape(-1, gy.shape[-1])                                 # (rows, d_out)
+            if x0.requires_grad:
+                gx0 = (gy2 @ x1.data.T).reshape(x0.shape)
+            if x1.requires_grad:
+                gx1 = x0.data.reshape(-1, x0.shape[-1]).T @ gy2
+            return gx0, gx1
         if x0.requires_grad:
             gx0 = sum_to(gy @ xp.swapaxes(x1.data, -1, -2), x0.shape)
         if x1.requires_grad:
-            if x1.ndim == 2:  # a weight shared by every row: one big product, no batch of them
-                gx1 = x0.data.reshape(-1, x0.shape[-1]).T @ gy.reshape(-1, gy.shape[-1])
-            else:
-                gx1 = sum_to(xp.swapaxes(x0.data, -1, -2) @ gy, x1.shape)
+            gx1 = sum_to(xp.swapaxes(x0.data, -1, -2) @ gy, x1.shape)
         return gx0, gx1
-    return _op(x0.data @ x1.data, (x0, x1), backward)
+    if flat:
+        y = (x0.data.reshape(-1, x0.shape[-1]) @ x1.data).reshape(x0.shape[:-1] + (x1.shape[-1],))
+    else:
+        y = x0.data @ x1.data
+    return _op(y, (x0, x1), backward)
 
 
 # ---------------------------------------------------------------------------

@@ -96,18 +96,23 @@ def layer_norm(x, weight, bias, eps=1e-5):
     gw = \sum gy \odot \hat x,  gb = \sum gy (over every axis but the last).
     """
     a = x.data
-    mu = a.mean(axis=-1, keepdims=True)
-    xc = a - mu
-    r = 1.0 / xp.sqrt((xc * xc).mean(axis=-1, keepdims=True) + eps)
-    xhat = xc * r
+    xhat = a - a.mean(axis=-1, keepdims=True)          # centred, then scaled in place
+    r = 1.0 / xp.sqrt((xhat * xhat).mean(axis=-1, keepdims=True) + eps)
+    xhat *= r
     weight, bias = as_tensor(weight), as_tensor(bias)
 
     def backward(gy):
+        gyx = gy * xhat
         g = gy * weight.data
-        gx = r * (g - g.mean(axis=-1, keepdims=True) - xhat * (g * xhat).mean(axis=-1, keepdims=True))
+        m2 = (gyx * weight.data).mean(axis=-1, keepdims=True)   # mean(g * xhat)
+        g -= g.mean(axis=-1, keepdims=True)
+        g -= xhat * m2
+        g *= r
         lead = tuple(range(gy.ndim - 1))
-        return gx, (gy * xhat).sum(axis=lead), gy.sum(axis=lead)
-    return _op(xhat * weight.data + bias.data, (x, weight, bias), backward)
+        return g, gyx.sum(axis=lead), gy.sum(axis=lead)
+    y = xhat * weight.data
+    y += bias.data
+    return _op(y, (x, weight, bias), backward)
 
 
 def rms_norm(x, weight, eps=1e-6):
@@ -150,8 +155,10 @@ def scaled_dot_product_attention(q, k, v, bias=None, mask=None, scale=None, retu
     array broadcasting to the same shape, True where a query may look. ``s`` defaults to
     1/\sqrt{d_head}.
 
-    Backward: gV = P^\top gy; gP = gy V^\top; gS = P \odot (gP - \sum_j gP_j P_j);
-    gQ = s\, gS K; gK = s\, gS^\top Q; g\text{bias} = gS summed to the bias's shape.
+    Backward: gV = P^\top gy; gP = gy V^\top; gS = P \odot (gP - D) with
+    D_i = \sum_j gP_{ij} P_{ij} = gy_i \cdot y_i (the row sum needs only the
+    ``(T_q, d_v)`` output, not the ``(T_q, T_k)`` product); gQ = s\, gS K;
+    gK = s\, gS^\top Q; g\text{bias} = gS summed to the bias's shape.
     """
     d_head = q.shape[-1]
     if k.shape[-1] != d_head or q.shape[:-2] != k.shape[:-2] or k.shape[:-1] != v.shape[:-1]:
@@ -159,26 +166,54 @@ def scaled_dot_product_attention(q, k, v, bias=None, mask=None, scale=None, retu
                          "the (B, H, T, d_head) layout (k and v need the same T; q and k the same d_head).")
     s = (1.0 / d_head ** 0.5) if scale is None else scale
     qd, kd, vd = q.data, k.data, v.data
-    scores = (qd @ xp.swapaxes(kd, -1, -2)) * s        # (B, H, T_q, T_k)
+    # every array below is fresh, so the softmax is done in place: these are the model's largest arrays
+    p = (qd * s) @ xp.swapaxes(kd, -1, -2)             # (B, H, T_q, T_k) scores; scaling q is the cheaper side
     if bias is not None:
         bias = as_tensor(bias)
-        scores = scores + bias.data
+        if xp.broadcast_shapes(p.shape, bias.shape) == p.shape:
+            p += bias.data
+        else:
+            p = p + bias.data
     if mask is not None:
-        scores = xp.where(mask, scores, xp.asarray(-xp.inf, dtype=scores.dtype))
-    p = _softmax(scores, -1)                            # (B, H, T_q, T_k)
+        p += xp.where(mask, 0.0, -xp.inf).astype(p.dtype)  # a (T_q, T_k) additive mask, broadcast
+    p -= p.max(axis=-1, keepdims=True)
+    xp.exp(p, out=p)
+    p /= p.sum(axis=-1, keepdims=True)                 # (B, H, T_q, T_k) probabilities
     y = p @ vd                                          # (B, H, T_q, d_v)
 
     def backward(gy):
         gv = xp.swapaxes(p, -1, -2) @ gy
-        gp = gy @ xp.swapaxes(vd, -1, -2)
-        gs = p * (gp - (gp * p).sum(axis=-1, keepdims=True))
+        gs = gy @ xp.swapaxes(vd, -1, -2)              # gP, turned into gS in place
+        gs -= (gy * y).sum(axis=-1, keepdims=True)     # D_i = gy_i . y_i
+        gs *= p
+        gb = sum_to(gs, bias.shape) if bias is not None and bias.requires_grad else None
         gq = (gs @ kd) * s
         gk = (xp.swapaxes(gs, -1, -2) @ qd) * s
-        gb = sum_to(gs, bias.shape) if bias is not None and bias.requires_grad else None
         return gq, gk, gv, gb
     parents = (q, k, v, bias) if bias is not None else (q, k, v)
     out = _op(y, parents, backward)
     return (out, p) if return_weights else out
+
+
+def linear(x, weight, bias=None):
+    r"""y = x W + b in one node, the rows of every leading axis flattened into one 2-D product.
+
+    Backward: gx = gy W^\top,  gW = x^\top gy,  gb = \sum_{rows} gy.
+    """
+    d_in, d_out = weight.shape
+    if x.shape[-1] != d_in:
+        raise ValueError(f"linear: input of shape {x.shape} does not fit a weight of shape {weight.shape}.")
+    x2 = x.data.reshape(-1, d_in)                       # (rows, d_in)
+    y = x2 @ weight.data                                # (rows, d_out)
+    if bias is not None:
+        y += bias.data
+
+    def backward(gy):
+        gy2 = gy.reshape(-1, d_out)
+        gx = (gy2 @ weight.data.T).reshape(x.shape) if x.requires_grad else None
+        return (gx, x2.T @ gy2, gy2.sum(axis=0)) if bias is not None else (gx, x2.T @ gy2)
+    parents = (x, weight, bias) if bias is not None else (x, weight)
+    return _op(y.reshape(x.shape[:-1] + (d_out,)), parents, backward)
 
 
 def rotate_half_array(a):
@@ -187,20 +222,144 @@ def rotate_half_array(a):
     return xp.concatenate([-a[..., h:], a[..., :h]], axis=-1)
 
 
-def apply_rotary(x, cos, sin):
-    r"""RoPE as one op: y = x \odot \cos + \mathrm{rotate\_half}(x) \odot \sin (rotate-half pairing).
+def rotate_interleaved_array(a):
+    r"""(x_0, x_1, x_2, x_3, \dots) \mapsto (-x_1, x_0, -x_3, x_2, \dots): the quarter turn of pairs (2i, 2i+1)."""
+    pairs = a.reshape(a.shape[:-1] + (a.shape[-1] // 2, 2))           # (..., d/2, 2)
+    return xp.stack([-pairs[..., 1], pairs[..., 0]], axis=-1).reshape(a.shape)
 
-    ``x`` is ``(..., T, d)``; ``cos`` and ``sin`` (arrays) broadcast against it.
+
+def apply_rotary(x, cos, sin, interleaved=False):
+    r"""RoPE as one op: y = x \odot \cos + \mathrm{rot}(x) \odot \sin.
+
+    ``rot`` is the quarter turn of each pair: ``rotate_half`` (pairs i, i + d/2)
+    or, with ``interleaved=True``, the original paper's pairs (2i, 2i+1).
+    ``x`` is ``(..., T, d)``; ``cos`` and ``sin`` (arrays) broadcast against
+    ``(..., T, r)``. When r < d only the first r channels turn and the rest pass
+    through unchanged (partial rotary).
+
     The map is a rotation R, so the backward is its transpose, the rotation by
-    the opposite angle: gx = gy \odot \cos + \mathrm{rotate\_half}^\top(gy \odot \sin),
-    with \mathrm{rotate\_half}^\top([a, b]) = [b, -a].
+    the opposite angle. ``rot`` is skew-symmetric (\mathrm{rot}^\top = -\mathrm{rot}), so
+    gx = gy \odot \cos - \mathrm{rot}(gy \odot \sin) on the rotated channels, gx = gy on the rest.
     """
     cos, sin = _raw(cos), _raw(sin)
+    rot = rotate_interleaved_array if interleaved else rotate_half_array
     a = x.data
-    y = a * cos + rotate_half_array(a) * sin
+    r = cos.shape[-1]
+    if r % 2 or r > a.shape[-1]:
+        raise ValueError(f"apply_rotary: the tables cover {r} channels, but x has {a.shape[-1]}; the rotary "
+                         f"width must be even and at most the head size.")
+    a_rot = a[..., :r]                                   # (..., T, r) the channels that turn
+    y = a_rot * cos + rot(a_rot) * sin
+    if r < a.shape[-1]:
+        y = xp.concatenate([y, a[..., r:]], axis=-1)     # (..., T, d) the rest pass through
 
     def backward(gy):
-        gs = gy * sin
-        h = gs.shape[-1] // 2
-        return (gy * cos + xp.concatenate([gs[..., h:], -gs[..., :h]], axis=-1),)
+        g_rot = gy[..., :r]
+        gx = g_rot * cos - rot(g_rot * sin)
+        return (xp.concatenate([gx, gy[..., r:]], axis=-1) if r < gy.shape[-1] else gx,)
+    return _op(y, (x,), backward)
+
+
+# ---------------------------------------------------------------------------
+# Relative positions: from one score per distance to one score per (query, key)
+# ---------------------------------------------------------------------------
+
+def gather_distance(x, index):
+    r"""y_{..., i, j} = x_{..., i, \mathrm{index}_{ij}}: pick, for each key j, the column of its distance.
+
+    ``x`` is ``(..., T_q, R)`` (one score per query and relative distance, e.g.
+    q \cdot a^K_r for Shaw's R = 2k + 1 clipped distances); ``index`` is an integer
+    array ``(T_q, T_k)`` with entries in [0, R). The result is ``(..., T_q, T_k)``.
+    This is how a relative score reaches the score matrix without ever building
+    a ``(T_q, T_k, d_head)`` tensor.
+
+    Backward: each x_{i,r} fed every y_{i,j} whose index is r, so
+    gx_{..., i, r} = \sum_j gy_{..., i, j} [\mathrm{index}_{ij} = r], which is ``scatter_distance``.
+    """
+    idx = _check_distance_index("gather_distance", x, _raw(index), x.shape[-1])
+    R = x.shape[-1]
+    rows = xp.arange(idx.shape[0])[:, None]                # (T_q, 1)
+
+    def backward(gy):
+        return (_scatter_distance(gy, idx, R),)
+    return _op(x.data[..., rows, idx], (x,), backward)
+
+
+def scatter_distance(x, index, size):
+    r"""y_{..., i, r} = \sum_j x_{..., i, j} [\mathrm{index}_{ij} = r]: add up, per query, the entries of each distance.
+
+    ``x`` is ``(..., T_q, T_k)`` (e.g. attention probabilities), ``index`` an integer
+    array ``(T_q, T_k)`` with entries in [0, ``size``); the result is
+    ``(..., T_q, size)``. With x the probabilities this is how much attention
+    each relative distance receives, so Shaw's value term
+    \sum_j \alpha_{ij} a^V_{r_{ij}} becomes one ``(T_q, size) @ (size, d_head)`` product.
+
+    It is ``gather_distance``'s transpose, and the backward is that gather:
+    gx_{..., i, j} = gy_{..., i, \mathrm{index}_{ij}}.
+    """
+    idx = _check_distance_index("scatter_distance", x, _raw(index), size)
+    if x.shape[-1] != idx.shape[1]:
+        raise ValueError(f"scatter_distance: x has {x.shape[-1]} keys on its last axis but index has "
+                         f"{idx.shape[1]} columns; they must match.")
+    rows = xp.arange(idx.shape[0])[:, None]                # (T_q, 1)
+
+    def backward(gy):
+        return (gy[..., rows, idx],)
+    return _op(_scatter_distance(x.data, idx, size), (x,), backward)
+
+
+def _scatter_distance(a, idx, size):
+    """The sum of ``scatter_distance`` on plain arrays, as one weighted bincount."""
+    lead, (T_q, T_k) = a.shape[:-2], a.shape[-2:]
+    n = 1
+    for s in lead:
+        n *= s
+    row = xp.arange(n * T_q).reshape(n, T_q, 1)            # (n, T_q, 1) one row per (batch, head, query)
+    flat = (row * size + idx[None]).reshape(-1)            # (n * T_q * T_k,) target cell of every entry
+    out = xp.bincount(flat, weights=a.reshape(-1), minlength=n * T_q * size)
+    return out.astype(a.dtype).reshape(lead + (T_q, size))
+
+
+def _check_distance_index(name, x, idx, size):
+    if idx.ndim != 2 or idx.dtype.kind not in "iu":
+        raise ValueError(f"{name}: index must be a 2-D integer array (T_q, T_k), got shape {idx.shape} "
+                         f"and dtype {idx.dtype}.")
+    if x.ndim < 2 or x.shape[-2] != idx.shape[0]:
+        raise ValueError(f"{name}: x has shape {x.shape}, but index has {idx.shape[0]} query rows; x must "
+                         f"be (..., T_q, ...) with T_q={idx.shape[0]}.")
+    if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= size):
+        raise ValueError(f"{name}: index values must lie in [0, {size}), got values from {int(idx.min())} "
+                         f"to {int(idx.max())}.")
+    return idx
+
+
+def relative_shift(x):
+    r"""Transformer-XL's relative shift: y_{..., i, j} = x_{..., i, j + T_q - 1 - i}.
+
+    ``x`` is ``(..., T_q, L)`` whose column r holds distance d_{hi} - r, with
+    d_{hi} the distance from the last query to the first key, and queries and
+    keys at consecutive positions. Then column j + T_q - 1 - i of row i is the
+    distance from query i to key j, so y is the score of (query i, key j).
+    Entries whose column falls outside [0, L) (keys further in the future than
+    x covers) hold a zero or a neighbouring row's value: the caller masks them.
+
+    The trick: pad a zero column in front, read the ``(T_q, L+1)`` block as one
+    flat row, drop its first T_q entries and cut the next T_q L into rows of L.
+    Every row then starts one column further left than the row above. No
+    index array is built.
+
+    Backward: each y entry is one x entry (or the pad), all distinct, so gx is
+    gy written back through the same flat view: place gy's T_q L entries after
+    T_q zeros, reshape to ``(T_q, L+1)``, drop the pad column.
+    """
+    if x.ndim < 2:
+        raise ValueError(f"relative_shift needs x of shape (..., T_q, L), got shape {x.shape}.")
+    lead, (T_q, L) = x.shape[:-2], x.shape[-2:]
+    padded = xp.concatenate([xp.zeros(lead + (T_q, 1), dtype=x.dtype), x.data], axis=-1)  # (..., T_q, L+1)
+    y = padded.reshape(lead + (T_q * (L + 1),))[..., T_q:T_q + T_q * L].reshape(lead + (T_q, L))
+
+    def backward(gy):
+        flat = xp.zeros(lead + (T_q * (L + 1),), dtype=gy.dtype)
+        flat[..., T_q:T_q + T_q * L] = gy.reshape(lead + (T_q * L,))
+        return (flat.reshape(lead + (T_q, L + 1))[..., 1:],)
     return _op(y, (x,), backward)

@@ -2,44 +2,79 @@ r"""The KV cache: keys and values of the tokens already seen, so decoding costs 
 
 Each layer appends the keys and values of the new tokens; the cache also keeps
 the position of every cached token, so a scheme gets the right positions
-during decoding (``next_offset`` is where the next token sits). Keys are
-stored as the attention used them, already rotated for RoPE: the cache never
-rotates them again.
+during decoding. Cached arrays are stored without their graph, so no gradient
+flows into them: carried from one training segment to the next with a
+``window``, this is Transformer-XL's segment memory.
 
-Cached arrays are stored without their graph, so no gradient flows into them:
-that is exactly Transformer-XL's segment memory when the cache is carried from
-one training segment to the next with a ``window``.
+**What to keep** (the policy):
+
+* full: every token (``window=None``);
+* sliding window: the ``window`` most recent tokens;
+* sinks plus window: the first ``n_sink`` tokens of the stream, forever, plus the
+  ``window`` most recent (StreamingLLM). Heads park attention on the first
+  tokens; evicting them is what breaks a plain window.
+
+**Which positions** (``positions``):
+
+* ``"text"``: a token's position is its place in the whole stream, as in a full
+  forward pass. Keys are stored rotated, once, at write time.
+* ``"slot"``: a token's position is its index in the cache, so the query is
+  always at ``len(cache)`` and no position ever leaves ``[0, n_sink + window]``.
+  Keys are stored unrotated and rotated for their current slot at every step.
+
+A scheme whose rotation depends on the current length (dynamic NTK:
+``rerotate_keys = True``) also gets unrotated keys, re-rotated each step, since
+keys rotated with an older scale would go stale.
 """
 from . import functional as F
 from .autograd import Tensor
 from .backend import xp
 
+POSITIONS = ("text", "slot")
+
 
 class KVCache:
-    r"""Per-layer keys and values ``(B, H, T_cached, d_head)`` plus their positions ``(T_cached,)``.
+    r"""Per-layer keys and values ``(B, H, T_cached, d_head)`` plus their positions ``(T_cached,)``."""
 
-    ``window``: keep only the most recent ``window`` tokens after each step (None keeps all).
-    """
-
-    def __init__(self, n_layers, window=None):
+    def __init__(self, n_layers, window=None, n_sink=0, positions="text"):
         if window is not None and window < 1:
-            raise ValueError(f"KVCache window must be at least 1 token, got {window}.")
-        self.n_layers, self.window = n_layers, window
+            raise ValueError(f"KVCache window must be at least 1 token, got window={window}.")
+        if n_sink < 0:
+            raise ValueError(f"KVCache n_sink must be at least 0, got n_sink={n_sink}.")
+        if n_sink and window is None:
+            raise ValueError(f"KVCache n_sink={n_sink} only means something with a window; pass window=W too.")
+        if positions not in POSITIONS:
+            raise ValueError(f"KVCache positions must be one of {POSITIONS}, got positions={positions!r}.")
+        self.n_layers, self.window, self.n_sink, self.positions = n_layers, window, n_sink, positions
         self.k = [None] * n_layers
         self.v = [None] * n_layers
-        self.pos = xp.zeros(0, dtype="int64")
+        self.pos = xp.zeros(0, dtype="int64")   # (T_cached,) place in the text of each cached token
+        self.seen = 0                            # tokens seen so far: the text position of the next one
 
     def __len__(self):
         return int(self.pos.shape[0])
 
     @property
-    def next_offset(self):
-        """Absolute position of the next token: one past the last cached one."""
-        return int(self.pos[-1]) + 1 if len(self) else 0
+    def capacity(self):
+        """Most tokens the cache holds after a step (None: unbounded)."""
+        return None if self.window is None else self.n_sink + self.window
 
-    def key_positions(self, q_pos):
-        """Positions of every key the new queries will see: the cached ones, then the new ones."""
-        return xp.concatenate([self.pos, q_pos])
+    @property
+    def next_offset(self):
+        """Text position of the next token: how many tokens came before it."""
+        return self.seen
+
+    def keeps_raw_keys(self, scheme):
+        """True when keys are stored unrotated and rotated afresh at each step."""
+        return self.positions == "slot" or getattr(scheme, "rerotate_keys", False)
+
+    def query_and_key_positions(self, T):
+        r"""Positions ``(q_pos (T,), k_pos (T_cached + T,))`` for ``T`` new tokens under this cache's policy."""
+        if self.positions == "slot":
+            k_pos = xp.arange(len(self) + T)                            # slots 0 .. len + T - 1
+            return k_pos[len(self):], k_pos
+        q_pos = xp.arange(self.seen, self.seen + T)
+        return q_pos, xp.concatenate([self.pos, q_pos])
 
     def update(self, layer, k, v):
         """Store layer ``layer``'s new keys and values; return all of them, cached first."""
@@ -52,11 +87,12 @@ class KVCache:
         self.k[layer], self.v[layer] = new_k, new_v
         return k, v
 
-    def advance(self, q_pos):
-        """After every layer has stored its part: record the new positions and evict past the window."""
-        self.pos = xp.concatenate([self.pos, q_pos])
-        if self.window is not None and len(self) > self.window:
-            keep = slice(len(self) - self.window, None)
+    def advance(self, T):
+        """After every layer has stored its part: record ``T`` new tokens and evict what the policy drops."""
+        self.pos = xp.concatenate([self.pos, xp.arange(self.seen, self.seen + T)])
+        self.seen += T
+        if self.window is not None and len(self) > self.n_sink + self.window:
+            keep = xp.concatenate([xp.arange(self.n_sink), xp.arange(len(self) - self.window, len(self))])
             self.pos = self.pos[keep]
             self.k = [None if a is None else a[:, :, keep] for a in self.k]
             self.v = [None if a is None else a[:, :, keep] for a in self.v]

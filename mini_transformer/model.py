@@ -89,30 +89,48 @@ class TinyGPT(Module):
         self.cfg = cfg
         rng = backend.rng(cfg.seed)
         self.tok = Embedding(cfg.vocab_size, cfg.d_model, rng)
-        self.positional = make_scheme(cfg, rng)
+        self.positional = make_scheme(cfg, rng, causal=self.causal)  # T5 and ALiBi take a different form in an encoder
         self.blocks = [Block(cfg, rng, layer) for layer in range(cfg.n_layers)]
         self.norm_f = _norm(cfg)
         self.head = Linear(cfg.d_model, cfg.vocab_size, rng, bias=False)
 
-    def new_cache(self, window=None):
-        return KVCache(self.cfg.n_layers, window=window)
+    def new_cache(self, window=None, n_sink=0, positions="text"):
+        r"""An empty ``KVCache``: full by default; a sliding ``window``, optionally with ``n_sink`` sinks.
+
+        With ``positions="slot"`` every position stays below ``n_sink + window + 1``,
+        which must fit in the trained length ``max_len``.
+        """
+        cache = KVCache(self.cfg.n_layers, window=window, n_sink=n_sink, positions=positions)
+        if positions == "slot":
+            if window is None:
+                raise ValueError("positions='slot' needs a window; a full cache's slots are its text positions.")
+            if n_sink + window + 1 > self.cfg.max_len:
+                raise ValueError(f"n_sink + window = {n_sink} + {window} = {n_sink + window} cache slots plus the "
+                                 f"query need {n_sink + window + 1} positions, but the model was trained on "
+                                 f"max_len={self.cfg.max_len}; make n_sink + window at most {self.cfg.max_len - 1}.")
+        return cache
 
     def forward(self, idx, offset=None, cache=None):
         idx = idx.data if isinstance(idx, Tensor) else backend.asarray(idx)
         if idx.ndim != 2:
             raise ValueError(f"{type(self).__name__} takes token ids of shape (B, T), got shape {idx.shape}.")
         B, T = idx.shape
-        if offset is None:
-            offset = cache.next_offset if cache is not None else 0
+        if cache is not None:
+            if offset is not None and offset != cache.next_offset:
+                raise ValueError(f"offset={offset} disagrees with the cache, whose next token is at text position "
+                                 f"{cache.next_offset}; leave offset out when you pass a cache.")
+            q_pos, k_pos = cache.query_and_key_positions(T)                # (T,), (T_k,)
+        else:
+            offset = 0 if offset is None else offset
+            q_pos = k_pos = xp.arange(offset, offset + T)                  # (T,)
+        offset = int(q_pos[0]) if T else 0                                 # where the input hook places token 0
         self.positional.check_positions(offset + T - 1)
-        q_pos = xp.arange(offset, offset + T)                               # (T,)
-        k_pos = cache.key_positions(q_pos) if cache is not None else q_pos  # (T_k,)
         mask = (k_pos[None, :] <= q_pos[:, None]) if self.causal else None  # (T, T_k)
         x = self.positional.embed(self.tok(idx), offset)                    # (B, T, d_model)
         for block in self.blocks:
             x = block(x, self.positional, q_pos, k_pos, mask, cache)
         if cache is not None:
-            cache.advance(q_pos)
+            cache.advance(T)
         return self.head(self.norm_f(x))                                    # (B, T, vocab_size)
 
     def loss(self, idx, targets, ignore_index=-1):
@@ -121,13 +139,15 @@ class TinyGPT(Module):
         return F.cross_entropy(logits, backend.asarray(targets), ignore_index=ignore_index)
 
     def generate(self, prompt, max_new_tokens, temperature=1.0, top_k=None, greedy=False, seed=0,
-                 use_cache=True):
+                 use_cache=True, window=None, n_sink=0, positions="text"):
         r"""Continue ``prompt`` (ids ``(B, T)``) by ``max_new_tokens`` tokens through the KV cache.
 
         ``greedy`` takes the most likely token; otherwise sample from
         \mathrm{softmax}(logits / temperature), restricted to the ``top_k`` most likely
         when given. ``use_cache=False`` recomputes the whole sequence each step
-        (the slow reference the cached path must match).
+        (the slow reference the cached path must match). ``window``, ``n_sink``
+        and ``positions`` choose the cache policy (see ``new_cache``): with a
+        window, generation runs in constant memory for as long as you like.
         """
         if max_new_tokens < 0:
             raise ValueError(f"max_new_tokens must be at least 0, got {max_new_tokens}.")
@@ -139,7 +159,7 @@ class TinyGPT(Module):
         ids = backend.asarray(prompt)
         was_training = self.training
         self.eval()
-        cache = self.new_cache() if use_cache else None
+        cache = self.new_cache(window, n_sink, positions) if use_cache else None
         with no_grad():
             logits = self(ids, cache=cache)
             for step in range(max_new_tokens):

@@ -111,8 +111,7 @@ class Linear(Module):
         self.bias = Parameter(xp.zeros(d_out, dtype="float32")) if bias else None
 
     def forward(self, x):
-        y = x @ self.weight
-        return y + self.bias if self.bias is not None else y
+        return F.linear(x, self.weight, self.bias)
 
 
 class Embedding(Module):

@@ -255,3 +255,14 @@ def test_cross_entropy_errors():
         F.cross_entropy(Tensor(np.zeros((2, 3))), idx([0, 3]))
     with pytest.raises(ValueError, match="every target equals ignore_index=-1"):
         F.cross_entropy(Tensor(np.zeros((2, 3))), idx([-1, -1]), ignore_index=-1)
+
+
+def test_gradcheck_linear_with_and_without_bias():
+    assert_gradcheck(lambda x, w, b: F.linear(x, w, b), [t64(2, 3, 4), t64(4, 5, seed=1), t64(5, seed=2)], tol=TOL)
+    assert_gradcheck(lambda x, w: F.linear(x, w), [t64(3, 4), t64(4, 2, seed=1)], tol=TOL)
+
+
+def test_gradcheck_attention_bias_with_full_shape_and_mask():
+    mask = backend.asarray(np.tril(np.ones((3, 3), dtype=bool)))
+    inputs = [t64(2, 2, 3, 4, seed=i) for i in range(3)] + [t64(2, 2, 3, 3, seed=9)]
+    assert_gradcheck(lambda q, k, v, b: F.scaled_dot_product_attention(q, k, v, bias=b, mask=mask), inputs, tol=TOL)

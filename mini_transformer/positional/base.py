@@ -20,6 +20,12 @@ memory or an evicting window gets the right positions without special cases.
 A scheme is one object per model, shared by all layers, so it can keep state
 that spans layers (one bias table for the whole stack) or per-layer state
 indexed by ``layer``.
+
+Each scheme is built by ``from_config(cfg, rng=None, causal=True)``. ``causal``
+says whether the model masks the future (``TinyGPT``) or not (``TinyEncoder``);
+schemes whose form differs between the two (T5's buckets, ALiBi's distance)
+read it, the others ignore it. Settings of one scheme only live in
+``GPTConfig.extra``; each scheme's module docstring lists the keys it reads.
 """
 from ..nn import Module
 
@@ -31,6 +37,9 @@ class PositionalScheme(Module):
     max_positions = None
     #: True if ``output_term`` is defined, so attention must keep its probabilities in the graph
     needs_probs = False
+    #: True if a key's rotation depends on more than its own position (dynamic NTK: the current length),
+    #: so a KV cache must store keys unrotated and rotate them afresh at every step
+    rerotate_keys = False
 
     def embed(self, x, offset):
         """Add position to the token embeddings ``x`` ``(B, T, d_model)``; default: unchanged."""

@@ -17,7 +17,7 @@ class LearnedPositionalEmbedding(PositionalScheme):
         self.weight = Parameter(init_normal(rng or make_rng(0), (T_max, d_model), std))
 
     @classmethod
-    def from_config(cls, cfg, rng=None):
+    def from_config(cls, cfg, rng=None, causal=True):
         return cls(cfg.max_len, cfg.d_model, rng)
 
     def __call__(self, T, offset=0):

@@ -1,16 +1,43 @@
 r"""RoPE (Su et al., 2021): rotate queries and keys by angles proportional to their positions.
 
-Pair channel i with channel i + d/2 (the rotate-half convention) and turn each
-pair at position m by the angle m\theta_i, \theta_i = \mathrm{base}^{-2i/d}:
+Split the head's channels into pairs and turn pair i at position m by the angle
+m\theta_i, \theta_i = \mathrm{base}^{-2i/d}:
 
-.. math:: \mathrm{RoPE}(x, m) = x \odot \cos(m\theta) + \mathrm{rotate\_half}(x) \odot \sin(m\theta).
+.. math:: \mathrm{RoPE}(x, m) = x \odot \cos(m\theta) + \mathrm{rot}(x) \odot \sin(m\theta).
 
 Because R_m^\top R_n = R_{n-m}, the score \langle R_m q, R_n k \rangle = q^\top R_{n-m} k
 depends on the positions only through n - m.
+
+**Two pairing conventions.** The paper pairs neighbours (2i, 2i+1)
+("interleaved"); GPT-NeoX and LLaMA pair the two halves (i, i + d/2) and turn
+them with ``rotate_half``. They are the same rotation seen through a fixed
+channel permutation P (``rope_channel_permutation``): for every x and m,
+``RoPE_half(x[P], m) == RoPE_interleaved(x, m)[P]``, so a checkpoint trained in
+one convention runs in the other once the query and key weights of every head
+have their output channels permuted by P.
+
+**Partial rotary.** With ``partial_rotary_factor`` f only the first
+r = int(f d_head) channels of each head turn (r must be even); the rest carry
+content with no position at all. \theta_i then uses d = r.
+
+**Context extension.** The frequencies come from
+``rope_scaling.rope_inv_freq``, so a Hugging Face style ``rope_scaling`` dict
+works (linear, ntk, yarn, llama3, longrope, ...). Its attention factor
+multiplies cos and sin, as the reference does, which scales the logits by its
+square.
+
+``GPTConfig.extra`` keys read by the ``"rope"`` scheme:
+
+* ``rope_interleaved`` (bool, default False): pair (2i, 2i+1) instead of (i, i + d/2).
+* ``partial_rotary_factor`` (float in (0, 1], default 1.0): the fraction of each head that turns.
 """
 from .. import functional as F
 from ..backend import xp
+from ..rope_scaling import rope_inv_freq
 from .base import PositionalScheme
+
+#: rope types whose frequencies depend on the current sequence length, so they are recomputed per call
+_LENGTH_DEPENDENT = ("dynamic", "longrope")
 
 
 def rotate_half(x):
@@ -18,46 +45,142 @@ def rotate_half(x):
     return F.rotate_half_array(x)
 
 
-def apply_rotary(x, cos, sin):
-    r"""x \odot \cos + \mathrm{rotate\_half}(x) \odot \sin; a Tensor gets the fused op with its backward."""
+def rotate_interleaved(x):
+    r"""(x_0, x_1, \dots) \mapsto (-x_1, x_0, \dots): the quarter turn of neighbouring pairs (arrays)."""
+    return F.rotate_interleaved_array(x)
+
+
+def apply_rotary(x, cos, sin, interleaved=False):
+    r"""x \odot \cos + \mathrm{rot}(x) \odot \sin; a Tensor gets the fused op with its backward.
+
+    ``cos`` and ``sin`` may cover only the first r channels (partial rotary).
+    """
     if hasattr(x, "requires_grad"):
-        return F.apply_rotary(x, cos, sin)
-    return x * cos + rotate_half(x) * sin
+        return F.apply_rotary(x, cos, sin, interleaved=interleaved)
+    rot = rotate_interleaved if interleaved else rotate_half
+    r = cos.shape[-1]
+    y = x[..., :r] * cos + rot(x[..., :r]) * sin
+    return y if r == x.shape[-1] else xp.concatenate([y, x[..., r:]], axis=-1)
+
+
+def rope_channel_permutation(d_head, rotary_dim=None):
+    r"""The channel order P that turns the interleaved convention into the rotate-half one.
+
+    P = (0, 2, 4, \dots, r-2, 1, 3, \dots, r-1) followed by the channels r..d_head-1
+    unchanged, so channel 2i moves to i and 2i+1 to i + r/2:
+    ``RoPE_half(x[..., P]) == RoPE_interleaved(x)[..., P]``. Its inverse
+    (``argsort``) goes back. For a weight W_q ``(d_model, H d_head)`` apply P
+    to each head's block of output columns.
+    """
+    r = d_head if rotary_dim is None else rotary_dim
+    if r % 2 or not 0 < r <= d_head:
+        raise ValueError(f"rope_channel_permutation: rotary_dim={r} must be even and in (0, d_head={d_head}].")
+    return xp.concatenate([xp.arange(0, r, 2), xp.arange(1, r, 2), xp.arange(r, d_head)])
+
+
+def apply_rotary_complex(x, pos, inv_freq):
+    r"""The reference form, for tests: read pair (x_{2i}, x_{2i+1}) as z_i = x_{2i} + \mathrm{i} x_{2i+1}
+    and multiply by e^{\mathrm{i} m \theta_i}.
+
+    ``x`` is an array ``(..., T, d)`` in the interleaved convention, ``pos`` the
+    T integer positions, ``inv_freq`` the d/2 frequencies \theta_i. Plain
+    arrays only; it exists to check the real-arithmetic rotation.
+    """
+    z = x[..., 0::2] + 1j * x[..., 1::2]                                        # (..., T, d/2)
+    z = z * xp.exp(1j * pos.astype("float64")[:, None] * inv_freq[None, :])     # turn pair i by m theta_i
+    return xp.stack([z.real, z.imag], axis=-1).reshape(x.shape)
 
 
 class RotaryEmbedding:
-    r"""``RotaryEmbedding(d_head, base)(T, offset)`` gives ``(cos, sin)``, each ``(T, d_head)``.
+    r"""``RotaryEmbedding(d_head, base)(T, offset)`` gives ``(cos, sin)``, each ``(T, rotary_dim)``.
 
-    The angle of pair i at position m is m\theta_i, written into both halves
-    (channels i and i + d/2) so it lines up with ``rotate_half``.
+    rotary_dim = int(d_head \cdot partial_rotary_factor), which is d_head unless
+    you ask for partial rotary. In the rotate-half layout the angle of pair i
+    is written into channels i and i + r/2; interleaved, into 2i and 2i+1.
+
+    Context extension, either way:
+
+    * ``rope_scaling``: a dict as in a config.json (``{"rope_type": "yarn", "factor": 4, ...}``),
+      passed to ``rope_scaling.rope_inv_freq``;
+    * the chapter's front ``scaling="linear"`` or ``"ntk"`` with ``factor=s``, which only
+      builds the equivalent dict (linear and NTK live once, in ``rope_scaling.py``).
+
+    cos and sin come out multiplied by the method's attention factor.
+    ``dynamic`` and ``longrope`` pick their frequencies from the current length,
+    taken as the largest position asked for plus one.
     """
 
-    def __init__(self, d_head, base=10000.0):
-        if d_head % 2:
-            raise ValueError(f"RoPE needs an even d_head to form pairs, got d_head={d_head}.")
-        self.d_head, self.base = d_head, base
-        self.inv_freq = base ** (-xp.arange(0, d_head, 2, dtype="float64") / d_head)  # theta_i, (d_head/2,)
+    def __init__(self, d_head, base=10000.0, scaling=None, factor=1.0, rope_scaling=None,
+                 partial_rotary_factor=1.0, interleaved=False, max_position_embeddings=None):
+        if isinstance(d_head, bool) or not isinstance(d_head, int) or d_head < 2 or d_head % 2:
+            raise ValueError(f"RotaryEmbedding: d_head={d_head!r} must be a positive even integer, because RoPE "
+                             f"turns pairs of channels.")
+        if not 0 < partial_rotary_factor <= 1:
+            raise ValueError(f"RotaryEmbedding: partial_rotary_factor={partial_rotary_factor!r} must lie in (0, 1].")
+        rotary_dim = int(d_head * partial_rotary_factor)
+        if rotary_dim < 2 or rotary_dim % 2:
+            raise ValueError(f"RotaryEmbedding: partial_rotary_factor={partial_rotary_factor} of d_head={d_head} "
+                             f"leaves rotary_dim={rotary_dim} channels, which must be even and at least 2 "
+                             f"(RoPE turns pairs); choose a factor that gives an even count.")
+        if scaling in ("none", None):
+            scaling = None
+        elif scaling in ("linear", "ntk"):
+            if rope_scaling is not None:
+                raise ValueError(f"RotaryEmbedding got scaling={scaling!r} and rope_scaling={rope_scaling!r}; "
+                                 f"give one of the two.")
+            rope_scaling = {"rope_type": scaling, "factor": factor}
+        else:
+            raise ValueError(f"RotaryEmbedding: scaling={scaling!r} must be None, 'linear' or 'ntk'; for other "
+                             f"methods pass a rope_scaling dict.")
+        self.d_head, self.base, self.rotary_dim = d_head, base, rotary_dim
+        self.partial_rotary_factor, self.interleaved = partial_rotary_factor, interleaved
+        self.rope_scaling, self.max_position_embeddings = rope_scaling, max_position_embeddings
+        rope_type = (rope_scaling or {}).get("rope_type", (rope_scaling or {}).get("type", "default"))
+        self.length_dependent = rope_type in _LENGTH_DEPENDENT
+        if not self.length_dependent:
+            # theta_i (rotary_dim/2,) and the factor that multiplies cos and sin
+            self.inv_freq, self.attention_factor = self._frequencies(None)
+
+    def _frequencies(self, seq_len):
+        return rope_inv_freq(self.d_head, self.base, self.rope_scaling, seq_len=seq_len,
+                             partial_rotary_factor=self.partial_rotary_factor,
+                             max_position_embeddings=self.max_position_embeddings)
 
     def at(self, pos):
-        """(cos, sin) for an integer array of positions, each ``(len(pos), d_head)``, float64."""
-        angles = pos.astype("float64")[:, None] * self.inv_freq[None, :]   # (T, d_head/2)
-        angles = xp.concatenate([angles, angles], axis=-1)                 # (T, d_head)
-        return xp.cos(angles), xp.sin(angles)
+        """(cos, sin) for an integer array of positions, each ``(len(pos), rotary_dim)``, float64."""
+        if self.length_dependent:
+            inv_freq, attention_factor = self._frequencies(int(pos.max()) + 1 if pos.size else 1)
+        else:
+            inv_freq, attention_factor = self.inv_freq, self.attention_factor
+        angles = pos.astype("float64")[:, None] * inv_freq[None, :]            # (T, r/2) m theta_i
+        if self.interleaved:
+            angles = xp.repeat(angles, 2, axis=-1)                             # (T, r) channels 2i, 2i+1
+        else:
+            angles = xp.concatenate([angles, angles], axis=-1)                 # (T, r) channels i, i + r/2
+        return xp.cos(angles) * attention_factor, xp.sin(angles) * attention_factor
 
     def __call__(self, T, offset=0):
         return self.at(xp.arange(offset, offset + T))
 
 
 class RoPE(PositionalScheme):
-    """Rotates q and k in every layer; adds nothing to the input or the scores."""
+    """Rotates q and k in every layer (keys once, before the cache); adds nothing to the input or the scores."""
 
-    def __init__(self, d_head, base=10000.0):
-        self.rotary = RotaryEmbedding(d_head, base)
+    def __init__(self, d_head, base=10000.0, rope_scaling=None, partial_rotary_factor=1.0, interleaved=False,
+                 max_position_embeddings=None):
+        self.rotary = RotaryEmbedding(d_head, base, rope_scaling=rope_scaling,
+                                      partial_rotary_factor=partial_rotary_factor, interleaved=interleaved,
+                                      max_position_embeddings=max_position_embeddings)
+        # dynamic NTK / LongRoPE change every angle as the sequence grows, so cached keys must be re-turned
+        self.rerotate_keys = self.rotary.length_dependent
 
     @classmethod
-    def from_config(cls, cfg, rng=None):
-        return cls(cfg.d_model // cfg.n_heads, cfg.rope_base)
+    def from_config(cls, cfg, rng=None, causal=True):
+        return cls(cfg.d_head, cfg.rope_base, rope_scaling=cfg.rope_scaling,
+                   partial_rotary_factor=cfg.extra.get("partial_rotary_factor", 1.0),
+                   interleaved=bool(cfg.extra.get("rope_interleaved", False)),
+                   max_position_embeddings=cfg.max_len)
 
     def rotate(self, x, pos, layer):
-        cos, sin = self.rotary.at(pos)                                     # (T, d_head) each
-        return apply_rotary(x, cos.astype(x.dtype), sin.astype(x.dtype))
+        cos, sin = self.rotary.at(pos)                                         # (T, rotary_dim) each
+        return apply_rotary(x, cos.astype(x.dtype), sin.astype(x.dtype), interleaved=self.rotary.interleaved)

@@ -14,11 +14,19 @@ from .base import PositionalScheme
 
 def sinusoidal_positional_encoding(T, d_model, base=10000.0, offset=0):
     r"""The table ``(T, d_model)`` for positions ``offset .. offset+T-1`` (float64)."""
+    return sinusoidal_table(xp.arange(offset, offset + T), d_model, base)
+
+
+def sinusoidal_table(pos, d_model, base=10000.0):
+    r"""PE for any integer array of positions ``pos`` (T,), negative ones included: ``(T, d_model)``, float64.
+
+    Transformer-XL feeds it relative distances i - j instead of absolute positions.
+    """
     if d_model % 2:
-        raise ValueError(f"sinusoidal_positional_encoding needs an even d_model, got {d_model}.")
-    pos = xp.arange(offset, offset + T, dtype="float64")[:, None]          # (T, 1)
+        raise ValueError(f"sinusoidal_positional_encoding needs an even d_model, got d_model={d_model}.")
+    pos = pos.astype("float64")[:, None]                                     # (T, 1)
     omega = base ** (-xp.arange(0, d_model, 2, dtype="float64") / d_model)  # (d_model/2,)
-    pe = xp.zeros((T, d_model), dtype="float64")
+    pe = xp.zeros((pos.shape[0], d_model), dtype="float64")
     pe[:, 0::2] = xp.sin(pos * omega)
     pe[:, 1::2] = xp.cos(pos * omega)
     return pe
@@ -31,7 +39,7 @@ class SinusoidalPositionalEncoding(PositionalScheme):
         self.d_model, self.base = d_model, base
 
     @classmethod
-    def from_config(cls, cfg, rng=None):
+    def from_config(cls, cfg, rng=None, causal=True):
         return cls(cfg.d_model, cfg.sinusoidal_base)
 
     def embed(self, x, offset):

@@ -1,0 +1,68 @@
+r"""Shaw et al. (2018), relative position representations: learned vectors for clipped distances.
+
+Clip the distance from query i to key j, r_{ij} = \mathrm{clip}(j - i, -k, k), and
+learn a key vector a^K_r and a value vector a^V_r for each of the 2k + 1 values:
+
+.. math::
+    s_{ij} = \frac{q_i^\top (k_j + a^K_{r_{ij}})}{\sqrt{d_{head}}}, \qquad
+    z_i = \sum_j \alpha_{ij} (v_j + a^V_{r_{ij}}).
+
+As in the paper the vectors are shared by the heads of a layer; each layer
+has its own. Nothing ``(T, T, d_head)`` is ever built: the key term is
+q @ a^{K\top}, one score per query and distance ``(B, H, T_q, 2k+1)``, then
+gathered into ``(B, H, T_q, T_k)`` by ``F.gather_distance``; the value term
+first adds up each query's attention per distance (``F.scatter_distance``,
+``(B, H, T_q, 2k+1)``), then multiplies by a^V.
+
+``GPTConfig.extra`` keys read by the ``"shaw"`` scheme:
+
+* ``shaw_k`` (int, default 16): the clipping distance k (the survey's K).
+* ``shaw_values`` (bool, default True): also learn a^V. This needs the attention
+  probabilities in the graph (``needs_probs``), so attention takes its unfused path.
+"""
+from .. import functional as F
+from ..backend import xp
+from ..nn import Module, Parameter, init_normal
+from .base import PositionalScheme
+
+
+def clipped_distance_index(q_pos, k_pos, k):
+    r"""r_{ij} + k = \mathrm{clip}(j - i, -k, k) + k, the row of a^K and a^V for each (query, key): ``(T_q, T_k)``."""
+    return xp.clip(k_pos[None, :] - q_pos[:, None], -k, k) + k
+
+
+class ShawLayer(Module):
+    """One layer's a^K and a^V, each ``(2k + 1, d_head)``."""
+
+    def __init__(self, k, d_head, values, rng, std=0.02):
+        self.a_K = Parameter(init_normal(rng, (2 * k + 1, d_head), std))
+        self.a_V = Parameter(init_normal(rng, (2 * k + 1, d_head), std)) if values else None
+
+
+class ShawRelativePosition(PositionalScheme):
+    """Adds q . a^K_{r_ij} to the scores and, with values, sum_j alpha_ij a^V_{r_ij} to the output."""
+
+    def __init__(self, d_head, n_layers, k=16, values=True, rng=None):
+        from ..backend import rng as make_rng
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ValueError(f"ShawRelativePosition: shaw_k={k!r} must be a positive integer (the clipping distance).")
+        rng = rng or make_rng(0)
+        self.k, self.d_head, self.needs_probs = k, d_head, bool(values)
+        self.layers = [ShawLayer(k, d_head, values, rng) for _ in range(n_layers)]
+
+    @classmethod
+    def from_config(cls, cfg, rng=None, causal=True):
+        return cls(cfg.d_head, cfg.n_layers, cfg.extra.get("shaw_k", 16), cfg.extra.get("shaw_values", True), rng)
+
+    def score_bias(self, q, k, q_pos, k_pos, layer):
+        index = clipped_distance_index(q_pos, k_pos, self.k)                 # (T_q, T_k)
+        per_distance = (q @ self.layers[layer].a_K.T) * (1.0 / self.d_head ** 0.5)   # (B, H, T_q, 2k+1)
+        return F.gather_distance(per_distance, index)                        # (B, H, T_q, T_k)
+
+    def output_term(self, probs, q_pos, k_pos, layer):
+        a_V = self.layers[layer].a_V
+        if a_V is None:
+            return None
+        index = clipped_distance_index(q_pos, k_pos, self.k)                 # (T_q, T_k)
+        per_distance = F.scatter_distance(probs, index, 2 * self.k + 1)      # (B, H, T_q, 2k+1)
+        return per_distance @ a_V                                            # (B, H, T_q, d_head)

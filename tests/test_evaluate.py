@@ -1,0 +1,362 @@
+r"""Long-context evaluation, checked on models whose answers are known by hand.
+
+The models are built so the right number can be written down:
+
+- a zero output head makes the logits 0, so every next-token loss is exactly ln V;
+- a zero final-norm gain with bias e_0 and a head row c e_j make the logits c e_j
+  for every input, so the loss on target j is ln(e^c + V - 1) - c;
+- zero query and key weights make every score 0, so causal attention is uniform
+  over the prefix: query i puts 1/(i+1) on position 0;
+- a hand-written "oracle" reads the passkey exactly when it lies inside a window.
+"""
+import math
+
+import numpy as np
+import pytest
+
+from mini_transformer import backend, evaluate
+from mini_transformer.autograd import Tensor
+from mini_transformer.data import DIGIT_0, KEY_START, QUERY, TextCorpus, passkey_task
+from mini_transformer.model import GPTConfig, TinyEncoder, TinyGPT
+from mini_transformer.nn import Module
+
+V = 16
+
+
+def config(positional="none", **kw):
+    cfg = dict(vocab_size=V, d_model=16, n_layers=2, n_heads=2, max_len=16, positional=positional)
+    cfg.update(kw)
+    return GPTConfig(**cfg)
+
+
+def uniform_output(model):
+    """Zero head weight: logits are exactly 0, every token has probability 1/V."""
+    model.head.weight.data[...] = 0.0
+    return model
+
+
+def fixed_token(model, token, c):
+    r"""Logits c e_token at every position, whatever the input.
+
+    norm_f's gain is 0, so it outputs its bias e_0; the head maps e_0 to c e_token.
+    """
+    model.norm_f.weight.data[...] = 0.0
+    model.norm_f.bias.data[...] = 0.0
+    model.norm_f.bias.data[0] = 1.0
+    model.head.weight.data[...] = 0.0
+    model.head.weight.data[0, token] = c
+    return model
+
+
+def zero_query_key(model):
+    """Queries and keys are 0, so every score is 0 (plus the scheme's bias, if any)."""
+    d = model.cfg.d_model
+    for block in model.blocks:
+        block.attn.W_qkv.weight.data[:, :2 * d] = 0.0     # columns [0, d) make q, [d, 2d) make k
+        block.attn.W_qkv.bias.data[:2 * d] = 0.0
+    return model
+
+
+def harmonic(n):
+    return sum(1.0 / i for i in range(1, n + 1))
+
+
+def random_tokens(n, seed=0):
+    return np.random.default_rng(seed).integers(0, V, n)
+
+
+# ---------------------------------------------------------------------------
+# Loss by position, extrapolation, retention
+# ---------------------------------------------------------------------------
+
+@pytest.mark.usefixtures("each_backend")
+@pytest.mark.parametrize("positional", ["none", "learned", "rope", "alibi"])
+def test_uniform_model_has_loss_ln_V_at_every_position(positional):
+    model = uniform_output(TinyGPT(config(positional)))
+    result = evaluate.loss_by_position(model, random_tokens(400), T=10, n_batches=2, bucket=4, batch_size=3)
+    assert result.starts.tolist() == [0, 4, 8]                 # the last bucket holds positions 8 and 9
+    np.testing.assert_allclose(result.loss, math.log(V), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(result.per_position, math.log(V), rtol=0, atol=1e-12)
+    assert result.per_position.shape == (10,) and result.n_sequences == 6
+
+
+@pytest.mark.parametrize("target_is_favoured", [True, False])
+def test_fixed_token_model_loss_is_known(target_is_favoured):
+    j, c = 7, 3.0
+    model = fixed_token(TinyGPT(config("rope")), j, c)
+    text = np.full(100, j if target_is_favoured else 2)
+    expected = math.log(math.exp(c) + V - 1) - (c if target_is_favoured else 0.0)
+    result = evaluate.loss_by_position(model, text, T=12, n_batches=1, bucket=5)
+    np.testing.assert_allclose(result.loss, expected, rtol=1e-6)
+
+
+def test_loss_by_position_reads_a_text_corpus(tmp_path):
+    for i in range(4):
+        (tmp_path / f"m{i}.py").write_text(f"def f{i}(x):\n    return x * {i}\n" * 20)
+    corpus = TextCorpus(tmp_path, val_fraction=0.5)
+    model = uniform_output(TinyGPT(config(vocab_size=256, max_len=32)))
+    result = evaluate.loss_by_position(model, corpus, T=32, n_batches=1, bucket=8)
+    np.testing.assert_allclose(result.loss, math.log(256), atol=1e-12)
+
+
+def test_extrapolation_records_nan_and_reason_past_a_learned_table():
+    model = uniform_output(TinyGPT(config("learned", max_len=16)))
+    curve = evaluate.extrapolation_curve(model, random_tokens(300), train_len=16, multiples=(0.5, 1, 2),
+                                         n_batches=1, batch_size=2)
+    assert curve.lengths.tolist() == [8, 16, 32]
+    np.testing.assert_allclose(curve.loss[:2], math.log(V), atol=1e-12)
+    assert math.isnan(curve.loss[2]) and curve.reasons[:2] == [None, None]
+    assert "max_len=16" in curve.reasons[2]
+    assert np.isnan(curve.loss_beyond).all()                  # 8 and 16 have no position past 16; 32 refused
+
+
+def test_extrapolation_of_an_unbounded_scheme_has_every_length():
+    model = uniform_output(TinyGPT(config("rope", max_len=16)))
+    curve = evaluate.extrapolation_curve(model, random_tokens(300), train_len=16, multiples=(1, 1.5, 4),
+                                         n_batches=1, batch_size=2)
+    assert curve.lengths.tolist() == [16, 24, 64] and curve.reasons == [None] * 3
+    np.testing.assert_allclose(curve.loss, math.log(V), atol=1e-12)
+    np.testing.assert_allclose(curve.loss_beyond[1:], math.log(V), atol=1e-12)
+
+
+def test_retention_compares_the_same_windows():
+    j, c = 4, 2.0
+    before = uniform_output(TinyGPT(config("rope")))
+    after = fixed_token(TinyGPT(config("rope")), j, c)
+    result = evaluate.retention(before, after, np.full(50, j), train_len=16, n_batches=1, batch_size=2)
+    after_loss = math.log(math.exp(c) + V - 1) - c
+    assert result.loss_before == pytest.approx(math.log(V), abs=1e-12)
+    assert result.loss_after == pytest.approx(after_loss, rel=1e-6)
+    assert result.difference == pytest.approx(after_loss - math.log(V), rel=1e-6)
+
+
+# ---------------------------------------------------------------------------
+# Passkey grid and effective context length
+# ---------------------------------------------------------------------------
+
+class WindowOracle(Module):
+    """Reads the passkey perfectly when KEY_START lies within the last ``window`` positions, else says PAD (0)."""
+
+    causal = True
+
+    def __init__(self, window):
+        self.cfg, self.window = GPTConfig(vocab_size=V), window
+
+    def new_cache(self):
+        return []                                              # every chunk of ids seen so far
+
+    def forward(self, idx, cache=None):
+        cache.append(backend.to_numpy(idx))
+        seen = np.concatenate(cache, axis=1)                   # (B, t)
+        t = seen.shape[1]
+        logits = np.zeros((seen.shape[0], idx.shape[1], V))
+        for b, row in enumerate(seen):
+            start, query = np.flatnonzero(row == KEY_START)[0], np.flatnonzero(row == QUERY)[0]
+            if t - 1 - start < self.window:                    # the current position t-1 still sees the key
+                logits[b, -1, row[start + 1 + (t - 1 - query)]] = 1.0   # digit number t-1-query of the key
+        return Tensor(backend.asarray(logits))
+
+
+@pytest.mark.usefixtures("each_backend")
+def test_passkey_grid_matches_a_windowed_oracle():
+    W, n = 15, 2
+    lengths, depths = [8, 12, 16, 24], [0.0, 0.5, 1.0]
+    grid = evaluate.passkey_grid(WindowOracle(W), lengths, depths, n_trials=3, n_digits=n)
+    for i, L in enumerate(lengths):
+        for j, d in enumerate(depths):
+            start = passkey_task(3, L, d, V, 0, n).key_pos - 1
+            H = L - n                                          # digit i is predicted at position H + i
+            seen = [H + i - start < W for i in range(n)]
+            assert grid.accuracy[i, j] == float(all(seen)), (L, d)
+            assert grid.digit_accuracy[i, j] == sum(seen) / n, (L, d)
+    assert grid.digit_accuracy[2, 0] == 0.5                   # L=16, key at 0: digit 1 at 14 sees it, digit 2 at 15 not
+    # depth 0 (key at 0) is read only while the last position L - 1 < 15; depth 1 is always 5 back
+    assert effective_length(grid) == 12
+
+
+def effective_length(grid, threshold=None):
+    return evaluate.effective_context_length(grid, threshold)
+
+
+@pytest.mark.usefixtures("each_backend")
+def test_a_model_that_never_says_a_digit_scores_zero():
+    model = uniform_output(TinyGPT(config("rope")))           # all logits tie, argmax is token 0 (PAD)
+    grid = evaluate.passkey_grid(model, [12, 20], depths=(0, 1), n_trials=4, n_digits=3)
+    assert (grid.accuracy == 0).all() and (grid.digit_accuracy == 0).all()
+    assert effective_length(grid) == 0
+
+
+def test_a_model_that_always_says_zero_is_right_where_the_key_is_zero():
+    n, trials = 1, 40
+    model = fixed_token(TinyGPT(config("rope", max_len=16)), DIGIT_0, 5.0)
+    grid = evaluate.passkey_grid(model, [8, 16, 32], depths=(0.0, 1.0), n_trials=trials, n_digits=n, seed=3)
+    key = backend.to_numpy(passkey_task(trials, 8, 0.0, V, 3, n).y[:, -1])
+    expected = np.mean(key == DIGIT_0)                        # the same seed draws the same keys in every cell
+    assert 0 < expected < 1
+    np.testing.assert_allclose(grid.accuracy, expected, rtol=0, atol=1e-12)
+
+
+def test_passkey_grid_records_a_refused_length():
+    model = uniform_output(TinyGPT(config("learned", max_len=16)))
+    grid = evaluate.passkey_grid(model, [24, 12], depths=(0.5,), n_trials=2, n_digits=2)
+    assert grid.lengths.tolist() == [12, 24]                  # sorted
+    assert grid.accuracy[0, 0] == 0 and math.isnan(grid.accuracy[1, 0])
+    assert "max_len=16" in grid.reasons[24]
+
+
+@pytest.mark.parametrize("rows, threshold, expected", [
+    ([[1.0, 1.0], [1.0, 0.9], [0.4, 1.0], [1.0, 1.0]], 0.5, 16),   # 64 passes, but 32 broke first
+    ([[1.0, 1.0], [1.0, 0.9], [0.4, 1.0], [1.0, 1.0]], 0.95, 8),
+    ([[1.0, 1.0], [1.0, 0.9], [0.4, 1.0], [1.0, 1.0]], 0.3, 64),
+    ([[0.2, 1.0], [1.0, 1.0], [1.0, 1.0], [1.0, 1.0]], 0.5, 0),    # the shortest length already fails
+    ([[0.5, 0.5], [0.6, 0.7], [np.nan, np.nan], [1.0, 1.0]], 0.5, 16),  # at the threshold passes; NaN fails
+])
+def test_effective_context_length_on_a_hand_written_grid(rows, threshold, expected):
+    grid = evaluate.PasskeyGrid(lengths=[8, 16, 32, 64], depths=[0.0, 1.0], accuracy=rows, threshold=threshold)
+    assert effective_length(grid) == expected
+
+
+# ---------------------------------------------------------------------------
+# Attention mass
+# ---------------------------------------------------------------------------
+
+@pytest.mark.usefixtures("each_backend")
+@pytest.mark.parametrize("k", [1, 3])
+def test_uniform_causal_attention_puts_harmonic_mass_on_the_first_tokens(k):
+    T = 10
+    model = zero_query_key(TinyGPT(config("none")))
+    result = evaluate.attention_mass(model, random_tokens(2 * T).reshape(2, T), first_k=k)
+    # query i spreads 1 over i+1 keys: 1/(i+1) on position 0, min(k, i+1)/(i+1) on the first k
+    first_k = (k + k * (harmonic(T) - harmonic(k))) / T
+    np.testing.assert_allclose(result.position0, np.full((2, 2), harmonic(T) / T), rtol=1e-6)
+    np.testing.assert_allclose(result.first_k, np.full((2, 2), first_k), rtol=1e-6)
+
+
+def test_uniform_bidirectional_attention_puts_1_over_T_on_each_token():
+    T, k = 8, 3
+    model = zero_query_key(TinyEncoder(config("none")))
+    result = evaluate.attention_mass(model, random_tokens(T)[None], first_k=k)
+    np.testing.assert_allclose(result.position0, 1 / T, rtol=1e-6)
+    np.testing.assert_allclose(result.first_k, k / T, rtol=1e-6)
+
+
+def test_alibi_heads_decay_at_their_own_slope():
+    T = 12
+    model = zero_query_key(TinyGPT(config("alibi")))
+    result = evaluate.attention_mass(model, random_tokens(T)[None])
+    for h, m in enumerate([1 / 16, 1 / 256]):                  # 2^{-8h/H} for H = 2
+        # query i weights key j by e^{-m (i - j)}: position 0 gets e^{-m i} / sum_{s<=i} e^{-m s}
+        expected = np.mean([math.exp(-m * i) / sum(math.exp(-m * s) for s in range(i + 1)) for i in range(T)])
+        np.testing.assert_allclose(result.position0[:, h], expected, rtol=1e-5)
+
+
+def test_attention_mass_restores_the_recording_flags():
+    model = TinyGPT(config("rope"))
+    first, second = model.blocks[0].attn, model.blocks[1].attn
+    first.record_attention, first.last_attention = True, "kept"
+    evaluate.attention_mass(model, random_tokens(6)[None])
+    assert (first.record_attention, first.last_attention) == (True, "kept")
+    assert (second.record_attention, second.last_attention) == (False, None)
+
+
+# ---------------------------------------------------------------------------
+# Decode costs and the permutation probe
+# ---------------------------------------------------------------------------
+
+@pytest.mark.usefixtures("each_backend")
+@pytest.mark.parametrize("dtype, itemsize", [("float32", 4), ("float64", 8)])
+@pytest.mark.parametrize("B", [1, 3])
+def test_cache_bytes_are_linear_in_length(dtype, itemsize, B):
+    model = TinyGPT(config("rope", n_layers=3, n_heads=4)).to_dtype(dtype)
+    lengths = [1, 5, 20]
+    costs = evaluate.decode_costs(model, lengths, batch_size=B, n_decode=2)
+    L, H, d_head = 3, 4, 4
+    assert costs.cache_bytes.tolist() == [2 * L * B * H * T * d_head * itemsize for T in lengths]
+    assert (costs.prefill_s > 0).all() and (costs.decode_s_per_token > 0).all()
+
+
+def test_decode_costs_record_a_refused_length():
+    model = TinyGPT(config("learned", max_len=16))
+    costs = evaluate.decode_costs(model, [8, 15], n_decode=2)  # 15 + 2 decoded tokens need position 16
+    assert costs.reasons[0] is None and "max_len=16" in costs.reasons[1]
+    assert np.isnan([costs.prefill_s[1], costs.decode_s_per_token[1], costs.cache_bytes[1]]).all()
+
+
+@pytest.mark.parametrize("model_class, positional, equivariant", [
+    (TinyEncoder, "none", True),
+    (TinyEncoder, "sinusoidal", False),
+    (TinyGPT, "none", False),                                   # the causal mask alone breaks the symmetry
+])
+def test_permutation_probe(model_class, positional, equivariant):
+    model = model_class(config(positional)).to_dtype("float64")
+    result = evaluate.permutation_sensitivity(model, random_tokens(24).reshape(2, 12), seed=1)
+    assert sorted(result.permutation.tolist()) == list(range(12))
+    assert (result.permutation != np.arange(12)).any()
+    if equivariant:
+        assert result.max_abs <= 1e-12
+    else:
+        assert result.max_abs > 1e-6
+
+
+# ---------------------------------------------------------------------------
+# Bad input and plots
+# ---------------------------------------------------------------------------
+
+def _gpt():
+    return TinyGPT(config("rope"))
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: evaluate.passkey_grid(_gpt(), [16], depths=(0.5, 1.5)), r"depths must lie in \[0, 1\].*1\.5"),
+    (lambda: evaluate.passkey_grid(_gpt(), [16], depths=(-0.1,)), r"depths.*-0\.1"),
+    (lambda: evaluate.passkey_grid(_gpt(), [], depths=(0.5,)), r"lengths.*empty"),
+    (lambda: evaluate.passkey_grid(_gpt(), [16, 0]), r"lengths.*got 0"),
+    (lambda: evaluate.decode_costs(_gpt(), [-4]), r"lengths.*got -4"),
+    (lambda: evaluate.decode_costs(_gpt(), []), r"lengths.*empty"),
+    (lambda: evaluate.loss_by_position(_gpt(), random_tokens(50), T=0), r"T must be an integer >= 1, got 0"),
+    (lambda: evaluate.loss_by_position(_gpt(), random_tokens(50), T=-3), r"T must.*got -3"),
+    (lambda: evaluate.loss_by_position(_gpt(), random_tokens(50), T=60), r"T=60.*holds 50"),
+    (lambda: evaluate.extrapolation_curve(_gpt(), random_tokens(50), 0), r"train_len.*got 0"),
+    (lambda: evaluate.extrapolation_curve(_gpt(), random_tokens(50), 8, multiples=(1, 0)), r"multiples.*got 0"),
+    (lambda: evaluate.extrapolation_curve(_gpt(), random_tokens(50), 8, multiples=()), r"multiples.*empty"),
+    (lambda: evaluate.attention_mass(_gpt(), random_tokens(4)[None], first_k=5), r"first_k=5.*T=4"),
+    (lambda: evaluate.permutation_sensitivity(_gpt(), random_tokens(1)[None]), r"T >= 2"),
+    (lambda: evaluate.PasskeyGrid([8, 16], [0.5], [[1.0]]), r"accuracy has shape \(1, 1\).*\(2, 1\)"),
+    (lambda: evaluate.PasskeyGrid([16, 8], [0.5], [[1.0], [1.0]]), r"strictly increasing.*\[16, 8\]"),
+    (lambda: evaluate.PasskeyGrid([8], [0.5], [[1.0]], threshold=1.5), r"threshold.*1\.5"),
+])
+def test_bad_input_is_a_sentence_naming_the_argument(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_passkey_needs_a_causal_model():
+    with pytest.raises(TypeError, match="causal model"):
+        evaluate.passkey_grid(TinyEncoder(config("none")), [16])
+
+
+def _results():
+    model = TinyGPT(config("learned"))
+    text = random_tokens(200)
+    return [
+        (evaluate.plot_loss_by_position, evaluate.loss_by_position(model, text, 16, n_batches=1, bucket=4)),
+        (evaluate.plot_extrapolation_curve, evaluate.extrapolation_curve(model, text, 16, (1, 2), n_batches=1)),
+        (evaluate.plot_passkey_grid, evaluate.passkey_grid(model, [12, 24], (0, 1), n_trials=2, n_digits=2)),
+        (evaluate.plot_retention, evaluate.retention(model, model, text, 16, n_batches=1)),
+        (evaluate.plot_attention_mass, evaluate.attention_mass(model, text[:16][None])),
+        (evaluate.plot_decode_costs, evaluate.decode_costs(model, [4, 8], n_decode=1)),
+        (evaluate.plot_permutation_sensitivity, evaluate.permutation_sensitivity(model, text[:16][None])),
+    ]
+
+
+def test_every_plot_helper_returns_its_axes():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    for plot, result in _results():
+        fig, ax = plt.subplots()
+        assert plot(result, ax=ax) is ax, plot.__name__
+        plt.close(fig)
+        new_ax = plot(result)                                   # no ax given: a new figure
+        assert new_ax is not None and new_ax.figure is not fig, plot.__name__
+        plt.close(new_ax.figure)
