@@ -51,7 +51,7 @@ def test_grade_folder_one_row_per_student(tmp_path):
     (class_dir / "alice" / "exercises" / "rope.py").write_text((SOLUTIONS / "rope.py").read_text())
     (class_dir / "bob.py").write_text(_student_with_a_misconception_and_a_hang())
     report = tmp_path / "report"
-    stdout = _run("grade-folder", str(class_dir), "--out", str(report), "--timeout", "1.5")
+    stdout = _run("grade-folder", str(class_dir), "--out", str(report), "--timeout", "5")
     assert "alice" in stdout and "bob" in stdout
 
     with open(tmp_path / "report.csv") as f:
