@@ -22,12 +22,20 @@ FORMAT = 1
 POSITION_IDS = "absolute index of the token in the sequence, counted from 0; a cache carries the offset"
 
 
-def positional_signature(cfg):
-    """The settings that decide what a position means to this model's weights."""
+def positional_signature(model):
+    """The settings that decide what a position means to this model's weights.
+
+    The config's positional fields, plus what the scheme itself reports
+    (``scheme.signature()``: for RoPE the base, rotary width, pairing convention,
+    original and target length and scaling), plus how position ids are read.
+    """
+    cfg = model.cfg
     d = cfg.to_dict()
-    return {"positional": d["positional"], "max_len": d["max_len"], "rope_base": d["rope_base"],
-            "rope_scaling": d["rope_scaling"], "sinusoidal_base": d["sinusoidal_base"], "extra": d["extra"],
-            "d_head": cfg.d_head, "position_ids": POSITION_IDS}
+    sig = {"positional": d["positional"], "max_len": d["max_len"], "rope_base": d["rope_base"],
+           "rope_scaling": d["rope_scaling"], "sinusoidal_base": d["sinusoidal_base"], "extra": d["extra"],
+           "d_head": cfg.d_head, "position_ids": POSITION_IDS}
+    sig.update(model.positional.signature())
+    return json.loads(json.dumps(sig))  # as it reads back from the file: tuples become lists
 
 
 def atomic_write(path, write):
@@ -53,7 +61,7 @@ def save_checkpoint(path, model, optimizer=None, step=0, train_state=None):
     if optimizer is not None:
         for k, v in optimizer.state_dict().items():
             arrays[f"optim/{k}"] = np.asarray(v)
-    meta = {"format": FORMAT, "config": model.cfg.to_dict(), "positional": positional_signature(model.cfg),
+    meta = {"format": FORMAT, "config": model.cfg.to_dict(), "positional": positional_signature(model),
             "model_class": type(model).__name__, "step": int(step), "train_state": train_state or {}}
     arrays["__meta__"] = np.array(json.dumps(meta))
     atomic_write(path, lambda f: np.savez(f, **arrays))
@@ -77,12 +85,14 @@ def load_checkpoint(path, model, optimizer=None):
     the checkpoint and the model.
     """
     meta, params, optim = read_checkpoint(path)
-    want, have = meta["positional"], positional_signature(model.cfg)
-    for key in sorted(set(want) | set(have)):
-        if want.get(key) != have.get(key):
-            raise ValueError(f"The checkpoint {path!r} was trained with {key}={want.get(key)!r}, but the model has "
-                             f"{key}={have.get(key)!r}. Build the model from the checkpoint's config "
-                             f"(read_checkpoint(path)[0]['config']) or convert the weights deliberately.")
+    want, have = meta["positional"], positional_signature(model)
+    differ = [k for k in sorted(set(want) | set(have)) if want.get(k) != have.get(k)]
+    if differ:
+        first = next((k for k in differ if k not in ("extra", "rope_scaling")), differ[0])  # the most specific
+        others = f" (also differing: {', '.join(k for k in differ if k != first)})" if len(differ) > 1 else ""
+        raise ValueError(f"The checkpoint {path!r} was trained with {first}={want.get(first)!r}, but the model has "
+                         f"{first}={have.get(first)!r}{others}. Build the model from the checkpoint's config "
+                         f"(read_checkpoint(path)[0]['config']) or convert the weights deliberately.")
     model.load_state_dict(params)
     if optimizer is not None:
         if "t" in optim:

@@ -160,7 +160,7 @@ class TinyGPT(Module):
         was_training = self.training
         self.eval()
         cache = self.new_cache(window, n_sink, positions) if use_cache else None
-        with no_grad():
+        with no_grad(), self.positional.planned_length(ids.shape[1] + max_new_tokens):
             logits = self(ids, cache=cache)
             for step in range(max_new_tokens):
                 last = logits.data[:, -1, :].astype("float64")              # (B, vocab)

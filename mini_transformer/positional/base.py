@@ -27,6 +27,8 @@ schemes whose form differs between the two (T5's buckets, ALiBi's distance)
 read it, the others ignore it. Settings of one scheme only live in
 ``GPTConfig.extra``; each scheme's module docstring lists the keys it reads.
 """
+import contextlib
+
 from ..nn import Module
 
 
@@ -56,6 +58,20 @@ class PositionalScheme(Module):
     def output_term(self, probs, q_pos, k_pos, layer):
         """A term added to the attention output from its probabilities (Shaw's values); default: none."""
         return None
+
+    def signature(self):
+        """Settings a checkpoint must match beyond the config's fields; default: none."""
+        return {}
+
+    @contextlib.contextmanager
+    def planned_length(self, n):
+        """Within this block the sequence will grow to ``n`` tokens; default: nothing to plan.
+
+        A scheme whose encoding depends on the current length (dynamic NTK) fixes
+        it here for a whole generation, so every step uses the one scale a full
+        forward pass over all ``n`` tokens would use.
+        """
+        yield
 
     def check_positions(self, last_position):
         """Raise if a position this large cannot be encoded."""

@@ -31,6 +31,8 @@ square.
 * ``rope_interleaved`` (bool, default False): pair (2i, 2i+1) instead of (i, i + d/2).
 * ``partial_rotary_factor`` (float in (0, 1], default 1.0): the fraction of each head that turns.
 """
+import contextlib
+
 from .. import functional as F
 from ..backend import xp
 from ..rope_scaling import rope_inv_freq
@@ -137,6 +139,7 @@ class RotaryEmbedding:
         self.rope_scaling, self.max_position_embeddings = rope_scaling, max_position_embeddings
         rope_type = (rope_scaling or {}).get("rope_type", (rope_scaling or {}).get("type", "default"))
         self.length_dependent = rope_type in _LENGTH_DEPENDENT
+        self.fixed_length = None  # when set, length-dependent methods use it instead of the positions asked for
         if not self.length_dependent:
             # theta_i (rotary_dim/2,) and the factor that multiplies cos and sin
             self.inv_freq, self.attention_factor = self._frequencies(None)
@@ -149,7 +152,8 @@ class RotaryEmbedding:
     def at(self, pos):
         """(cos, sin) for an integer array of positions, each ``(len(pos), rotary_dim)``, float64."""
         if self.length_dependent:
-            inv_freq, attention_factor = self._frequencies(int(pos.max()) + 1 if pos.size else 1)
+            length = self.fixed_length or (int(pos.max()) + 1 if pos.size else 1)
+            inv_freq, attention_factor = self._frequencies(length)
         else:
             inv_freq, attention_factor = self.inv_freq, self.attention_factor
         angles = pos.astype("float64")[:, None] * inv_freq[None, :]            # (T, r/2) m theta_i
@@ -180,6 +184,33 @@ class RoPE(PositionalScheme):
                    partial_rotary_factor=cfg.extra.get("partial_rotary_factor", 1.0),
                    interleaved=bool(cfg.extra.get("rope_interleaved", False)),
                    max_position_embeddings=cfg.max_len)
+
+    def signature(self):
+        """What a RoPE checkpoint records: change any of these and the weights mean something else."""
+        r = self.rotary
+        scaling = r.rope_scaling or {}
+        original = scaling.get("original_max_position_embeddings", r.max_position_embeddings)
+        factor = scaling.get("factor", 1.0)
+        return {"rope_theta": r.base, "rotary_dim": r.rotary_dim,
+                "pairing": "interleaved (2i, 2i+1)" if r.interleaved else "rotate-half (i, i + d/2)",
+                "rope_type": scaling.get("rope_type", scaling.get("type", "default")),
+                "original_max_position_embeddings": original,
+                "target_max_position_embeddings": None if original is None else int(original * factor)}
+
+    @contextlib.contextmanager
+    def planned_length(self, n):
+        r"""Fix the length that dynamic NTK and LongRoPE read to ``n`` for this block.
+
+        Without it, a cached generation turns each new key with the scale of the
+        length so far, and keys written earlier keep older scales: the cache goes
+        stale. With the length fixed at the final one, every step uses the scale
+        that a full forward pass over all ``n`` tokens uses.
+        """
+        previous, self.rotary.fixed_length = self.rotary.fixed_length, n
+        try:
+            yield
+        finally:
+            self.rotary.fixed_length = previous
 
     def rotate(self, x, pos, layer):
         cos, sin = self.rotary.at(pos)                                         # (T, rotary_dim) each

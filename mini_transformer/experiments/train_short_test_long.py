@@ -1,0 +1,135 @@
+r"""Train short, test long: which positional schemes still work past the length they were trained on?
+
+One ``TinyGPT`` per scheme, all with the same size, steps, seed and training
+batches, is trained on standard-library text at length L and then evaluated on
+held-out text at 1x, 2x, 4x and 8x L (``evaluate.extrapolation_curve``). Two
+numbers per length: ``loss``, the mean over every position of the window, and
+``loss_beyond``, the mean over positions t >= L only, the ones no scheme saw in
+training. What to expect:
+
+* **learned** cannot run past L at all: its table has L rows and position L
+  does not exist. That refusal is a result, recorded as NaN with the model's
+  message, not a crash.
+* **rope** (unscaled) runs at any length, but past L its rotation angles
+  m\theta_i leave the range it was trained on, and the loss climbs.
+* **alibi** adds a fixed penalty -m_h (i - j), defined at every distance, and
+  was designed for exactly this: its loss should rise far less, or not at all.
+* **t5** uses buckets up to ``max_distance`` = 128 (default ``num_buckets`` 32):
+  distances L..127 fall in buckets that training never reached, and everything
+  from 128 on shares the last bucket.
+* **shaw** clips distances at ``shaw_k`` = 16 (< L), so every distance it meets
+  at 8L is one it was trained on.
+* **sinusoidal** can compute any position, but positions past L are vectors
+  the model never saw; **none** has no position to go wrong, only the causal mask.
+* **transformer_xl** is evaluated **without memory**: one plain forward pass over
+  the whole window, like every other scheme, so it meets distances up to
+  8L - 1 in its sinusoidal R_{i-j}. It was trained without memory too
+  (``train_text`` feeds independent windows), so segment recurrence would add
+  a second change (a cache) on top of the longer window; we leave it out.
+
+    python -m mini_transformer.experiments.train_short_test_long [--quick]
+"""
+import math
+
+from tqdm.auto import tqdm
+
+from ..evaluate import extrapolation_curve
+from .common import Timer, corpus, environment, parse_args, save, text_model, train_text
+
+SCHEMES = ("none", "sinusoidal", "learned", "shaw", "transformer_xl", "t5", "rope", "alibi")
+MULTIPLES = (1, 2, 4, 8)
+
+#: quick: a direction check in well under a minute; full: the table and plot in results/
+SIZES = {
+    True: dict(train_len=16, steps=250, eval_batches=8, eval_batch_size=8),
+    False: dict(train_len=64, steps=1500, eval_batches=4, eval_batch_size=8),
+}
+
+
+def run(quick=False, seed=0, progress=True, schemes=SCHEMES):
+    size = SIZES[bool(quick)]
+    L, steps = size["train_len"], size["steps"]
+    with Timer() as timer:
+        table = {}
+        for name in tqdm(schemes, desc="schemes", disable=not progress):
+            # the same seed for every scheme: same initial token embeddings and the same training batches
+            model = text_model(name, L, seed=seed)
+            result = train_text(model, L, steps, seed=seed, progress=progress)
+            curve = extrapolation_curve(model, corpus(), L, MULTIPLES, n_batches=size["eval_batches"],
+                                        batch_size=size["eval_batch_size"], seed=seed)
+            table[name] = {
+                "final_train_loss": result.losses[-1],
+                "loss": curve.loss.tolist(),
+                "loss_beyond": curve.loss_beyond.tolist(),
+                "reasons": curve.reasons,
+            }
+    return {
+        "train_len": L, "lengths": curve.lengths.tolist(), "multiples": list(MULTIPLES), "steps": steps,
+        "seed": seed, "results": table,
+        "environment": environment(timer.seconds, seeds=[seed], d_model=64, n_layers=2, n_heads=4,
+                                   batch_size=16, train_len=L, steps=steps, eval_windows=size["eval_batches"] *
+                                   size["eval_batch_size"]),
+    }
+
+
+def plot(res):
+    import matplotlib.pyplot as plt
+    fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.2), sharey=True)
+    lengths = res["lengths"]
+    for name, r in res["results"].items():
+        style = dict(marker="o", ls="-" if name in ("rope", "alibi", "learned", "t5") else "--", label=name)
+        a.plot(lengths, r["loss"], **style)
+        b.plot(lengths[1:], r["loss_beyond"][1:], **style)
+        if any(reason is not None for reason in r["reasons"]):
+            refused = [L for L, reason in zip(lengths, r["reasons"]) if reason is not None]
+            a.annotate(f"{name}: refuses L >= {min(refused)}\n(no row past max_len)", (refused[0], a.get_ylim()[0]),
+                       xytext=(5, 5), textcoords="offset points", fontsize=8, color="gray")
+    for ax, title in ((a, "mean loss over the whole window"), (b, "mean loss over positions t >= L only")):
+        ax.axvline(res["train_len"], color="k", ls=":", lw=0.8)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(lengths, [str(L) for L in lengths])
+        ax.set(xlabel="evaluation length", title=title)
+    a.set_ylabel("loss (nats/byte)")
+    b.legend(fontsize=8, ncol=2)
+    fig.suptitle(f"Trained at L = {res['train_len']} for {res['steps']} steps (seed {res['seed']}), "
+                 f"evaluated at 1x..8x L")
+    fig.tight_layout()
+    return fig
+
+
+def table_text(res):
+    """The results as a plain-text table: loss (and loss past L) at each length, NaN for a refused length."""
+    L = res["train_len"]
+    head = "".join(f"{f'{m}x ({n})':>16}" for m, n in zip(res["multiples"], res["lengths"]))
+    lines = [f"{'scheme':<15}{'train':>7}{head}", f"{'':<15}{'':>7}" + "".join(
+        f"{'all / t>=' + str(L):>16}" for _ in res["lengths"])]
+    for name, r in res["results"].items():
+        cells = "".join(f"{_fmt(a)} / {_fmt(b):<6}".rjust(16) for a, b in zip(r["loss"], r["loss_beyond"]))
+        lines.append(f"{name:<15}{r['final_train_loss']:>7.3f}{cells}")
+    return "\n".join(lines)
+
+
+def _fmt(v):
+    return "  -  " if v is None or not math.isfinite(v) else f"{v:.3f}"
+
+
+def main(argv=None):
+    args = parse_args(__doc__.split("\n")[0], argv)
+    res = run(args.quick, args.seed, progress=not args.no_progress)
+    print(table_text(res))
+    for name, r in res["results"].items():
+        for L, reason in zip(res["lengths"], r["reasons"]):
+            if reason is not None:
+                print(f"{name} at {L}: {reason}")
+                break
+    env = res["environment"]
+    print(f"seeds {env['seeds']}, d_model {env['d_model']}, {env['n_layers']} layers, {env['n_heads']} heads, "
+          f"batch {env['batch_size']}, L {env['train_len']}, {env['steps']} steps, {env['eval_windows']} eval windows "
+          f"per length; {env['seconds']} s on {env['cores']} cores ({env['backend']})")
+    if not args.quick:
+        save("train_short_test_long", res, plot(res), args.out)
+    return res
+
+
+if __name__ == "__main__":
+    main()
