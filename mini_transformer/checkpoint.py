@@ -88,7 +88,9 @@ def load_checkpoint(path, model, optimizer=None):
     want, have = meta["positional"], positional_signature(model)
     differ = [k for k in sorted(set(want) | set(have)) if want.get(k) != have.get(k)]
     if differ:
-        first = next((k for k in differ if k not in ("extra", "rope_scaling")), differ[0])  # the most specific
+        # name the most telling field: the scheme itself, then a specific setting, then a whole dict
+        first = "positional" if "positional" in differ else next(
+            (k for k in differ if k not in ("extra", "rope_scaling")), differ[0])
         others = f" (also differing: {', '.join(k for k in differ if k != first)})" if len(differ) > 1 else ""
         raise ValueError(f"The checkpoint {path!r} was trained with {first}={want.get(first)!r}, but the model has "
                          f"{first}={have.get(first)!r}{others}. Build the model from the checkpoint's config "
