@@ -511,10 +511,16 @@ assert xp.allclose(y, xp.stack([zr.real, zr.imag], axis=-1).reshape(x.shape))
 # %% [markdown]
 # ### Exercise 6.8: the channel permutation
 #
-# Interleaved slot $2i$ must hold what rotate-half keeps in channel $i$, and slot $2i+1$ what it
-# keeps in channel $i + d/2$. Write `interleaved_to_half_permutation(d_head)`, the index array
-# `perm` with that property, so that `x[..., perm]` is rotate-half data in interleaved order.
-# The same `perm` turns the rotate-half tables into repeat-interleave tables.
+# The two conventions are the same rotation with the channels relabelled. Rotate-half channel
+# $i$ must hold what the interleaved layout keeps in channel $2i$, and channel $i + d/2$ what it
+# keeps in channel $2i+1$:
+#
+# $$\mathrm{perm} = (0, 2, 4, \dots, d-2,\; 1, 3, \dots, d-1), \qquad
+# \mathrm{RoPE_{half}}(x[\mathrm{perm}]) = \mathrm{RoPE_{interleaved}}(x)[\mathrm{perm}].$$
+#
+# Write `interleaved_to_half_permutation(d_head)`, the index array `perm` with that property,
+# so that `x[..., perm]` is interleaved data in rotate-half order. Its inverse, `argsort(perm)`,
+# goes back, and it also turns the rotate-half tables into repeat-interleave tables.
 
 # %%
 interleaved_to_half_permutation = use("rope", "interleaved_to_half_permutation")
@@ -524,47 +530,64 @@ reveal("rope", "interleaved_to_half_permutation")
 
 # %% tags=["nbval-check-output"]
 perm = interleaved_to_half_permutation(8)
-print("perm for d_head = 8:", [int(p) for p in perm])
+back = xp.argsort(perm)  # the inverse permutation: rotate-half order back to interleaved
+print("perm for d_head = 8:        ", [int(p) for p in perm])
+print("argsort(perm), the way back:", [int(p) for p in back])
 cos, sin = RotaryEmbedding(8)(T)
-assert xp.allclose(cos[:, perm], cos_i) and xp.allclose(sin[:, perm], sin_i)
-x = randn(1, 2, T, 8)
-same_rotation = xp.allclose(apply_rotary_interleaved(x[..., perm], cos[:, perm], sin[:, perm]),
-                            apply_rotary(x, cos, sin)[..., perm])
-print("interleaved RoPE of x[perm] equals rotate-half RoPE of x, permuted:", bool(same_rotation))
+assert xp.allclose(cos[:, back], cos_i) and xp.allclose(sin[:, back], sin_i)
+x = randn(1, 2, T, 8)  # (B, H, T, d_head), read as interleaved-layout data
+same_rotation = xp.allclose(apply_rotary(x[..., perm], cos, sin),
+                            apply_rotary_interleaved(x, cos_i, sin_i)[..., perm])
+print("rotate-half RoPE of x[perm] equals interleaved RoPE of x, permuted:", bool(same_rotation))
 assert same_rotation
 
 # %% [markdown]
 # ### The porting bug
 #
-# Take the query and key projections of one head, trained with rotate-half RoPE, and load them
-# into code that uses the interleaved convention. Nothing crashes. Shapes match. The scores
-# are simply different, and the model quietly gets worse. Permuting the output channels of
-# $W_q$ and $W_k$ by `perm` (columns in this book's `x @ W` layout; rows in a PyTorch
-# `(out, in)` weight) repairs it exactly. $W_v$ is not rotated and needs nothing.
+# Take the query and key projections trained with interleaved RoPE (Meta's original LLaMA
+# release is one such checkpoint) and load them into code that uses rotate-half RoPE (the
+# Hugging Face form). Nothing crashes. Shapes match. The scores are simply different, and the
+# model quietly gets worse. Permuting each head's output channels of $W_q$ and $W_k$ by `perm`
+# (columns in this book's `x @ W` layout; rows in a PyTorch `(out, in)` weight) repairs it
+# exactly. It is a per-head permutation: one `perm` of length $H d_{head}$ over all the columns
+# at once mixes the heads and is wrong too. $W_v$ is not rotated and needs nothing.
 
 # %% tags=["nbval-check-output"]
-d_model, d_head, T = 16, 8, 10
-W_q, W_k = randn(d_model, d_head) / 4, randn(d_model, d_head) / 4  # "the checkpoint": rotate-half
+d_model, n_heads, d_head, T = 16, 2, 8, 10
+W_q = randn(d_model, n_heads * d_head) / 4  # "the checkpoint": trained with interleaved RoPE
+W_k = randn(d_model, n_heads * d_head) / 4
 x = randn(T, d_model)
-cos, sin = RotaryEmbedding(d_head)(T)
+cos, sin = RotaryEmbedding(d_head)(T)  # rotate-half tables
 perm = interleaved_to_half_permutation(d_head)
-cos_i, sin_i = cos[:, perm], sin[:, perm]
+back = xp.argsort(perm)
+cos_i, sin_i = cos[:, back], sin[:, back]  # repeat-interleave tables
+head_perm = xp.concatenate([h * d_head + perm for h in range(n_heads)])  # perm inside each head's columns
 
 
-def scores_half(W_q, W_k):
-    return apply_rotary(x @ W_q, cos, sin) @ apply_rotary(x @ W_k, cos, sin).T  # (T, T)
+def heads(y):
+    return y.reshape(T, n_heads, d_head).transpose(1, 0, 2)  # (H, T, d_head)
 
 
 def scores_interleaved(W_q, W_k):
-    return apply_rotary_interleaved(x @ W_q, cos_i, sin_i) @ apply_rotary_interleaved(x @ W_k, cos_i, sin_i).T
+    q, k = heads(x @ W_q), heads(x @ W_k)
+    return apply_rotary_interleaved(q, cos_i, sin_i) @ apply_rotary_interleaved(k, cos_i, sin_i).transpose(0, 2, 1)
 
 
-reference_scores = scores_half(W_q, W_k)
-naive = scores_interleaved(W_q, W_k)
-ported = scores_interleaved(W_q[:, perm], W_k[:, perm])
+def scores_half(W_q, W_k):
+    q, k = heads(x @ W_q), heads(x @ W_k)
+    return apply_rotary(q, cos, sin) @ apply_rotary(k, cos, sin).transpose(0, 2, 1)  # (H, T, T)
+
+
+reference_scores = scores_interleaved(W_q, W_k)
+naive = scores_half(W_q, W_k)
+ported = scores_half(W_q[:, head_perm], W_k[:, head_perm])
+whole = interleaved_to_half_permutation(n_heads * d_head)  # one permutation across all the heads
+mixed = scores_half(W_q[:, whole], W_k[:, whole])
 print("weights loaded as they are, same scores:", bool(xp.allclose(naive, reference_scores)))
-print("output channels permuted by perm, same scores:", bool(xp.allclose(ported, reference_scores)))
+print("each head's output channels permuted by perm, same scores:", bool(xp.allclose(ported, reference_scores)))
+print("one perm over all heads' channels, same scores:", bool(xp.allclose(mixed, reference_scores)))
 assert not xp.allclose(naive, reference_scores) and xp.allclose(ported, reference_scores)
+assert not xp.allclose(mixed, reference_scores)
 
 # %% [markdown]
 # How to catch it in a real port: rotate one layer's $q$ in both codebases and compare the

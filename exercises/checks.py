@@ -101,7 +101,8 @@ def _ri(x):
     return np.stack([-x[..., 1::2], x[..., 0::2]], axis=-1).reshape(x.shape)
 
 
-def _perm(d):
+def _half_to_interleaved(d):
+    """0, d/2, 1, d/2 + 1, ...: turns rotate-half tables into repeat-interleave ones (the inverse of 6.8's answer)."""
     i = np.arange(d // 2)
     return np.stack([i, i + d // 2], axis=-1).reshape(d)
 
@@ -133,7 +134,7 @@ class _Rope:
 def _tables(d, T, offset=0, interleaved=False):
     cos, sin = _Rope(d)(T, offset)
     if interleaved:
-        p = _perm(d)
+        p = _half_to_interleaved(d)
         return cos[:, p], sin[:, p]
     return cos, sin
 
@@ -248,7 +249,8 @@ APPLY_ROTARY_INTERLEAVED = Target("rope", "apply_rotary_interleaved", "array", _
     Misconception("tables_reordered", "the tables were reordered a second time",
                   "cos and sin arrive already in the repeat-interleave layout (columns 2i and 2i + 1 hold the "
                   "angle of pair i). Use them as they are; do not permute them again.",
-                  _cast(lambda x, c, s: x * c[..., _perm(x.shape[-1])] + _ri(x) * s[..., _perm(x.shape[-1])])),
+                  _cast(lambda x, c, s: x * c[..., _half_to_interleaved(x.shape[-1])]
+                        + _ri(x) * s[..., _half_to_interleaved(x.shape[-1])])),
     Misconception("cos_sin_swapped", "cos and sin swapped",
                   "The unrotated part is multiplied by cos and the quarter-turned part by sin.",
                   _cast(lambda x, c, s: x * s + _ri(x) * c)),
@@ -464,18 +466,20 @@ def _perm_cases():
 
 INTERLEAVED_TO_HALF = Target("rope", "interleaved_to_half_permutation", "int_array", _perm_cases, [
     Misconception("inverse", "the inverse permutation",
-                  "Yours lists the even channels, then the odd ones: that carries interleaved data into "
-                  "rotate-half order. This exercise goes the other way: perm[j] is the rotate-half channel "
-                  "that belongs at interleaved channel j, so x[..., perm] is interleaved.",
-                  lambda d: np.concatenate([np.arange(0, d, 2), np.arange(1, d, 2)])),
+                  "Yours is 0, d/2, 1, d/2 + 1, ...: that carries rotate-half data into interleaved order. "
+                  "This exercise goes the other way: perm[j] is the interleaved channel that belongs at "
+                  "rotate-half channel j, so x[..., perm] is in rotate-half order. The first half takes the "
+                  "first channel of every interleaved pair (the even ones), the second half their partners.",
+                  lambda d: _half_to_interleaved(d)),
     Misconception("identity", "the identity",
                   "The two conventions pair different channels, so some channels must move. Interleaved "
-                  "slots 2i and 2i + 1 must hold the rotate-half pair (i, i + d_head/2).",
+                  "pair (2i, 2i + 1) must land on the rotate-half pair (i, i + d_head/2).",
                   lambda d: np.arange(d)),
     Misconception("pair_order", "each pair is stored second-channel first",
                   "Within a pair, the first channel (the one multiplied by cos and receiving -sin of its "
-                  "partner) comes first: interleaved slot 2i holds rotate-half channel i.",
-                  lambda d: _perm(d).reshape(-1, 2)[:, ::-1].reshape(d)),
+                  "partner) comes first: rotate-half channel i holds interleaved channel 2i, and channel "
+                  "i + d_head/2 holds 2i + 1.",
+                  lambda d: np.concatenate([np.arange(1, d, 2), np.arange(0, d, 2)])),
 ], dtype_hint="A permutation is an array of integer indices; build it from integer aranges.")
 
 

@@ -175,7 +175,7 @@ def apply_rotary_interleaved(x, cos, sin):
         x: ``(..., T, d_head)``.
         cos: ``(T, d_head)`` in the repeat-interleave layout: the angle of pair ``i`` sits in
             columns ``2i`` and ``2i + 1``. From rotate-half tables, take
-            ``cos[:, interleaved_to_half_permutation(d_head)]``.
+            ``cos[:, argsort(interleaved_to_half_permutation(d_head))]``.
         sin: ``(T, d_head)``, same layout as ``cos``.
 
     Returns:
@@ -186,16 +186,18 @@ def apply_rotary_interleaved(x, cos, sin):
 
 
 def interleaved_to_half_permutation(d_head):
-    r"""The channel order that carries rotate-half channels into interleaved slots.
+    r"""The channel order that carries interleaved channels into rotate-half slots.
 
-    ``perm[j]`` is the rotate-half channel whose value belongs at interleaved channel ``j``
-    (for ``d_head = 4`` the answer is ``[0, 2, 1, 3]``). So
+    ``perm[j]`` is the interleaved channel whose value belongs at rotate-half channel ``j``:
+    the even channels ``0, 2, ..., d_head - 2``, then the odd ones ``1, 3, ..., d_head - 1``
+    (for ``d_head = 4`` the answer is ``[0, 2, 1, 3]``, for 8 it is ``[0, 2, 4, 6, 1, 3, 5, 7]``).
+    Interleaved pair ``(2i, 2i + 1)`` lands on rotate-half pair ``(i, i + d_head/2)``. So
 
-    * ``x[..., perm]`` rewrites rotate-half data in interleaved order, and interleaved RoPE
-      on ``(q[..., perm], k[..., perm])`` gives exactly the scores rotate-half RoPE gives
+    * ``x[..., perm]`` rewrites interleaved-layout data in rotate-half order, and rotate-half
+      RoPE on ``(q[..., perm], k[..., perm])`` gives exactly the scores interleaved RoPE gives
       on ``(q, k)``;
-    * porting weights from a rotate-half checkpoint to interleaved code permutes the output
-      rows of ``W_q`` and ``W_k`` the same way, head by head;
+    * porting weights from an interleaved checkpoint to rotate-half code permutes each head's
+      output columns of ``W_q`` and ``W_k`` by ``perm`` (in this book's ``x @ W`` layout);
     * the inverse permutation, ``argsort(perm)``, goes the other way.
 
     Args:

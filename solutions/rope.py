@@ -215,7 +215,7 @@ def apply_rotary_interleaved(x, cos, sin):
         x: ``(..., T, d_head)``.
         cos: ``(T, d_head)`` in the repeat-interleave layout: the angle of pair ``i`` sits in
             columns ``2i`` and ``2i + 1``. From rotate-half tables, take
-            ``cos[:, interleaved_to_half_permutation(d_head)]``.
+            ``cos[:, argsort(interleaved_to_half_permutation(d_head))]``.
         sin: ``(T, d_head)``, same layout as ``cos``.
 
     Returns:
@@ -231,16 +231,18 @@ def apply_rotary_interleaved(x, cos, sin):
 
 
 def interleaved_to_half_permutation(d_head):
-    r"""The channel order that carries rotate-half channels into interleaved slots.
+    r"""The channel order that carries interleaved channels into rotate-half slots.
 
-    ``perm[j]`` is the rotate-half channel whose value belongs at interleaved channel ``j``
-    (for ``d_head = 4`` the answer is ``[0, 2, 1, 3]``). So
+    ``perm[j]`` is the interleaved channel whose value belongs at rotate-half channel ``j``:
+    the even channels ``0, 2, ..., d_head - 2``, then the odd ones ``1, 3, ..., d_head - 1``
+    (for ``d_head = 4`` the answer is ``[0, 2, 1, 3]``, for 8 it is ``[0, 2, 4, 6, 1, 3, 5, 7]``).
+    Interleaved pair ``(2i, 2i + 1)`` lands on rotate-half pair ``(i, i + d_head/2)``. So
 
-    * ``x[..., perm]`` rewrites rotate-half data in interleaved order, and interleaved RoPE
-      on ``(q[..., perm], k[..., perm])`` gives exactly the scores rotate-half RoPE gives
+    * ``x[..., perm]`` rewrites interleaved-layout data in rotate-half order, and rotate-half
+      RoPE on ``(q[..., perm], k[..., perm])`` gives exactly the scores interleaved RoPE gives
       on ``(q, k)``;
-    * porting weights from a rotate-half checkpoint to interleaved code permutes the output
-      rows of ``W_q`` and ``W_k`` the same way, head by head;
+    * porting weights from an interleaved checkpoint to rotate-half code permutes each head's
+      output columns of ``W_q`` and ``W_k`` by ``perm`` (in this book's ``x @ W`` layout);
     * the inverse permutation, ``argsort(perm)``, goes the other way.
 
     Args:
@@ -251,7 +253,8 @@ def interleaved_to_half_permutation(d_head):
     """
     # BEGIN SOLUTION Exercise 6.8
     if d_head % 2 != 0:
-        raise ValueError(f"d_head must be even, got {d_head}.")
-    i = xp.arange(d_head // 2)  # (d_head/2,) pair index
-    return xp.stack([i, i + d_head // 2], axis=-1).reshape(d_head)  # (d_head,) 0, d/2, 1, d/2+1, ...
+        raise ValueError(f"d_head must be even so channels can be paired, got {d_head}.")
+    evens = xp.arange(0, d_head, 2)  # (d_head/2,) channel 2i, the first of interleaved pair i
+    odds = xp.arange(1, d_head, 2)  # (d_head/2,) channel 2i + 1, its partner
+    return xp.concatenate([evens, odds])  # (d_head,) 0, 2, ..., d-2, 1, 3, ..., d-1
     # END SOLUTION

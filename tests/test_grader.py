@@ -100,16 +100,20 @@ def test_wavelength_table_by_hand():
 
 def test_permutation_by_hand_and_its_defining_property():
     assert to_numpy(rope.interleaved_to_half_permutation(4)).tolist() == [0, 2, 1, 3]
-    assert to_numpy(rope.interleaved_to_half_permutation(8)).tolist() == [0, 4, 1, 5, 2, 6, 3, 7]
+    assert to_numpy(rope.interleaved_to_half_permutation(8)).tolist() == [0, 2, 4, 6, 1, 3, 5, 7]
     d, T = 16, 7
     perm = rope.interleaved_to_half_permutation(d)
     rng = np.random.default_rng(3)
-    q, k = rng.standard_normal((1, 2, T, d)), rng.standard_normal((1, 2, T, d))
-    cos, sin = rope.RotaryEmbedding(d)(T)
-    half = rope.apply_rotary(q, cos, sin) @ np.swapaxes(rope.apply_rotary(k, cos, sin), -1, -2)
-    qi = rope.apply_rotary_interleaved(q[..., perm], cos[:, perm], sin[:, perm])
-    ki = rope.apply_rotary_interleaved(k[..., perm], cos[:, perm], sin[:, perm])
-    np.testing.assert_allclose(qi @ np.swapaxes(ki, -1, -2), half, atol=1e-12)
+    q, k = rng.standard_normal((1, 2, T, d)), rng.standard_normal((1, 2, T, d))  # interleaved layout
+    cos, sin = rope.RotaryEmbedding(d)(T)  # rotate-half tables
+    back = np.argsort(perm)  # 0, d/2, 1, d/2+1, ...: rotate-half tables into repeat-interleave ones
+    cos_i, sin_i = cos[:, back], sin[:, back]
+    np.testing.assert_allclose(cos_i[:, 0::2], cos_i[:, 1::2])  # pair i's angle in columns 2i and 2i + 1
+    qi, ki = rope.apply_rotary_interleaved(q, cos_i, sin_i), rope.apply_rotary_interleaved(k, cos_i, sin_i)
+    interleaved = qi @ np.swapaxes(ki, -1, -2)
+    qh, kh = rope.apply_rotary(q[..., perm], cos, sin), rope.apply_rotary(k[..., perm], cos, sin)
+    np.testing.assert_allclose(qh, qi[..., perm], atol=1e-12)  # the same rotation, channels relabelled
+    np.testing.assert_allclose(qh @ np.swapaxes(kh, -1, -2), interleaved, atol=1e-12)
 
 
 def test_sinusoidal_values_and_offset_property(each_backend):

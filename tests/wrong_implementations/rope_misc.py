@@ -44,7 +44,8 @@ def wavelength_per_channel(d_head, base=10000.0):
 
 
 def permutation_inverse(d_head):
-    return xp.concatenate([xp.arange(0, d_head, 2), xp.arange(1, d_head, 2)])
+    i = xp.arange(d_head // 2)
+    return xp.stack([i, i + d_head // 2], axis=-1).reshape(d_head)  # 0, d/2, 1, d/2+1: half -> interleaved
 
 
 def permutation_identity(d_head):
@@ -52,10 +53,8 @@ def permutation_identity(d_head):
 
 
 def permutation_float(d_head):
-    i = xp.arange(d_head // 2, dtype=xp.float64)
-    return xp.stack([i, i + d_head // 2], axis=-1).reshape(d_head)
+    return xp.concatenate([xp.arange(0, d_head, 2, dtype=xp.float64), xp.arange(1, d_head, 2, dtype=xp.float64)])
 
 
 def permutation_pair_order(d_head):
-    i = xp.arange(d_head // 2)
-    return xp.stack([i + d_head // 2, i], axis=-1).reshape(d_head)
+    return xp.concatenate([xp.arange(1, d_head, 2), xp.arange(0, d_head, 2)])
