@@ -110,3 +110,27 @@ def test_longrope_search_beats_position_interpolation_on_held_out_text():
     assert result.loss <= min(result.start_losses.values())
     # seen while writing this test (seed 0): PI 2.21, searched 1.98 nats/byte on held-out text at 4L
     assert found < pi - 0.05, f"searched factors {found:.3f} vs position interpolation {pi:.3f}"
+
+
+@pytest.fixture(scope="module")
+def extension_quick():
+    from mini_transformer.experiments.context_extension import run
+    return run(quick=True, seed=0, progress=False)
+
+
+@pytest.mark.slow
+def test_context_extension_quick_directions(extension_quick):
+    m = extension_quick["methods"]
+    # Seen while writing this test, quick mode, seeds 0 / 1 / 2 (loss in nats/byte, held-out text):
+    #   at L:  none 2.164 / 2.547 / 1.882, PI 2.400 / 2.778 / 2.069, ntk 2.177 / 2.557 / 1.874, dynamic = none
+    #   at 4L: none 2.074 / 2.493 / 2.002, PI 2.224 / 2.635 / 2.084, searched 2.057 / 2.412 / 1.963
+    # PI costs something at the original length, robustly (+0.24, +0.23, +0.19):
+    assert m["linear (PI)"]["loss_at_L"] > m["none"]["loss_at_L"] + 0.1
+    # NTK leaves the fast pairs alone, so it costs far less at L than PI does:
+    assert m["ntk"]["loss_at_L"] - m["none"]["loss_at_L"] < 0.5 * (m["linear (PI)"]["loss_at_L"] - m["none"]["loss_at_L"])
+    # dynamic NTK at the trained length is no scaling at all, exactly:
+    assert abs(m["dynamic"]["loss_at_L"] - m["none"]["loss_at_L"]) < 1e-9
+    # the searched per-pair factors beat one factor for all pairs at 4L, on held-out text:
+    assert m["searched"]["loss_at_4L"] < m["linear (PI)"]["loss_at_4L"] - 0.05
+    # Not asserted, because it does not reproduce on this model (see the README): zero-shot PI at 4L is
+    # *worse* than unscaled RoPE there, since unscaled RoPE does not collapse past L on a model this small.
