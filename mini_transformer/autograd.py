@@ -531,6 +531,13 @@ def max_(x, axis=None, keepdims=False):
 # Matrix product
 # ---------------------------------------------------------------------------
 
+def contiguous(a):
+    r"""``a`` in C order. NumPy's stacked matmul falls off BLAS onto a loop that can be a
+    hundred times slower when its *second* operand is a transposed view, so every
+    transpose that feeds a product on the right goes through here first."""
+    return a if a.flags.c_contiguous else xp.ascontiguousarray(a)
+
+
 def matmul(x0, x1):
     r"""y = x0 @ x1, batched and broadcast over leading axes (both at least 2-D).
 
@@ -553,14 +560,14 @@ def matmul(x0, x1):
                 gx1 = x0.data.reshape(-1, x0.shape[-1]).T @ gy2
             return gx0, gx1
         if x0.requires_grad:
-            gx0 = sum_to(gy @ xp.swapaxes(x1.data, -1, -2), x0.shape)
+            gx0 = sum_to(gy @ contiguous(xp.swapaxes(x1.data, -1, -2)), x0.shape)
         if x1.requires_grad:
-            gx1 = sum_to(xp.swapaxes(x0.data, -1, -2) @ gy, x1.shape)
+            gx1 = sum_to(xp.swapaxes(x0.data, -1, -2) @ contiguous(gy), x1.shape)
         return gx0, gx1
     if flat:
         y = (x0.data.reshape(-1, x0.shape[-1]) @ x1.data).reshape(x0.shape[:-1] + (x1.shape[-1],))
     else:
-        y = x0.data @ x1.data
+        y = x0.data @ contiguous(x1.data)
     return _op(y, (x0, x1), backward)
 
 

@@ -9,7 +9,7 @@ derives the backward that sits under the forward.
 (``F.relu``, ``F.gelu``, ``F.concat``, ``F.stack``, ``F.where``, ...).
 """
 from . import backend
-from .autograd import (Tensor, _op, _raw, as_tensor, concat, gelu, is_grad_enabled,  # noqa: F401
+from .autograd import (Tensor, _op, _raw, as_tensor, concat, contiguous, gelu, is_grad_enabled,  # noqa: F401
                        masked_fill, pad, relu, split, stack, sum_to, where)
 from .backend import xp
 
@@ -167,7 +167,7 @@ def scaled_dot_product_attention(q, k, v, bias=None, mask=None, scale=None, retu
     s = (1.0 / d_head ** 0.5) if scale is None else scale
     qd, kd, vd = q.data, k.data, v.data
     # every array below is fresh, so the softmax is done in place: these are the model's largest arrays
-    p = (qd * s) @ xp.swapaxes(kd, -1, -2)             # (B, H, T_q, T_k) scores; scaling q is the cheaper side
+    p = (qd * s) @ contiguous(xp.swapaxes(kd, -1, -2))  # (B, H, T_q, T_k) scores; scaling q is the cheaper side
     if bias is not None:
         bias = as_tensor(bias)
         if xp.broadcast_shapes(p.shape, bias.shape) == p.shape:
@@ -179,16 +179,16 @@ def scaled_dot_product_attention(q, k, v, bias=None, mask=None, scale=None, retu
     p -= p.max(axis=-1, keepdims=True)
     xp.exp(p, out=p)
     p /= p.sum(axis=-1, keepdims=True)                 # (B, H, T_q, T_k) probabilities
-    y = p @ vd                                          # (B, H, T_q, d_v)
+    y = p @ contiguous(vd)                              # (B, H, T_q, d_v)
 
     def backward(gy):
-        gv = xp.swapaxes(p, -1, -2) @ gy
-        gs = gy @ xp.swapaxes(vd, -1, -2)              # gP, turned into gS in place
+        gv = xp.swapaxes(p, -1, -2) @ contiguous(gy)
+        gs = gy @ contiguous(xp.swapaxes(vd, -1, -2))  # gP, turned into gS in place
         gs -= (gy * y).sum(axis=-1, keepdims=True)     # D_i = gy_i . y_i
         gs *= p
         gb = sum_to(gs, bias.shape) if bias is not None and bias.requires_grad else None
-        gq = (gs @ kd) * s
-        gk = (xp.swapaxes(gs, -1, -2) @ qd) * s
+        gq = (gs @ contiguous(kd)) * s
+        gk = (xp.swapaxes(gs, -1, -2) @ contiguous(qd)) * s
         return gq, gk, gv, gb
     parents = (q, k, v, bias) if bias is not None else (q, k, v)
     out = _op(y, parents, backward)
