@@ -7,7 +7,7 @@ Each function body that the reader writes sits between two marker lines::
     # END SOLUTION
 
 ``python -m exercises generate`` turns every marked region into the stub the reader
-sees in ``exercises/`` (a ``# TODO`` line and ``raise NotImplementedError``), keeping
+sees in ``exercises/`` (a ``# TODO`` line and a stub that raises ``NotImplementedError``), keeping
 the signature and the docstring. The grader compares the reader's code with these
 functions; it never prints them.
 """

@@ -239,9 +239,20 @@ KNOWN_WRONG = [
 ]
 
 
+def _source(name, folder):
+    """The wrong implementation's file; one that must not parse is kept as .txt (so no tool tries to
+    compile it) and copied to a .py in a temporary folder for the grader."""
+    if (WRONG / name).exists():
+        return WRONG / name
+    copy = folder / name
+    copy.write_text((WRONG / (name + ".txt")).read_text())
+    return copy
+
+
 @pytest.fixture(scope="module")
-def wrong_results():
-    jobs = [{"target": t, "source": WRONG / f, "attr": a} for f, a, t, _, _ in KNOWN_WRONG]
+def wrong_results(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("wrong")
+    jobs = [{"target": t, "source": _source(f, folder), "attr": a} for f, a, t, _, _ in KNOWN_WRONG]
     start = time.monotonic()
     results = grade_jobs(jobs, timeout=TIMEOUT)
     return {row[1]: r for row, r in zip(KNOWN_WRONG, results)}, time.monotonic() - start
