@@ -256,3 +256,11 @@ def test_bad_input_gives_clear_errors():
         GPTConfig(d_model=30, n_heads=4)
     with pytest.raises(ValueError, match=r"shape \(B, T\), got shape \(5,\)"):
         model(np.arange(5))
+
+
+def test_saved_files_get_ordinary_permissions(tmp_path):
+    path = tmp_path / "model.npz"
+    save_checkpoint(str(path), TinyGPT(tiny("rope")))
+    umask = os.umask(0)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask
