@@ -436,29 +436,40 @@ def gelu(x):
 
     dy/dx = (1 + \tanh u)/2 + x/2 (1 - \tanh^2 u) \sqrt{2/\pi}(1 + 3 \cdot 0.044715 x^2).
     """
-    a = x.data
-    t = a * a                  # becomes tanh u, in place: u = sqrt(2/pi) x (1 + 0.044715 x^2)
-    t *= 0.044715
-    t += 1
-    t *= a
-    t *= _GELU_C
-    xp.tanh(t, out=t)
+    a = x.data.reshape(-1, x.shape[-1]) if x.ndim > 1 else x.data.reshape(1, -1)   # (rows, d)
+    t, y = xp.empty_like(a), xp.empty_like(a)   # t = tanh u, kept for the backward
+
+    def forward_rows(i, j):
+        ai, ti, yi = a[i:j], t[i:j], y[i:j]
+        xp.multiply(ai, ai, out=ti)          # in place, block by block: one of the model's largest arrays
+        ti *= 0.044715
+        ti += 1
+        ti *= ai
+        ti *= _GELU_C
+        xp.tanh(ti, out=ti)
+        xp.add(ti, 1, out=yi)
+        yi *= ai
+        yi *= 0.5
+    backend.parallel_rows(forward_rows, a.shape[0], a.size)
 
     def backward(gy):
-        dt = a * a
-        dt *= 3 * 0.044715
-        dt += 1
-        dt *= 1 - t * t
-        dt *= a
-        dt *= 0.5 * _GELU_C        # x/2 (1 - tanh^2 u) du/dx
-        dt += 0.5 * t
-        dt += 0.5                  # + (1 + tanh u)/2
-        dt *= gy
-        return (dt,)
-    y = t + 1
-    y *= a
-    y *= 0.5
-    return _op(y, (x,), backward)
+        g = gy.reshape(a.shape)
+        gx = xp.empty_like(a)
+
+        def backward_rows(i, j):
+            ai, ti, d = a[i:j], t[i:j], gx[i:j]
+            xp.multiply(ai, ai, out=d)
+            d *= 3 * 0.044715
+            d += 1
+            d *= 1 - ti * ti
+            d *= ai
+            d *= 0.5 * _GELU_C             # x/2 (1 - tanh^2 u) du/dx
+            d += 0.5 * ti
+            d += 0.5                       # + (1 + tanh u)/2
+            d *= g[i:j]
+        backend.parallel_rows(backward_rows, a.shape[0], a.size)
+        return (gx.reshape(x.shape),)
+    return _op(y.reshape(x.shape), (x,), backward)
 
 
 def where(condition, x0, x1):

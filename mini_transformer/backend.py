@@ -281,6 +281,41 @@ def to_numpy(x):
     return np.asarray(x)
 
 
+_pool = None
+
+
+_threads = max(1, int(os.environ.get("MT_THREADS", os.cpu_count() or 1)))
+
+
+def threads():
+    """Threads for large elementwise kernels and stacks of small products: ``MT_THREADS``, or one per core."""
+    return _threads
+
+
+def parallel_rows(kernel, n_rows, work):
+    r"""Run ``kernel(start, stop)`` over the rows ``[0, n_rows)``, one block per core, in threads.
+
+    NumPy releases the interpreter lock inside its array loops, so the blocks of
+    a large elementwise kernel run on different cores at once; BLAS already
+    does this for matrix products, nothing does it for ``exp`` or ``tanh``.
+    Small work (under 2^18 elements), one core, or a GPU (which is parallel
+    already): one plain call. ``kernel`` must only write rows ``start:stop``.
+    """
+    global _pool
+    n = threads()
+    if _name == "cupy" or n < 2 or n_rows < 2 or work < (1 << 18):
+        kernel(0, n_rows)
+        return
+    if _pool is None:
+        import concurrent.futures
+        _pool = concurrent.futures.ThreadPoolExecutor(n - 1, thread_name_prefix="mt-rows")
+    bounds = [n_rows * i // n for i in range(n + 1)]
+    jobs = [_pool.submit(kernel, a, b) for a, b in zip(bounds[1:-1], bounds[2:]) if b > a]
+    kernel(bounds[0], bounds[1])  # the calling thread takes the first block itself
+    for job in jobs:
+        job.result()
+
+
 def synchronize():
     """Wait for the GPU to finish queued work (a no-op on the CPU backends); timings need it."""
     if _name == "cupy":

@@ -147,6 +147,23 @@ def dropout(x, p, rng, training=True):
     return _op(x.data * scale, (x,), backward)
 
 
+def _bmm(a, b):
+    r"""``a @ b`` for two stacks of matrices with the same leading axes, blocks of the stack in threads.
+
+    NumPy multiplies a stack one small matrix at a time, each too small for BLAS
+    to split across cores, so the stack itself is split (``backend.parallel_rows``).
+    """
+    lead = a.shape[:-2]
+    a3 = a.reshape((-1,) + a.shape[-2:])                # (stack, m, k), a view where strides allow
+    b3 = b.reshape((-1,) + b.shape[-2:])                # (stack, k, n)
+    out = xp.empty((a3.shape[0], a.shape[-2], b.shape[-1]), dtype=a.dtype)
+
+    def blocks(i, j):
+        xp.matmul(a3[i:j], b3[i:j], out=out[i:j])
+    backend.parallel_rows(blocks, a3.shape[0], out.size * a.shape[-1])
+    return out.reshape(lead + out.shape[1:])
+
+
 def scaled_dot_product_attention(q, k, v, bias=None, mask=None, scale=None, return_weights=False):
     r"""Attention in one node: y = P V,  P = \mathrm{softmax}(S),  S = s\, Q K^\top + \text{bias}, masked.
 
@@ -167,7 +184,7 @@ def scaled_dot_product_attention(q, k, v, bias=None, mask=None, scale=None, retu
     s = (1.0 / d_head ** 0.5) if scale is None else scale
     qd, kd, vd = q.data, k.data, v.data
     # every array below is fresh, so the softmax is done in place: these are the model's largest arrays
-    p = (qd * s) @ contiguous(xp.swapaxes(kd, -1, -2))  # (B, H, T_q, T_k) scores; scaling q is the cheaper side
+    p = _bmm(qd * s, contiguous(xp.swapaxes(kd, -1, -2)))  # (B, H, T_q, T_k) scores; scaling q is the cheaper side
     if bias is not None:
         bias = as_tensor(bias)
         if xp.broadcast_shapes(p.shape, bias.shape) == p.shape:
@@ -176,19 +193,30 @@ def scaled_dot_product_attention(q, k, v, bias=None, mask=None, scale=None, retu
             p = p + bias.data
     if mask is not None:
         p += xp.where(mask, 0.0, -xp.inf).astype(p.dtype)  # a (T_q, T_k) additive mask, broadcast
-    p -= p.max(axis=-1, keepdims=True)
-    xp.exp(p, out=p)
-    p /= p.sum(axis=-1, keepdims=True)                 # (B, H, T_q, T_k) probabilities
-    y = p @ contiguous(vd)                              # (B, H, T_q, d_v)
+    rows = p.reshape(-1, p.shape[-1])                  # (B H T_q, T_k) a view: one softmax per row
+
+    def softmax_rows(i, j):
+        r = rows[i:j]
+        r -= r.max(axis=-1, keepdims=True)
+        xp.exp(r, out=r)
+        r /= r.sum(axis=-1, keepdims=True)
+    backend.parallel_rows(softmax_rows, rows.shape[0], rows.size)  # p now holds the probabilities
+    y = _bmm(p, contiguous(vd))                         # (B, H, T_q, d_v)
 
     def backward(gy):
-        gv = xp.swapaxes(p, -1, -2) @ contiguous(gy)
-        gs = gy @ contiguous(xp.swapaxes(vd, -1, -2))  # gP, turned into gS in place
-        gs -= (gy * y).sum(axis=-1, keepdims=True)     # D_i = gy_i . y_i
-        gs *= p
+        gv = _bmm(xp.swapaxes(p, -1, -2), contiguous(gy))
+        gs = _bmm(gy, contiguous(xp.swapaxes(vd, -1, -2)))  # gP, turned into gS in place
+        D = (gy * y).sum(axis=-1, keepdims=True).reshape(-1, 1)   # D_i = gy_i . y_i, (B H T_q, 1)
+        gs_rows, p_rows = gs.reshape(-1, gs.shape[-1]), p.reshape(-1, p.shape[-1])
+
+        def grad_rows(i, j):
+            g = gs_rows[i:j]
+            g -= D[i:j]
+            g *= p_rows[i:j]
+        backend.parallel_rows(grad_rows, gs_rows.shape[0], gs_rows.size)
         gb = sum_to(gs, bias.shape) if bias is not None and bias.requires_grad else None
-        gq = (gs @ contiguous(kd)) * s
-        gk = (xp.swapaxes(gs, -1, -2) @ contiguous(qd)) * s
+        gq = _bmm(gs, contiguous(kd)) * s
+        gk = _bmm(xp.swapaxes(gs, -1, -2), contiguous(qd)) * s
         return gq, gk, gv, gb
     parents = (q, k, v, bias) if bias is not None else (q, k, v)
     out = _op(y, parents, backward)
@@ -249,13 +277,24 @@ def apply_rotary(x, cos, sin, interleaved=False):
         raise ValueError(f"apply_rotary: the tables cover {r} channels, but x has {a.shape[-1]}; the rotary "
                          f"width must be even and at most the head size.")
     a_rot = a[..., :r]                                   # (..., T, r) the channels that turn
-    y = a_rot * cos + rot(a_rot) * sin
+    h = r // 2
+    if interleaved:
+        y = a_rot * cos + rot(a_rot) * sin
+    else:  # the same sum, with rotate_half written half by half: no concatenated copy
+        y = a_rot * cos
+        y[..., :h] -= a_rot[..., h:] * sin[..., :h]
+        y[..., h:] += a_rot[..., :h] * sin[..., h:]
     if r < a.shape[-1]:
         y = xp.concatenate([y, a[..., r:]], axis=-1)     # (..., T, d) the rest pass through
 
     def backward(gy):
         g_rot = gy[..., :r]
-        gx = g_rot * cos - rot(g_rot * sin)
+        if interleaved:
+            gx = g_rot * cos - rot(g_rot * sin)
+        else:  # -rotate_half(g sin) = [(g sin)_2, -(g sin)_1]
+            gx = g_rot * cos
+            gx[..., :h] += g_rot[..., h:] * sin[..., h:]
+            gx[..., h:] -= g_rot[..., :h] * sin[..., :h]
         return (xp.concatenate([gx, gy[..., r:]], axis=-1) if r < gy.shape[-1] else gx,)
     return _op(y, (x,), backward)
 
