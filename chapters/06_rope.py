@@ -748,7 +748,56 @@ assert runs["rope"][1].mean() > 0.95 and runs["rope"][1].mean() > runs["none"][1
 # or `steps` in `train_on_copy` to see how robust the gap is.
 
 # %% [markdown]
-# ## 9. Check yourself
+# ## 9. Past the training length: what the tiny model shows
+#
+# Section 5 stretched the wavelength ladder on paper. The experiment
+# `python -m mini_transformer.experiments.context_extension` does it on a trained model: a RoPE
+# `TinyGPT` trained on the standard library's source at length $L = 64$, then run at $4L$ with
+# each method of the scaling family, zero-shot and after a short fine-tune at $4L$. Its full run
+# takes minutes, so the chapter reads the committed result instead of retraining.
+
+# %%
+import json
+import os
+
+from mini_transformer.experiments import context_extension
+from mini_transformer.experiments.common import RESULTS
+
+with open(os.path.join(RESULTS, "context_extension.json")) as f:
+    ext = json.load(f)
+L = ext["train_len"]
+print(f"trained at L = {L}, run at 4L = {ext['target_len']}; held-out loss in nats per byte")
+print(f"{'method':<14}{'at L':>8}{'at 4L':>8}{'at L, tuned':>13}{'at 4L, tuned':>14}")
+for name, r in ext["methods"].items():
+    print(f"{name:<14}{r['loss_at_L']:>8.2f}{r['loss_at_4L']:>8.2f}{r['finetuned_loss_at_L']:>13.2f}"
+          f"{r['finetuned_loss_at_4L']:>14.2f}")
+fig = context_extension.plot(ext)
+plt.show()
+
+# %% [markdown]
+# Read the table against the sources' claims, and check each on its numbers:
+#
+# * **Unscaled RoPE breaks past $L$**: the slow pairs meet angles they never saw.
+# * **Position interpolation costs something at $L$**: dividing every frequency by 4 squeezes the
+#   fast pairs too, so the model's local patterns blur, and a short fine-tune does not fully undo it.
+# * **Per-pair methods do better**: NTK, YaRN and the searched factors leave the fast pairs almost
+#   alone and stretch the slow ones.
+#
+# One claim does **not** reproduce here: PI is not *far* below unscaled RoPE at $4L$ zero-shot,
+# and in shorter runs it is even worse. A model this small leans on the fast pairs, which PI
+# disturbs, more than on the slow ones, which extrapolation breaks. The sources' picture comes
+# from models with 128-channel heads trained on thousands of tokens.
+
+# %%
+m = ext["methods"]
+assert m["none"]["loss_at_4L"] > m["none"]["loss_at_L"] + 0.5            # unscaled RoPE breaks
+assert m["linear (PI)"]["loss_at_L"] > m["none"]["loss_at_L"] + 0.5      # PI pays at L
+assert m["searched"]["loss_at_4L"] < m["linear (PI)"]["loss_at_4L"]      # per-pair factors beat one factor
+assert min(m["ntk"]["loss_at_4L"], m["yarn"]["loss_at_4L"]) < m["linear (PI)"]["loss_at_4L"]
+print("each claim above holds on the committed run")
+
+# %% [markdown]
+# ## 10. Check yourself
 #
 # Answer out loud, or on paper, before you open an answer.
 #
@@ -874,7 +923,7 @@ assert runs["rope"][1].mean() > 0.95 and runs["rope"][1].mean() > runs["none"][1
 # </details>
 
 # %% [markdown]
-# ## 10. Exercises and drills
+# ## 11. Exercises and drills
 #
 # * The exercises: [`exercises/rope.py`](../exercises/rope.py), 6.1 to 6.8. Grade them with
 #   `python -m exercises grade rope`; an exercise you have not touched is reported as

@@ -64,6 +64,11 @@ class KVCache:
         """Text position of the next token: how many tokens came before it."""
         return self.seen
 
+    @property
+    def next_position(self):
+        """Position the next token gets under this cache's policy (its slot, or its place in the text)."""
+        return len(self) if self.positions == "slot" else self.seen
+
     def keeps_raw_keys(self, scheme):
         """True when keys are stored unrotated and rotated afresh at each step."""
         return self.positions == "slot" or getattr(scheme, "rerotate_keys", False)

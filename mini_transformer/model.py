@@ -78,9 +78,10 @@ class Block(Module):
 class TinyGPT(Module):
     r"""Decoder-only Transformer: ``TinyGPT(cfg)(idx)`` maps ids ``(B, T)`` to logits ``(B, T, vocab_size)``.
 
-    For incremental decoding pass a ``KVCache`` (from ``model.new_cache()``): the
-    tokens of ``idx`` then sit at positions ``offset, offset+1, ...``, where
-    ``offset`` defaults to the cache's ``next_offset``.
+    Without a cache the tokens of ``idx`` sit at positions ``offset, offset+1, ...``
+    (``offset`` defaults to 0). For incremental decoding pass a ``KVCache`` (from
+    ``model.new_cache()``): the cache then decides the positions, the next place in
+    the text or, with ``positions="slot"``, the next slot.
     """
 
     causal = True
@@ -120,10 +121,10 @@ class TinyGPT(Module):
                 raise ValueError(f"offset={offset} disagrees with the cache, whose next token is at text position "
                                  f"{cache.next_offset}; leave offset out when you pass a cache.")
             q_pos, k_pos = cache.query_and_key_positions(T)                # (T,), (T_k,)
+            offset = cache.next_position                                   # where the input hook places token 0
         else:
             offset = 0 if offset is None else offset
             q_pos = k_pos = xp.arange(offset, offset + T)                  # (T,)
-        offset = int(q_pos[0]) if T else 0                                 # where the input hook places token 0
         self.positional.check_positions(offset + T - 1)
         mask = (k_pos[None, :] <= q_pos[:, None]) if self.causal else None  # (T, T_k)
         x = self.positional.embed(self.tok(idx), offset)                    # (B, T, d_model)
