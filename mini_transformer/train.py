@@ -10,7 +10,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional
 
-from tqdm.auto import tqdm
+try:
+    from tqdm.auto import tqdm
+except ImportError:  # a bare GPU box may have only numpy, cupy and pytest: train without a bar there
+    tqdm = None
 
 from . import backend
 from .autograd import no_grad
@@ -73,7 +76,8 @@ def train(model, get_batch, cfg=None, eval_batch=None, resume_from=None):
     result = TrainResult()
     model.train()
     tokens, t0 = 0, time.perf_counter()
-    bar = tqdm(range(start, cfg.steps), disable=not cfg.progress, desc="train", leave=False)
+    show = cfg.progress and tqdm is not None
+    bar = tqdm(range(start, cfg.steps), desc="train", leave=False) if show else range(start, cfg.steps)
     for step in bar:
         x, y = get_batch(rng)
         loss = model.loss(x, y)
@@ -95,7 +99,7 @@ def train(model, get_batch, cfg=None, eval_batch=None, resume_from=None):
             result.eval_losses.append((done, evaluate_loss(model, eval_batch, cfg.eval_batches)))
         if cfg.checkpoint_path and cfg.checkpoint_every and done % cfg.checkpoint_every == 0:
             save_checkpoint(cfg.checkpoint_path, model, opt, done, {"rng": rng.host.bit_generator.state})
-        if cfg.progress:
+        if show:
             bar.set_postfix(loss=f"{value:.3f}", tok_s=f"{tokens / (time.perf_counter() - t0):.0f}")
     result.seconds = time.perf_counter() - t0
     result.tokens_per_s = tokens / result.seconds if result.seconds > 0 else 0.0

@@ -12,7 +12,8 @@ print(f"cupy {cupy.__version__}, {n} GPU(s):", cupy.cuda.runtime.getDeviceProper
 PY
 echo "== GPU tests (marker gpu) and the engine and model tests on the CuPy backend =="
 python -m pytest -q -p no:cacheprovider -m gpu tests/
-MT_BACKEND=cupy python -m pytest -q -p no:cacheprovider tests/test_autograd.py tests/test_model.py -k "not strict" 2>&1 | tail -5
+MT_BACKEND=cupy python -m pytest -q -p no:cacheprovider tests/test_autograd.py tests/test_nn_optim.py \
+    tests/test_model.py tests/test_positional_models.py tests/test_streaming.py 2>&1 | tail -15
 echo "== benchmark: CuPy =="
 MT_BACKEND=cupy python -m mini_transformer.bench --no-torch --json > "${OUT:-.}/bench_cupy.json"; cat "${OUT:-.}/bench_cupy.json"
 echo "== benchmark: NumPy on this machine's CPU =="

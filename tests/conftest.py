@@ -1,14 +1,18 @@
 """Shared fixtures: run a test module under every CPU backend, and skip GPU tests without a GPU."""
 import importlib.util
+import os
 
 import pytest
 
 from mini_transformer import backend
 
+# On a GPU machine (MT_BACKEND=cupy, as scripts/gpu_check.sh sets it) the backend tests run on CuPy itself.
+_CPU_BACKENDS = ["cupy"] if os.environ.get("MT_BACKEND") == "cupy" else ["numpy", "strict"]
 
-@pytest.fixture(params=["numpy", "strict"])
+
+@pytest.fixture(params=_CPU_BACKENDS)
 def each_backend(request):
-    """Run the test once on NumPy and once on the strict stand-in that behaves like CuPy."""
+    """Run the test once on NumPy and once on the strict stand-in that behaves like CuPy (on CuPy, with a GPU)."""
     previous = backend.get_backend()
     backend.set_backend(request.param)
     yield request.param
