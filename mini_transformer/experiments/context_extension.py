@@ -74,7 +74,7 @@ def passkey_part(L, steps, ft_steps, seed, progress):
 
 def run(quick=False, seed=0, progress=True):
     L = 32 if quick else 64
-    steps, ft_steps = (300, 20) if quick else (2000, 150)
+    steps, ft_steps = (300, 20) if quick else (1500, 150)
     with Timer() as timer:
         # two heads of 32 channels: with 16-channel heads too few pairs are slower than L to show the effect
         model = text_model("rope", L, seed=seed, n_heads=2)
@@ -83,8 +83,8 @@ def run(quick=False, seed=0, progress=True):
         search_batches = [c.get_batch("train", 8, S * L, g) for _ in range(2)]
         held = {n: [c.get_batch("val", 8, n, backend.rng(seed + 11)) for _ in range(3 if quick else 6)]
                 for n in (L, S * L)}
-        found = search(model, search_batches, S * L, generations=4 if quick else 12,
-                       population=8 if quick else 16, seed=seed)
+        found = search(model, search_batches, S * L, generations=4 if quick else 10,
+                       population=8 if quick else 14, seed=seed)
         rows = {}
         for name, scaling in methods(L, found.factors).items():
             m = with_rope_scaling(model, scaling)
@@ -92,7 +92,7 @@ def run(quick=False, seed=0, progress=True):
             train_text(m, S * L, ft_steps, seed=seed + 3, lr=1e-3, batch_size=8, progress=progress)
             row.update({"finetuned_" + k: v for k, v in losses(m, held, L).items()})
             rows[name] = row
-        passkey = None if quick else passkey_part(L, 3000, 300, seed, progress)
+        passkey = None if quick else passkey_part(L, 2000, 200, seed, progress)
     return {"train_len": L, "target_len": S * L, "steps": steps, "finetune_steps": ft_steps, "seed": seed,
             "methods": rows, "searched_factors": found.factors, "search_history": found.history,
             "critical_pair": found.critical_pair, "passkey": passkey,
