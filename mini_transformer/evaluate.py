@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from . import backend
+from . import functional as F
 from .autograd import no_grad
 from .backend import hostnp as np
 from .backend import xp
@@ -90,11 +91,7 @@ def token_losses(model, x, y):
     returns: :math:`\log \mathrm{softmax}(z)_v = z_v - m - \log \sum_u e^{z_u - m}`
     with :math:`m = \max_u z_u`, so nothing overflows. Call it inside ``no_grad``.
     """
-    z = model(x).data.astype("float64")                          # (B, T, V)
-    z = z - z.max(axis=-1, keepdims=True)
-    log_probs = z - xp.log(xp.exp(z).sum(axis=-1, keepdims=True))
-    picked = xp.take_along_axis(log_probs, backend.asarray(y)[..., None], axis=-1)  # (B, T, 1)
-    return backend.to_numpy(-picked[..., 0])                     # (B, T)
+    return backend.to_numpy(F.token_nll(model(x).data, backend.asarray(y)))   # (B, T)
 
 
 def _token_stream(tokens_or_corpus, split):

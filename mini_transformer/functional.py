@@ -104,6 +104,19 @@ def _column_sum(a):
     return xp.ones(rows.shape[0], dtype=a.dtype) @ rows
 
 
+def token_nll(logits, targets):
+    r"""-\ln \mathrm{softmax}(z)_{y} per position, in float64, on plain arrays (evaluation, no graph).
+
+    ``logits`` is an array ``(..., V)``, ``targets`` integers ``(...)``; the result has the
+    targets' shape. \ln \mathrm{softmax}(z)_v = z_v - m - \ln \sum_u e^{z_u - m} with m = \max_u z_u.
+    """
+    z = logits.astype("float64")
+    z = z - z.max(axis=-1, keepdims=True)
+    lse = xp.log(xp.exp(z).sum(axis=-1, keepdims=True))
+    picked = xp.take_along_axis(z, targets[..., None], axis=-1)
+    return (lse - picked)[..., 0]
+
+
 def layer_norm(x, weight, bias, eps=1e-5):
     r"""y = w \odot \hat x + b,  \hat x = (x - \mu)/\sqrt{\sigma^2 + \epsilon}, over the last axis (size N).
 

@@ -9,6 +9,7 @@ tokens, so every window starts at position 0 with nothing evicted mid-way.
 from dataclasses import dataclass
 
 from . import backend
+from . import functional as F
 from .autograd import no_grad
 from .backend import xp
 
@@ -19,14 +20,6 @@ class StreamResult:
     mean_loss: float        # their mean
     cache_bytes: object     # (N,) host int64: bytes held by the cache after each step (0 for recompute)
     cache_tokens: object    # (N,) host int64: tokens held after each step
-
-
-def _next_token_loss(logits_last, target):
-    """-log softmax(logits)[target] for each row, in float64."""
-    z = logits_last.astype("float64")
-    z = z - z.max(axis=-1, keepdims=True)
-    lse = xp.log(xp.exp(z).sum(axis=-1))
-    return lse - z[xp.arange(z.shape[0]), target]
 
 
 def stream_loss(model, tokens, window=None, n_sink=0, positions="text", recompute=False):
@@ -60,7 +53,7 @@ def stream_loss(model, tokens, window=None, n_sink=0, positions="text", recomput
                     logits = model(ids[:, t:t + 1], cache=cache).data[:, -1]      # (B, vocab)
                     cache_bytes[t], cache_tokens[t] = cache.nbytes(), len(cache)
                 if t + 1 < N:
-                    losses[:, t] = _next_token_loss(logits, ids[:, t + 1])
+                    losses[:, t] = F.token_nll(logits, ids[:, t + 1])
     finally:
         model.train(was_training)
     per_token = backend.to_numpy(losses.mean(axis=0))
