@@ -1,28 +1,47 @@
 #!/usr/bin/env bash
-# Run the GPU tests and the benchmark on the CuPy backend, in one go.
-# Needs only Python, numpy, cupy and pytest (the GPU machine has no network):
+# Run the benchmark and the tests on the CuPy backend, in one go, on a machine with an NVIDIA GPU.
+# Needs only Python, numpy, cupy, pytest and tqdm (a GPU machine may have no network):
 #   bash scripts/gpu_check.sh
+# Every stage has its own time limit, so a slow stage cannot hide the figures of the others.
+# Results go to $OUT (or the current folder): bench_cupy.json, bench_numpy.json, bench_numpy_2threads.json.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-python - <<'PY'
-import cupy
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+PY="${PYTHON:-$(command -v python3 || command -v python)}"
+OUT_DIR="${OUT:-.}"
+LIMIT="${STAGE_LIMIT:-240}"   # seconds for the long test stage
+
+"$PY" - <<'PY'
+import cupy, numpy, os
 n = cupy.cuda.runtime.getDeviceCount()
-print(f"cupy {cupy.__version__}, {n} GPU(s):", cupy.cuda.runtime.getDeviceProperties(0)["name"].decode())
+print(f"cupy {cupy.__version__}, numpy {numpy.__version__}, {os.cpu_count()} CPU cores, {n} GPU(s):",
+      cupy.cuda.runtime.getDeviceProperties(0)["name"].decode())
 PY
-echo "== GPU tests (marker gpu) and the engine and model tests on the CuPy backend =="
-python -m pytest -q -p no:cacheprovider -m gpu tests/
-MT_BACKEND=cupy python -m pytest -q -p no:cacheprovider tests/test_autograd.py tests/test_nn_optim.py \
-    tests/test_model.py tests/test_positional_models.py tests/test_streaming.py 2>&1 | tail -15
+
 echo "== benchmark: CuPy =="
-MT_BACKEND=cupy python -m mini_transformer.bench --no-torch --json > "${OUT:-.}/bench_cupy.json"; cat "${OUT:-.}/bench_cupy.json"
-echo "== benchmark: NumPy on this machine's CPU =="
-MT_BACKEND=numpy python -m mini_transformer.bench --no-torch --json > "${OUT:-.}/bench_numpy.json"; cat "${OUT:-.}/bench_numpy.json"
-python - "${OUT:-.}" <<'PY'
-import json, sys
+MT_BACKEND=cupy timeout 120 "$PY" -m mini_transformer.bench --no-torch --json > "$OUT_DIR/bench_cupy.json"
+echo "== benchmark: NumPy on this machine's CPU, all cores =="
+MT_BACKEND=numpy timeout 120 "$PY" -m mini_transformer.bench --no-torch --json > "$OUT_DIR/bench_numpy.json"
+echo "== benchmark: NumPy on this machine's CPU, 2 threads (as on the workbook's 2-core machine) =="
+OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 MKL_NUM_THREADS=2 MT_THREADS=2 MT_BACKEND=numpy \
+    timeout 120 "$PY" -m mini_transformer.bench --no-torch --json > "$OUT_DIR/bench_numpy_2threads.json"
+"$PY" - "$OUT_DIR" <<'PY'
+import json, os, sys
 d = sys.argv[1]
-g, c = json.load(open(f"{d}/bench_cupy.json")), json.load(open(f"{d}/bench_numpy.json"))
-for name in g["configs"]:
-    print(f"{name}: CuPy {g['configs'][name]['ms_per_step']:.2f} ms/step, NumPy CPU {c['configs'][name]['ms_per_step']:.2f} "
-          f"ms/step, GPU speed-up {c['configs'][name]['ms_per_step'] / g['configs'][name]['ms_per_step']:.1f}x")
+load = lambda f: json.load(open(os.path.join(d, f))) if os.path.getsize(os.path.join(d, f)) else None
+g, c, c2 = load("bench_cupy.json"), load("bench_numpy.json"), load("bench_numpy_2threads.json")
+for name in (g or {}).get("configs", {}):
+    line = f"{name}: CuPy {g['configs'][name]['ms_per_step']:.2f} ms/step"
+    for label, r in ((f"NumPy {c and c['threads']} threads", c), ("NumPy 2 threads", c2)):
+        if r:
+            ms = r["configs"][name]["ms_per_step"]
+            line += f"; {label} {ms:.2f} ms/step (GPU {ms / g['configs'][name]['ms_per_step']:.1f}x faster)"
+    print(line)
+if g:
+    print(f"CuPy float32 matmul ceiling {g['matmul_ceiling_flops'] / 1e12:.1f} TFLOP/s")
 PY
+
+echo "== tests marked gpu =="
+timeout 120 "$PY" -m pytest -q -p no:cacheprovider -m gpu tests/
+echo "== the whole test suite on the CuPy backend (limit ${LIMIT}s) =="
+MT_BACKEND=cupy timeout "$LIMIT" "$PY" -m pytest -q -p no:cacheprovider -x tests/ 2>&1 | tee "$OUT_DIR/tests_cupy.log" | tail -25

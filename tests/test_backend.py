@@ -11,8 +11,11 @@ from mini_transformer import backend
 
 
 def test_numpy_is_the_default():
-    assert backend.get_backend() == "numpy"
-    assert isinstance(backend.asarray([1.0]), np.ndarray)
+    env = {k: v for k, v in os.environ.items() if k != "MT_BACKEND"}   # this run may have chosen another
+    code = "from mini_transformer import backend; import numpy; print(backend.get_backend(), " \
+           "isinstance(backend.asarray([1.0]), numpy.ndarray))"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["numpy", "True"]
 
 
 def test_unknown_backend_is_refused():
@@ -22,9 +25,10 @@ def test_unknown_backend_is_refused():
 
 @pytest.mark.skipif(importlib.util.find_spec("cupy") is not None, reason="CuPy is installed here")
 def test_cupy_missing_gives_one_clear_sentence():
+    before = backend.get_backend()
     with pytest.raises(RuntimeError, match="CuPy is not installed.*pip install cupy"):
         backend.set_backend("cupy")
-    assert backend.get_backend() == "numpy"  # no silent fallback, and no half-switched state
+    assert backend.get_backend() == before  # no silent fallback, and no half-switched state
 
 
 def test_env_var_selects_the_backend_at_import():
