@@ -26,10 +26,10 @@ class MultiHeadAttention(Module):
     def forward(self, x, scheme, q_pos, k_pos, mask=None, cache=None):
         B, T, D = x.shape
         H, d_head = self.n_heads, self.d_head
-        qkv = self.W_qkv(x).reshape(B, T, 3, H, d_head)
-        q = qkv[:, :, 0].transpose(0, 2, 1, 3)                  # (B, H, T, d_head)
-        k = qkv[:, :, 1].transpose(0, 2, 1, 3)                  # (B, H, T, d_head)
-        v = qkv[:, :, 2].transpose(0, 2, 1, 3)                  # (B, H, T, d_head)
+        # q, k, v are the three column blocks of W_qkv, each its own product: together they cost what one
+        # product of all 3 D columns costs, and no gradient has to be scattered back into a (B, T, 3 D) array
+        q, k, v = (self.W_qkv.columns(x, i * D, (i + 1) * D).reshape(B, T, H, d_head).transpose(0, 2, 1, 3)
+                   for i in range(3))                           # each (B, H, T, d_head)
         q = scheme.rotate(q, q_pos, self.layer)
         if cache is not None and cache.keeps_raw_keys(scheme):
             k, v = cache.update(self.layer, k, v)               # (B, H, T_k, d_head), stored unrotated

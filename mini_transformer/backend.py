@@ -15,6 +15,7 @@ a CPU machine instead of on the first GPU a reader borrows.
 """
 import contextlib
 import os
+import threading
 
 import numpy as np  # host NumPy: only for I/O, data on the host and the strict stand-in
 
@@ -285,6 +286,7 @@ _pool = None
 
 
 _threads = max(1, int(os.environ.get("MT_THREADS", os.cpu_count() or 1)))
+_blocks_per_thread = 4
 
 
 def threads():
@@ -293,13 +295,16 @@ def threads():
 
 
 def parallel_rows(kernel, n_rows, work):
-    r"""Run ``kernel(start, stop)`` over the rows ``[0, n_rows)``, one block per core, in threads.
+    r"""Run ``kernel(start, stop)`` over the rows ``[0, n_rows)`` in blocks, on every core, in threads.
 
     NumPy releases the interpreter lock inside its array loops, so the blocks of
     a large elementwise kernel run on different cores at once; BLAS already
     does this for matrix products, nothing does it for ``exp`` or ``tanh``.
-    Small work (under 2^18 elements), one core, or a GPU (which is parallel
-    already): one plain call. ``kernel`` must only write rows ``start:stop``.
+    There are a few blocks per core and each thread takes the next free one, so
+    a core that another program slows down just does fewer blocks instead of
+    holding the others up. Small work (under 2^18 elements), one core, or a GPU
+    (which is parallel already): one plain call. ``kernel`` must only write rows
+    ``start:stop``.
     """
     global _pool
     n = threads()
@@ -309,11 +314,63 @@ def parallel_rows(kernel, n_rows, work):
     if _pool is None:
         import concurrent.futures
         _pool = concurrent.futures.ThreadPoolExecutor(n - 1, thread_name_prefix="mt-rows")
-    bounds = [n_rows * i // n for i in range(n + 1)]
-    jobs = [_pool.submit(kernel, a, b) for a, b in zip(bounds[1:-1], bounds[2:]) if b > a]
-    kernel(bounds[0], bounds[1])  # the calling thread takes the first block itself
+    n_blocks = min(n_rows, n * _blocks_per_thread)
+    bounds = [n_rows * i // n_blocks for i in range(n_blocks + 1)]
+    blocks, lock = list(zip(bounds[:-1], bounds[1:])), threading.Lock()
+
+    def take_blocks():
+        while True:
+            with lock:
+                if not blocks:
+                    return
+                start, stop = blocks.pop()
+            kernel(start, stop)
+    jobs = [_pool.submit(take_blocks) for _ in range(n - 1)]
+    take_blocks()                                        # the calling thread works too
     for job in jobs:
         job.result()
+
+
+def keep_freed_memory(mmap_threshold=32 << 20, trim_threshold=1 << 30):
+    r"""Ask the C allocator (glibc's malloc) to keep freed blocks for reuse instead of handing them back.
+
+    Every training step allocates and frees the same few dozen large arrays. By
+    default glibc serves a block over 128 KiB from a fresh ``mmap`` and unmaps it
+    on free, so the next step's array of the same size starts as untouched pages
+    and pays a page fault per 4 KiB on its first write: about a fifth of a
+    *larger*-configuration step. Raising the mmap threshold (to its 32 MiB
+    maximum) and the trim threshold makes freed blocks stay in the heap, where
+    the next step finds them (a caching allocator, the way PyTorch's GPU
+    allocator works). The cost: the process keeps its peak memory until it
+    exits. Called once at import unless ``MT_KEEP_FREED_MEMORY=0``; returns
+    whether the allocator accepted it (False off glibc, on macOS or Windows).
+    """
+    import ctypes
+    import ctypes.util
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return False
+    M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3           # glibc's <malloc.h> parameter numbers
+    return bool(mallopt(M_MMAP_THRESHOLD, mmap_threshold)) and bool(mallopt(M_TRIM_THRESHOLD, trim_threshold))
+
+
+freed_memory_kept = os.environ.get("MT_KEEP_FREED_MEMORY", "1") != "0" and keep_freed_memory()
+
+
+def tile_rows(n_rows, row_bytes, budget=None):
+    r"""How many rows of the first axis to take at a time so one tile of the largest array is about
+    ``budget`` bytes (``MT_TILE_BYTES``, 256 KiB by default: the tile and the few arrays beside it
+    stay in a core's L2 cache while several ops run over it). At least one row; on a GPU, all of them.
+    """
+    if _name == "cupy":
+        return max(1, n_rows)
+    budget = _tile_bytes if budget is None else budget
+    return max(1, min(n_rows, budget // max(1, row_bytes)))
+
+
+_tile_bytes = int(os.environ.get("MT_TILE_BYTES", 1 << 18))
 
 
 def synchronize():
@@ -325,12 +382,33 @@ def synchronize():
 def scatter_add(target, index, values):
     r"""``target[index] += values`` in place, where repeated indices add up (NumPy's ``add.at``)."""
     if _name == "strict":
-        np.add.at(target._a, _unwrap_tree(index, "scatter_add"), _unwrap(values, "scatter_add"))
-    elif _name == "cupy":
+        _host_scatter_add(target._a, _unwrap_tree(index, "scatter_add"), _unwrap(values, "scatter_add"))
+    elif _name == "cupy" and not hasattr(_module.add, "at"):   # CuPy before 13 has only cupyx.scatter_add
         import cupyx
         cupyx.scatter_add(target, index, values)
+    elif _name == "cupy":
+        _module.add.at(target, index, values)
     else:
+        _host_scatter_add(target, index, values)
+
+
+def _host_scatter_add(target, index, values):
+    r"""NumPy's ``add.at``, with a fast path for one integer array into the first axis (an embedding's gradient).
+
+    ``add.at`` visits the elements one by one; sorting the ids instead puts each
+    id's rows next to each other, ``add.reduceat`` sums every run of equal ids
+    in one pass, and each distinct row of ``target`` is written once.
+    """
+    if (not isinstance(index, np.ndarray) or index.dtype.kind not in "iu" or index.size == 0
+            or index.min() < 0 or index.max() >= target.shape[0]):   # add.at wraps -1 or names the bad id
         np.add.at(target, index, values)
+        return
+    ids = index.reshape(-1)                                   # (n,)
+    rows = np.broadcast_to(values, index.shape + target.shape[1:]).reshape((ids.size,) + target.shape[1:])
+    order = np.argsort(ids, kind="stable")
+    ids = ids[order]                                          # sorted, equal ids side by side
+    starts = np.flatnonzero(np.concatenate(([True], ids[1:] != ids[:-1])))   # first row of each run
+    target[ids[starts]] += np.add.reduceat(rows[order], starts, axis=0)
 
 
 class Generator:

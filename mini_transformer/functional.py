@@ -178,21 +178,10 @@ def dropout(x, p, rng, training=True):
     return _op(x.data * scale, (x,), backward)
 
 
-def _bmm(a, b):
-    r"""``a @ b`` for two stacks of matrices with the same leading axes, blocks of the stack in threads.
-
-    NumPy multiplies a stack one small matrix at a time, each too small for BLAS
-    to split across cores, so the stack itself is split (``backend.parallel_rows``).
-    """
-    lead = a.shape[:-2]
-    a3 = a.reshape((-1,) + a.shape[-2:])                # (stack, m, k), a view where strides allow
-    b3 = b.reshape((-1,) + b.shape[-2:])                # (stack, k, n)
-    out = xp.empty((a3.shape[0], a.shape[-2], b.shape[-1]), dtype=a.dtype)
-
-    def blocks(i, j):
-        xp.matmul(a3[i:j], b3[i:j], out=out[i:j])
-    backend.parallel_rows(blocks, a3.shape[0], out.size * a.shape[-1])
-    return out.reshape(lead + out.shape[1:])
+def _batch_rows(a, i, j, ndim):
+    """Rows ``i:j`` of the first (batch) axis of ``a``, which broadcasts against ``ndim`` axes;
+    all of ``a`` when it has no batch axis of its own (fewer axes, or size 1 there)."""
+    return a[i:j] if a.ndim == ndim and a.shape[0] != 1 else a
 
 
 def scaled_dot_product_attention(q, k, v, bias=None, mask=None, scale=None, return_weights=False):
@@ -207,6 +196,12 @@ def scaled_dot_product_attention(q, k, v, bias=None, mask=None, scale=None, retu
     D_i = \sum_j gP_{ij} P_{ij} = gy_i \cdot y_i (the row sum needs only the
     ``(T_q, d_v)`` output, not the ``(T_q, T_k)`` product); gQ = s\, gS K;
     gK = s\, gS^\top Q; g\text{bias} = gS summed to the bias's shape.
+
+    Both passes go a few batch rows at a time (a *tile*, ``backend.tile_rows``):
+    scores, softmax and P V run over one tile while it is still in cache, the way
+    FlashAttention works tile by tile, instead of each step streaming the whole
+    (B, H, T_q, T_k) array through memory again. The tiles are split across cores.
+    P is kept whole for the backward; gS lives one tile at a time.
     """
     d_head = q.shape[-1]
     if k.shape[-1] != d_head or q.shape[:-2] != k.shape[:-2] or k.shape[:-1] != v.shape[:-1]:
@@ -214,41 +209,55 @@ def scaled_dot_product_attention(q, k, v, bias=None, mask=None, scale=None, retu
                          "the (B, H, T, d_head) layout (k and v need the same T; q and k the same d_head).")
     s = (1.0 / d_head ** 0.5) if scale is None else scale
     qd, kd, vd = q.data, k.data, v.data
-    # every array below is fresh, so the softmax is done in place: these are the model's largest arrays
-    p = _bmm(qd * s, contiguous(xp.swapaxes(kd, -1, -2)))  # (B, H, T_q, T_k) scores; scaling q is the cheaper side
-    if bias is not None:
-        bias = as_tensor(bias)
-        if xp.broadcast_shapes(p.shape, bias.shape) == p.shape:
-            p += bias.data
-        else:
-            p = p + bias.data
-    if mask is not None:
-        p += xp.where(mask, 0.0, -xp.inf).astype(p.dtype)  # a (T_q, T_k) additive mask, broadcast
-    rows = p.reshape(-1, p.shape[-1])                  # (B H T_q, T_k) a view: one softmax per row
+    p = xp.empty(qd.shape[:-1] + kd.shape[-2:-1], dtype=qd.dtype)    # (B, H, T_q, T_k) scores, then P
+    bias = as_tensor(bias) if bias is not None else None
+    if bias is not None and xp.broadcast_shapes(p.shape, bias.shape) != p.shape:
+        raise ValueError(f"scaled_dot_product_attention: a bias of shape {bias.shape} does not broadcast to "
+                         f"the scores' shape {p.shape}.")
+    additive = xp.where(mask, 0.0, -xp.inf).astype(p.dtype) if mask is not None else None   # 0 or -inf
+    qs = qd * s                                         # (B, H, T_q, d_head) scaling q is the cheaper side
+    kT = contiguous(xp.swapaxes(kd, -1, -2))           # (B, H, d_head, T_k)
+    vc = contiguous(vd)                                 # (B, H, T_k, d_v)
+    y = xp.empty(qd.shape[:-1] + vd.shape[-1:], dtype=qd.dtype)      # (B, H, T_q, d_v)
+    B, nd = p.shape[0], p.ndim
+    step = backend.tile_rows(B, p[:1].nbytes)
 
-    def softmax_rows(i, j):
-        r = rows[i:j]
-        r -= r.max(axis=-1, keepdims=True)
-        xp.exp(r, out=r)
-        r /= r.sum(axis=-1, keepdims=True)
-    backend.parallel_rows(softmax_rows, rows.shape[0], rows.size)  # p now holds the probabilities
-    y = _bmm(p, contiguous(vd))                         # (B, H, T_q, d_v)
+    def forward_rows(i, j):
+        for b0 in range(i, j, step):
+            b1 = min(b0 + step, j)
+            pt = p[b0:b1]                               # one tile, (b1 - b0, H, T_q, T_k)
+            xp.matmul(qs[b0:b1], kT[b0:b1], out=pt)
+            if bias is not None:
+                pt += _batch_rows(bias.data, b0, b1, nd)
+            if additive is not None:
+                pt += _batch_rows(additive, b0, b1, nd)
+            pt -= pt.max(axis=-1, keepdims=True)        # softmax in place
+            xp.exp(pt, out=pt)
+            pt /= pt.sum(axis=-1, keepdims=True)
+            xp.matmul(pt, vc[b0:b1], out=y[b0:b1])
+    backend.parallel_rows(forward_rows, B, p.size)
 
     def backward(gy):
-        gv = _bmm(xp.swapaxes(p, -1, -2), contiguous(gy))
-        gs = _bmm(gy, contiguous(xp.swapaxes(vd, -1, -2)))  # gP, turned into gS in place
-        D = (gy * y).sum(axis=-1, keepdims=True).reshape(-1, 1)   # D_i = gy_i . y_i, (B H T_q, 1)
-        gs_rows, p_rows = gs.reshape(-1, gs.shape[-1]), p.reshape(-1, p.shape[-1])
+        gy = contiguous(gy)
+        vT, kc, qc = contiguous(xp.swapaxes(vd, -1, -2)), contiguous(kd), contiguous(qd)
+        gq, gk, gv = xp.empty_like(qc), xp.empty_like(kc), xp.empty_like(vc)
+        bias_grad = bias is not None and bias.requires_grad
+        gs_all = xp.empty_like(p) if bias_grad else None      # kept whole only when the bias needs it
 
-        def grad_rows(i, j):
-            g = gs_rows[i:j]
-            g -= D[i:j]
-            g *= p_rows[i:j]
-        backend.parallel_rows(grad_rows, gs_rows.shape[0], gs_rows.size)
-        gb = sum_to(gs, bias.shape) if bias is not None and bias.requires_grad else None
-        gq = _bmm(gs, contiguous(kd)) * s
-        gk = _bmm(xp.swapaxes(gs, -1, -2), contiguous(qd)) * s
-        return gq, gk, gv, gb
+        def backward_rows(i, j):
+            for b0 in range(i, j, step):
+                b1 = min(b0 + step, j)
+                pt, g = p[b0:b1], gy[b0:b1]
+                xp.matmul(xp.swapaxes(pt, -1, -2), g, out=gv[b0:b1])
+                gs = xp.matmul(g, vT[b0:b1], out=gs_all[b0:b1] if bias_grad else None)   # gP, then gS
+                gs -= (g * y[b0:b1]).sum(axis=-1, keepdims=True)   # D_i = gy_i . y_i
+                gs *= pt
+                xp.matmul(gs, kc[b0:b1], out=gq[b0:b1])
+                xp.matmul(xp.swapaxes(gs, -1, -2), qc[b0:b1], out=gk[b0:b1])
+        backend.parallel_rows(backward_rows, B, p.size)
+        gq *= s
+        gk *= s
+        return gq, gk, gv, (sum_to(gs_all, bias.shape) if bias_grad else None)
     parents = (q, k, v, bias) if bias is not None else (q, k, v)
     out = _op(y, parents, backward)
     return (out, p) if return_weights else out
@@ -270,7 +279,7 @@ def linear(x, weight, bias=None):
     def backward(gy):
         gy2 = gy.reshape(-1, d_out)
         gx = (gy2 @ weight.data.T).reshape(x.shape) if x.requires_grad else None
-        return (gx, x2.T @ gy2, gy2.sum(axis=0)) if bias is not None else (gx, x2.T @ gy2)
+        return (gx, x2.T @ gy2, _column_sum(gy2)) if bias is not None else (gx, x2.T @ gy2)
     parents = (x, weight, bias) if bias is not None else (x, weight)
     return _op(y.reshape(x.shape[:-1] + (d_out,)), parents, backward)
 
@@ -285,6 +294,21 @@ def rotate_interleaved_array(a):
     r"""(x_0, x_1, x_2, x_3, \dots) \mapsto (-x_1, x_0, -x_3, x_2, \dots): the quarter turn of pairs (2i, 2i+1)."""
     pairs = a.reshape(a.shape[:-1] + (a.shape[-1] // 2, 2))           # (..., d/2, 2)
     return xp.stack([-pairs[..., 1], pairs[..., 0]], axis=-1).reshape(a.shape)
+
+
+def _c_order_product(a, b):
+    """``a * b`` (b broadcast) into a fresh C-order array: the next op's products and reshapes need no copy."""
+    out = xp.empty(xp.broadcast_shapes(a.shape, b.shape), dtype=xp.result_type(a.dtype, b.dtype))
+    return xp.multiply(a, b, out=out)
+
+
+def _swap_halves_product(a, w):
+    r"""[a_2, a_1] \odot w for a = [a_1, a_2] split on the last axis, in C order, with no concatenated copy."""
+    h = a.shape[-1] // 2
+    out = xp.empty(xp.broadcast_shapes(a.shape, w.shape), dtype=xp.result_type(a.dtype, w.dtype))
+    xp.multiply(a[..., h:], w[..., :h], out=out[..., :h])
+    xp.multiply(a[..., :h], w[..., h:], out=out[..., h:])
+    return out
 
 
 def apply_rotary(x, cos, sin, interleaved=False):
@@ -311,10 +335,10 @@ def apply_rotary(x, cos, sin, interleaved=False):
     h = r // 2
     if interleaved:
         y = a_rot * cos + rot(a_rot) * sin
-    else:  # the same sum, with rotate_half written half by half: no concatenated copy
-        y = a_rot * cos
-        y[..., :h] -= a_rot[..., h:] * sin[..., :h]
-        y[..., h:] += a_rot[..., :h] * sin[..., h:]
+    else:  # the same sum, rotate_half written half by half, both terms in C order whatever a's layout
+        sin_signed = xp.concatenate([-sin[..., :h], sin[..., h:]], axis=-1)   # rot(a) sin = [a_2, a_1] sin_signed
+        y = _c_order_product(a_rot, cos)
+        y += _swap_halves_product(a_rot, sin_signed)
     if r < a.shape[-1]:
         y = xp.concatenate([y, a[..., r:]], axis=-1)     # (..., T, d) the rest pass through
 
@@ -322,10 +346,9 @@ def apply_rotary(x, cos, sin, interleaved=False):
         g_rot = gy[..., :r]
         if interleaved:
             gx = g_rot * cos - rot(g_rot * sin)
-        else:  # -rotate_half(g sin) = [(g sin)_2, -(g sin)_1]
-            gx = g_rot * cos
-            gx[..., :h] += g_rot[..., h:] * sin[..., h:]
-            gx[..., h:] -= g_rot[..., :h] * sin[..., :h]
+        else:  # -rotate_half(g sin) = [(g sin)_2, -(g sin)_1] = [g_2, g_1] [sin_signed_2, sin_signed_1]
+            gx = _c_order_product(g_rot, cos)
+            gx += _swap_halves_product(g_rot, xp.concatenate([sin_signed[..., h:], sin_signed[..., :h]], axis=-1))
         return (xp.concatenate([gx, gy[..., r:]], axis=-1) if r < gy.shape[-1] else gx,)
     return _op(y, (x,), backward)
 

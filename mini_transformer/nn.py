@@ -113,6 +113,11 @@ class Linear(Module):
     def forward(self, x):
         return F.linear(x, self.weight, self.bias)
 
+    def columns(self, x, start, stop):
+        """Only output columns ``[start, stop)``: x W[:, start:stop] + b[start:stop], one product of that width."""
+        bias = self.bias[start:stop] if self.bias is not None else None
+        return F.linear(x, self.weight[:, start:stop], bias)
+
 
 class Embedding(Module):
     r"""A lookup table: row ``i`` of ``weight`` is the vector of token ``i``."""

@@ -266,3 +266,49 @@ def test_gradcheck_attention_bias_with_full_shape_and_mask():
     mask = backend.asarray(np.tril(np.ones((3, 3), dtype=bool)))
     inputs = [t64(2, 2, 3, 4, seed=i) for i in range(3)] + [t64(2, 2, 3, 3, seed=9)]
     assert_gradcheck(lambda q, k, v, b: F.scaled_dot_product_attention(q, k, v, bias=b, mask=mask), inputs, tol=TOL)
+
+
+def _attention_by_plain_ops(q, k, v, bias, mask):
+    """The same attention from the engine's small ops (matmul, softmax, masked_fill): no tiles, no threads."""
+    scores = (q @ k.transpose(0, 1, 3, 2)) * (1.0 / q.shape[-1] ** 0.5) + bias
+    return F.softmax(scores.masked_fill(~mask, float("-inf")), axis=-1) @ v
+
+
+@pytest.mark.parametrize("tile_bytes", [1, 1 << 40], ids=["one batch row a tile", "one tile"])
+def test_tiled_threaded_attention_equals_plain_ops(tile_bytes, monkeypatch):
+    # large enough (B H T T = 2^18) for backend.parallel_rows to split the batch across threads
+    monkeypatch.setattr(backend, "_tile_bytes", tile_bytes)
+    B, H, T, d = 4, 4, 128, 8
+    mask = backend.asarray(np.tril(np.ones((T, T), dtype=bool)))
+    ins = [t64(B, H, T, d, seed=i) for i in range(3)] + [t64(1, H, T, T, seed=7)]   # bias shared over the batch
+    fused = F.scaled_dot_product_attention(*ins, mask=mask)
+    gy = backend.asarray(np.random.default_rng(8).normal(size=(B, H, T, d)))
+    fused.backward(gy)
+    got = [fused.numpy()] + [t.grad.copy() for t in ins]
+    for t in ins:
+        t.zero_grad()
+    plain = _attention_by_plain_ops(*ins, mask)
+    plain.backward(gy)
+    want = [plain.numpy()] + [t.grad for t in ins]
+    for name, a, b in zip(["y", "gq", "gk", "gv", "gbias"], got, want):
+        np.testing.assert_allclose(backend.to_numpy(a), backend.to_numpy(b), rtol=1e-9, atol=1e-12, err_msg=name)
+
+
+def test_attention_refuses_a_bias_wider_than_the_scores():
+    q = t64(1, 2, 3, 4)
+    with pytest.raises(ValueError, match=r"bias of shape \(3, 2, 3, 3\) does not broadcast to the scores' shape "
+                                         r"\(1, 2, 3, 3\)"):
+        F.scaled_dot_product_attention(q, q, q, bias=t64(3, 2, 3, 3))
+
+
+def test_gelu_in_small_tiles_and_threads_matches_its_formula(monkeypatch):
+    monkeypatch.setattr(backend, "_tile_bytes", 3 * 8 * 512)       # 3 rows a tile: a short last tile too
+    a = np.random.default_rng(3).normal(size=(601, 512))          # 2^18 elements and more: threads split it
+    x = Tensor(a, requires_grad=True, dtype="float64")
+    y = F.gelu(x)
+    y.backward(backend.asarray(np.ones_like(a)))
+    u = math.sqrt(2 / math.pi) * (a + 0.044715 * a ** 3)
+    du = math.sqrt(2 / math.pi) * (1 + 3 * 0.044715 * a ** 2)
+    np.testing.assert_allclose(y.numpy(), 0.5 * a * (1 + np.tanh(u)), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(backend.to_numpy(x.grad), 0.5 * (1 + np.tanh(u)) + 0.5 * a * (1 - np.tanh(u) ** 2) * du,
+                               rtol=1e-12, atol=1e-15)

@@ -74,3 +74,36 @@ def test_cupy_backend_runs_a_forward_and_backward():
         x = Tensor(backend.rng(0).normal(size=(4, 4)), requires_grad=True)
         (x @ x).sum().backward()
         assert type(x.grad).__module__.startswith("cupy")
+
+
+@pytest.mark.parametrize("name", ["numpy", "strict"])
+def test_scatter_add_adds_repeated_ids_by_hand(name):
+    with backend.using(name):
+        target = backend.asarray(np.zeros((4, 2)))
+        ids = backend.asarray(np.array([[2, 0], [2, 2]]))                  # id 2 three times, id 0 once
+        rows = backend.asarray(np.array([[[1.0, 10], [2, 20]], [[3, 30], [4, 40]]]))
+        backend.scatter_add(target, ids, rows)
+        assert backend.to_numpy(target).tolist() == [[2, 20], [0, 0], [8, 80], [0, 0]]
+        backend.scatter_add(target, backend.asarray(np.array([-1, 3])), backend.asarray(np.ones(2)))  # -1 is row 3
+        assert backend.to_numpy(target)[3].tolist() == [2, 2]
+        with pytest.raises(IndexError, match="4"):
+            backend.scatter_add(target, backend.asarray(np.array([4])), backend.asarray(np.ones(2)))
+
+
+def test_freed_memory_is_kept_for_reuse_unless_switched_off():
+    # the allocator keeps a freed 16 MiB block: RSS does not fall when it is freed (glibc Linux only)
+    code = ("import os, numpy as np; from mini_transformer import backend\n"
+            "rss = lambda: int(open('/proc/self/statm').read().split()[1]) * os.sysconf('SC_PAGE_SIZE')\n"
+            "a = np.ones(4 << 20, np.float32); before = rss(); del a\n"
+            "print(backend.freed_memory_kept, (before - rss()) >> 20)")
+    if not os.path.exists("/proc/self/statm"):
+        pytest.skip("needs Linux's /proc to read the resident memory")
+    kept, dropped = {}, {}
+    for flag, seen in (("1", kept), ("0", dropped)):
+        out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "MT_KEEP_FREED_MEMORY": flag},
+                             capture_output=True, text=True, check=True).stdout.split()
+        seen["on"], seen["freed_mib"] = out[0] == "True", int(out[1])
+    if not kept["on"]:
+        pytest.skip("this C library has no glibc mallopt")
+    assert not dropped["on"] and dropped["freed_mib"] >= 15     # default: the 16 MiB go back at once
+    assert kept["freed_mib"] <= 1                              # kept: they stay for the next array
