@@ -438,21 +438,18 @@ def gelu(x):
     """
     a = x.data.reshape(-1, x.shape[-1]) if x.ndim > 1 else x.data.reshape(1, -1)   # (rows, d)
     t, y = xp.empty_like(a), xp.empty_like(a)   # t = tanh u, kept for the backward
-    step = backend.tile_rows(a.shape[0], a[:1].nbytes)   # rows per tile: the passes below stay in cache
 
     def forward_rows(i, j):
-        for r in range(i, j, step):
-            e = min(r + step, j)
-            ai, ti, yi = a[r:e], t[r:e], y[r:e]
-            xp.multiply(ai, ai, out=ti)      # in place, tile by tile: one of the model's largest arrays
-            ti *= 0.044715
-            ti += 1
-            ti *= ai
-            ti *= _GELU_C
-            xp.tanh(ti, out=ti)
-            xp.add(ti, 1, out=yi)
-            yi *= ai
-            yi *= 0.5
+        ai, ti, yi = a[i:j], t[i:j], y[i:j]
+        xp.multiply(ai, ai, out=ti)          # in place, block by block: one of the model's largest arrays
+        ti *= 0.044715
+        ti += 1
+        ti *= ai
+        ti *= _GELU_C
+        xp.tanh(ti, out=ti)
+        xp.add(ti, 1, out=yi)
+        yi *= ai
+        yi *= 0.5
     backend.parallel_rows(forward_rows, a.shape[0], a.size)
 
     def backward(gy):
@@ -460,18 +457,16 @@ def gelu(x):
         gx = xp.empty_like(a)
 
         def backward_rows(i, j):
-            for r in range(i, j, step):
-                e = min(r + step, j)
-                ai, ti, d = a[r:e], t[r:e], gx[r:e]
-                xp.multiply(ai, ai, out=d)
-                d *= 3 * 0.044715
-                d += 1
-                d *= 1 - ti * ti
-                d *= ai
-                d *= 0.5 * _GELU_C         # x/2 (1 - tanh^2 u) du/dx
-                d += 0.5 * ti
-                d += 0.5                   # + (1 + tanh u)/2
-                d *= g[r:e]
+            ai, ti, d = a[i:j], t[i:j], gx[i:j]
+            xp.multiply(ai, ai, out=d)
+            d *= 3 * 0.044715
+            d += 1
+            d *= 1 - ti * ti
+            d *= ai
+            d *= 0.5 * _GELU_C             # x/2 (1 - tanh^2 u) du/dx
+            d += 0.5 * ti
+            d += 0.5                       # + (1 + tanh u)/2
+            d *= g[i:j]
         backend.parallel_rows(backward_rows, a.shape[0], a.size)
         return (gx.reshape(x.shape),)
     return _op(y.reshape(x.shape), (x,), backward)

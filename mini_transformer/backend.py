@@ -359,20 +359,6 @@ def keep_freed_memory(mmap_threshold=32 << 20, trim_threshold=1 << 30):
 freed_memory_kept = os.environ.get("MT_KEEP_FREED_MEMORY", "1") != "0" and keep_freed_memory()
 
 
-def tile_rows(n_rows, row_bytes, budget=None):
-    r"""How many rows of the first axis to take at a time so one tile of the largest array is about
-    ``budget`` bytes (``MT_TILE_BYTES``, 256 KiB by default: the tile and the few arrays beside it
-    stay in a core's L2 cache while several ops run over it). At least one row; on a GPU, all of them.
-    """
-    if _name == "cupy":
-        return max(1, n_rows)
-    budget = _tile_bytes if budget is None else budget
-    return max(1, min(n_rows, budget // max(1, row_bytes)))
-
-
-_tile_bytes = int(os.environ.get("MT_TILE_BYTES", 1 << 18))
-
-
 def synchronize():
     """Wait for the GPU to finish queued work (a no-op on the CPU backends); timings need it."""
     if _name == "cupy":

@@ -197,11 +197,12 @@ def scaled_dot_product_attention(q, k, v, bias=None, mask=None, scale=None, retu
     ``(T_q, d_v)`` output, not the ``(T_q, T_k)`` product); gQ = s\, gS K;
     gK = s\, gS^\top Q; g\text{bias} = gS summed to the bias's shape.
 
-    Both passes go a few batch rows at a time (a *tile*, ``backend.tile_rows``):
-    scores, softmax and P V run over one tile while it is still in cache, the way
-    FlashAttention works tile by tile, instead of each step streaming the whole
-    (B, H, T_q, T_k) array through memory again. The tiles are split across cores.
-    P is kept whole for the backward; gS lives one tile at a time.
+    Both passes cut the batch into blocks of rows that the cores take in turn
+    (``backend.parallel_rows``), and each block runs every step, scores, softmax
+    and P V, back to back while its rows are still in cache, instead of each step
+    streaming the whole (B, H, T_q, T_k) array through memory again (FlashAttention
+    works tile by tile for the same reason). P is kept whole for the backward;
+    gS exists one block at a time.
     """
     d_head = q.shape[-1]
     if k.shape[-1] != d_head or q.shape[:-2] != k.shape[:-2] or k.shape[:-1] != v.shape[:-1]:
@@ -219,23 +220,20 @@ def scaled_dot_product_attention(q, k, v, bias=None, mask=None, scale=None, retu
     kT = contiguous(xp.swapaxes(kd, -1, -2))           # (B, H, d_head, T_k)
     vc = contiguous(vd)                                 # (B, H, T_k, d_v)
     y = xp.empty(qd.shape[:-1] + vd.shape[-1:], dtype=qd.dtype)      # (B, H, T_q, d_v)
-    B, nd = p.shape[0], p.ndim
-    step = backend.tile_rows(B, p[:1].nbytes)
+    nd = p.ndim
 
     def forward_rows(i, j):
-        for b0 in range(i, j, step):
-            b1 = min(b0 + step, j)
-            pt = p[b0:b1]                               # one tile, (b1 - b0, H, T_q, T_k)
-            xp.matmul(qs[b0:b1], kT[b0:b1], out=pt)
-            if bias is not None:
-                pt += _batch_rows(bias.data, b0, b1, nd)
-            if additive is not None:
-                pt += _batch_rows(additive, b0, b1, nd)
-            pt -= pt.max(axis=-1, keepdims=True)        # softmax in place
-            xp.exp(pt, out=pt)
-            pt /= pt.sum(axis=-1, keepdims=True)
-            xp.matmul(pt, vc[b0:b1], out=y[b0:b1])
-    backend.parallel_rows(forward_rows, B, p.size)
+        pt = p[i:j]                                     # a block of batch rows, (j - i, H, T_q, T_k)
+        xp.matmul(qs[i:j], kT[i:j], out=pt)
+        if bias is not None:
+            pt += _batch_rows(bias.data, i, j, nd)
+        if additive is not None:
+            pt += _batch_rows(additive, i, j, nd)
+        pt -= pt.max(axis=-1, keepdims=True)            # softmax in place
+        xp.exp(pt, out=pt)
+        pt /= pt.sum(axis=-1, keepdims=True)
+        xp.matmul(pt, vc[i:j], out=y[i:j])
+    backend.parallel_rows(forward_rows, p.shape[0], p.size)
 
     def backward(gy):
         gy = contiguous(gy)
@@ -245,16 +243,14 @@ def scaled_dot_product_attention(q, k, v, bias=None, mask=None, scale=None, retu
         gs_all = xp.empty_like(p) if bias_grad else None      # kept whole only when the bias needs it
 
         def backward_rows(i, j):
-            for b0 in range(i, j, step):
-                b1 = min(b0 + step, j)
-                pt, g = p[b0:b1], gy[b0:b1]
-                xp.matmul(xp.swapaxes(pt, -1, -2), g, out=gv[b0:b1])
-                gs = xp.matmul(g, vT[b0:b1], out=gs_all[b0:b1] if bias_grad else None)   # gP, then gS
-                gs -= (g * y[b0:b1]).sum(axis=-1, keepdims=True)   # D_i = gy_i . y_i
-                gs *= pt
-                xp.matmul(gs, kc[b0:b1], out=gq[b0:b1])
-                xp.matmul(xp.swapaxes(gs, -1, -2), qc[b0:b1], out=gk[b0:b1])
-        backend.parallel_rows(backward_rows, B, p.size)
+            pt, g = p[i:j], gy[i:j]
+            xp.matmul(xp.swapaxes(pt, -1, -2), g, out=gv[i:j])
+            gs = xp.matmul(g, vT[i:j], out=gs_all[i:j] if bias_grad else None)   # gP, then gS in place
+            gs -= (g * y[i:j]).sum(axis=-1, keepdims=True)   # D_i = gy_i . y_i
+            gs *= pt
+            xp.matmul(gs, kc[i:j], out=gq[i:j])
+            xp.matmul(xp.swapaxes(gs, -1, -2), qc[i:j], out=gk[i:j])
+        backend.parallel_rows(backward_rows, p.shape[0], p.size)
         gq *= s
         gk *= s
         return gq, gk, gv, (sum_to(gs_all, bias.shape) if bias_grad else None)

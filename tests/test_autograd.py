@@ -274,10 +274,10 @@ def _attention_by_plain_ops(q, k, v, bias, mask):
     return F.softmax(scores.masked_fill(~mask, float("-inf")), axis=-1) @ v
 
 
-@pytest.mark.parametrize("tile_bytes", [1, 1 << 40], ids=["one batch row a tile", "one tile"])
-def test_tiled_threaded_attention_equals_plain_ops(tile_bytes, monkeypatch):
+@pytest.mark.parametrize("blocks_per_thread", [1, 64], ids=["one block a thread", "one batch row a block"])
+def test_blocked_threaded_attention_equals_plain_ops(blocks_per_thread, monkeypatch):
     # large enough (B H T T = 2^18) for backend.parallel_rows to split the batch across threads
-    monkeypatch.setattr(backend, "_tile_bytes", tile_bytes)
+    monkeypatch.setattr(backend, "_blocks_per_thread", blocks_per_thread)
     B, H, T, d = 4, 4, 128, 8
     mask = backend.asarray(np.tril(np.ones((T, T), dtype=bool)))
     ins = [t64(B, H, T, d, seed=i) for i in range(3)] + [t64(1, H, T, T, seed=7)]   # bias shared over the batch
@@ -301,8 +301,8 @@ def test_attention_refuses_a_bias_wider_than_the_scores():
         F.scaled_dot_product_attention(q, q, q, bias=t64(3, 2, 3, 3))
 
 
-def test_gelu_in_small_tiles_and_threads_matches_its_formula(monkeypatch):
-    monkeypatch.setattr(backend, "_tile_bytes", 3 * 8 * 512)       # 3 rows a tile: a short last tile too
+def test_gelu_in_blocks_across_threads_matches_its_formula(monkeypatch):
+    monkeypatch.setattr(backend, "_blocks_per_thread", 100)         # 200 blocks of 3 or 4 rows
     a = np.random.default_rng(3).normal(size=(601, 512))          # 2^18 elements and more: threads split it
     x = Tensor(a, requires_grad=True, dtype="float64")
     y = F.gelu(x)
