@@ -98,6 +98,12 @@ def _row_dot(a, w):
     return (a.reshape(-1, n) @ w).reshape(a.shape[:-1] + (1,))
 
 
+def _row_sum_of_products(a, b):
+    r"""\sum_j a_{..., j} b_{..., j} for every row, kept as a trailing axis of size 1, with no ``a * b``
+    temporary: ``einsum`` multiplies and adds in one pass."""
+    return xp.einsum("...j,...j->...", a, b)[..., None]
+
+
 def _column_sum(a):
     """Sum over every axis but the last, as one vector-matrix product."""
     rows = a.reshape(-1, a.shape[-1])
@@ -128,19 +134,18 @@ def layer_norm(x, weight, bias, eps=1e-5):
     N = a.shape[-1]
     mean_w = xp.full(N, 1.0 / N, dtype=a.dtype)         # row means as products with 1/N
     xhat = a - _row_dot(a, mean_w)                       # centred, then scaled in place
-    r = 1.0 / xp.sqrt(_row_dot(xhat * xhat, mean_w) + eps)
+    r = 1.0 / xp.sqrt(_row_sum_of_products(xhat, xhat) * (1.0 / N) + eps)
     xhat *= r
     weight, bias = as_tensor(weight), as_tensor(bias)
 
     def backward(gy):
-        gyx = gy * xhat
-        w = weight.data
-        m2 = _row_dot(gyx, w / N)                        # mean(g * xhat), since g * xhat = (gy * xhat) * w
-        g = gy * w
+        g = gy * weight.data
+        m2 = _row_sum_of_products(g, xhat) * (1.0 / N)  # mean(g * xhat)
         g -= _row_dot(g, mean_w)
         g -= xhat * m2
         g *= r
-        return g, _column_sum(gyx), _column_sum(gy)
+        gw = xp.einsum("ij,ij->j", gy.reshape(-1, N), xhat.reshape(-1, N))   # \sum_rows gy * xhat, no temporary
+        return g, gw, _column_sum(gy)
     y = xhat * weight.data
     y += bias.data
     return _op(y, (x, weight, bias), backward)
@@ -153,14 +158,15 @@ def rms_norm(x, weight, eps=1e-6):
     gx = r (g - \hat x\, \mathrm{mean}(g \odot \hat x)),  gw = \sum gy \odot \hat x.
     """
     a = x.data
-    r = 1.0 / xp.sqrt((a * a).mean(axis=-1, keepdims=True) + eps)
+    N = a.shape[-1]
+    r = 1.0 / xp.sqrt(_row_sum_of_products(a, a) * (1.0 / N) + eps)
     xhat = a * r
     weight = as_tensor(weight)
 
     def backward(gy):
         g = gy * weight.data
-        gx = r * (g - xhat * (g * xhat).mean(axis=-1, keepdims=True))
-        return gx, (gy * xhat).sum(axis=tuple(range(gy.ndim - 1)))
+        gx = r * (g - xhat * (_row_sum_of_products(g, xhat) * (1.0 / N)))
+        return gx, xp.einsum("ij,ij->j", gy.reshape(-1, N), xhat.reshape(-1, N))
     return _op(xhat * weight.data, (x, weight), backward)
 
 
