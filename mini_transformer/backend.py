@@ -359,6 +359,22 @@ def keep_freed_memory(mmap_threshold=32 << 20, trim_threshold=1 << 30):
 freed_memory_kept = os.environ.get("MT_KEEP_FREED_MEMORY", "1") != "0" and keep_freed_memory()
 
 
+def sum_of_products(a, b, axis=-1):
+    r"""\sum a \odot b over the last axis (``axis=-1``: one number per row) or, for two 2-D arrays,
+    over the rows (``axis=0``: one number per column).
+
+    On the CPU ``einsum`` multiplies and adds in one pass with no ``a * b``
+    temporary, about twice as fast as a product and then a sum. CuPy plans an
+    ``einsum`` on the host at every call, which costs more than the kernel it
+    saves, so on a GPU it is the product and then the sum.
+    """
+    if axis not in (-1, 0):
+        raise ValueError(f"sum_of_products: axis must be -1 (rows) or 0 (columns), got {axis}.")
+    if _name == "cupy":
+        return (a * b).sum(axis=axis)
+    return _module.einsum("...j,...j->..." if axis == -1 else "ij,ij->j", a, b)
+
+
 def synchronize():
     """Wait for the GPU to finish queued work (a no-op on the CPU backends); timings need it."""
     if _name == "cupy":

@@ -99,9 +99,8 @@ def _row_dot(a, w):
 
 
 def _row_sum_of_products(a, b):
-    r"""\sum_j a_{..., j} b_{..., j} for every row, kept as a trailing axis of size 1, with no ``a * b``
-    temporary: ``einsum`` multiplies and adds in one pass."""
-    return xp.einsum("...j,...j->...", a, b)[..., None]
+    r"""\sum_j a_{..., j} b_{..., j} for every row, kept as a trailing axis of size 1 (``backend.sum_of_products``)."""
+    return backend.sum_of_products(a, b, axis=-1)[..., None]
 
 
 def _column_sum(a):
@@ -144,7 +143,7 @@ def layer_norm(x, weight, bias, eps=1e-5):
         g -= _row_dot(g, mean_w)
         g -= xhat * m2
         g *= r
-        gw = xp.einsum("ij,ij->j", gy.reshape(-1, N), xhat.reshape(-1, N))   # \sum_rows gy * xhat, no temporary
+        gw = backend.sum_of_products(gy.reshape(-1, N), xhat.reshape(-1, N), axis=0)   # \sum_rows gy * xhat
         return g, gw, _column_sum(gy)
     y = xhat * weight.data
     y += bias.data
@@ -166,7 +165,7 @@ def rms_norm(x, weight, eps=1e-6):
     def backward(gy):
         g = gy * weight.data
         gx = r * (g - xhat * (_row_sum_of_products(g, xhat) * (1.0 / N)))
-        return gx, xp.einsum("ij,ij->j", gy.reshape(-1, N), xhat.reshape(-1, N))
+        return gx, backend.sum_of_products(gy.reshape(-1, N), xhat.reshape(-1, N), axis=0)
     return _op(xhat * weight.data, (x, weight), backward)
 
 
@@ -304,12 +303,13 @@ def _c_order_product(a, b):
     return xp.multiply(a, b, out=out)
 
 
-def _swap_halves_product(a, w):
-    r"""[a_2, a_1] \odot w for a = [a_1, a_2] split on the last axis, in C order, with no concatenated copy."""
+def _swap_halves_product(a, w_1, w_2):
+    r"""[a_2 \odot w_1, a_1 \odot w_2] for a = [a_1, a_2] split on the last axis, in C order, no concatenation."""
     h = a.shape[-1] // 2
-    out = xp.empty(xp.broadcast_shapes(a.shape, w.shape), dtype=xp.result_type(a.dtype, w.dtype))
-    xp.multiply(a[..., h:], w[..., :h], out=out[..., :h])
-    xp.multiply(a[..., :h], w[..., h:], out=out[..., h:])
+    half = xp.broadcast_shapes(a[..., :h].shape, w_1.shape)
+    out = xp.empty(half[:-1] + (2 * h,), dtype=xp.result_type(a.dtype, w_1.dtype))
+    xp.multiply(a[..., h:], w_1, out=out[..., :h])
+    xp.multiply(a[..., :h], w_2, out=out[..., h:])
     return out
 
 
@@ -338,9 +338,9 @@ def apply_rotary(x, cos, sin, interleaved=False):
     if interleaved:
         y = a_rot * cos + rot(a_rot) * sin
     else:  # the same sum, rotate_half written half by half, both terms in C order whatever a's layout
-        sin_signed = xp.concatenate([-sin[..., :h], sin[..., h:]], axis=-1)   # rot(a) sin = [a_2, a_1] sin_signed
+        neg_sin_1 = -sin[..., :h]                        # rot(a) sin = [-a_2 sin_1, a_1 sin_2]
         y = _c_order_product(a_rot, cos)
-        y += _swap_halves_product(a_rot, sin_signed)
+        y += _swap_halves_product(a_rot, neg_sin_1, sin[..., h:])
     if r < a.shape[-1]:
         y = xp.concatenate([y, a[..., r:]], axis=-1)     # (..., T, d) the rest pass through
 
@@ -348,9 +348,9 @@ def apply_rotary(x, cos, sin, interleaved=False):
         g_rot = gy[..., :r]
         if interleaved:
             gx = g_rot * cos - rot(g_rot * sin)
-        else:  # -rotate_half(g sin) = [(g sin)_2, -(g sin)_1] = [g_2, g_1] [sin_signed_2, sin_signed_1]
+        else:  # -rotate_half(g sin) = [g_2 sin_2, -g_1 sin_1]
             gx = _c_order_product(g_rot, cos)
-            gx += _swap_halves_product(g_rot, xp.concatenate([sin_signed[..., h:], sin_signed[..., :h]], axis=-1))
+            gx += _swap_halves_product(g_rot, sin[..., h:], neg_sin_1)
         return (xp.concatenate([gx, gy[..., r:]], axis=-1) if r < gy.shape[-1] else gx,)
     return _op(y, (x,), backward)
 

@@ -107,3 +107,14 @@ def test_freed_memory_is_kept_for_reuse_unless_switched_off():
         pytest.skip("this C library has no glibc mallopt")
     assert not dropped["on"] and dropped["freed_mib"] >= 15     # default: the 16 MiB go back at once
     assert kept["freed_mib"] <= 1                              # kept: they stay for the next array
+
+
+@pytest.mark.parametrize("name", ["numpy", "strict"])
+def test_sum_of_products_by_hand(name):
+    with backend.using(name):
+        a = backend.asarray(np.array([[1.0, 2.0], [3.0, 4.0]]))
+        b = backend.asarray(np.array([[5.0, 6.0], [7.0, 8.0]]))
+        assert backend.to_numpy(backend.sum_of_products(a, b)).tolist() == [17.0, 53.0]          # 5+12, 21+32
+        assert backend.to_numpy(backend.sum_of_products(a, b, axis=0)).tolist() == [26.0, 44.0]  # 5+21, 12+32
+        with pytest.raises(ValueError, match="axis must be -1 .* or 0 .*, got 1"):
+            backend.sum_of_products(a, b, axis=1)
