@@ -8,6 +8,11 @@ Choose the backend with the environment variable ``MT_BACKEND`` (``numpy``,
 ``cupy`` or ``strict``) before the first import, or with ``set_backend(name)``
 at any time before you build tensors.
 
+Other settings, read once at import: ``MT_THREADS`` (threads for large
+elementwise kernels, one per core by default), ``MT_KEEP_FREED_MEMORY=0``
+(leave glibc's allocator as it is, see ``keep_freed_memory``), and
+``OPENBLAS_THREAD_TIMEOUT`` (set to 4 unless you set it, see below).
+
 ``strict`` is NumPy wearing CuPy's manners: its arrays refuse implicit
 conversion to NumPy, and refuse to mix with plain NumPy arrays, exactly where
 CuPy's would. The engine's tests run under it, so a host/device leak fails on
@@ -17,7 +22,13 @@ import contextlib
 import os
 import threading
 
-import numpy as np  # host NumPy: only for I/O, data on the host and the strict stand-in
+# An idle OpenBLAS thread spins for 2^28 cycles (about a tenth of a second) before it sleeps, on the very
+# cores that this engine's own threads (``parallel_rows``) need between two matrix products; 2^4 cycles
+# lets it sleep at once. OpenBLAS reads this when NumPy is first imported, so it acts only when this
+# import comes first; a value you set yourself wins.
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+
+import numpy as np  # noqa: E402  host NumPy: only for I/O, data on the host and the strict stand-in
 
 hostnp = np  # what other modules use for host-side work (file I/O, data pipelines)
 
@@ -287,6 +298,7 @@ _pool = None
 
 _threads = max(1, int(os.environ.get("MT_THREADS", os.cpu_count() or 1)))
 _blocks_per_thread = 4
+_min_parallel_work = 1 << 20
 
 
 def threads():
@@ -308,7 +320,7 @@ def parallel_rows(kernel, n_rows, work):
     """
     global _pool
     n = threads()
-    if _name == "cupy" or n < 2 or n_rows < 2 or work < (1 << 18):
+    if _name == "cupy" or n < 2 or n_rows < 2 or work < _min_parallel_work:
         kernel(0, n_rows)
         return
     if _pool is None:

@@ -7,8 +7,16 @@ Two configurations: *workbook* (vocab 64, d_model 64, 2 layers, 4 heads, T 64,
 batch 16) and *larger* (vocab 64, d_model 128, 4 layers, 4 heads, T 128, batch
 32), both with RoPE and AdamW. The two engines run in alternating rounds in one
 process, on the same number of threads, and the ratio is taken from the median
-round of each, so a noisy machine slows both alike. Achieved FLOP/s is set
+round of each, so a noisy machine slows both alike. A round lasts about a
+quarter of a second (``--steps`` fixes it instead). Achieved FLOP/s is set
 against a float32 matrix-multiply ceiling measured in the same run.
+
+Two engines in one process can slow each other: an idle OpenBLAS thread spins
+for about a tenth of a second after NumPy's last matrix product, on the cores
+PyTorch's next round needs. ``mini_transformer.backend`` sets
+``OPENBLAS_THREAD_TIMEOUT=4`` before it imports NumPy so the threads sleep at
+once; without it the PyTorch rounds ran up to 2.6 times slower (workbook) and
+the ratio flattered the engine. The JSON records the setting.
 
 PyTorch is optional: without it, only the NumPy engine is measured.
 """
@@ -151,7 +159,7 @@ def peak_memory(step):
     return peak
 
 
-def run(names=("workbook", "larger"), rounds=5, steps_per_round=5, use_torch=True):
+def run(names=("workbook", "larger"), rounds=7, steps_per_round=None, use_torch=True):
     threads = int(os.environ.get("OMP_NUM_THREADS", os.cpu_count() or 1))
     try:
         import torch  # noqa: F401
@@ -160,7 +168,8 @@ def run(names=("workbook", "larger"), rounds=5, steps_per_round=5, use_torch=Tru
         have_torch = False
     ceiling = matmul_ceiling()
     out = {"backend": backend.get_backend(), "threads": threads, "matmul_ceiling_flops": ceiling,
-           "torch": None, "configs": {}}
+           "openblas_thread_timeout": os.environ.get("OPENBLAS_THREAD_TIMEOUT"),
+           "freed_memory_kept": backend.freed_memory_kept, "torch": None, "configs": {}}
     if have_torch:
         import torch
         out["torch"] = torch.__version__
@@ -171,14 +180,15 @@ def run(names=("workbook", "larger"), rounds=5, steps_per_round=5, use_torch=Tru
         for _ in range(2):  # warm up both
             ours()
             theirs and theirs()
+        n = steps_per_round or max(1, round(0.25 / _round(ours, 1)))   # about a quarter second a round
         ours_t, theirs_t = [], []
         for _ in range(rounds):  # alternate, so a busy moment slows both
-            ours_t.append(_round(ours, steps_per_round))
+            ours_t.append(_round(ours, n))
             if theirs:
-                theirs_t.append(_round(theirs, steps_per_round))
+                theirs_t.append(_round(theirs, n))
         sec = statistics.median(ours_t)
         tokens = c["batch"] * c["T"]
-        row = {"config": c, "ms_per_step": sec * 1e3, "tokens_per_s": tokens / sec,
+        row = {"config": c, "steps_per_round": n, "ms_per_step": sec * 1e3, "tokens_per_s": tokens / sec,
                "achieved_flops": train_flops(c) / sec, "fraction_of_matmul_ceiling": train_flops(c) / sec / ceiling,
                "peak_bytes": peak_memory(ours) if backend.get_backend() != "cupy" else None}
         if theirs:
@@ -192,11 +202,11 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--json", action="store_true", help="print machine-readable JSON")
     ap.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--steps", type=int, default=5, help="steps per round")
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--steps", type=int, default=None, help="steps per round (default: about 0.25 s a round)")
     ap.add_argument("--no-torch", action="store_true", help="skip the PyTorch baseline")
     args = ap.parse_args(argv)
-    if args.rounds < 1 or args.steps < 1:
+    if args.rounds < 1 or (args.steps is not None and args.steps < 1):
         ap.error(f"--rounds and --steps must be at least 1, got {args.rounds} and {args.steps}.")
     res = run(args.configs, args.rounds, args.steps, use_torch=not args.no_torch)
     if args.json:

@@ -1,0 +1,27 @@
+"""The benchmark: its FLOP count by hand, a tiny run's report, and clear errors for bad options."""
+import pytest
+
+from mini_transformer import bench
+
+
+def test_train_flops_of_the_workbook_config_by_hand():
+    # per layer 12 d^2 weights (qkv 3 d^2, out d^2, MLP 8 d^2), 2 layers, d = 64: 98,304; head 64 x 64: 4,096.
+    # 6 FLOPs per weight per token, plus attention 12 L T d = 12 * 2 * 64 * 64 = 98,304 per token; 1,024 tokens.
+    assert bench.train_flops(bench.CONFIGS["workbook"]) == 1024 * (6 * (98_304 + 4_096) + 98_304)
+
+
+def test_a_one_round_run_reports_every_field():
+    out = bench.run(["workbook"], rounds=1, steps_per_round=1, use_torch=False)
+    row = out["configs"]["workbook"]
+    assert out["matmul_ceiling_flops"] > 0 and out["torch"] is None
+    assert out["openblas_thread_timeout"] is not None          # set by the backend before NumPy loads
+    assert row["steps_per_round"] == 1 and row["ms_per_step"] > 0 and row["peak_bytes"] > 0
+    assert row["tokens_per_s"] == pytest.approx(16 * 64 / (row["ms_per_step"] / 1e3))
+    assert "speed_ratio_vs_torch" not in row
+
+
+@pytest.mark.parametrize("argv", [["--rounds", "0"], ["--steps", "0"]])
+def test_bad_round_counts_are_refused_by_name(argv, capsys):
+    with pytest.raises(SystemExit):
+        bench.main(argv + ["--no-torch"])
+    assert "--rounds and --steps must be at least 1" in capsys.readouterr().err
