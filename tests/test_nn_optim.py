@@ -157,3 +157,17 @@ def test_optimizer_rejects_bad_settings():
         SGD([_param([1.0])], lr=-1)
     with pytest.raises(ValueError, match="no parameters"):
         AdamW([])
+
+
+def test_linear_columns_are_the_matching_columns_of_the_full_product_and_their_gradients():
+    layer = nn.Linear(4, 6, backend.rng(0)).to_dtype("float64")
+    layer.bias.data[...] = backend.asarray(np.arange(6.0))
+    x = Tensor(np.random.default_rng(1).normal(size=(2, 3, 4)), dtype="float64")
+    full = layer(x).numpy()
+    parts = [layer.columns(x, a, b) for a, b in ((0, 2), (2, 4), (4, 6))]
+    np.testing.assert_allclose(np.concatenate([p.numpy() for p in parts], axis=-1), full, rtol=1e-12, atol=1e-15)
+    sum(p.sum() for p in parts).backward()
+    # every column saw d loss / d y = 1: dW[i, j] = sum of x[..., i] over rows, db[j] = the number of rows (6)
+    row_sums = x.numpy().reshape(-1, 4).sum(axis=0)
+    np.testing.assert_allclose(backend.to_numpy(layer.weight.grad), np.repeat(row_sums[:, None], 6, axis=1), rtol=1e-12)
+    np.testing.assert_allclose(backend.to_numpy(layer.bias.grad), np.full(6, 6.0))
