@@ -314,8 +314,9 @@ def parallel_rows(kernel, n_rows, work):
     does this for matrix products, nothing does it for ``exp`` or ``tanh``.
     There are a few blocks per core and each thread takes the next free one, so
     a core that another program slows down just does fewer blocks instead of
-    holding the others up. Small work (under 2^18 elements), one core, or a GPU
-    (which is parallel already): one plain call. ``kernel`` must only write rows
+    holding the others up. Small work (under 2^20 elements, where handing
+    blocks between threads costs more than it saves), one core, or a GPU (which
+    is parallel already): one plain call. ``kernel`` must only write rows
     ``start:stop``.
     """
     global _pool
