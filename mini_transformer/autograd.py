@@ -432,24 +432,25 @@ _GELU_C = 0.7978845608028654  # sqrt(2 / pi)
 
 
 def gelu(x):
-    r"""GELU, tanh form (GPT-2's): y = x/2 (1 + \tanh u),  u = \sqrt{2/\pi}(x + 0.044715 x^3).
+    r"""GELU, tanh form (GPT-2's): y = x s,  s = (1 + \tanh u)/2,  u = \sqrt{2/\pi}(x + 0.044715 x^3).
 
-    dy/dx = (1 + \tanh u)/2 + x/2 (1 - \tanh^2 u) \sqrt{2/\pi}(1 + 3 \cdot 0.044715 x^2).
+    dy/dx = s + x s' and, since 1 - \tanh^2 u = 4 s (1 - s), s' = 2 s (1 - s) u' with
+    u' = \sqrt{2/\pi}(1 + 3 \cdot 0.044715 x^2). So dy/dx = s\,[1 + (1 - s)\, x\, 2u'],
+    which needs only x and the s kept from the forward.
     """
     a = x.data.reshape(-1, x.shape[-1]) if x.ndim > 1 else x.data.reshape(1, -1)   # (rows, d)
-    t, y = xp.empty_like(a), xp.empty_like(a)   # t = tanh u, kept for the backward
+    s, y = xp.empty_like(a), xp.empty_like(a)   # s = (1 + tanh u)/2, kept for the backward
 
     def forward_rows(i, j):
-        ai, ti, yi = a[i:j], t[i:j], y[i:j]
-        xp.multiply(ai, ai, out=ti)          # in place, block by block: one of the model's largest arrays
-        ti *= 0.044715
-        ti += 1
-        ti *= ai
-        ti *= _GELU_C
-        xp.tanh(ti, out=ti)
-        xp.add(ti, 1, out=yi)
-        yi *= ai
-        yi *= 0.5
+        ai, si, yi = a[i:j], s[i:j], y[i:j]
+        xp.multiply(ai, ai, out=si)          # in place, block by block: one of the model's largest arrays
+        si *= _GELU_C * 0.044715
+        si += _GELU_C
+        si *= ai                             # u
+        xp.tanh(si, out=si)
+        si *= 0.5
+        si += 0.5                            # s
+        xp.multiply(si, ai, out=yi)
     backend.parallel_rows(forward_rows, a.shape[0], a.size)
 
     def backward(gy):
@@ -457,15 +458,14 @@ def gelu(x):
         gx = xp.empty_like(a)
 
         def backward_rows(i, j):
-            ai, ti, d = a[i:j], t[i:j], gx[i:j]
+            ai, si, d = a[i:j], s[i:j], gx[i:j]
             xp.multiply(ai, ai, out=d)
-            d *= 3 * 0.044715
+            d *= 6 * _GELU_C * 0.044715
+            d += 2 * _GELU_C
+            d *= ai                          # x 2u'
+            d *= 1 - si                      # (1 - s) x 2u'
             d += 1
-            d *= 1 - ti * ti
-            d *= ai
-            d *= 0.5 * _GELU_C             # x/2 (1 - tanh^2 u) du/dx
-            d += 0.5 * ti
-            d += 0.5                       # + (1 + tanh u)/2
+            d *= si                          # dy/dx
             d *= g[i:j]
         backend.parallel_rows(backward_rows, a.shape[0], a.size)
         return (gx.reshape(x.shape),)

@@ -11,12 +11,14 @@ round of each, so a noisy machine slows both alike. A round lasts about a
 quarter of a second (``--steps`` fixes it instead). Achieved FLOP/s is set
 against a float32 matrix-multiply ceiling measured in the same run.
 
-Two engines in one process can slow each other: an idle OpenBLAS thread spins
-for about a tenth of a second after NumPy's last matrix product, on the cores
-PyTorch's next round needs. ``mini_transformer.backend`` sets
-``OPENBLAS_THREAD_TIMEOUT=4`` before it imports NumPy so the threads sleep at
-once; without it the PyTorch rounds ran up to 2.6 times slower (workbook) and
-the ratio flattered the engine. The JSON records the setting.
+Two engines in one process can slow each other: after the last matrix product of
+a round, each engine's idle BLAS or OpenMP threads keep spinning for a while, on
+the cores the other engine's next round needs. OpenBLAS spins 2^n cycles with n =
+``OPENBLAS_THREAD_TIMEOUT`` (``mini_transformer.backend`` sets 24, about 6 ms),
+so the bench waits ``settle_seconds()`` after every round, untimed, before the
+other engine starts. Without that pause, and with OpenBLAS's default of 2^28
+cycles, the PyTorch rounds ran up to 2.6 times slower (workbook) and the ratio
+flattered the engine. The JSON records both settings.
 
 PyTorch is optional: without it, only the NumPy engine is measured.
 """
@@ -74,7 +76,7 @@ def numpy_engine(c):
 
     def step():
         loss = model.loss(x, y)
-        model.zero_grad()
+        opt.zero_grad()                 # as the PyTorch step does: the optimiser's own list, no module walk
         loss.backward()
         clip_grad_norm(opt.params, 1.0)
         opt.step()
@@ -143,6 +145,16 @@ def torch_engine(c, threads):
     return step
 
 
+def settle_seconds():
+    r"""Long enough for idle BLAS threads to stop spinning: 2^n cycles at 1 GHz or faster, n = ``OPENBLAS_THREAD_TIMEOUT``
+    (OpenBLAS's default 28 when unset, clamped to [4, 30] as OpenBLAS does), plus 20 ms for OpenMP's spin."""
+    try:
+        n = int(os.environ.get("OPENBLAS_THREAD_TIMEOUT") or 28)
+    except ValueError:
+        n = 28
+    return 2 ** min(max(n, 4), 30) / 1e9 + 0.02
+
+
 def _round(step, n):
     t = time.perf_counter()
     for _ in range(n):
@@ -167,8 +179,9 @@ def run(names=("workbook", "larger"), rounds=7, steps_per_round=None, use_torch=
     except ImportError:
         have_torch = False
     ceiling = matmul_ceiling()
+    settle = settle_seconds()
     out = {"backend": backend.get_backend(), "threads": threads, "matmul_ceiling_flops": ceiling,
-           "openblas_thread_timeout": os.environ.get("OPENBLAS_THREAD_TIMEOUT"),
+           "openblas_thread_timeout": os.environ.get("OPENBLAS_THREAD_TIMEOUT"), "settle_seconds": settle,
            "freed_memory_kept": backend.freed_memory_kept, "torch": None, "configs": {}}
     if have_torch:
         import torch
@@ -185,7 +198,9 @@ def run(names=("workbook", "larger"), rounds=7, steps_per_round=None, use_torch=
         for _ in range(rounds):  # alternate, so a busy moment slows both
             ours_t.append(_round(ours, n))
             if theirs:
+                time.sleep(settle)         # untimed: the other engine's threads stop spinning first
                 theirs_t.append(_round(theirs, n))
+                time.sleep(settle)
         sec = statistics.median(ours_t)
         tokens = c["batch"] * c["T"]
         row = {"config": c, "steps_per_round": n, "ms_per_step": sec * 1e3, "tokens_per_s": tokens / sec,

@@ -183,82 +183,125 @@ def dropout(x, p, rng, training=True):
     return _op(x.data * scale, (x,), backward)
 
 
-def _batch_rows(a, i, j, ndim):
-    """Rows ``i:j`` of the first (batch) axis of ``a``, which broadcasts against ``ndim`` axes;
-    all of ``a`` when it has no batch axis of its own (fewer axes, or size 1 there)."""
-    return a[i:j] if a.ndim == ndim and a.shape[0] != 1 else a
+def _key_major(a, ndim):
+    """An array that broadcasts against the scores (..., T_q, T_k), with its axes in the key-major order
+    (T_k, ..., T_q) of attention's score buffer (size-1 axes added in front as broadcasting does)."""
+    a = a.reshape((1,) * (ndim - a.ndim) + a.shape)
+    return a.transpose((ndim - 1,) + tuple(range(ndim - 2)) + (ndim - 2,))
+
+
+def _batch_block(a, i, j):
+    """Rows ``i:j`` of the batch axis (axis 1) of a key-major array; all of it when it is broadcast there."""
+    return a[:, i:j] if a.shape[1] != 1 else a
+
+
+def _memory_order(a):
+    """Axes p such that ``a.transpose(p)`` is C-contiguous with the last axis still last, or None."""
+    p = tuple(sorted(range(a.ndim - 1), key=lambda i: -a.strides[i])) + (a.ndim - 1,)
+    return p if a.transpose(p).flags.c_contiguous else None
+
+
+def _empty_like_layout(a, shape=None):
+    """An uninitialised array of ``shape`` (a's own by default) whose memory order is a's (``_memory_order``).
+
+    Attention writes its output and gradients this way: a (B, H, T, d_head) result laid out as
+    (B, T, H, d_head), like the q, k and v it was given, turns back into (B, T, d_model) with no copy.
+    """
+    shape = a.shape if shape is None else shape
+    p = _memory_order(a) or tuple(range(a.ndim))
+    back = tuple(sorted(range(a.ndim), key=p.__getitem__))           # the inverse permutation
+    return xp.empty(tuple(shape[i] for i in p), dtype=a.dtype).transpose(back)
 
 
 def scaled_dot_product_attention(q, k, v, bias=None, mask=None, scale=None, return_weights=False):
     r"""Attention in one node: y = P V,  P = \mathrm{softmax}(S),  S = s\, Q K^\top + \text{bias}, masked.
 
-    Shapes: q ``(B, H, T_q, d_head)``, k ``(B, H, T_k, d_head)``, v ``(B, H, T_k, d_v)``;
-    ``bias`` (a Tensor or array) broadcasts to ``(B, H, T_q, T_k)``; ``mask`` is a boolean
-    array broadcasting to the same shape, True where a query may look. ``s`` defaults to
-    1/\sqrt{d_head}.
+    Shapes: q ``(B, H, T_q, d_head)``, k ``(B, H, T_k, d_head)``, v ``(B, H, T_k, d_v)``
+    (any number of batch axes, at least one); ``bias`` (a Tensor or array) broadcasts
+    to ``(B, H, T_q, T_k)``; ``mask`` is a boolean array broadcasting to the same
+    shape, True where a query may look. ``s`` defaults to 1/\sqrt{d_head}.
 
     Backward: gV = P^\top gy; gP = gy V^\top; gS = P \odot (gP - D) with
     D_i = \sum_j gP_{ij} P_{ij} = gy_i \cdot y_i (the row sum needs only the
     ``(T_q, d_v)`` output, not the ``(T_q, T_k)`` product); gQ = s\, gS K;
     gK = s\, gS^\top Q; g\text{bias} = gS summed to the bias's shape.
 
-    Both passes cut the batch into blocks of rows that the cores take in turn
-    (``backend.parallel_rows``), and each block runs every step, scores, softmax
-    and P V, back to back while its rows are still in cache, instead of each step
-    streaming the whole (B, H, T_q, T_k) array through memory again (FlashAttention
-    works tile by tile for the same reason). P is kept whole for the backward;
-    gS exists one block at a time.
+    Three choices make it fast; none changes the arithmetic.
+
+    * The scores are stored *key-major*: memory order (T_k, B, H, T_q), and ``p``
+      is a transposed view of that buffer. Softmax reduces over the keys; with
+      the key axis outermost, each max, sum and subtraction runs over whole rows
+      of B H T_q numbers, instead of over B H T_q short rows of T_k numbers,
+      where NumPy spends more time starting rows than computing (a row max over
+      (16, 4, 64, 64) scores: 245 us key-last, 30 us key-major). The products
+      read and write the transposed views directly: BLAS takes either order.
+    * Both passes cut the batch into blocks of rows that the cores take in turn
+      (``backend.parallel_rows``), and each block runs every step, scores,
+      softmax and P V, back to back while its rows are still in cache
+      (FlashAttention works tile by tile for the same reason). P is kept whole
+      for the backward; gS exists one block at a time.
+    * y and the gradients are laid out in memory like the inputs they belong to
+      (``_empty_like_layout``), so attention's (B, T, H, d_head) views go back to
+      (B, T, d_model) without a copy.
     """
     d_head = q.shape[-1]
     if k.shape[-1] != d_head or q.shape[:-2] != k.shape[:-2] or k.shape[:-1] != v.shape[:-1]:
         raise ValueError(f"scaled_dot_product_attention: q {q.shape}, k {k.shape}, v {v.shape} do not fit "
                          "the (B, H, T, d_head) layout (k and v need the same T; q and k the same d_head).")
+    if q.ndim < 3:
+        raise ValueError(f"scaled_dot_product_attention: q has shape {q.shape}; it needs at least one batch axis "
+                         "in front of (T, d_head), e.g. (1, T, d_head).")
     s = (1.0 / d_head ** 0.5) if scale is None else scale
     qd, kd, vd = q.data, k.data, v.data
-    p = xp.empty(qd.shape[:-1] + kd.shape[-2:-1], dtype=qd.dtype)    # (B, H, T_q, T_k) scores, then P
+    nd, T_q, T_k = qd.ndim, qd.shape[-2], kd.shape[-2]
+    buf = xp.empty((T_k,) + qd.shape[:-2] + (T_q,), dtype=qd.dtype)  # (T_k, B, H, T_q) scores, then P
+    to_scores = tuple(range(1, nd - 1)) + (nd - 1, 0)
+    p = buf.transpose(to_scores)                        # (B, H, T_q, T_k) a view of buf
+    pT = xp.swapaxes(p, -1, -2)                         # (B, H, T_k, T_q) another view
     bias = as_tensor(bias) if bias is not None else None
     if bias is not None and xp.broadcast_shapes(p.shape, bias.shape) != p.shape:
         raise ValueError(f"scaled_dot_product_attention: a bias of shape {bias.shape} does not broadcast to "
                          f"the scores' shape {p.shape}.")
-    additive = xp.where(mask, 0.0, -xp.inf).astype(p.dtype) if mask is not None else None   # 0 or -inf
-    qs = qd * s                                         # (B, H, T_q, d_head) scaling q is the cheaper side
-    kT = contiguous(xp.swapaxes(kd, -1, -2))           # (B, H, d_head, T_k)
-    vc = contiguous(vd)                                 # (B, H, T_k, d_v)
-    y = xp.empty(qd.shape[:-1] + vd.shape[-1:], dtype=qd.dtype)      # (B, H, T_q, d_v)
-    nd = p.ndim
+    bias_km = _key_major(bias.data, nd) if bias is not None else None
+    additive = _key_major(xp.where(mask, 0.0, -xp.inf).astype(qd.dtype), nd) if mask is not None else None
+    qT = xp.swapaxes(qd, -1, -2)                        # (B, H, d_head, T_q)
+    qT = xp.multiply(qT, s, out=xp.empty(qT.shape, dtype=qd.dtype))  # s Q^T in C order; scaling q is cheaper
+    y = _empty_like_layout(qd, qd.shape[:-1] + vd.shape[-1:])        # (B, H, T_q, d_v), laid out like q
 
     def forward_rows(i, j):
-        pt = p[i:j]                                     # a block of batch rows, (j - i, H, T_q, T_k)
-        xp.matmul(qs[i:j], kT[i:j], out=pt)
-        if bias is not None:
-            pt += _batch_rows(bias.data, i, j, nd)
+        block = buf[:, i:j]                             # (T_k, j - i, H, T_q) a block of batch rows
+        xp.matmul(kd[i:j], qT[i:j], out=pT[i:j])        # S^T = K (s Q)^T, written key-major
+        if bias_km is not None:
+            block += _batch_block(bias_km, i, j)
         if additive is not None:
-            pt += _batch_rows(additive, i, j, nd)
-        pt -= pt.max(axis=-1, keepdims=True)            # softmax in place
-        xp.exp(pt, out=pt)
-        pt /= pt.sum(axis=-1, keepdims=True)
-        xp.matmul(pt, vc[i:j], out=y[i:j])
+            block += _batch_block(additive, i, j)
+        block -= block.max(axis=0)                      # softmax over the keys, in place
+        xp.exp(block, out=block)
+        block *= 1.0 / block.sum(axis=0)                # one division per query, then products
+        xp.matmul(p[i:j], vd[i:j], out=y[i:j])
     backend.parallel_rows(forward_rows, p.shape[0], p.size)
 
     def backward(gy):
-        gy = contiguous(gy)
-        vT, kc, qc = contiguous(xp.swapaxes(vd, -1, -2)), contiguous(kd), contiguous(qd)
-        gq, gk, gv = xp.empty_like(qc), xp.empty_like(kc), xp.empty_like(vc)
+        gyT = contiguous(xp.swapaxes(gy, -1, -2))       # (B, H, d_v, T_q)
+        gq, gk, gv = _empty_like_layout(qd), _empty_like_layout(kd), _empty_like_layout(vd)   # each like its input
+        D = contiguous(backend.sum_of_products(gy, y, axis=-1))   # (B, H, T_q)  D_i = gy_i . y_i, in C order
         bias_grad = bias is not None and bias.requires_grad
-        gs_all = xp.empty_like(p) if bias_grad else None      # kept whole only when the bias needs it
+        gs_all = xp.empty_like(buf) if bias_grad else None    # kept whole only when the bias needs it
 
         def backward_rows(i, j):
-            pt, g = p[i:j], gy[i:j]
-            xp.matmul(xp.swapaxes(pt, -1, -2), g, out=gv[i:j])
-            gs = xp.matmul(g, vT[i:j], out=gs_all[i:j] if bias_grad else None)   # gP, then gS in place
-            gs -= (g * y[i:j]).sum(axis=-1, keepdims=True)   # D_i = gy_i . y_i
-            gs *= pt
-            xp.matmul(gs, kc[i:j], out=gq[i:j])
-            xp.matmul(xp.swapaxes(gs, -1, -2), qc[i:j], out=gk[i:j])
+            g = gy[i:j]
+            xp.matmul(pT[i:j], g, out=gv[i:j])          # gV = P^T gy
+            gs = gs_all[:, i:j] if bias_grad else xp.empty_like(buf[:, i:j])   # (T_k, j - i, H, T_q)
+            gsT = gs.transpose(to_scores[:-2] + (0, nd - 1))                    # (j - i, H, T_k, T_q)
+            xp.matmul(vd[i:j], gyT[i:j], out=gsT)       # gP^T = V gy^T
+            gs -= D[i:j]
+            gs *= buf[:, i:j]                           # gS = P (gP - D), key-major
+            xp.matmul(xp.swapaxes(gsT, -1, -2), kd[i:j], out=gq[i:j])
+            xp.matmul(gsT, qd[i:j], out=gk[i:j])
         backend.parallel_rows(backward_rows, p.shape[0], p.size)
         gq *= s
         gk *= s
-        return gq, gk, gv, (sum_to(gs_all, bias.shape) if bias_grad else None)
+        return gq, gk, gv, (sum_to(gs_all.transpose(to_scores), bias.shape) if bias_grad else None)
     parents = (q, k, v, bias) if bias is not None else (q, k, v)
     out = _op(y, parents, backward)
     return (out, p) if return_weights else out
@@ -298,19 +341,33 @@ def rotate_interleaved_array(a):
 
 
 def _c_order_product(a, b):
-    """``a * b`` (b broadcast) into a fresh C-order array: the next op's products and reshapes need no copy."""
+    """``a * b`` (b broadcast) into a fresh C-order array, whatever a's layout."""
     out = xp.empty(xp.broadcast_shapes(a.shape, b.shape), dtype=xp.result_type(a.dtype, b.dtype))
     return xp.multiply(a, b, out=out)
 
 
-def _swap_halves_product(a, w_1, w_2):
-    r"""[a_2 \odot w_1, a_1 \odot w_2] for a = [a_1, a_2] split on the last axis, in C order, no concatenation."""
-    h = a.shape[-1] // 2
-    half = xp.broadcast_shapes(a[..., :h].shape, w_1.shape)
-    out = xp.empty(half[:-1] + (2 * h,), dtype=xp.result_type(a.dtype, w_1.dtype))
-    xp.multiply(a[..., h:], w_1, out=out[..., :h])
-    xp.multiply(a[..., :h], w_2, out=out[..., h:])
-    return out
+def quarter_turn_matrix(r, interleaved=False, dtype="float32"):
+    r"""The r x r matrix R with \mathrm{rot}(x) = x R: a signed permutation, one +1 and one -1 per pair.
+
+    rotate-half pairs channel i with i + r/2: (x R)_i = -x_{i+r/2}, (x R)_{i+r/2} = x_i.
+    Interleaved pairs 2i with 2i+1: (x R)_{2i} = -x_{2i+1}, (x R)_{2i+1} = x_{2i}.
+    Either way R^\top = -R = R^{-1}, a quarter turn in every pair's plane.
+    """
+    R = xp.zeros((r, r), dtype=dtype)
+    first = xp.arange(0, r, 2) if interleaved else xp.arange(r // 2)      # the first channel of each pair
+    second = first + 1 if interleaved else first + r // 2                  # its partner
+    R[second, first] = -1.0
+    R[first, second] = 1.0
+    return R
+
+
+def _tiled(table, shape, p):
+    """A table that broadcasts against ``shape`` = (..., T, r), in the axes order p, copied out over every
+    axis from its first real one on: a (T, r) table becomes (T, H, r) for a (B, T, H, r) layout, so a
+    product with it is one long loop instead of one loop of r channels per head."""
+    t = xp.broadcast_to(table, xp.broadcast_shapes(table.shape, shape)).transpose(p)
+    k = next((i for i in range(t.ndim) if t.strides[i] != 0 and t.shape[i] > 1), t.ndim - 1)
+    return contiguous(t[(0,) * k]) if k else t
 
 
 def apply_rotary(x, cos, sin, interleaved=False):
@@ -322,37 +379,56 @@ def apply_rotary(x, cos, sin, interleaved=False):
     ``(..., T, r)``. When r < d only the first r channels turn and the rest pass
     through unchanged (partial rotary).
 
-    The map is a rotation R, so the backward is its transpose, the rotation by
-    the opposite angle. ``rot`` is skew-symmetric (\mathrm{rot}^\top = -\mathrm{rot}), so
-    gx = gy \odot \cos - \mathrm{rot}(gy \odot \sin) on the rotated channels, gx = gy on the rest.
+    ``rot`` is linear, \mathrm{rot}(x) = x R with R the signed permutation of
+    ``quarter_turn_matrix``, so the whole op is two products with the tables and
+    one small matrix product over rows of r channels. (Swapping halves with
+    slices is the same arithmetic, but it runs one short loop per head and
+    position; the matrix product is several times faster.) The work happens in
+    x's own memory order, so a (B, H, T, d) view of a (B, T, H, d) array, as
+    attention hands q and k over, is neither copied nor transposed, and the
+    output (and the gradient) keep that layout.
+
+    The map is a rotation, so the backward is its transpose, the rotation by the
+    opposite angle. R^\top = -R, so gx = gy \odot \cos + (gy \odot \sin) R^\top on the
+    rotated channels, gx = gy on the rest.
     """
     cos, sin = _raw(cos), _raw(sin)
-    rot = rotate_interleaved_array if interleaved else rotate_half_array
     a = x.data
-    r = cos.shape[-1]
-    if r % 2 or r > a.shape[-1]:
-        raise ValueError(f"apply_rotary: the tables cover {r} channels, but x has {a.shape[-1]}; the rotary "
+    d, r = a.shape[-1], cos.shape[-1]
+    if r % 2 or r > d:
+        raise ValueError(f"apply_rotary: the tables cover {r} channels, but x has {d}; the rotary "
                          f"width must be even and at most the head size.")
-    a_rot = a[..., :r]                                   # (..., T, r) the channels that turn
-    h = r // 2
-    if interleaved:
-        y = a_rot * cos + rot(a_rot) * sin
-    else:  # the same sum, rotate_half written half by half, both terms in C order whatever a's layout
-        neg_sin_1 = -sin[..., :h]                        # rot(a) sin = [-a_2 sin_1, a_1 sin_2]
-        y = _c_order_product(a_rot, cos)
-        y += _swap_halves_product(a_rot, neg_sin_1, sin[..., h:])
-    if r < a.shape[-1]:
-        y = xp.concatenate([y, a[..., r:]], axis=-1)     # (..., T, d) the rest pass through
+    p = _memory_order(a) or tuple(range(a.ndim))     # work in x's memory order, copy only if it has none
+    back = tuple(sorted(range(a.ndim), key=p.__getitem__))           # the inverse permutation
+    m = contiguous(a.transpose(p))                    # (..., d) C order, x's axes in order p
+    shape_r = a.shape[:-1] + (r,)
+    cos_m, sin_m = _tiled(cos, shape_r, p), _tiled(sin, shape_r, p)
+    R = quarter_turn_matrix(r, interleaved, dtype=a.dtype)
+
+    def turn(b, w, M):
+        r"""(b_{[:r]} \odot w) M (or b_{[:r]} M when w is None) as rows of r channels; b C-contiguous."""
+        rows = b.reshape(-1, d)[:, :r]
+        if w is not None:
+            rows = _c_order_product(b[..., :r], w).reshape(-1, r)
+        return (rows @ M).reshape(b.shape[:-1] + (r,))
+
+    y = xp.empty(m.shape, dtype=a.dtype)             # C order in x's memory order
+    xp.multiply(m[..., :r], cos_m, out=y[..., :r])
+    turned = turn(m, None, R)                         # rot(x) = x R
+    turned *= sin_m
+    y[..., :r] += turned
+    if r < d:
+        y[..., r:] = m[..., r:]                       # the rest pass through
 
     def backward(gy):
-        g_rot = gy[..., :r]
-        if interleaved:
-            gx = g_rot * cos - rot(g_rot * sin)
-        else:  # -rotate_half(g sin) = [g_2 sin_2, -g_1 sin_1]
-            gx = _c_order_product(g_rot, cos)
-            gx += _swap_halves_product(g_rot, sin[..., h:], neg_sin_1)
-        return (xp.concatenate([gx, gy[..., r:]], axis=-1) if r < gy.shape[-1] else gx,)
-    return _op(y, (x,), backward)
+        g = contiguous(gy.transpose(p))               # the gradient in x's memory order: one copy, if any
+        gx = xp.empty(m.shape, dtype=gy.dtype)        # C order, so gx has x's layout
+        xp.multiply(g[..., :r], cos_m, out=gx[..., :r])
+        gx[..., :r] += turn(g, sin_m, -R)             # (g sin) R^T, and R^T = -R
+        if r < d:
+            gx[..., r:] = g[..., r:]
+        return (gx.transpose(back),)
+    return _op(y.transpose(back), (x,), backward)
 
 
 # ---------------------------------------------------------------------------

@@ -45,20 +45,20 @@ def gradcheck(f, inputs, h=1e-4, seed=0, max_elements=None):
             continue
         analytic = backend.to_numpy(t.grad) if t.grad is not None else backend.hostnp.zeros(t.shape)
         numeric = backend.hostnp.zeros(t.shape)
-        flat = t.data.reshape(-1)  # a view: perturbing it perturbs t
         idx = range(t.size)
         if max_elements is not None and t.size > max_elements:
             idx = sorted(pick.choice(t.size, max_elements, replace=False).tolist())
         mask = backend.hostnp.zeros(t.size, dtype=bool)
         for j in idx:
-            old = float(flat[j])
+            at = tuple(int(i) for i in backend.hostnp.unravel_index(j, t.shape))  # works for any memory layout
+            old = float(t.data[at])
 
             def central(step):
-                flat[j] = old + step
+                t.data[at] = old + step
                 up = loss()
-                flat[j] = old - step
+                t.data[at] = old - step
                 down = loss()
-                flat[j] = old
+                t.data[at] = old
                 return (up - down) / (2 * step)
             numeric.reshape(-1)[j] = (4 * central(h / 2) - central(h)) / 3
             mask[j] = True

@@ -294,6 +294,39 @@ def test_blocked_threaded_attention_equals_plain_ops(blocks_per_thread, monkeypa
         np.testing.assert_allclose(backend.to_numpy(a), backend.to_numpy(b), rtol=1e-9, atol=1e-12, err_msg=name)
 
 
+def test_attention_on_head_views_matches_plain_ops_and_keeps_each_layout():
+    # as the model calls it: q, k, v are (B, H, T, d) views of (B, T, H, d) arrays; y and the gradients come
+    # back laid out like the input each belongs to, so the model's transpose back to (B, T, d_model) is free
+    B, H, T, d = 2, 3, 5, 4
+    rng = np.random.default_rng(11)
+    arrays = [rng.normal(size=(B, T, H, d)).transpose(0, 2, 1, 3) for _ in range(3)]
+    mask = backend.asarray(np.tril(np.ones((T, T), dtype=bool)))
+    bias = t64(H, T, T, seed=5)                                        # no batch axis: broadcast over B
+    ins = [Tensor(backend.asarray(a), requires_grad=True) for a in arrays]
+    fused, probs = F.scaled_dot_product_attention(*ins, bias=bias, mask=mask, return_weights=True)
+    gy = backend.asarray(rng.normal(size=(B, H, T, d)))
+    fused.backward(gy)
+    got = [fused.numpy(), backend.to_numpy(probs)] + [t.grad.copy() for t in ins + [bias]]
+    assert fused.data.strides == ins[0].data.strides
+    assert [t.grad.strides for t in ins] == [t.data.strides for t in ins]
+    for t in ins + [bias]:
+        t.zero_grad()
+    scores = (ins[0] @ ins[1].transpose(0, 1, 3, 2)) * (1.0 / d ** 0.5) + bias
+    p_plain = F.softmax(scores.masked_fill(~mask, float("-inf")), axis=-1)
+    plain = p_plain @ ins[2]
+    plain.backward(gy)
+    want = [plain.numpy(), p_plain.numpy()] + [t.grad for t in ins + [bias]]
+    for name, a, b in zip(["y", "P", "gq", "gk", "gv", "gbias"], got, want):
+        np.testing.assert_allclose(backend.to_numpy(a), backend.to_numpy(b), rtol=1e-10, atol=1e-13, err_msg=name)
+    assert_gradcheck(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, mask=mask),
+                     [Tensor(backend.asarray(a), requires_grad=True) for a in arrays], tol=TOL)
+
+
+def test_attention_needs_a_batch_axis():
+    with pytest.raises(ValueError, match=r"q has shape \(3, 4\); it needs at least one batch axis"):
+        F.scaled_dot_product_attention(t64(3, 4), t64(3, 4), t64(3, 4))
+
+
 def test_attention_refuses_a_bias_wider_than_the_scores():
     q = t64(1, 2, 3, 4)
     with pytest.raises(ValueError, match=r"bias of shape \(3, 2, 3, 3\) does not broadcast to the scores' shape "

@@ -25,3 +25,13 @@ def test_bad_round_counts_are_refused_by_name(argv, capsys):
     with pytest.raises(SystemExit):
         bench.main(argv + ["--no-torch"])
     assert "--rounds and --steps must be at least 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value,n", [("24", 24), (None, 28), ("40", 30), ("1", 4), ("spin", 28)])
+def test_settle_waits_out_openblas_spin_of_two_to_the_n_cycles_at_one_ghz(value, n, monkeypatch):
+    # OpenBLAS spins 2^n cycles, n = OPENBLAS_THREAD_TIMEOUT clamped to [4, 30], 28 when unset or unreadable
+    if value is None:
+        monkeypatch.delenv("OPENBLAS_THREAD_TIMEOUT", raising=False)
+    else:
+        monkeypatch.setenv("OPENBLAS_THREAD_TIMEOUT", value)
+    assert bench.settle_seconds() == pytest.approx(2 ** n / 1e9 + 0.02)

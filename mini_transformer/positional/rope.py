@@ -177,6 +177,7 @@ class RoPE(PositionalScheme):
                                       max_position_embeddings=max_position_embeddings)
         # dynamic NTK / LongRoPE change every angle as the sequence grows, so cached keys must be re-turned
         self.rerotate_keys = self.rotary.length_dependent
+        self._last = None   # (positions array, dtype, fixed length, cos, sin) of the last call
 
     @classmethod
     def from_config(cls, cfg, rng=None, causal=True):
@@ -213,5 +214,10 @@ class RoPE(PositionalScheme):
             self.rotary.fixed_length = previous
 
     def rotate(self, x, pos, layer):
-        cos, sin = self.rotary.at(pos)                                         # (T, rotary_dim) each
-        return apply_rotary(x, cos.astype(x.dtype), sin.astype(x.dtype), interleaved=self.rotary.interleaved)
+        # q and k of every layer are turned by the same positions array in one forward pass: build its
+        # tables once (the model makes a new positions array for every pass and never changes one in place)
+        last = self._last
+        if last is None or last[0] is not pos or last[1] != x.dtype or last[2] != self.rotary.fixed_length:
+            cos, sin = self.rotary.at(pos)                                     # (T, rotary_dim) each
+            last = self._last = (pos, x.dtype, self.rotary.fixed_length, cos.astype(x.dtype), sin.astype(x.dtype))
+        return apply_rotary(x, last[3], last[4], interleaved=self.rotary.interleaved)
