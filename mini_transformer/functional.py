@@ -8,6 +8,8 @@ derives the backward that sits under the forward.
 ``import mini_transformer.functional as F`` also gives the plain ops
 (``F.relu``, ``F.gelu``, ``F.concat``, ``F.stack``, ``F.where``, ...).
 """
+import functools
+
 from . import backend
 from .autograd import (Tensor, _op, _raw, as_tensor, concat, contiguous, gelu, is_grad_enabled,  # noqa: F401
                        masked_fill, pad, relu, split, stack, sum_to, where)
@@ -63,28 +65,32 @@ def cross_entropy(logits, targets, ignore_index=None):
     a = logits.data.reshape(-1, V)               # (N, V)
     t = t.reshape(-1)                            # (N,)
     valid = t != ignore_index if ignore_index is not None else None
+    n = int(valid.sum()) if valid is not None else t.size
+    if valid is not None and n == t.size:
+        valid = None                             # nothing ignored: no mask to apply
     safe_t = xp.where(valid, t, 0) if valid is not None else t
     if t.size and (int(safe_t.min()) < 0 or int(safe_t.max()) >= V):
         raise ValueError(f"cross_entropy: targets must lie in [0, {V}) (or equal ignore_index="
                          f"{ignore_index}); got values from {int(safe_t.min())} to {int(safe_t.max())}.")
-    n = int(valid.sum()) if valid is not None else t.size
     if n == 0:
         raise ValueError(f"cross_entropy: every target equals ignore_index={ignore_index}, so there is "
                          "nothing to average.")
     shifted = a - a.max(axis=1, keepdims=True)
-    lse = xp.log(xp.exp(shifted).sum(axis=1))    # (N,)
+    e = xp.exp(shifted)                          # (N, V) kept: the backward's softmax is e / \sum e
+    total = e.sum(axis=1)                        # (N,)
     rows = xp.arange(a.shape[0])
-    nll = lse - shifted[rows, safe_t]            # (N,)
+    nll = xp.log(total) - shifted[rows, safe_t]  # (N,)
     if valid is not None:
         nll = nll * valid
     loss = nll.sum() / n
 
     def backward(gy):
-        p = xp.exp(shifted - lse[:, None])
-        p[rows, safe_t] -= 1
+        w = (gy / n) / total                     # (N,) each row's softmax scale times gy / n
         if valid is not None:
-            p *= valid[:, None]
-        return ((p * (gy / n)).reshape(logits.shape),)
+            w = w * valid
+        g = e * w[:, None]                       # softmax(logits) gy / n on the counted rows
+        g[rows, safe_t] -= (gy / n) * valid if valid is not None else gy / n
+        return (g.reshape(logits.shape),)
     return _op(loss.astype(a.dtype), (logits,), backward)
 
 
@@ -365,9 +371,20 @@ def _tiled(table, shape, p):
     """A table that broadcasts against ``shape`` = (..., T, r), in the axes order p, copied out over every
     axis from its first real one on: a (T, r) table becomes (T, H, r) for a (B, T, H, r) layout, so a
     product with it is one long loop instead of one loop of r channels per head."""
-    t = xp.broadcast_to(table, xp.broadcast_shapes(table.shape, shape)).transpose(p)
-    k = next((i for i in range(t.ndim) if t.strides[i] != 0 and t.shape[i] > 1), t.ndim - 1)
-    return contiguous(t[(0,) * k]) if k else t
+    t = table.reshape((1,) * (len(shape) - table.ndim) + table.shape).transpose(p)
+    full = tuple(shape[i] for i in p)
+    k = next((i for i in range(t.ndim) if t.shape[i] > 1), t.ndim - 1)    # the table's first real axis
+    if t.shape[k:] == full[k:]:
+        return t                                                            # nothing to repeat
+    out = xp.empty(full[k:], dtype=table.dtype)
+    out[...] = t[(0,) * k]                                                  # repeated by broadcasting
+    return out
+
+
+@functools.lru_cache(maxsize=32)
+def _quarter_turn(r, interleaved, dtype, backend_name):
+    """``quarter_turn_matrix``, built once per size, pairing, dtype and backend (never written to)."""
+    return quarter_turn_matrix(r, interleaved, dtype)
 
 
 def apply_rotary(x, cos, sin, interleaved=False):
@@ -403,7 +420,7 @@ def apply_rotary(x, cos, sin, interleaved=False):
     m = contiguous(a.transpose(p))                    # (..., d) C order, x's axes in order p
     shape_r = a.shape[:-1] + (r,)
     cos_m, sin_m = _tiled(cos, shape_r, p), _tiled(sin, shape_r, p)
-    R = quarter_turn_matrix(r, interleaved, dtype=a.dtype)
+    R = _quarter_turn(r, interleaved, str(a.dtype), backend.get_backend())
 
     def turn(b, w, M):
         r"""(b_{[:r]} \odot w) M (or b_{[:r]} M when w is None) as rows of r channels; b C-contiguous."""

@@ -116,7 +116,10 @@ def clip_grad_norm(params, max_norm):
     place, since two tensors may share one gradient array.
     """
     grads = [p.grad for p in params if p.grad is not None]
-    total = math.sqrt(sum(float((g * g).sum()) for g in grads))
+    if not grads:
+        return 0.0
+    flat = xp.concatenate([g.reshape(-1) for g in grads])      # every gradient in one vector
+    total = math.sqrt(float(flat @ flat))                        # one dot product, not one sum per tensor
     if total > max_norm:
         scale = max_norm / (total + 1e-6)
         for p in params:

@@ -145,6 +145,11 @@ def test_clip_grad_norm_scales_to_the_limit():
     assert np.allclose(backend.to_numpy(b.grad), [0.8], atol=1e-6)
 
 
+def test_clip_grad_norm_without_gradients_returns_zero_and_touches_nothing():
+    a = _param([1.0, 2.0])
+    assert clip_grad_norm([a], 1.0) == 0.0 and a.grad is None
+
+
 def test_cosine_schedule_endpoints():
     assert cosine_lr(0, 1.0, 10, 110) == pytest.approx(0.1)
     assert cosine_lr(9, 1.0, 10, 110) == pytest.approx(1.0)
