@@ -235,6 +235,7 @@ def set_backend(name):
     else:
         _module = _load_cupy()
     _name = name
+    vars(xp).clear()        # forget the functions the stand-in remembered from the previous backend
 
 
 def get_backend():
@@ -254,10 +255,17 @@ def using(name):
 
 
 class _Active:
-    """``xp.exp(...)`` is ``numpy.exp`` or ``cupy.exp``, whichever is active now."""
+    """``xp.exp(...)`` is ``numpy.exp`` or ``cupy.exp``, whichever is active now.
+
+    Each name is looked up on the active module once and then kept on the
+    stand-in, so later uses are a plain attribute read; ``set_backend`` forgets
+    them all.
+    """
 
     def __getattr__(self, name):
-        return getattr(_module, name)
+        value = getattr(_module, name)
+        setattr(self, name, value)
+        return value
 
     def __repr__(self):
         return f"<active array module: {_name}>"

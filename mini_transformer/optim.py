@@ -77,23 +77,37 @@ class AdamW(_FlatOptimizer):
         self.eps, self.weight_decay = eps, weight_decay
         self.m = xp.zeros_like(self.flat)
         self.v = xp.zeros_like(self.flat)
-        self.decay = xp.concatenate([xp.full(p.size, 1.0 if p.ndim >= 2 else 0.0, dtype=self.flat.dtype)
-                                     for p in self.params])
+        self.decayed = []    # [start, stop) stretches of the flat buffer holding matrices, neighbours merged
+        offset = 0
+        for p in self.params:
+            if p.ndim >= 2:
+                if self.decayed and self.decayed[-1][1] == offset:
+                    self.decayed[-1][1] += p.size
+                else:
+                    self.decayed.append([offset, offset + p.size])
+            offset += p.size
         self.t = 0
 
     def step(self):
-        g = _flat_grads(self.params, self.flat.dtype)
+        g = _flat_grads(self.params, self.flat.dtype)   # a fresh array: the step may overwrite it
         self.t += 1
+        tmp = xp.empty_like(g)                          # one scratch array, every product written in place
         self.m *= self.beta1
-        self.m += (1 - self.beta1) * g
+        self.m += xp.multiply(g, 1 - self.beta1, out=tmp)
         self.v *= self.beta2
-        self.v += (1 - self.beta2) * (g * g)
+        g *= g
+        g *= 1 - self.beta2
+        self.v += g
         step_size = self.lr / (1 - self.beta1 ** self.t)
-        denom = xp.sqrt(self.v / (1 - self.beta2 ** self.t))
+        denom = xp.sqrt(self.v, out=tmp)                # sqrt(v_hat) + eps = sqrt(v) / sqrt(1 - beta2^t) + eps
+        denom *= 1.0 / math.sqrt(1 - self.beta2 ** self.t)
         denom += self.eps
         if self.weight_decay:
-            self.flat -= (self.lr * self.weight_decay) * (self.decay * self.flat)
-        self.flat -= step_size * (self.m / denom)
+            for start, stop in self.decayed:            # theta <- theta - lr lambda theta, matrices only
+                self.flat[start:stop] *= 1.0 - self.lr * self.weight_decay
+        update = xp.divide(self.m, denom, out=tmp)
+        update *= step_size
+        self.flat -= update
 
     def state_dict(self):
         from .backend import to_numpy

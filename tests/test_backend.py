@@ -23,6 +23,15 @@ def test_unknown_backend_is_refused():
         backend.set_backend("jax")
 
 
+def test_xp_follows_every_switch_even_for_names_it_has_looked_up():
+    # xp keeps each function it looked up; switching the backend must make it look again
+    with backend.using("numpy"):
+        assert backend.xp.zeros is np.zeros and type(backend.xp.zeros(2)) is np.ndarray
+        with backend.using("strict"):
+            assert isinstance(backend.xp.zeros(2), backend.StrictArray)
+        assert type(backend.xp.zeros(2)) is np.ndarray
+
+
 @pytest.mark.skipif(importlib.util.find_spec("cupy") is not None, reason="CuPy is installed here")
 def test_cupy_missing_gives_one_clear_sentence():
     before = backend.get_backend()

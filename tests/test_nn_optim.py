@@ -114,6 +114,20 @@ def test_adamw_does_not_decay_vectors():
     assert b.item() == 1.0
 
 
+def test_adamw_decays_every_matrix_and_no_vector_wherever_they_sit():
+    # matrix, vector, matrix, matrix: the last two share one stretch of the flat buffer. With zero
+    # gradients the Adam term is 0 / (0 + eps) = 0, so one step only decays: theta (1 - lr lambda)
+    params = [_param([[1.0, 2.0]]), _param([3.0]), _param([[4.0]]), _param([[5.0], [6.0]])]
+    opt = AdamW(params, lr=0.1, weight_decay=0.5)
+    assert opt.decayed == [[0, 2], [3, 6]]
+    for p in params:
+        p.grad = backend.xp.zeros(p.shape, dtype=p.dtype)
+    opt.step()
+    got = np.concatenate([backend.to_numpy(p.data).ravel() for p in params])
+    np.testing.assert_allclose(got, [0.95, 1.9, 3.0, 3.8, 4.75, 5.7], rtol=1e-15)
+    assert got[2] == 3.0                                              # the vector: exactly untouched
+
+
 def test_sgd_momentum_by_hand():
     w = _param([2.0])
     opt = SGD([w], lr=0.1, momentum=0.9)
