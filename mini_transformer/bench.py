@@ -8,7 +8,8 @@ batch 16) and *larger* (vocab 64, d_model 128, 4 layers, 4 heads, T 128, batch
 32), both with RoPE and AdamW. The two engines run in alternating rounds in one
 process, on the same number of threads, and the ratio is taken from the median
 round of each, so a noisy machine slows both alike. A round lasts about a
-quarter of a second (``--steps`` fixes it instead). Achieved FLOP/s is set
+quarter of a second (``--steps`` fixes it instead); 11 rounds each, because on a
+shared machine single rounds swing by 10 to 20 %. Achieved FLOP/s is set
 against a float32 matrix-multiply ceiling measured in the same run.
 
 Two engines in one process can slow each other: after the last matrix product of
@@ -171,7 +172,7 @@ def peak_memory(step):
     return peak
 
 
-def run(names=("workbook", "larger"), rounds=7, steps_per_round=None, use_torch=True):
+def run(names=("workbook", "larger"), rounds=11, steps_per_round=None, use_torch=True):
     threads = int(os.environ.get("OMP_NUM_THREADS", os.cpu_count() or 1))
     try:
         import torch  # noqa: F401
@@ -217,7 +218,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--json", action="store_true", help="print machine-readable JSON")
     ap.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
-    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--rounds", type=int, default=11, help="alternating rounds per engine (default 11)")
     ap.add_argument("--steps", type=int, default=None, help="steps per round (default: about 0.25 s a round)")
     ap.add_argument("--no-torch", action="store_true", help="skip the PyTorch baseline")
     args = ap.parse_args(argv)
