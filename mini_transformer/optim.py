@@ -127,18 +127,20 @@ def clip_grad_norm(params, max_norm):
     r"""Scale all gradients by \min(1, c / \lVert g \rVert_2), the norm taken over all of them at once.
 
     Returns the norm before clipping. Gradients are replaced, not modified in
-    place, since two tensors may share one gradient array.
+    place, since two tensors may share one gradient array: when clipping, each
+    becomes a window onto one new scaled copy of them all.
     """
-    grads = [p.grad for p in params if p.grad is not None]
-    if not grads:
+    with_grad = [p for p in params if p.grad is not None]
+    if not with_grad:
         return 0.0
-    flat = xp.concatenate([g.reshape(-1) for g in grads])      # every gradient in one vector
-    total = math.sqrt(float(flat @ flat))                        # one dot product, not one sum per tensor
+    flat = xp.concatenate([p.grad.reshape(-1) for p in with_grad])   # every gradient in one new vector
+    total = math.sqrt(float(flat @ flat))                             # one dot product, not one sum per tensor
     if total > max_norm:
-        scale = max_norm / (total + 1e-6)
-        for p in params:
-            if p.grad is not None:
-                p.grad = p.grad * scale
+        flat *= max_norm / (total + 1e-6)                             # one product for all of them
+        offset = 0
+        for p in with_grad:
+            p.grad = flat[offset:offset + p.grad.size].reshape(p.grad.shape).astype(p.grad.dtype, copy=False)
+            offset += p.grad.size
     return total
 
 

@@ -159,6 +159,20 @@ def test_clip_grad_norm_scales_to_the_limit():
     assert np.allclose(backend.to_numpy(b.grad), [0.8], atol=1e-6)
 
 
+def test_clip_grad_norm_leaves_a_shared_gradient_array_alone_and_keeps_each_dtype():
+    # two parameters holding the same gradient array (as x + x gives): clipping must not scale it in place
+    a, b = _param([3.0]), _param([4.0])
+    shared = backend.asarray(np.array([3.0]))
+    a.grad = b.grad = shared
+    c = nn.Parameter(backend.asarray(np.array([0.0], dtype="float32")))
+    c.grad = backend.asarray(np.array([0.0], dtype="float32"))
+    total = clip_grad_norm([a, b, c], 1.0)
+    assert abs(total - 18 ** 0.5) < 1e-12
+    assert backend.to_numpy(shared).tolist() == [3.0]                 # the original array, unscaled
+    np.testing.assert_allclose(backend.to_numpy(a.grad), [3.0 / 18 ** 0.5], rtol=1e-6)
+    assert c.grad.dtype == np.float32
+
+
 def test_clip_grad_norm_without_gradients_returns_zero_and_touches_nothing():
     a = _param([1.0, 2.0])
     assert clip_grad_norm([a], 1.0) == 0.0 and a.grad is None
