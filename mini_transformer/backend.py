@@ -11,7 +11,7 @@ at any time before you build tensors.
 Other settings, read once at import: ``MT_THREADS`` (threads for large
 elementwise kernels, one per core by default), ``MT_KEEP_FREED_MEMORY=0``
 (leave glibc's allocator as it is, see ``keep_freed_memory``), and
-``OPENBLAS_THREAD_TIMEOUT`` (set to 24 unless you set it, see below).
+``OPENBLAS_THREAD_TIMEOUT`` (set to 22 unless you set it, see below).
 
 ``strict`` is NumPy wearing CuPy's manners: its arrays refuse implicit
 conversion to NumPy, and refuse to mix with plain NumPy arrays, exactly where
@@ -24,11 +24,14 @@ import threading
 
 # After a matrix product an idle OpenBLAS thread spins for 2^n CPU cycles, waiting for the next one, before it
 # sleeps; n = OPENBLAS_THREAD_TIMEOUT, 28 by default (about a tenth of a second), clamped to [4, 30]. A
-# sleeping thread costs a wake-up at the next product, and a training step is dozens of small products a
-# few hundred microseconds apart: n = 24 (about 6 ms) keeps the threads awake through a step and lets them
-# sleep soon after it (workbook step, alternating runs: 17.4 ms at n = 4, 15.2 ms at n = 24). OpenBLAS
-# reads this when NumPy is first imported, so it acts only when this import comes first; yours wins.
-os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "24")
+# sleeping thread costs a wake-up at the next product; a spinning one holds a core. n = 22 (about 1.6 ms)
+# keeps the threads awake across the short gaps between a small model's products and lets them sleep
+# during the long elementwise stretches in which this engine's own threads (``parallel_rows``) need that
+# core. Measured in alternating runs on 2 cores, ms a step: workbook 14.6 (n = 4), 14.1 (18), 13.5 (20),
+# 13.0 (22), 13.4 (24); larger 220 (4), 225 (20), 232 (22), and in other pairings 242 (20) against 291 (24),
+# 228 (20) against 220 (22). OpenBLAS reads this when NumPy is first imported, so it acts only when this
+# import comes first; a value you set yourself wins.
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "22")
 
 import numpy as np  # noqa: E402  host NumPy: only for I/O, data on the host and the strict stand-in
 

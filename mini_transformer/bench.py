@@ -15,7 +15,7 @@ against a float32 matrix-multiply ceiling measured in the same run.
 Two engines in one process can slow each other: after the last matrix product of
 a round, each engine's idle BLAS or OpenMP threads keep spinning for a while, on
 the cores the other engine's next round needs. OpenBLAS spins 2^n cycles with n =
-``OPENBLAS_THREAD_TIMEOUT`` (``mini_transformer.backend`` sets 24, about 6 ms),
+``OPENBLAS_THREAD_TIMEOUT`` (``mini_transformer.backend`` sets 22, about 1.6 ms),
 so the bench waits ``settle_seconds()`` after every round, untimed, before the
 other engine starts. Without that pause, and with OpenBLAS's default of 2^28
 cycles, the PyTorch rounds ran up to 2.6 times slower (workbook) and the ratio
