@@ -202,9 +202,12 @@ def _batch_block(a, i, j):
 
 
 def _memory_order(a):
-    """Axes p such that ``a.transpose(p)`` is C-contiguous with the last axis still last, or None."""
+    """Axes p such that ``a.transpose(p)`` is C-contiguous with the last axis still last (the identity when
+    ``a`` has no such order), and the inverse permutation, which turns the transposed array back."""
     p = tuple(sorted(range(a.ndim - 1), key=lambda i: -a.strides[i])) + (a.ndim - 1,)
-    return p if a.transpose(p).flags.c_contiguous else None
+    if not a.transpose(p).flags.c_contiguous:
+        p = tuple(range(a.ndim))
+    return p, tuple(sorted(range(a.ndim), key=p.__getitem__))
 
 
 def _empty_like_layout(a, shape=None):
@@ -214,8 +217,7 @@ def _empty_like_layout(a, shape=None):
     (B, T, H, d_head), like the q, k and v it was given, turns back into (B, T, d_model) with no copy.
     """
     shape = a.shape if shape is None else shape
-    p = _memory_order(a) or tuple(range(a.ndim))
-    back = tuple(sorted(range(a.ndim), key=p.__getitem__))           # the inverse permutation
+    p, back = _memory_order(a)
     return xp.empty(tuple(shape[i] for i in p), dtype=a.dtype).transpose(back)
 
 
@@ -415,8 +417,7 @@ def apply_rotary(x, cos, sin, interleaved=False):
     if r % 2 or r > d:
         raise ValueError(f"apply_rotary: the tables cover {r} channels, but x has {d}; the rotary "
                          f"width must be even and at most the head size.")
-    p = _memory_order(a) or tuple(range(a.ndim))     # work in x's memory order, copy only if it has none
-    back = tuple(sorted(range(a.ndim), key=p.__getitem__))           # the inverse permutation
+    p, back = _memory_order(a)                        # work in x's memory order, copy only if it has none
     m = contiguous(a.transpose(p))                    # (..., d) C order, x's axes in order p
     shape_r = a.shape[:-1] + (r,)
     cos_m, sin_m = _tiled(cos, shape_r, p), _tiled(sin, shape_r, p)
