@@ -172,18 +172,18 @@ def peak_memory(step):
 def run(names=("workbook", "larger"), rounds=11, steps_per_round=None, use_torch=True):
     """Median ms a step of every engine on every configuration, from alternating rounds; the ratios between them."""
     threads = int(os.environ.get("OMP_NUM_THREADS", os.cpu_count() or 1))
-    try:
-        import torch  # noqa: F401
-        have_torch = use_torch and backend.get_backend() != "cupy"
-    except ImportError:
-        have_torch = False
+    torch = None
+    if use_torch and backend.get_backend() != "cupy":
+        try:
+            import torch
+        except ImportError:
+            pass
+    have_torch = torch is not None
     ceiling = matmul_ceiling()
     settle = settle_seconds()
     out = {"backend": backend.get_backend(), "threads": threads, "matmul_ceiling_flops": ceiling,
-           "tuning": tuning.state(), "settle_seconds": settle, "torch": None, "configs": {}}
-    if have_torch:
-        import torch
-        out["torch"] = torch.__version__
+           "tuning": tuning.state(), "settle_seconds": settle, "torch": torch.__version__ if have_torch else None,
+           "configs": {}}
     for name in names:
         c = CONFIGS[name]
         engines = {"fast": numpy_engine(c, "fast"), "reference": numpy_engine(c, "reference")}

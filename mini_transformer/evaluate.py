@@ -39,7 +39,6 @@ import os
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Optional
 
 from . import backend
 from . import functional as F
