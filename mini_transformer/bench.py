@@ -224,10 +224,13 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=11, help="alternating rounds per engine (default 11)")
     ap.add_argument("--steps", type=int, default=None, help="steps per round (default: about 0.25 s a round)")
     ap.add_argument("--no-torch", action="store_true", help="skip the PyTorch baseline")
+    ap.add_argument("--threads", type=int, default=None, help="threads for the fast kernels (default: one per core)")
     args = ap.parse_args(argv)
     if args.rounds < 1 or (args.steps is not None and args.steps < 1):
         ap.error(f"--rounds and --steps must be at least 1, got {args.rounds} and {args.steps}.")
-    kernels.tune()
+    if args.threads is not None and args.threads < 1:
+        ap.error(f"--threads must be at least 1, got {args.threads}.")
+    kernels.tune(args.threads)
     res = run(args.configs, args.rounds, args.steps, use_torch=not args.no_torch)
     if args.json:
         print(json.dumps(res, indent=2))
