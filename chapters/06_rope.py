@@ -45,7 +45,7 @@ import math
 
 import matplotlib.pyplot as plt
 
-from exercises.use import reveal, use
+from exercises import reveal, use
 from mini_transformer.backend import asarray, rng, to_numpy, xp
 
 g = rng(0)  # one seeded generator for the whole chapter
@@ -77,7 +77,7 @@ def randn(*shape):
 # encoding: the same offset, 2, gives two different scores.
 
 # %%
-from solutions.sinusoidal import sinusoidal_positional_encoding
+from mini_transformer.positional.sinusoidal import sinusoidal_positional_encoding
 
 d = 8
 q, k = randn(d), randn(d)

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from exercises import generate as gen
-from exercises.drill import DRILLS
-from exercises.grader import grade_exercises, grade_file, label_of, targets_of
+from exercises.grading import generate as gen
+from exercises.grading.drill import DRILLS
+from exercises.grading.grader import grade_exercises, grade_file, label_of, targets_of
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGETS = [k for m in gen.exercise_modules() for k in targets_of(m)]
@@ -198,7 +198,7 @@ def test_drill_end_to_end(tmp_path):
 def test_use_picks_yours_when_written_and_the_reference_otherwise(tmp_path, monkeypatch, capsys):
     import numpy as np
 
-    from exercises.use import use
+    from exercises import use
     from solutions import rope as reference
     text = gen.generated_text("rope").replace(
         '    # TODO: Exercise 6.2\n    raise NotImplementedError("Exercise 6.2")\n',

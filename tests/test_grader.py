@@ -7,6 +7,7 @@ r"""The grader, graded.
    right kind of failure and, for a known misconception, the right hint. Among them: one that
    raises, one that hangs, one that returns the wrong type, one that writes into its input.
 """
+import ast
 import math
 import re
 import time
@@ -15,9 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from exercises.checks import TARGETS
-from exercises.generate import SOLUTIONS, regions
-from exercises.grader import grade_file, grade_jobs
+from exercises.grading.checks import all_targets, modules, target as target_of
+from exercises.grading.generate import regions
+from exercises.grading.paths import SOLUTIONS
+from exercises.grading.grader import grade_file, grade_jobs
 from mini_transformer.backend import asarray, to_numpy
 from solutions import alibi, rope, sinusoidal, t5
 
@@ -166,7 +168,7 @@ def test_t5_bias_is_translation_invariant():
 # 2. The references pass every check
 # ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("module", ["rope", "sinusoidal", "alibi", "t5"])
+@pytest.mark.parametrize("module", modules())
 def test_solutions_pass_every_check(module):
     results = grade_file(SOLUTIONS / f"{module}.py", module)
     assert results and all(r["status"] == "pass" for r in results), [(r["target"], r["message"]) for r in results]
@@ -176,78 +178,31 @@ def test_solutions_pass_every_check(module):
 # 3. Known-wrong implementations are all rejected, with the right hint
 # ---------------------------------------------------------------------------
 
-# (file, name in it, target, expected kind, expected misconception)
-KNOWN_WRONG = [
-    ("rope_rotate.py", "rotate_half_sign_error", "rope.rotate_half", "misconception", "sign_error"),
-    ("rope_rotate.py", "rotate_half_interleaved", "rope.rotate_half", "misconception", "interleaved_pairing"),
-    ("rope_rotate.py", "rotate_half_missing_minus", "rope.rotate_half", "misconception", "missing_minus"),
-    ("rope_rotate.py", "rotate_half_raises", "rope.rotate_half", "raised", None),
-    ("rope_rotate.py", "rotate_half_in_place", "rope.rotate_half", "mutated", None),
-    ("rope_rotate.py", "rotate_half_extra_argument", "rope.rotate_half", "signature", None),
-    ("broken_syntax.py", "rotate_half", "rope.rotate_half", "import", None),
-    ("rope_apply.py", "apply_rotary_sign_error", "rope.apply_rotary", "misconception", "sign_error"),
-    ("rope_apply.py", "apply_rotary_interleaved_pairs", "rope.apply_rotary", "misconception", "interleaved_pairing"),
-    ("rope_apply.py", "apply_rotary_swapped", "rope.apply_rotary", "misconception", "cos_sin_swapped"),
-    ("rope_apply.py", "apply_rotary_keeps_float64", "rope.apply_rotary", "dtype", None),
-    ("rope_apply.py", "apply_rotary_hangs", "rope.apply_rotary", "timeout", None),
-    ("rope_apply.py", "apply_rotary_slightly_off", "rope.apply_rotary", "numbers", None),
-    ("rope_embedding.py", "OffsetIgnored", "rope.RotaryEmbedding", "misconception", "offset_ignored"),
-    ("rope_embedding.py", "AnglesNotDuplicated", "rope.RotaryEmbedding", "misconception", "angles_not_duplicated"),
-    ("rope_embedding.py", "NtkAsLinear", "rope.RotaryEmbedding", "misconception", "ntk_as_linear"),
-    ("rope_embedding.py", "LinearAsNtk", "rope.RotaryEmbedding", "misconception", "linear_as_ntk"),
-    ("rope_embedding.py", "StackedTables", "rope.RotaryEmbedding", "type", None),
-    ("rope_embedding.py", "DividesByPosition", "rope.RotaryEmbedding", "nan", None),
-    ("rope_embedding.py", "CallNotWritten", "rope.RotaryEmbedding", "unfinished", None),
-    ("rope_embedding.py", "ExitsTheProcess", "rope.RotaryEmbedding", "crashed", None),
-    ("rope_misc.py", "relative_score_swapped", "rope.relative_score", "misconception", "positions_swapped"),
-    ("rope_misc.py", "relative_score_query_only", "rope.relative_score", "misconception", "only_query_rotated"),
-    ("rope_misc.py", "relative_score_unrotated", "rope.relative_score", "misconception", "unrotated"),
-    ("rope_misc.py", "relative_score_array", "rope.relative_score", "type", None),
-    ("rope_misc.py", "wavelength_frequencies", "rope.wavelength_table", "misconception", "frequencies"),
-    ("rope_misc.py", "wavelength_missing_two_pi", "rope.wavelength_table", "misconception", "missing_two_pi"),
-    ("rope_misc.py", "wavelength_list", "rope.wavelength_table", "type", None),
-    ("rope_misc.py", "wavelength_per_channel", "rope.wavelength_table", "shape", "one_per_channel"),
-    ("rope_rotate.py", "rotate_interleaved_sign_error", "rope.rotate_interleaved", "misconception", "sign_error"),
-    ("rope_rotate.py", "rotate_interleaved_as_half", "rope.rotate_interleaved", "misconception", "rotate_half_pairing"),
-    ("rope_rotate.py", "rotate_interleaved_missing_minus", "rope.rotate_interleaved", "misconception", "missing_minus"),
-    ("rope_rotate.py", "rotate_interleaved_in_place", "rope.rotate_interleaved", "mutated", None),
-    ("rope_apply.py", "apply_rotary_interleaved_half_pairs", "rope.apply_rotary_interleaved", "misconception",
-     "rotate_half_pairing"),
-    ("rope_apply.py", "apply_rotary_interleaved_sign_error", "rope.apply_rotary_interleaved", "misconception",
-     "sign_error"),
-    ("rope_apply.py", "apply_rotary_interleaved_reorders", "rope.apply_rotary_interleaved", "misconception",
-     "tables_reordered"),
-    ("rope_misc.py", "permutation_inverse", "rope.interleaved_to_half_permutation", "misconception", "inverse"),
-    ("rope_misc.py", "permutation_identity", "rope.interleaved_to_half_permutation", "misconception", "identity"),
-    ("rope_misc.py", "permutation_pair_order", "rope.interleaved_to_half_permutation", "misconception", "pair_order"),
-    ("rope_misc.py", "permutation_float", "rope.interleaved_to_half_permutation", "dtype", None),
-    ("drills.py", "sinusoidal_swapped", "sinusoidal.sinusoidal_positional_encoding", "misconception",
-     "sin_cos_swapped"),
-    ("drills.py", "sinusoidal_halves", "sinusoidal.sinusoidal_positional_encoding", "misconception", "halves_layout"),
-    ("drills.py", "sinusoidal_exponent", "sinusoidal.sinusoidal_positional_encoding", "misconception",
-     "frequency_exponent"),
-    ("drills.py", "sinusoidal_half_width", "sinusoidal.sinusoidal_positional_encoding", "shape", None),
-    ("drills.py", "slopes_naive", "alibi.alibi_slopes", "misconception", "non_power_of_two"),
-    ("drills.py", "slopes_from_one", "alibi.alibi_slopes", "misconception", "starts_at_one"),
-    ("drills.py", "slopes_duplicates", "alibi.alibi_slopes", "misconception", "duplicate_slopes"),
-    ("drills.py", "bias_positive", "alibi.alibi_bias", "misconception", "positive_sign"),
-    ("drills.py", "bias_queries_first", "alibi.alibi_bias", "misconception", "queries_at_start"),
-    ("drills.py", "bias_future_bonus", "alibi.alibi_bias", "misconception", "future_not_clamped"),
-    ("drills.py", "bias_no_batch_axis", "alibi.alibi_bias", "shape", "missing_batch_axis"),
-    ("drills.py", "bucket_flipped", "t5.relative_position_bucket", "misconception", "direction_flipped"),
-    ("drills.py", "bucket_not_halved", "t5.relative_position_bucket", "misconception", "not_halved"),
-    ("drills.py", "bucket_causal_abs", "t5.relative_position_bucket", "misconception", "causal_abs"),
-    ("drills.py", "bucket_float", "t5.relative_position_bucket", "dtype", None),
-]
+def _known_wrong():
+    """Every row of every ``KNOWN_WRONG`` table in tests/wrong_implementations/, as (file, name, target, kind,
+    misconception). The tables are literals, read without importing the files."""
+    rows = []
+    for path in sorted(WRONG.glob("*.py")):
+        tree = ast.parse(path.read_text())
+        tables = [n.value for n in tree.body if isinstance(n, ast.Assign)
+                  and [getattr(t, "id", None) for t in n.targets] == ["KNOWN_WRONG"]]
+        assert tables, f"{path.name} has no KNOWN_WRONG table; see tests/wrong_implementations/README.md"
+        for row in ast.literal_eval(tables[0]):
+            attr, target, kind, misconception, *where = row
+            rows.append((where[0] if where else path.name, attr, target, kind, misconception))
+    return rows
+
+
+KNOWN_WRONG = _known_wrong()
 
 
 def _source(name, folder):
     """The wrong implementation's file; one that must not parse is kept as .txt (so no tool tries to
     compile it) and copied to a .py in a temporary folder for the grader."""
-    if (WRONG / name).exists():
+    if not name.endswith(".txt"):
         return WRONG / name
-    copy = folder / name
-    copy.write_text((WRONG / (name + ".txt")).read_text())
+    copy = folder / name[:-len(".txt")]
+    copy.write_text((WRONG / name).read_text())
     return copy
 
 
@@ -266,12 +221,12 @@ def test_known_wrong_is_rejected_with_the_right_hint(wrong_results, file, attr, 
     expected_status = "not attempted" if kind == "not attempted" else "fail"
     assert (r["status"], r["kind"], r["misconception"]) == (expected_status, kind, misconception), r["message"]
     if misconception:
-        title = next(m.title for m in TARGETS[target].misconceptions if m.key == misconception)
+        title = next(m.title for m in target_of(target).misconceptions if m.key == misconception)
         assert title in r["message"]
 
 
 def test_every_exercise_has_three_known_wrong_implementations_and_every_failure_mode():
-    per_target = {t: sum(row[2] == t for row in KNOWN_WRONG) for t in TARGETS}
+    per_target = {t: sum(row[2] == t for row in KNOWN_WRONG) for t in all_targets()}
     assert min(per_target.values()) >= 3, per_target
     kinds = {row[3] for row in KNOWN_WRONG}
     assert {"raised", "timeout", "type", "mutated", "misconception", "numbers", "nan"} <= kinds
@@ -294,7 +249,7 @@ def test_numbers_feedback_names_fraction_error_index_and_input(wrong_results):
 
 def test_feedback_never_shows_the_reference_code(wrong_results):
     code = set()
-    for module in ["rope", "sinusoidal", "alibi", "t5"]:
+    for module in modules():
         text = (SOLUTIONS / f"{module}.py").read_text()
         lines = text.splitlines()
         code |= {lines[n].strip() for _, first, last, _ in regions(text) for n in range(first + 1, last)

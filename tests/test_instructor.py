@@ -7,8 +7,8 @@ from pathlib import Path
 
 import nbformat
 
-from exercises import notebooks
-from exercises.generate import SOLUTIONS, generated_text
+from exercises.grading import notebooks
+from exercises.grading.generate import SOLUTIONS, generated_text
 
 ROOT = Path(__file__).resolve().parent.parent
 

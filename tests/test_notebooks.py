@@ -15,7 +15,7 @@ import time
 import nbformat
 import pytest
 
-from exercises import notebooks
+from exercises.grading import notebooks
 
 CHAPTERS = notebooks.chapter_names()
 BUDGET_S = 60  # a chapter must execute in under a minute on two cores

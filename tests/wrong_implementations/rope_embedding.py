@@ -4,6 +4,19 @@ import os
 from mini_transformer.backend import xp
 
 
+# (name in this file, target, expected kind, expected misconception): tests/test_grader.py reads this table
+KNOWN_WRONG = [
+    ("OffsetIgnored", "rope.RotaryEmbedding", "misconception", "offset_ignored"),
+    ("AnglesNotDuplicated", "rope.RotaryEmbedding", "misconception", "angles_not_duplicated"),
+    ("NtkAsLinear", "rope.RotaryEmbedding", "misconception", "ntk_as_linear"),
+    ("LinearAsNtk", "rope.RotaryEmbedding", "misconception", "linear_as_ntk"),
+    ("StackedTables", "rope.RotaryEmbedding", "type", None),
+    ("DividesByPosition", "rope.RotaryEmbedding", "nan", None),
+    ("CallNotWritten", "rope.RotaryEmbedding", "unfinished", None),
+    ("ExitsTheProcess", "rope.RotaryEmbedding", "crashed", None),
+]
+
+
 class _Base:
     def __init__(self, d_head, base=10000.0, scaling=None, factor=1.0):
         self.d_head, self.scaling, self.factor = d_head, scaling, factor

@@ -8,7 +8,7 @@ r"""Grade the reader's code: every exercise in its own time-limited process.
              | "mutated" | "raised" | "timeout" | "crashed" | "import" | "nan" | "misconception" | "numbers",
      "misconception": None or a stable key such as "sign_error", "message": "..."}
 
-The reader's code runs in a worker process (``exercises._worker``). A job that overruns
+The reader's code runs in a worker process (``exercises.grading.worker``). A job that overruns
 ``timeout`` seconds gets its worker killed and the remaining jobs go to a fresh one, so an
 infinite loop costs one timeout and never hangs the caller.
 """
@@ -22,7 +22,8 @@ import threading
 import time
 from pathlib import Path
 
-from exercises.generate import EXERCISES, ROOT, SOLUTIONS, exercise_modules, region_labels
+from exercises.grading.generate import exercise_modules, region_labels
+from exercises.grading.paths import EXERCISES, ROOT, SOLUTIONS
 
 DEFAULT_TIMEOUT = 10.0  # seconds per exercise: the cases are tiny, so only a hang gets near it
 STARTUP_GRACE = 60.0  # seconds for the worker to start (imports) on a slow machine
@@ -45,8 +46,8 @@ def _number(label):
 
 def targets_of(module):
     """Keys of the graded targets of a solutions module, in exercise order."""
-    from exercises.checks import TARGETS
-    keys = [k for k, t in TARGETS.items() if t.module == module]
+    from exercises.grading.checks import targets
+    keys = [f"{module}.{name}" for name in targets(module)]
     return sorted(keys, key=lambda k: _number(label_of(k)))
 
 
@@ -77,7 +78,7 @@ def grade_jobs(jobs, timeout=DEFAULT_TIMEOUT):
     pending = list(jobs)
     while pending:
         with tempfile.TemporaryFile() as err:
-            proc = subprocess.Popen([sys.executable, "-m", "exercises._worker"], cwd=str(ROOT), env=_worker_env(),
+            proc = subprocess.Popen([sys.executable, "-m", "exercises.grading.worker"], cwd=str(ROOT), env=_worker_env(),
                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
             lines = queue.Queue()
 

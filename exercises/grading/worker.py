@@ -1,6 +1,6 @@
 r"""The grader's child process: grade a list of jobs, one JSON line per event.
 
-The parent (``exercises.grader``) reads ``{"event": "start"}`` before each job and kills this
+The parent (``exercises.grading.grader``) reads ``{"event": "start"}`` before each job and kills this
 process when a job overruns its time limit, so reader code that hangs never hangs the
 grader. Whatever the reader's code prints goes to stderr; the protocol has its own copy of
 the original stdout.
@@ -38,9 +38,11 @@ def run_job(job):
     """Grade one job: ``{"target", "source", "attr", "label"}``."""
     import importlib
 
-    from exercises.checks import TARGETS, grade_candidate
+    from exercises.grading.checking import grade_candidate
+    from exercises.grading.checks import target as target_of, targets
+    from exercises.grading.saved import saved
 
-    target = TARGETS[job["target"]]
+    target = target_of(job["target"])
     path = job["source"]
     if path not in _modules:
         try:
@@ -56,19 +58,11 @@ def run_job(job):
     candidate = module.__dict__.get(job["attr"])
     # Grade each exercise on its own: while this one runs, its siblings in the reader's module
     # are the reference ones, so an unfinished rotate_half cannot fail apply_rotary.
-    siblings = [t.name for t in TARGETS.values() if t.module == target.module and t.name != job["attr"]]
-    missing = object()
-    saved = {n: module.__dict__.get(n, missing) for n in siblings}
-    try:
+    siblings = [n for n in targets(target.module) if n != job["attr"]]
+    with saved(module.__dict__, siblings):
         for n in siblings:
             module.__dict__[n] = getattr(reference_module, n)
         return grade_candidate(target, candidate, reference, job["label"], source_file=path)
-    finally:
-        for n, v in saved.items():
-            if v is missing:
-                module.__dict__.pop(n, None)
-            else:
-                module.__dict__[n] = v
 
 
 def main():
@@ -83,7 +77,7 @@ def main():
         protocol.flush()
 
     jobs = json.loads(sys.stdin.read())
-    import exercises.checks  # noqa: F401  (imported before the first clock starts)
+    import exercises.grading.checking  # noqa: F401  (imported before the first clock starts)
     emit(event="ready")
     for job in jobs:
         emit(event="start", index=job["index"])

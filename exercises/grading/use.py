@@ -1,6 +1,6 @@
 r"""The chapters' way to import an exercise: yours once you have written it, the reference until then.
 
-    from exercises.use import use
+    from exercises import use
     rotate_half, apply_rotary = use("rope", "rotate_half", "apply_rotary")
 
 prints, for each name, which version the chapter runs. A function whose body is still the
@@ -14,7 +14,7 @@ import importlib
 import os
 import sys
 
-from exercises.generate import function_is_stub
+from exercises.grading.generate import function_is_stub
 
 
 def _written(obj):

@@ -12,14 +12,14 @@ outputs; a test fails while they are out of date with the ``.py``.
 Cells tagged ``answer`` (reference solutions, the answers of "Check yourself") are dropped
 by ``python -m exercises release``.
 """
-import contextlib
 import copy
 import os
 from pathlib import Path
 
-from exercises.generate import ROOT
+from exercises.grading.paths import CHAPTERS, ROOT
+from exercises.grading.saved import saved
 
-CHAPTERS = ROOT / "chapters"
+
 EXPECTED = CHAPTERS / "expected_outputs"
 CHECK_TAG = "nbval-check-output"
 ANSWER_TAG = "answer"
@@ -79,26 +79,14 @@ def stale(name):
             f"(first difference at cell {first}). {fix}"]
 
 
-@contextlib.contextmanager
-def _env(**values):
-    old = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
 def refresh(name, timeout=600):
     """Execute the chapter and store the outputs of its ``nbval-check-output`` cells."""
     import nbformat
     from nbclient import NotebookClient
     nb = read_chapter(name)
-    with _env(PE_USE_REFERENCE="1", MPLBACKEND="Agg", PYDEVD_DISABLE_FILE_VALIDATION="1"):
+    settings = {"PE_USE_REFERENCE": "1", "MPLBACKEND": "Agg", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+    with saved(os.environ, settings):
+        os.environ.update(settings)
         NotebookClient(nb, timeout=timeout, kernel_name="python3",
                        resources={"metadata": {"path": str(CHAPTERS)}}).execute()
     for cell in nb.cells:

@@ -17,8 +17,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from exercises.generate import ROOT, drill_text
-from exercises.grader import DEFAULT_TIMEOUT, format_results, grade_file
+from exercises.grading.generate import drill_text
+from exercises.grading.paths import ROOT
+from exercises.grading.grader import DEFAULT_TIMEOUT, format_results, grade_file
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import csv
 import json
 from pathlib import Path
 
-from exercises.grader import DEFAULT_TIMEOUT, grade_file, label_of, summary, targets_of
+from exercises.grading.grader import DEFAULT_TIMEOUT, grade_file, label_of, summary, targets_of
 
 
 def students(folder, module):

@@ -19,11 +19,8 @@ modules (labels ``Drill ...``) never appear in ``exercises/`` and are blanked on
 import ast
 import re
 import textwrap
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-SOLUTIONS = ROOT / "solutions"
-EXERCISES = ROOT / "exercises"
+from exercises.grading.paths import EXERCISES, SOLUTIONS
 
 _BEGIN = re.compile(r"^(?P<indent>[ \t]*)# BEGIN SOLUTION(?: (?P<label>\S.*?))?[ \t]*$")
 _END = re.compile(r"^[ \t]*# END SOLUTION[ \t]*$")

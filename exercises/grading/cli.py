@@ -1,0 +1,109 @@
+r"""``python -m exercises COMMAND``: the workbook's reader and instructor commands.
+
+    grade [MODULE ...] [--file PATH]        grade your exercises (or one file) and print feedback
+    drill [NAME] [--grade | --history]      timed retyping drills
+    generate [--check] [--force]            regenerate exercises/ from solutions/ (authors)
+    refresh-outputs [CHAPTER ...]           re-execute chapters, store their checked outputs (authors)
+    release CHAPTER --out DIR               build a student notebook without answers (instructors)
+    grade-folder DIR --out REPORT           grade a class into REPORT.csv and REPORT.json (instructors)
+"""
+import argparse
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m exercises", description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("grade", help="grade your exercises and print layered feedback")
+    p.add_argument("modules", nargs="*", help="exercise modules (default: all), e.g. rope")
+    p.add_argument("--file", help="grade this file instead of exercises/MODULE.py (needs one MODULE)")
+    p.add_argument("--timeout", type=float, default=None, help="seconds per exercise (default 10)")
+
+    p = sub.add_parser("drill", help="timed drills: blank file, clock, grade, history")
+    p.add_argument("name", nargs="?", help="rope, sinusoidal, alibi or t5; omit to list them")
+    p.add_argument("--grade", action="store_true", help="grade the attempt and stop the clock")
+    p.add_argument("--history", action="store_true", help="plot your times to a PNG")
+    p.add_argument("--out", help="where --history writes the PNG")
+    p.add_argument("--attempts-dir", help="folder of attempts (default exercises/drills/attempts, or $PE_DRILL_DIR)")
+    p.add_argument("--history-file", help="history JSON (default .drill_history.json, or $PE_DRILL_HISTORY)")
+    p.add_argument("--timeout", type=float, default=None, help="seconds per function when grading")
+
+    p = sub.add_parser("generate", help="write exercises/ from solutions/")
+    p.add_argument("--check", action="store_true", help="only report drift; exit 1 if any")
+    p.add_argument("--force", action="store_true", help="overwrite exercise files that hold your code")
+
+    p = sub.add_parser("refresh-outputs", help="execute chapters and store their checked outputs")
+    p.add_argument("chapters", nargs="*", help="e.g. 06_rope (default: all)")
+
+    p = sub.add_parser("release", help="student notebook without answer cells or outputs")
+    p.add_argument("chapter", help="e.g. 06_rope")
+    p.add_argument("--out", required=True, help="output folder")
+
+    p = sub.add_parser("grade-folder", help="grade one entry per student into CSV and JSON")
+    p.add_argument("folder")
+    p.add_argument("--out", required=True, help="report path without suffix; .csv and .json are written")
+    p.add_argument("--module", default="rope", help="which exercise module the students wrote (default rope)")
+    p.add_argument("--timeout", type=float, default=None, help="seconds per exercise (default 10)")
+
+    args = parser.parse_args(argv)
+    from exercises.grading.grader import DEFAULT_TIMEOUT
+    timeout = getattr(args, "timeout", None) or DEFAULT_TIMEOUT
+
+    if args.command == "grade":
+        from exercises.grading.generate import EXERCISES, exercise_modules
+        from exercises.grading.grader import format_results, grade_file
+        modules = args.modules or exercise_modules()
+        if args.file and len(modules) != 1:
+            parser.error("--file needs exactly one MODULE, e.g. `grade rope --file my_rope.py`.")
+        results = []
+        for m in modules:
+            results += grade_file(args.file or EXERCISES / f"{m}.py", m, timeout=timeout)
+        print(format_results(results))
+        return 0 if all(r["status"] != "fail" for r in results) else 1
+
+    if args.command == "drill":
+        from exercises.grading import drill
+        if args.grade and args.history:
+            parser.error("use either --grade or --history, not both.")
+        if not args.name:
+            print(drill.listing(args.history_file))
+            return 0
+        if args.history:
+            print(f"wrote {drill.plot_history(args.name, args.history_file, args.out, args.attempts_dir)}")
+            return 0
+        if args.grade:
+            passed, text = drill.grade(args.name, args.attempts_dir, args.history_file, timeout=timeout)
+            print(text)
+            return 0 if passed else 1
+        print(drill.start(args.name, args.attempts_dir, args.history_file))
+        return 0
+
+    if args.command == "generate":
+        from exercises.grading.generate import generate
+        report = generate(force=args.force, check=args.check)
+        print("\n".join(report) if report else "exercises/ matches solutions/.")
+        if args.check:
+            return 1 if report else 0
+        return 1 if any("not overwritten" in line for line in report) else 0
+
+    if args.command == "refresh-outputs":
+        from exercises.grading import notebooks
+        for name in args.chapters or notebooks.chapter_names():
+            print(f"wrote {notebooks.refresh(name)}")
+        return 0
+
+    if args.command == "release":
+        from exercises.grading import notebooks
+        print(f"wrote {notebooks.release(args.chapter, args.out)}")
+        return 0
+
+    if args.command == "grade-folder":
+        from exercises.grading.instructor import grade_folder
+        report = grade_folder(args.folder, args.out, module=args.module, timeout=timeout)
+        for s in report["students"]:
+            print(f"{s['student']:<24} {s['passed']} of {s['total']}")
+        print(f"wrote {args.out}.csv and {args.out}.json")
+        return 0
+    return 2
+
