@@ -135,6 +135,15 @@ class TextCorpus:
         self.train = self._read(self.train_files)  # (N_train,) uint8
         self.val = self._read(self.val_files)  # (N_val,) uint8
 
+    @classmethod
+    def from_arrays(cls, train, val, name="text"):
+        """A corpus whose splits are the given byte arrays (``repetitive_corpus`` builds one this way)."""
+        corpus = cls.__new__(cls)
+        corpus.root, corpus.train_files, corpus.val_files = name, [], []
+        corpus.train = np.asarray(train, dtype=np.uint8)
+        corpus.val = np.asarray(val, dtype=np.uint8)
+        return corpus
+
     def _read(self, rel_paths):
         blob = b"".join((self.root / rel).read_bytes() for rel in rel_paths)
         return np.frombuffer(blob, dtype=np.uint8)
@@ -165,6 +174,8 @@ class TextCorpus:
         return asarray(x), asarray(y)
 
     def __repr__(self):
+        if not self.train_files:
+            return f"TextCorpus({self.root!r}: {len(self.train)} train bytes, {len(self.val)} val bytes)"
         return (f"TextCorpus({str(self.root)!r}: {len(self.train_files)} train files, "
                 f"{len(self.train)} bytes; {len(self.val_files)} val files, {len(self.val)} bytes)")
 
@@ -174,6 +185,34 @@ def stdlib_corpus(max_bytes=4_000_000, val_fraction=0.1, root=None):
     if root is None:
         root = sysconfig.get_paths()["stdlib"]
     return TextCorpus(root, max_bytes=max_bytes, val_fraction=val_fraction)
+
+
+# A handful of sentences; ``repetitive_corpus`` strings them together at random.
+REPETITIVE_LINES = (
+    "the cat sat on the mat.", "the dog sat on the log.", "a bird sang in the tree.",
+    "the sun rose over the hill.", "we read the book again.", "she said it twice.",
+    "rain fell on the roof.", "the ship left the port.",
+)
+
+
+def repetitive_corpus(n_bytes=400_000, seed=0, val_fraction=0.1, lines=REPETITIVE_LINES):
+    r"""Text that repeats itself: a ``TextCorpus`` of lines drawn at random from a few sentences.
+
+    The sources train on "a repetitive corpus" to show attention sinks. Here each
+    line is one of ``lines`` (eight short sentences by default), chosen uniformly
+    with ``seed``, each followed by a newline, until ``n_bytes``. Almost every byte
+    is fixed by the few bytes before it, so most heads have little to look up.
+    The first ``1 - val_fraction`` of the bytes are the train split, the rest val.
+    """
+    n_bytes = check_int("n_bytes", n_bytes, minimum=64)
+    if not 0 < val_fraction <= 0.5:
+        raise ValueError(f"val_fraction must lie in (0, 0.5], got {val_fraction!r}.")
+    encoded = [encode(line + "\n") for line in lines]
+    shortest = min(len(e) for e in encoded)
+    picks = np.random.default_rng(seed).integers(0, len(encoded), size=n_bytes // shortest + 1)
+    text = np.concatenate([encoded[i] for i in picks])[:n_bytes].astype(np.uint8)
+    cut = int(round(n_bytes * (1 - val_fraction)))
+    return TextCorpus.from_arrays(text[:cut], text[cut:], name=f"repetitive, {len(lines)} lines, seed {seed}")
 
 
 # ---------------------------------------------------------------------------
@@ -335,6 +374,55 @@ def passkey_task(batch_size, length, depth, vocab_size=16, seed=0, n_digits=5):
     s[:, H] = QUERY
     s[:, H + 1:] = digits  # (B, length + 1)
     return _batch(s, H, vocab_size, key_pos=p + 1)
+
+
+DIGIT_BYTE_0 = ord("0")  # in text, a passkey digit d is the byte of the character str(d)
+
+
+def text_passkey_task(batch_size, length, depth, vocab_size=BYTE_VOCAB_SIZE, seed=0, n_digits=5, text=None):
+    r"""Passkey retrieval in real text: ``passkey_task``'s layout with bytes of ``text`` as the filler.
+
+    ``text`` is a 1-D array of byte ids (a ``TextCorpus`` split). Each row is a
+    window of it with the key block ``KEY_START d_1..d_n KEY_END`` spliced in at
+    :math:`p = \mathrm{round}(\text{depth}\,(H - n - 2))`, :math:`H = \text{length} - n`,
+    then ``QUERY`` at ``x[:, H]`` and the answer so far, exactly as in
+    ``passkey_task`` (the markers are the control bytes 2, 3 and 4, which source
+    text never holds; the digits are the characters ``'0'..'9'``). The text on
+    both sides of the key is one unbroken window, so a language model can
+    predict it. Scored: every text byte, and the answer ``y[:, H:]``; the key
+    block and ``QUERY`` (which nothing predicts) are IGNORE. The signature is
+    ``passkey_task``'s, so ``evaluate.passkey_grid(..., task=partial(text_passkey_task, text=t))`` runs it.
+    """
+    if text is None:
+        raise ValueError("text_passkey_task needs text=, a 1-D array of byte ids to use as the haystack "
+                         "(for example stdlib_corpus().val).")
+    batch_size = check_int("batch_size", batch_size, minimum=1)
+    n_digits = check_int("n_digits", n_digits, minimum=1)
+    length = check_int("length", length, minimum=1)
+    if not 0.0 <= depth <= 1.0:  # also refuses NaN
+        raise ValueError(f"depth must lie in [0, 1] (0 = start, 1 = end), got {depth!r}.")
+    if length < passkey_min_length(n_digits):
+        raise ValueError(f"length={length} cannot hold a {n_digits}-digit key with its markers and "
+                         f"the query; length must be at least {passkey_min_length(n_digits)}.")
+    if vocab_size != BYTE_VOCAB_SIZE:
+        raise ValueError(f"text_passkey_task works on bytes, so vocab_size must be {BYTE_VOCAB_SIZE}, got {vocab_size}.")
+    text = np.asarray(to_numpy(text))
+    H = length - n_digits  # haystack length: everything before QUERY
+    n_text = H - n_digits - 2  # text bytes around the key block
+    if len(text) < n_text + 1:
+        raise ValueError(f"text holds {len(text)} bytes; length={length} needs at least {n_text + 1}.")
+    rng = np.random.default_rng(seed)
+    digits = DIGIT_BYTE_0 + rng.integers(0, N_DIGIT_TOKENS, size=(batch_size, n_digits))
+    starts = rng.integers(0, len(text) - n_text + 1, size=batch_size)
+    filler = text[starts[:, None] + np.arange(n_text)].astype(np.int64)  # (B, n_text)
+    p = int(np.floor(depth * n_text + 0.5))  # where KEY_START goes
+    block = np.concatenate([np.full((batch_size, 1), KEY_START), digits, np.full((batch_size, 1), KEY_END)], axis=1)
+    s = np.concatenate([filler[:, :p], block, filler[:, p:], np.full((batch_size, 1), QUERY), digits], axis=1)
+    x = s[:, :-1].astype(np.int64)  # (B, length)
+    y = s[:, 1:].astype(np.int64)
+    y[:, max(0, p - 1):p + n_digits + 1] = IGNORE  # the key block: KEY_START, the digits, KEY_END
+    y[:, H - 1] = IGNORE  # QUERY
+    return TaskBatch(asarray(x), asarray(y), BYTE_VOCAB_SIZE, p + 1)
 
 
 TASKS = {

@@ -289,7 +289,7 @@ def _greedy_key(model, x, n_digits):
 
 
 def passkey_grid(model, lengths, depths=(0.0, 0.25, 0.5, 0.75, 1.0), n_trials=8, seed=0, threshold=0.5,
-                 n_digits=5, vocab_size=None):
+                 n_digits=5, vocab_size=None, task=passkey_task):
     r"""Passkey retrieval accuracy over (context length x depth), by greedy decoding of the key.
 
     Each cell is one ``data.passkey_task(n_trials, length, depth, vocab_size,
@@ -300,7 +300,9 @@ def passkey_grid(model, lengths, depths=(0.0, 0.25, 0.5, 0.75, 1.0), n_trials=8,
     ``n_digits`` digits are right (``accuracy``); ``digit_accuracy`` counts
     single digits. Every cell uses the same ``seed``, so the same keys appear
     at every length and depth. ``lengths`` are sorted; a length the model
-    refuses gives NaN and a reason.
+    refuses gives NaN and a reason. ``task`` builds each cell's batch with
+    ``passkey_task``'s signature (``data.text_passkey_task`` with its ``text``
+    bound hides the key in real text instead of random symbols).
     """
     if not getattr(model, "causal", True):
         raise TypeError(f"passkey_grid decodes left to right, so it needs a causal model such as TinyGPT, "
@@ -320,7 +322,7 @@ def passkey_grid(model, lengths, depths=(0.0, 0.25, 0.5, 0.75, 1.0), n_trials=8,
     with _evaluating(model):
         for i, L in enumerate(lengths):
             for j, d in enumerate(depths):
-                batch = passkey_task(n_trials, L, d, vocab_size, seed, n_digits)
+                batch = task(n_trials, L, d, vocab_size, seed, n_digits)
                 guess, reason = _refused(lambda: _greedy_key(model, batch.x, n_digits))
                 if guess is None:
                     reasons[L] = reason

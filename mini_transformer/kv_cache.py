@@ -25,6 +25,11 @@ flows into them: carried from one training segment to the next with a
 A scheme whose rotation depends on the current length (dynamic NTK:
 ``rerotate_keys = True``) also gets unrotated keys, re-rotated each step, since
 keys rotated with an older scale would go stale.
+
+The policy is one function, ``keep_indices(n_tokens, window, n_sink)``: which of
+the ``n_tokens`` cached tokens stay. A cache built with ``keep_indices=f`` runs
+``f`` instead (chapter 10 puts the reader's policy, or a deliberately odd one such
+as "drop the first token", inside the model this way).
 """
 from . import functional as F
 from .autograd import Tensor
@@ -33,10 +38,22 @@ from .backend import xp
 POSITIONS = ("text", "slot")
 
 
+def keep_indices(n_tokens, window, n_sink):
+    r"""The cached tokens a policy keeps, as increasing indices into the ``n_tokens`` held now.
+
+    Full cache (``window=None``): all of them. Otherwise the first ``n_sink`` and the
+    ``window`` most recent, :math:`[0, n_{sink}) \cup [n - W, n)`; while
+    :math:`n \le n_{sink} + W` the two ranges overlap and every token stays.
+    """
+    if window is None or n_tokens <= n_sink + window:
+        return xp.arange(n_tokens)
+    return xp.concatenate([xp.arange(n_sink), xp.arange(n_tokens - window, n_tokens)])
+
+
 class KVCache:
     r"""Per-layer keys and values ``(B, H, T_cached, d_head)`` plus their positions ``(T_cached,)``."""
 
-    def __init__(self, n_layers, window=None, n_sink=0, positions="text"):
+    def __init__(self, n_layers, window=None, n_sink=0, positions="text", keep_indices=None):
         if window is not None and window < 1:
             raise ValueError(f"KVCache window must be at least 1 token, got window={window}.")
         if n_sink < 0:
@@ -46,6 +63,7 @@ class KVCache:
         if positions not in POSITIONS:
             raise ValueError(f"KVCache positions must be one of {POSITIONS}, got positions={positions!r}.")
         self.n_layers, self.window, self.n_sink, self.positions = n_layers, window, n_sink, positions
+        self.keep_indices = keep_indices        # None: this module's keep_indices; else (n, window, n_sink) -> indices
         self.k = [None] * n_layers
         self.v = [None] * n_layers
         self.pos = xp.zeros(0, dtype="int64")   # (T_cached,) place in the text of each cached token
@@ -86,12 +104,32 @@ class KVCache:
         """After every layer has stored its part: record ``T`` new tokens and evict what the policy drops."""
         self.pos = xp.concatenate([self.pos, xp.arange(self.seen, self.seen + T)])
         self.seen += T
-        if self.window is not None and len(self) > self.n_sink + self.window:
-            keep = xp.concatenate([xp.arange(self.n_sink), xp.arange(len(self) - self.window, len(self))])
-            self.pos = self.pos[keep]
-            self.k = [None if a is None else a[:, :, keep] for a in self.k]
-            self.v = [None if a is None else a[:, :, keep] for a in self.v]
+        n = len(self)
+        if self.keep_indices is None:
+            keep = keep_indices(n, self.window, self.n_sink)
+            if len(keep) == n:
+                return                              # everything stays: nothing to copy
+        else:
+            keep = _checked(self.keep_indices(n, self.window, self.n_sink), n)
+        self.pos = self.pos[keep]
+        self.k = [None if a is None else a[:, :, keep] for a in self.k]
+        self.v = [None if a is None else a[:, :, keep] for a in self.v]
 
     def nbytes(self):
         """Bytes held by the cached keys and values."""
         return sum(a.nbytes for a in self.k + self.v if a is not None)
+
+
+def _checked(keep, n):
+    """``keep`` as a backend int64 array of distinct indices in [0, n), or a sentence saying what is wrong."""
+    keep = xp.asarray(keep)
+    if keep.ndim != 1 or (keep.size and keep.dtype.kind not in "iu"):
+        raise ValueError(f"keep_indices must return a 1-D array of integer indices, got shape {keep.shape} and "
+                         f"dtype {keep.dtype}.")
+    keep = keep.astype("int64")
+    if keep.size and (int(keep.min()) < 0 or int(keep.max()) >= n):
+        raise ValueError(f"keep_indices returned indices from {int(keep.min())} to {int(keep.max())}, but the "
+                         f"cache holds {n} tokens: indices must lie in [0, {n}).")
+    if len(xp.unique(keep)) != len(keep):
+        raise ValueError("keep_indices returned an index twice; each cached token can be kept once.")
+    return keep
