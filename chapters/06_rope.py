@@ -693,7 +693,10 @@ assert all(good) and all(bad[:4]) and not any(bad[4:])
 # ## 8. RoPE in TinyGPT, trained on a position-sensitive task, against none
 #
 # Now put RoPE in a real model. `TinyGPT` takes the scheme by name, and its attention calls the
-# scheme's `rotate` hook on every query and key, exactly as `apply_rotary` does above. The task
+# scheme's `rotate` hook on every query and key. With the default `kernels="reference"` that hook
+# computes `x * cos + rotate_half(x) * sin`, the formula of your `apply_rotary` above
+# (`mini_transformer/functional.py`, `apply_rotary`); `GPTConfig(kernels="fast")` swaps in
+# `mini_transformer/kernels/rope.py`, the same numbers as matrix products, faster. The task
 # is *copy*: a row of random symbols, a separator, then the same symbols again. To write the
 # symbol that comes $n + 1$ places back, a token must find the key exactly $n + 1$ positions
 # behind it: a pure question of relative position.

@@ -90,7 +90,7 @@ def test_a_checkpoint_is_bound_to_its_rope_configuration(tmp_path):
         load_checkpoint(path, rope_model({**yarn, "factor": 2.0}))
     with pytest.raises(ValueError, match=r"pairing='rotate-half \(i, i \+ d/2\)'.*interleaved"):
         load_checkpoint(path, rope_model(yarn, rope_interleaved=True))
-    with pytest.raises(ValueError, match=r"rotary_dim=8.*rotary_dim=4"):
+    with pytest.raises(ValueError, match=r"partial_rotary_factor=1.0.*partial_rotary_factor=0.5.*rotary_dim"):
         load_checkpoint(path, rope_model(yarn, partial_rotary_factor=0.5))
 
 
@@ -134,28 +134,3 @@ def test_context_extension_quick_directions(extension_quick):
     assert m["searched"]["loss_at_4L"] < m["linear (PI)"]["loss_at_4L"] - 0.05
     # Not asserted, because it does not reproduce on this model (see the README): zero-shot PI at 4L is
     # *worse* than unscaled RoPE there, since unscaled RoPE does not collapse past L on a model this small.
-
-
-def test_rope_builds_its_tables_once_per_positions_array_and_never_serves_stale_ones():
-    # one forward turns q and k of every layer with one positions array, so RoPE keeps that array's tables;
-    # a dynamic-NTK length change (planned_length) or another dtype must still get tables of its own
-    from mini_transformer import Tensor
-    from mini_transformer.positional.rope import RoPE
-
-    def scheme():
-        return RoPE(8, rope_scaling={"rope_type": "dynamic", "factor": 2.0}, max_position_embeddings=4)
-    x = Tensor(backend.asarray(np.random.default_rng(2).normal(size=(1, 2, 6, 8))))
-    rope, pos = scheme(), backend.xp.arange(6)
-    first = rope.rotate(x, pos, 0).numpy()
-    tables = rope._last[3]
-    np.testing.assert_array_equal(rope.rotate(x, pos, 1).numpy(), first)
-    assert rope._last[3] is tables                                      # the same tables, not rebuilt
-    with rope.planned_length(40):
-        planned = rope.rotate(x, pos, 0).numpy()                        # same array, another NTK scale
-    reference = scheme()
-    with reference.planned_length(40):
-        want = reference.rotate(x, backend.xp.arange(6), 0).numpy()
-    np.testing.assert_array_equal(planned, want)
-    assert np.abs(planned - first).max() > 1e-3
-    as32 = rope.rotate(Tensor(x.data.astype("float32")), pos, 0)
-    assert as32.dtype == np.float32 and np.allclose(as32.numpy(), first, atol=1e-5)
