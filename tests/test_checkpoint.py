@@ -1,0 +1,243 @@
+"""Checkpoints: a damaged file or a stranger is refused by name, and a save that dies midway leaves no wreck.
+
+Every way a file can go wrong on its way to disk and back (empty, cut short,
+altered, or never a checkpoint) must end in one ValueError that names the file
+and says which it is, never in a raw zip or pickle traceback, and never with
+advice to unpickle.
+"""
+import errno
+import io
+import json
+import os
+import re
+import traceback
+import zipfile
+
+import numpy as np
+import pytest
+
+from mini_transformer import backend
+from mini_transformer.checkpoint import load_checkpoint, read_checkpoint, save_checkpoint
+from mini_transformer.model import GPTConfig, TinyGPT
+
+
+def small(**kw):
+    settings = dict(vocab_size=8, d_model=8, n_layers=1, n_heads=2, max_len=8, positional="rope")
+    settings.update(kw)
+    return TinyGPT(GPTConfig(**settings))
+
+
+@pytest.fixture
+def saved(tmp_path):
+    """(path, model, the file's bytes) of a freshly saved small checkpoint."""
+    path = tmp_path / "model.npz"
+    model = small()
+    save_checkpoint(str(path), model)
+    return path, model, path.read_bytes()
+
+
+def _npz_bytes(**arrays):
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    return buffer.getvalue()
+
+
+def _npy_bytes(array):
+    buffer = io.BytesIO()
+    np.save(buffer, array)
+    return buffer.getvalue()
+
+
+def _first_weight_bytes():
+    """The bytes of the embedding table of ``small()``: the first weight in its checkpoint."""
+    return np.ascontiguousarray(small().state_dict()["tok.weight"]).tobytes()
+
+
+def _flip(raw, offset):
+    out = bytearray(raw)
+    out[offset] ^= 0xFF
+    return bytes(out)
+
+
+# each entry: the saved file's bytes -> the damaged bytes
+DAMAGED = {
+    "empty": lambda raw: b"",
+    "cut after 3 bytes": lambda raw: raw[:3],
+    "cut in half": lambda raw: raw[:len(raw) // 2],
+    "last byte missing": lambda raw: raw[:-1],
+    # np.savez stores arrays uncompressed, so a weight's bytes, and the config's JSON (a unicode array,
+    # 4 bytes a character), can be found in the file
+    "a byte of a weight flipped": lambda raw: _flip(raw, raw.index(_first_weight_bytes()) + 5),
+    "a byte of the config flipped": lambda raw: _flip(raw, raw.index('"rope_base"'.encode("utf-32-le")) + 8),
+    "a name in the zip index flipped": lambda raw: _flip(raw, raw.rindex(b"__meta__.npy") + 3),
+}
+
+NOT_A_CHECKPOINT = {
+    "a text file": lambda raw: b"step 100: loss 1.23\n",
+    "one .npy array": lambda raw: _npy_bytes(np.arange(4.0)),
+    "an .npz of other arrays": lambda raw: _npz_bytes(weights=np.ones(3)),
+    "an .npz holding a pickled object": lambda raw: _npz_bytes(
+        __meta__=np.array(json.dumps({"format": 1, "config": {}, "positional": {}})),
+        payload=np.array([{"run": "me"}], dtype=object)),
+    "another format": lambda raw: _npz_bytes(__meta__=np.array(json.dumps({"format": 99}))),
+}
+
+
+def _refusal(path, kind):
+    """The start every refusal of this file shares: the file's name in quotes, then what is wrong with it."""
+    return re.escape(f"The file {str(path)!r} {kind}:")
+
+
+@pytest.mark.parametrize("damage", list(DAMAGED))
+def test_a_damaged_file_is_refused_by_name(damage, saved, tmp_path):
+    bad = tmp_path / "copy.npz"
+    bad.write_bytes(DAMAGED[damage](saved[2]))
+    _assert_refused(bad, "is damaged")
+
+
+@pytest.mark.parametrize("stranger", list(NOT_A_CHECKPOINT))
+def test_a_file_that_is_not_a_checkpoint_is_refused_by_name(stranger, saved, tmp_path):
+    bad = tmp_path / "other.npz"
+    bad.write_bytes(NOT_A_CHECKPOINT[stranger](saved[2]))
+    _assert_refused(bad, "is not a checkpoint")
+
+
+def _assert_refused(path, kind):
+    with pytest.raises(ValueError, match=_refusal(path, kind)) as info:
+        read_checkpoint(str(path))
+    shown = "".join(traceback.format_exception(info.value))
+    assert "allow_pickle" not in shown and "pickle.load" not in shown, shown   # no advice to load unsafely
+    assert "Traceback" in shown and shown.count("Traceback") == 1, shown    # one error, no zip error chained on
+    # load_checkpoint says the same and leaves the model as it was
+    model = small(seed=5)
+    before = {k: v.copy() for k, v in model.state_dict().items()}
+    with pytest.raises(ValueError, match=_refusal(path, kind)):
+        load_checkpoint(str(path), model)
+    assert all(np.array_equal(before[k], v) for k, v in model.state_dict().items())
+
+
+def test_a_missing_file_is_a_file_not_found_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match=re.escape(f"No checkpoint at {str(tmp_path / 'gone.npz')!r}")):
+        read_checkpoint(str(tmp_path / "gone.npz"))
+
+
+def test_every_flipped_byte_is_caught_or_changes_nothing(saved, tmp_path):
+    # zip stores a CRC-32 of every member and both headers' copies of its name, and a CRC catches every single-byte
+    # error: so a flip inside any member's data must be refused, and a flip elsewhere (a header field the reader
+    # does not use) may load, but then exactly as saved
+    path, _, raw = saved
+    meta, params, _ = read_checkpoint(str(path))
+    inside = np.zeros(len(raw), dtype=bool)                         # the bytes of the members' data
+    with zipfile.ZipFile(path) as z:
+        for member in z.infolist():
+            # a local header is 30 bytes, then the name and the extra field, whose lengths sit at bytes 26 and 28
+            at = member.header_offset
+            start = at + 30 + int.from_bytes(raw[at + 26:at + 28], "little") + int.from_bytes(raw[at + 28:at + 30],
+                                                                                                "little")
+            inside[start:start + member.file_size] = True
+    bad = tmp_path / "flipped.npz"
+    loaded = []
+    for offset in range(0, len(raw), 11):                         # about 1100 flips, every region of the file
+        bad.write_bytes(_flip(raw, offset))
+        try:
+            got_meta, got_params, _ = read_checkpoint(str(bad))
+        except ValueError as e:
+            # a flip in the 4-byte signature makes a file that no longer says it is a zip archive
+            kind = "is not a checkpoint" if offset < 4 else "is damaged"
+            assert re.match(_refusal(bad, kind), str(e)), (offset, str(e))
+            continue
+        loaded.append(offset)
+        assert got_meta == meta and got_params.keys() == params.keys(), offset
+        assert all(np.array_equal(got_params[k], v) for k, v in params.items()), offset
+    assert not inside[loaded].any(), [o for o in loaded if inside[o]]
+    assert 0 < len(loaded) < 0.5 * len(range(0, len(raw), 11))        # most flips are caught; some are harmless
+
+
+# ---------------------------------------------------------------------------
+# A save that dies midway
+# ---------------------------------------------------------------------------
+
+class _DiesAfter:
+    """A file that writes ``limit`` bytes, then raises ``error`` (a full disk, a Ctrl-C)."""
+
+    def __init__(self, f, limit, error):
+        self._f, self._left, self._error = f, limit, error
+
+    def write(self, b):
+        if len(b) > self._left:
+            self._f.write(bytes(b[:self._left]))
+            self._left = 0
+            raise self._error
+        self._left -= len(b)
+        return self._f.write(b)
+
+    def __getattr__(self, name):
+        return getattr(self._f, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return self._f.__exit__(*exc)
+
+
+def _dies_in_write(limit, error):
+    def install(monkeypatch):
+        real = os.fdopen
+        monkeypatch.setattr(os, "fdopen", lambda fd, mode="r": _DiesAfter(real(fd, mode), limit, error))
+    return install
+
+
+def _raises_in(name, error):
+    def install(monkeypatch):
+        def fail(*args, **kwargs):
+            raise error
+        monkeypatch.setattr(os, name, fail)
+    return install
+
+
+CRASHES = {
+    "disk full after 100 bytes": (_dies_in_write(100, OSError(errno.ENOSPC, "No space left on device")), OSError),
+    "disk full after 3000 bytes": (_dies_in_write(3000, OSError(errno.ENOSPC, "No space left on device")), OSError),
+    "Ctrl-C after 1000 bytes": (_dies_in_write(1000, KeyboardInterrupt()), KeyboardInterrupt),
+    "fsync fails": (_raises_in("fsync", OSError(errno.EIO, "Input/output error")), OSError),
+    "the rename fails": (_raises_in("replace", OSError(errno.EXDEV, "Invalid cross-device link")), OSError),
+}
+
+
+@pytest.mark.parametrize("earlier", [True, False], ids=["over an earlier checkpoint", "first save"])
+@pytest.mark.parametrize("crash", list(CRASHES))
+def test_a_save_that_dies_midway_leaves_the_earlier_file_whole_and_nothing_else(crash, earlier, tmp_path,
+                                                                                monkeypatch):
+    path = tmp_path / "model.npz"
+    old_model = small(seed=1)
+    if earlier:
+        save_checkpoint(str(path), old_model)
+    before = path.read_bytes() if earlier else None
+    install, error = CRASHES[crash]
+    with monkeypatch.context() as patch:
+        install(patch)
+        with pytest.raises(error):
+            save_checkpoint(str(path), small(seed=2))
+    assert sorted(os.listdir(tmp_path)) == (["model.npz"] if earlier else [])
+    if earlier:
+        assert path.read_bytes() == before
+        reloaded = small(seed=3)
+        load_checkpoint(str(path), reloaded)
+        x = np.arange(6)[None] % 8
+        assert np.array_equal(backend.to_numpy(reloaded(x).data), backend.to_numpy(old_model(x).data))
+
+
+def test_the_crash_helpers_really_crash_inside_the_write(tmp_path, monkeypatch):
+    # the disk-full file must have written part of the archive before failing, or the test above tests nothing
+    written = []
+    real = os.fdopen
+
+    def spy(fd, mode="r"):
+        f = _DiesAfter(real(fd, mode), 3000, OSError(errno.ENOSPC, "full"))
+        written.append(f)
+        return f
+    monkeypatch.setattr(os, "fdopen", spy)
+    with pytest.raises(OSError, match="full"):
+        save_checkpoint(str(tmp_path / "m.npz"), small())
+    assert len(written) == 1 and written[0]._left == 0
