@@ -7,7 +7,9 @@ The models are built so the right number can be written down:
   for every input, so the loss on target j is ln(e^c + V - 1) - c;
 - zero query and key weights make every score 0, so causal attention is uniform
   over the prefix: query i puts 1/(i+1) on position 0;
-- a hand-written "oracle" reads the passkey exactly when it lies inside a window.
+- a hand-written "oracle" reads the passkey exactly when it lies inside a window;
+- ``HalvingModel`` (``hand_built.py``) has loss (p + 1) ln 2 at position p, so every
+  bucket, slice and boundary shows in the expected numbers.
 """
 import math
 
@@ -19,6 +21,8 @@ from mini_transformer.autograd import Tensor
 from mini_transformer.data import DIGIT_0, KEY_START, QUERY, TextCorpus, passkey_task
 from mini_transformer.model import GPTConfig, TinyEncoder, TinyGPT
 from mini_transformer.nn import Module
+
+from hand_built import LN2, HalvingModel, counting_text
 
 V = 16
 
@@ -88,6 +92,49 @@ def test_fixed_token_model_loss_is_known(target_is_favoured):
     expected = math.log(math.exp(c) + V - 1) - (c if target_is_favoured else 0.0)
     result = evaluate.loss_by_position(model, text, T=12, n_batches=1, bucket=5)
     np.testing.assert_allclose(result.loss, expected, rtol=1e-6)
+
+
+@pytest.mark.usefixtures("each_backend")
+@pytest.mark.parametrize("bucket, starts, means", [
+    # loss (t + 1) ln 2 at t = 0..9: a bucket [a, b) has mean ln 2 (a + b + 1) / 2
+    (4, [0, 4, 8], [2.5, 6.5, 9.5]),             # (1+2+3+4)/4, (5+6+7+8)/4, and the short last bucket (9+10)/2
+    (3, [0, 3, 6, 9], [2.0, 5.0, 8.0, 10.0]),    # the last bucket holds position 9 alone
+    (10, [0], [5.5]),
+    (1, list(range(10)), [t + 1.0 for t in range(10)]),
+])
+def test_loss_by_position_on_a_model_whose_loss_grows_with_position(bucket, starts, means):
+    result = evaluate.loss_by_position(HalvingModel(V), counting_text(300, V), T=10, n_batches=2, bucket=bucket,
+                                       batch_size=3)
+    assert result.starts.tolist() == starts
+    # float64 logits of size ~(t + 1) ln 2 and one log-sum-exp: a few ulps. Were x and y cut from the windows
+    # any other way than one token apart, the target would not be x + 1 and every loss would be far off
+    np.testing.assert_allclose(result.per_position, [(t + 1) * LN2 for t in range(10)], rtol=1e-13)
+    np.testing.assert_allclose(result.loss, np.array(means) * LN2, rtol=1e-13)
+
+
+def test_extrapolation_curve_splits_at_the_training_length():
+    # train_len 8; L = floor(m 8 + 1/2): 0.5 -> 4, 1 -> 8, 1.0625 -> 8.5 rounds up to 9, 1.5 -> 12, 2 -> 16 (refused)
+    model = HalvingModel(V, limit=12)                          # positions 0..11 only, like a learned table
+    curve = evaluate.extrapolation_curve(model, counting_text(300, V), train_len=8,
+                                         multiples=(0.5, 1, 1.0625, 1.5, 2), n_batches=1, batch_size=2)
+    assert curve.lengths.tolist() == [4, 8, 9, 12, 16]
+    # all positions t < L: mean of (t + 1) ln 2 is (L + 1)/2 ln 2
+    np.testing.assert_allclose(curve.loss[:4], np.array([2.5, 4.5, 5.0, 6.5]) * LN2, rtol=1e-13)
+    # positions t >= 8 only: none at L = 4 or 8; at 9 just t = 8 (loss 9 ln 2); at 12, t = 8..11 (mean of 9..12)
+    assert np.isnan(curve.loss_beyond[:2]).all()
+    np.testing.assert_allclose(curve.loss_beyond[2:4], np.array([9.0, 10.5]) * LN2, rtol=1e-13)
+    assert np.isnan(curve.loss[4]) and np.isnan(curve.loss_beyond[4])
+    assert curve.reasons[:4] == [None] * 4 and "position 15 was asked for" in curve.reasons[4]
+
+
+def test_retention_measures_both_models_at_the_training_length():
+    # before: (t + 1) ln 2, after: (t + 2) ln 2, over t = 0..5: means 3.5 ln 2 and 4.5 ln 2, one ln 2 apart
+    result = evaluate.retention(HalvingModel(V), HalvingModel(V, shift=1), counting_text(100, V), train_len=6,
+                                n_batches=2, batch_size=2)
+    assert result.train_len == 6
+    assert result.loss_before == pytest.approx(3.5 * LN2, rel=1e-13)
+    assert result.loss_after == pytest.approx(4.5 * LN2, rel=1e-13)
+    assert result.difference == pytest.approx(LN2, rel=1e-12)
 
 
 def test_loss_by_position_reads_a_text_corpus(tmp_path):

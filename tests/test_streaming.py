@@ -7,6 +7,8 @@ from mini_transformer.kv_cache import KVCache
 from mini_transformer.model import GPTConfig, TinyGPT
 from mini_transformer.streaming import stream_loss
 
+from hand_built import LN2, HalvingModel, counting_text
+
 SCHEMES = ["none", "sinusoidal", "learned", "rope"]
 
 
@@ -101,6 +103,31 @@ def test_stream_loss_with_a_full_cache_equals_the_full_forward_loss():
     assert np.abs(got.losses - expected).max() <= 1e-12
     recomputed = stream_loss(model, x, window=24, recompute=True)
     assert np.abs(recomputed.losses - expected).max() <= 1e-12
+
+
+# HalvingModel's loss at position p is (p + 1) ln 2, so the losses of a stream spell out the position each step's
+# query was given. Ten tokens, step t = 0..9 predicts token t + 1 (nine losses); the cache holds n_sink + window.
+STEPS = [
+    ("full cache, text positions", dict(),
+     [1, 2, 3, 4, 5, 6, 7, 8, 9], [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]),
+    ("window 4, text positions: evicting keeps the place in the text", dict(window=4),
+     [1, 2, 3, 4, 5, 6, 7, 8, 9], [1, 2, 3, 4, 4, 4, 4, 4, 4, 4]),
+    ("window 4, slots: the query sits after the 4 kept, at slot 4", dict(window=4, positions="slot"),
+     [1, 2, 3, 4, 5, 5, 5, 5, 5], [1, 2, 3, 4, 4, 4, 4, 4, 4, 4]),
+    ("2 sinks + window 4, slots: at slot 6 at most", dict(window=4, n_sink=2, positions="slot"),
+     [1, 2, 3, 4, 5, 6, 7, 7, 7], [1, 2, 3, 4, 5, 6, 6, 6, 6, 6]),
+    ("recompute over the last 4 tokens: the query is at 3 at most", dict(window=4, recompute=True),
+     [1, 2, 3, 4, 4, 4, 4, 4, 4], [1, 2, 3, 4, 4, 4, 4, 4, 4, 4]),
+]
+
+
+@pytest.mark.parametrize("policy, losses, held", [s[1:] for s in STEPS], ids=[s[0] for s in STEPS])
+def test_stream_loss_gives_each_query_the_position_its_policy_promises(policy, losses, held):
+    text = np.stack([counting_text(10, 16), counting_text(10, 16)])     # (2, 10): batch rows are averaged
+    result = stream_loss(HalvingModel(16), text, **policy)
+    np.testing.assert_allclose(result.losses, np.array(losses) * LN2, rtol=1e-13)
+    assert result.mean_loss == pytest.approx(np.mean(losses) * LN2, rel=1e-13)
+    assert result.cache_tokens.tolist() == held
 
 
 def test_generation_through_a_sink_cache_runs_past_the_trained_length():
