@@ -91,7 +91,7 @@ def test_fixed_token_model_loss_is_known(target_is_favoured):
     text = np.full(100, j if target_is_favoured else 2)
     expected = math.log(math.exp(c) + V - 1) - (c if target_is_favoured else 0.0)
     result = evaluate.loss_by_position(model, text, T=12, n_batches=1, bucket=5)
-    np.testing.assert_allclose(result.loss, expected, rtol=1e-6)
+    np.testing.assert_allclose(result.loss, expected, rtol=1e-13)
 
 
 @pytest.mark.usefixtures("each_backend")
@@ -173,8 +173,8 @@ def test_retention_compares_the_same_windows():
     result = evaluate.retention(before, after, np.full(50, j), train_len=16, n_batches=1, batch_size=2)
     after_loss = math.log(math.exp(c) + V - 1) - c
     assert result.loss_before == pytest.approx(math.log(V), abs=1e-12)
-    assert result.loss_after == pytest.approx(after_loss, rel=1e-6)
-    assert result.difference == pytest.approx(after_loss - math.log(V), rel=1e-6)
+    assert result.loss_after == pytest.approx(after_loss, rel=1e-13)
+    assert result.difference == pytest.approx(after_loss - math.log(V), rel=1e-13)
 
 
 # ---------------------------------------------------------------------------
@@ -271,30 +271,30 @@ def test_effective_context_length_on_a_hand_written_grid(rows, threshold, expect
 @pytest.mark.parametrize("k", [1, 3])
 def test_uniform_causal_attention_puts_harmonic_mass_on_the_first_tokens(k):
     T = 10
-    model = zero_query_key(TinyGPT(config("none")))
+    model = zero_query_key(TinyGPT(config("none")).to_dtype("float64"))
     result = evaluate.attention_mass(model, random_tokens(2 * T).reshape(2, T), first_k=k)
     # query i spreads 1 over i+1 keys: 1/(i+1) on position 0, min(k, i+1)/(i+1) on the first k
     first_k = (k + k * (harmonic(T) - harmonic(k))) / T
-    np.testing.assert_allclose(result.position0, np.full((2, 2), harmonic(T) / T), rtol=1e-6)
-    np.testing.assert_allclose(result.first_k, np.full((2, 2), first_k), rtol=1e-6)
+    np.testing.assert_allclose(result.position0, np.full((2, 2), harmonic(T) / T), rtol=1e-13)
+    np.testing.assert_allclose(result.first_k, np.full((2, 2), first_k), rtol=1e-13)
 
 
 def test_uniform_bidirectional_attention_puts_1_over_T_on_each_token():
     T, k = 8, 3
-    model = zero_query_key(TinyEncoder(config("none")))
+    model = zero_query_key(TinyEncoder(config("none")).to_dtype("float64"))
     result = evaluate.attention_mass(model, random_tokens(T)[None], first_k=k)
-    np.testing.assert_allclose(result.position0, 1 / T, rtol=1e-6)
-    np.testing.assert_allclose(result.first_k, k / T, rtol=1e-6)
+    np.testing.assert_allclose(result.position0, 1 / T, rtol=1e-13)
+    np.testing.assert_allclose(result.first_k, k / T, rtol=1e-13)
 
 
 def test_alibi_heads_decay_at_their_own_slope():
     T = 12
-    model = zero_query_key(TinyGPT(config("alibi")))
+    model = zero_query_key(TinyGPT(config("alibi")).to_dtype("float64"))
     result = evaluate.attention_mass(model, random_tokens(T)[None])
     for h, m in enumerate([1 / 16, 1 / 256]):                  # 2^{-8h/H} for H = 2
         # query i weights key j by e^{-m (i - j)}: position 0 gets e^{-m i} / sum_{s<=i} e^{-m s}
         expected = np.mean([math.exp(-m * i) / sum(math.exp(-m * s) for s in range(i + 1)) for i in range(T)])
-        np.testing.assert_allclose(result.position0[:, h], expected, rtol=1e-5)
+        np.testing.assert_allclose(result.position0[:, h], expected, rtol=1e-13)
 
 
 def test_attention_mass_restores_the_recording_flags():

@@ -288,8 +288,8 @@ def test_unknown_key_warns_but_a_clean_config_does_not():
 
 def test_wavelengths_and_rotations(on_backend):
     np.testing.assert_allclose(host(wavelengths(8, 1e4)), [2 * math.pi * 10 ** i for i in range(4)], rtol=1e-13)
-    # rho_i * lambda_i = L: turns times tokens per turn is the length.
-    np.testing.assert_allclose(host(rotations_within(128, 1e4, 4096)) * host(wavelengths(128, 1e4)), 4096, rtol=1e-12)
+    # rho_i = L theta_i / (2 pi): at L = 200 pi the four pairs turn 100, 10, 1 and 0.1 times
+    np.testing.assert_allclose(host(rotations_within(8, 1e4, 200 * math.pi)), [100.0, 10.0, 1.0, 0.1], rtol=1e-13)
 
 
 def test_llama2_critical_dimension_is_92(on_backend):
@@ -350,9 +350,22 @@ def test_every_model_describes_itself_with_a_source(name, on_backend):
     info = describe_model(name)
     assert info["source"] and info["summary"] and info["mechanism"] == MODELS[name]["mechanism"]
     if info["mechanism"].startswith("rope"):
-        inv_freq = host(info["inv_freq"])
-        assert inv_freq.shape == (info["rotary_dim"] // 2,)
-        np.testing.assert_allclose(host(info["wavelengths"]) * inv_freq, 2 * np.pi, rtol=1e-13)
+        # unscaled, from the formula: theta_i = base^(-2i/r), lambda_i = 2 pi base^(2i/r), r the rotary width
+        r, base = info["rotary_dim"], MODELS[name]["rope_theta"]
+        two_i_over_r = 2 * np.arange(r // 2) / r
+        theta, lam = base ** -two_i_over_r, 2 * np.pi * base ** two_i_over_r
+        np.testing.assert_allclose(host(info["base_wavelengths"]), lam, rtol=1e-13)
+        inv_freq, scaled_lam = host(info["inv_freq"]), host(info["wavelengths"])
+        if not info["frequencies_scaled"]:
+            np.testing.assert_allclose(inv_freq, theta, rtol=1e-13)
+            np.testing.assert_allclose(scaled_lam, lam, rtol=1e-13)
+        else:
+            # every stored method keeps the fastest pair and slows the others by at most the factor
+            s = info["rope_scaling"]["factor"]
+            assert inv_freq[0] == 1.0 and scaled_lam[0] == pytest.approx(2 * np.pi, rel=1e-15)
+            assert np.all(inv_freq <= theta * (1 + 1e-13)) and np.all(inv_freq >= theta / s * (1 - 1e-13))
+            assert np.all(scaled_lam >= lam * (1 - 1e-13)) and np.all(scaled_lam <= lam * s * (1 + 1e-13))
+            assert inv_freq[-1] == pytest.approx(theta[-1] / s, rel=1e-12)   # and the slowest by all of it
         assert 0 <= info["critical_dimension"].pair <= info["rotary_dim"] // 2
 
 
