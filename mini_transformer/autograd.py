@@ -434,42 +434,16 @@ _GELU_C = 0.7978845608028654  # sqrt(2 / pi)
 def gelu(x):
     r"""GELU, tanh form (GPT-2's): y = x s,  s = (1 + \tanh u)/2,  u = \sqrt{2/\pi}(x + 0.044715 x^3).
 
-    dy/dx = s + x s' and, since 1 - \tanh^2 u = 4 s (1 - s), s' = 2 s (1 - s) u' with
-    u' = \sqrt{2/\pi}(1 + 3 \cdot 0.044715 x^2). So dy/dx = s\,[1 + (1 - s)\, x\, 2u'],
-    which needs only x and the s kept from the forward.
+    dy/dx = s + x s',  with s' = (1 - \tanh^2 u)/2 \cdot u'  and  u' = \sqrt{2/\pi}(1 + 3 \cdot 0.044715 x^2).
     """
-    a = x.data.reshape(-1, x.shape[-1]) if x.ndim > 1 else x.data.reshape(1, -1)   # (rows, d)
-    s, y = xp.empty_like(a), xp.empty_like(a)   # s = (1 + tanh u)/2, kept for the backward
-
-    def forward_rows(i, j):
-        ai, si, yi = a[i:j], s[i:j], y[i:j]
-        xp.multiply(ai, ai, out=si)          # in place, block by block: one of the model's largest arrays
-        si *= _GELU_C * 0.044715
-        si += _GELU_C
-        si *= ai                             # u
-        xp.tanh(si, out=si)
-        si *= 0.5
-        si += 0.5                            # s
-        xp.multiply(si, ai, out=yi)
-    backend.parallel_rows(forward_rows, a.shape[0], a.size)
+    a = x.data
+    t = xp.tanh(_GELU_C * (a + 0.044715 * a * a * a))
+    s = 0.5 * (1 + t)
 
     def backward(gy):
-        g = gy.reshape(a.shape)
-        gx = xp.empty_like(a)
-
-        def backward_rows(i, j):
-            ai, si, d = a[i:j], s[i:j], gx[i:j]
-            xp.multiply(ai, ai, out=d)
-            d *= 6 * _GELU_C * 0.044715
-            d += 2 * _GELU_C
-            d *= ai                          # x 2u'
-            d *= 1 - si                      # (1 - s) x 2u'
-            d += 1
-            d *= si                          # dy/dx
-            d *= g[i:j]
-        backend.parallel_rows(backward_rows, a.shape[0], a.size)
-        return (gx.reshape(x.shape),)
-    return _op(y.reshape(x.shape), (x,), backward)
+        du = _GELU_C * (1 + 3 * 0.044715 * a * a)
+        return (gy * (s + a * 0.5 * (1 - t * t) * du),)
+    return _op(a * s, (x,), backward)
 
 
 def where(condition, x0, x1):

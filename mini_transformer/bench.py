@@ -1,27 +1,25 @@
-r"""Training-step throughput of the engine, and the same model in PyTorch eager mode when it is installed.
+r"""Training-step throughput of the engine, both kernel sets, and the same model in PyTorch eager mode.
 
     python -m mini_transformer.bench            # a table
     python -m mini_transformer.bench --json     # everything, machine-readable
 
 Two configurations: *workbook* (vocab 64, d_model 64, 2 layers, 4 heads, T 64,
 batch 16) and *larger* (vocab 64, d_model 128, 4 layers, 4 heads, T 128, batch
-32), both with RoPE and AdamW. The two engines run in alternating rounds in one
-process, on the same number of threads, and the ratio is taken from the median
-round of each, so a noisy machine slows both alike. A round lasts about a
-quarter of a second (``--steps`` fixes it instead); 11 rounds each, because on a
-shared machine single rounds swing by 10 to 20 %. Achieved FLOP/s is set
+32), both with RoPE and AdamW. The engine runs with ``kernels="fast"`` and with
+``kernels="reference"``, and PyTorch (when it is importable; it is never a
+requirement) runs the same model on the same threads. The engines run in
+alternating rounds in one process and each ratio is taken from the median
+round of each, so a noisy machine slows them alike. A round lasts about a
+quarter of a second (``--steps`` fixes it instead). Achieved FLOP/s is set
 against a float32 matrix-multiply ceiling measured in the same run.
 
-Two engines in one process can slow each other: after the last matrix product of
-a round, each engine's idle BLAS or OpenMP threads keep spinning for a while, on
-the cores the other engine's next round needs. OpenBLAS spins 2^n cycles with n =
-``OPENBLAS_THREAD_TIMEOUT`` (``mini_transformer.backend`` sets 22, about 1.6 ms),
-so the bench waits ``settle_seconds()`` after every round, untimed, before the
-other engine starts. Without that pause, and with OpenBLAS's default of 2^28
-cycles, the PyTorch rounds ran up to 2.6 times slower (workbook) and the ratio
-flattered the engine. The JSON records both settings.
-
-PyTorch is optional: without it, only the NumPy engine is measured.
+The bench tunes its process first (``kernels.tune()``: threads for the fast
+kernels, freed memory kept) and runs with OpenBLAS's idle threads spinning
+2^22 cycles (``kernels.tuning.relaunch_with_blas_spin``). After the last matrix
+product of a round, each engine's idle BLAS or OpenMP threads keep spinning
+for a while on the cores the next engine's round needs, so the bench waits
+``settle_seconds()`` after every round, untimed. The JSON records every
+setting. Figures and the commands that made them: ``bench_results/``.
 """
 import argparse
 import json
@@ -30,10 +28,9 @@ import statistics
 import time
 import tracemalloc
 
-from . import backend
-from .backend import xp
+from . import backend, kernels
+from .kernels import tuning
 from .model import GPTConfig, TinyGPT
-from .optim import AdamW, clip_grad_norm
 
 CONFIGS = {
     "workbook": dict(vocab_size=64, d_model=64, n_layers=2, n_heads=4, T=64, batch=16),
@@ -65,12 +62,12 @@ def matmul_ceiling(n=512, repeats=20):
     return 2 * n ** 3 / best
 
 
-def numpy_engine(c):
-    """A step function for our engine, and its data."""
+def numpy_engine(c, kernel_set="fast"):
+    """A training step of our engine with the kernel set ``kernel_set``, on fixed data."""
     cfg = GPTConfig(vocab_size=c["vocab_size"], d_model=c["d_model"], n_layers=c["n_layers"],
-                    n_heads=c["n_heads"], max_len=c["T"], positional="rope")
+                    n_heads=c["n_heads"], max_len=c["T"], positional="rope", kernels=kernel_set)
     model = TinyGPT(cfg)
-    opt = AdamW(model.parameters(), lr=1e-3)
+    opt = model.kernels.AdamW(model.parameters(), lr=1e-3)
     rng = backend.rng(0)
     x = rng.integers(0, c["vocab_size"], (c["batch"], c["T"]))
     y = rng.integers(0, c["vocab_size"], (c["batch"], c["T"]))
@@ -79,7 +76,7 @@ def numpy_engine(c):
         loss = model.loss(x, y)
         opt.zero_grad()                 # as the PyTorch step does: the optimiser's own list, no module walk
         loss.backward()
-        clip_grad_norm(opt.params, 1.0)
+        model.kernels.clip_grad_norm(opt.params, 1.0)
         opt.step()
         backend.synchronize()
     return step
@@ -173,6 +170,7 @@ def peak_memory(step):
 
 
 def run(names=("workbook", "larger"), rounds=11, steps_per_round=None, use_torch=True):
+    """Median ms a step of every engine on every configuration, from alternating rounds; the ratios between them."""
     threads = int(os.environ.get("OMP_NUM_THREADS", os.cpu_count() or 1))
     try:
         import torch  # noqa: F401
@@ -182,34 +180,39 @@ def run(names=("workbook", "larger"), rounds=11, steps_per_round=None, use_torch
     ceiling = matmul_ceiling()
     settle = settle_seconds()
     out = {"backend": backend.get_backend(), "threads": threads, "matmul_ceiling_flops": ceiling,
-           "openblas_thread_timeout": os.environ.get("OPENBLAS_THREAD_TIMEOUT"), "settle_seconds": settle,
-           "freed_memory_kept": backend.freed_memory_kept, "torch": None, "configs": {}}
+           "tuning": tuning.state(), "settle_seconds": settle, "torch": None, "configs": {}}
     if have_torch:
         import torch
         out["torch"] = torch.__version__
     for name in names:
         c = CONFIGS[name]
-        ours = numpy_engine(c)
-        theirs = torch_engine(c, threads) if have_torch else None
-        for _ in range(2):  # warm up both
-            ours()
-            theirs and theirs()
-        n = steps_per_round or max(1, round(0.25 / _round(ours, 1)))   # about a quarter second a round
-        ours_t, theirs_t = [], []
-        for _ in range(rounds):  # alternate, so a busy moment slows both
-            ours_t.append(_round(ours, n))
-            if theirs:
-                time.sleep(settle)         # untimed: the other engine's threads stop spinning first
-                theirs_t.append(_round(theirs, n))
-                time.sleep(settle)
-        sec = statistics.median(ours_t)
+        engines = {"fast": numpy_engine(c, "fast"), "reference": numpy_engine(c, "reference")}
+        if have_torch:
+            engines["torch"] = torch_engine(c, threads)
+        for _ in range(2):  # warm up every engine
+            for step in engines.values():
+                step()
+        n = steps_per_round or max(1, round(0.25 / _round(engines["fast"], 1)))   # about a quarter second a round
+        times = {e: [] for e in engines}
+        for _ in range(rounds):  # alternate, so a busy moment slows every engine alike
+            for e, step in engines.items():
+                times[e].append(_round(step, n))
+                if len(engines) > 1:
+                    time.sleep(settle)       # untimed: this engine's threads stop spinning first
+        sec = {e: statistics.median(t) for e, t in times.items()}
         tokens = c["batch"] * c["T"]
-        row = {"config": c, "steps_per_round": n, "ms_per_step": sec * 1e3, "tokens_per_s": tokens / sec,
-               "achieved_flops": train_flops(c) / sec, "fraction_of_matmul_ceiling": train_flops(c) / sec / ceiling,
-               "peak_bytes": peak_memory(ours) if backend.get_backend() != "cupy" else None}
-        if theirs:
-            tsec = statistics.median(theirs_t)
-            row.update(torch_ms_per_step=tsec * 1e3, torch_tokens_per_s=tokens / tsec, speed_ratio_vs_torch=tsec / sec)
+        row = {"config": c, "steps_per_round": n, "ms_per_step": sec["fast"] * 1e3,
+               "tokens_per_s": tokens / sec["fast"], "achieved_flops": train_flops(c) / sec["fast"],
+               "fraction_of_matmul_ceiling": train_flops(c) / sec["fast"] / ceiling,
+               "peak_bytes": peak_memory(engines["fast"]) if backend.get_backend() != "cupy" else None,
+               "reference_ms_per_step": sec["reference"] * 1e3,
+               "reference_slowdown": sec["reference"] / sec["fast"],
+               "reference_peak_bytes": (peak_memory(engines["reference"])
+                                        if backend.get_backend() != "cupy" else None)}
+        if have_torch:
+            row.update(torch_ms_per_step=sec["torch"] * 1e3, torch_tokens_per_s=tokens / sec["torch"],
+                       speed_ratio_vs_torch=sec["torch"] / sec["fast"],
+                       reference_speed_ratio_vs_torch=sec["torch"] / sec["reference"])
         out["configs"][name] = row
     return out
 
@@ -224,21 +227,27 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.rounds < 1 or (args.steps is not None and args.steps < 1):
         ap.error(f"--rounds and --steps must be at least 1, got {args.rounds} and {args.steps}.")
+    kernels.tune()
     res = run(args.configs, args.rounds, args.steps, use_torch=not args.no_torch)
     if args.json:
         print(json.dumps(res, indent=2))
         return
+    t = res["tuning"]
     print(f"backend {res['backend']}, {res['threads']} threads, matmul ceiling "
-          f"{res['matmul_ceiling_flops'] / 1e9:.1f} GFLOP/s, torch {res['torch'] or 'not installed'}")
-    print(f"{'config':<10}{'ms/step':>10}{'tokens/s':>12}{'GFLOP/s':>10}{'% ceiling':>11}{'peak MB':>9}"
-          f"{'torch ms':>10}{'speed vs torch':>16}")
+          f"{res['matmul_ceiling_flops'] / 1e9:.1f} GFLOP/s, OPENBLAS_THREAD_TIMEOUT {t['openblas_thread_timeout']}, "
+          f"kernel threads {t['threads']}, torch {res['torch'] or 'not installed'}")
+    print(f"{'config':<10}{'fast ms':>9}{'tokens/s':>11}{'GFLOP/s':>9}{'% ceil':>8}{'peak MB':>9}"
+          f"{'ref ms':>9}{'ref/fast':>9}{'torch ms':>10}{'fast vs torch':>15}{'ref vs torch':>14}")
     for name, r in res["configs"].items():
         peak = f"{r['peak_bytes'] / 2**20:.1f}" if r["peak_bytes"] else "-"
         tms = f"{r['torch_ms_per_step']:.2f}" if "torch_ms_per_step" in r else "-"
         ratio = f"{r['speed_ratio_vs_torch']:.2f}x" if "speed_ratio_vs_torch" in r else "-"
-        print(f"{name:<10}{r['ms_per_step']:>10.2f}{r['tokens_per_s']:>12.0f}{r['achieved_flops'] / 1e9:>10.2f}"
-              f"{100 * r['fraction_of_matmul_ceiling']:>10.1f}%{peak:>9}{tms:>10}{ratio:>16}")
+        ref_ratio = f"{r['reference_speed_ratio_vs_torch']:.2f}x" if "speed_ratio_vs_torch" in r else "-"
+        print(f"{name:<10}{r['ms_per_step']:>9.2f}{r['tokens_per_s']:>11.0f}{r['achieved_flops'] / 1e9:>9.2f}"
+              f"{100 * r['fraction_of_matmul_ceiling']:>7.1f}%{peak:>9}{r['reference_ms_per_step']:>9.2f}"
+              f"{r['reference_slowdown']:>8.2f}x{tms:>10}{ratio:>15}{ref_ratio:>14}")
 
 
 if __name__ == "__main__":
+    tuning.relaunch_with_blas_spin("mini_transformer.bench")
     main()

@@ -21,7 +21,9 @@ window (32 x 32 at T = 1024) cover it. For each scheme and each T:
   alternate between the schemes so that a noisy machine slows all of them alike.
 
 Memory is measured with ``tracemalloc``, which sees NumPy's allocations; on the
-CuPy backend the memory columns are left empty.
+CuPy backend the memory columns are left empty. The models run the reference
+kernels (``GPTConfig.kernels``' default), so every scheme goes through the same
+plain attention and the memory differences are the schemes' own.
 """
 import argparse
 import json

@@ -1,17 +1,19 @@
-r"""Fused ops: a whole formula in one forward and one hand-derived backward.
+r"""Fused ops in their reference form: each formula as one node, its backward derived in the docstring.
 
-A fused op builds one node in the graph instead of a dozen, which is where a
-tiny model spends its time, and it lets the backward use the algebra that
-makes it cheap (softmax's gradient needs only the output). Each docstring
-derives the backward that sits under the forward.
+A fused op builds one node in the graph instead of a dozen and lets the
+backward use the algebra that makes it short (softmax's gradient needs only
+its output). Each op here is the textbook equation written plainly: no
+threads, no memory-order tricks, no in-place buffers. Attention is composed
+from the autograd's elementary ops, so its backward is theirs.
+
+Faster kernels with the same signatures and the same numbers live in
+``mini_transformer/kernels/``; a model picks one set or the other with
+``GPTConfig.kernels`` (``"reference"``, the default, runs the code in this file).
 
 ``import mini_transformer.functional as F`` also gives the plain ops
 (``F.relu``, ``F.gelu``, ``F.concat``, ``F.stack``, ``F.where``, ...).
 """
-import functools
-
-from . import backend
-from .autograd import (Tensor, _op, _raw, as_tensor, concat, contiguous, gelu, is_grad_enabled,  # noqa: F401
+from .autograd import (Tensor, _op, _raw, as_tensor, concat, gelu, is_grad_enabled,  # noqa: F401
                        masked_fill, pad, relu, split, stack, sum_to, where)
 from .backend import xp
 
@@ -55,6 +57,22 @@ def cross_entropy(logits, targets, ignore_index=None):
     ``logits`` is ``(..., V)``, ``targets`` an integer array of shape ``(...)``.
     Backward: for each counted row, gx = (\mathrm{softmax}(logits) - \mathrm{onehot}(target)) / n.
     """
+    a, safe_t, w = cross_entropy_rows(logits, targets, ignore_index)
+    rows = xp.arange(a.shape[0])
+    shifted = a - a.max(axis=1, keepdims=True)           # (N, V) subtracting the max changes nothing but overflow
+    log_p = shifted - xp.log(xp.exp(shifted).sum(axis=1, keepdims=True))   # (N, V) log softmax
+    loss = -(log_p[rows, safe_t] * w).sum()
+
+    def backward(gy):
+        g = xp.exp(log_p)                                # (N, V) softmax
+        g[rows, safe_t] -= 1.0                           # minus the one-hot target
+        return ((g * (w * gy)[:, None]).reshape(logits.shape),)
+    return _op(loss.astype(a.dtype), (logits,), backward)
+
+
+def cross_entropy_rows(logits, targets, ignore_index):
+    r"""A cross-entropy's checked inputs: the logits as rows ``(N, V)``, the targets ``(N,)`` with ignored ones
+    replaced by 0 (a safe index), and each row's weight in the mean ``(N,)``: 1/n, or 0 where ignored."""
     V = logits.shape[-1]
     t = _raw(targets)
     if t.shape != logits.shape[:-1]:
@@ -62,57 +80,18 @@ def cross_entropy(logits, targets, ignore_index=None):
                          f"(the logits' shape {logits.shape} without its last axis).")
     if t.dtype.kind not in "iu":
         raise TypeError(f"cross_entropy: targets must be integers, got dtype {t.dtype}.")
-    a = logits.data.reshape(-1, V)               # (N, V)
-    t = t.reshape(-1)                            # (N,)
-    valid = t != ignore_index if ignore_index is not None else None
-    n = int(valid.sum()) if valid is not None else t.size
-    if valid is not None and n == t.size:
-        valid = None                             # nothing ignored: no mask to apply
-    safe_t = xp.where(valid, t, 0) if valid is not None else t
+    a = logits.data.reshape(-1, V)                       # (N, V)
+    t = t.reshape(-1)                                    # (N,)
+    counted = (t != ignore_index) if ignore_index is not None else xp.ones(t.shape, dtype=bool)
+    n = int(counted.sum())
+    safe_t = xp.where(counted, t, 0)
     if t.size and (int(safe_t.min()) < 0 or int(safe_t.max()) >= V):
         raise ValueError(f"cross_entropy: targets must lie in [0, {V}) (or equal ignore_index="
                          f"{ignore_index}); got values from {int(safe_t.min())} to {int(safe_t.max())}.")
     if n == 0:
         raise ValueError(f"cross_entropy: every target equals ignore_index={ignore_index}, so there is "
                          "nothing to average.")
-    rows = xp.arange(a.shape[0])
-    shifted = a - a[rows, a.argmax(axis=1)][:, None]   # the row max (argmax then pick: twice as fast as max)
-    e = xp.exp(shifted)                          # (N, V) kept: the backward's softmax is e / \sum e
-    total = e.sum(axis=1)                        # (N,)
-    nll = xp.log(total) - shifted[rows, safe_t]  # (N,)
-    if valid is not None:
-        nll = nll * valid
-    loss = nll.sum() / n
-
-    def backward(gy):
-        w = (gy / n) / total                     # (N,) each row's softmax scale times gy / n
-        if valid is not None:
-            w = w * valid
-        g = e * w[:, None]                       # softmax(logits) gy / n on the counted rows
-        g[rows, safe_t] -= (gy / n) * valid if valid is not None else gy / n
-        return (g.reshape(logits.shape),)
-    return _op(loss.astype(a.dtype), (logits,), backward)
-
-
-def _row_dot(a, w):
-    r"""\sum_j a_{..., j} w_j for every row, kept as a trailing axis of size 1: one matrix-vector product.
-
-    A reduction over a short last axis is one of NumPy's slower loops; BLAS does the same sums
-    several times faster, and a mean is the dot with w = 1/N.
-    """
-    n = a.shape[-1]
-    return (a.reshape(-1, n) @ w).reshape(a.shape[:-1] + (1,))
-
-
-def _row_sum_of_products(a, b):
-    r"""\sum_j a_{..., j} b_{..., j} for every row, kept as a trailing axis of size 1 (``backend.sum_of_products``)."""
-    return backend.sum_of_products(a, b, axis=-1)[..., None]
-
-
-def _column_sum(a):
-    """Sum over every axis but the last, as one vector-matrix product."""
-    rows = a.reshape(-1, a.shape[-1])
-    return xp.ones(rows.shape[0], dtype=a.dtype) @ rows
+    return a, safe_t, counted.astype(a.dtype) / n
 
 
 def token_nll(logits, targets):
@@ -129,31 +108,23 @@ def token_nll(logits, targets):
 
 
 def layer_norm(x, weight, bias, eps=1e-5):
-    r"""y = w \odot \hat x + b,  \hat x = (x - \mu)/\sqrt{\sigma^2 + \epsilon}, over the last axis (size N).
+    r"""y = w \odot \hat x + b,  \hat x = (x - \mu)/\sqrt{\sigma^2 + \epsilon}, over the last axis.
 
     Backward, with g = gy \odot w and r = 1/\sqrt{\sigma^2+\epsilon}:
     gx = r (g - \mathrm{mean}(g) - \hat x\, \mathrm{mean}(g \odot \hat x)),
     gw = \sum gy \odot \hat x,  gb = \sum gy (over every axis but the last).
     """
     a = x.data
-    N = a.shape[-1]
-    mean_w = xp.full(N, 1.0 / N, dtype=a.dtype)         # row means as products with 1/N
-    xhat = a - _row_dot(a, mean_w)                       # centred, then scaled in place
-    r = 1.0 / xp.sqrt(_row_sum_of_products(xhat, xhat) * (1.0 / N) + eps)
-    xhat *= r
     weight, bias = as_tensor(weight), as_tensor(bias)
+    xc = a - a.mean(axis=-1, keepdims=True)              # (..., N) centred: x - mu
+    r = 1.0 / xp.sqrt((xc * xc).mean(axis=-1, keepdims=True) + eps)   # (..., 1) one over the standard deviation
+    xhat = xc * r                                        # (..., N)
 
     def backward(gy):
         g = gy * weight.data
-        m2 = _row_sum_of_products(g, xhat) * (1.0 / N)  # mean(g * xhat)
-        g -= _row_dot(g, mean_w)
-        g -= xhat * m2
-        g *= r
-        gw = backend.sum_of_products(gy.reshape(-1, N), xhat.reshape(-1, N), axis=0)   # \sum_rows gy * xhat
-        return g, gw, _column_sum(gy)
-    y = xhat * weight.data
-    y += bias.data
-    return _op(y, (x, weight, bias), backward)
+        gx = r * (g - g.mean(axis=-1, keepdims=True) - xhat * (g * xhat).mean(axis=-1, keepdims=True))
+        return gx, sum_to(gy * xhat, weight.shape), sum_to(gy, bias.shape)
+    return _op(xhat * weight.data + bias.data, (x, weight, bias), backward)
 
 
 def rms_norm(x, weight, eps=1e-6):
@@ -163,15 +134,14 @@ def rms_norm(x, weight, eps=1e-6):
     gx = r (g - \hat x\, \mathrm{mean}(g \odot \hat x)),  gw = \sum gy \odot \hat x.
     """
     a = x.data
-    N = a.shape[-1]
-    r = 1.0 / xp.sqrt(_row_sum_of_products(a, a) * (1.0 / N) + eps)
-    xhat = a * r
     weight = as_tensor(weight)
+    r = 1.0 / xp.sqrt((a * a).mean(axis=-1, keepdims=True) + eps)   # (..., 1)
+    xhat = a * r
 
     def backward(gy):
         g = gy * weight.data
-        gx = r * (g - xhat * (_row_sum_of_products(g, xhat) * (1.0 / N)))
-        return gx, backend.sum_of_products(gy.reshape(-1, N), xhat.reshape(-1, N), axis=0)
+        gx = r * (g - xhat * (g * xhat).mean(axis=-1, keepdims=True))
+        return gx, sum_to(gy * xhat, weight.shape)
     return _op(xhat * weight.data, (x, weight), backward)
 
 
@@ -189,130 +159,60 @@ def dropout(x, p, rng, training=True):
     return _op(x.data * scale, (x,), backward)
 
 
-def _key_major(a, ndim):
-    """An array that broadcasts against the scores (..., T_q, T_k), with its axes in the key-major order
-    (T_k, ..., T_q) of attention's score buffer (size-1 axes added in front as broadcasting does)."""
-    a = a.reshape((1,) * (ndim - a.ndim) + a.shape)
-    return a.transpose((ndim - 1,) + tuple(range(ndim - 2)) + (ndim - 2,))
-
-
-def _batch_block(a, i, j):
-    """Rows ``i:j`` of the batch axis (axis 1) of a key-major array; all of it when it is broadcast there."""
-    return a[:, i:j] if a.shape[1] != 1 else a
-
-
-def _memory_order(a):
-    """Axes p such that ``a.transpose(p)`` is C-contiguous with the last axis still last (the identity when
-    ``a`` has no such order), and the inverse permutation, which turns the transposed array back."""
-    p = tuple(sorted(range(a.ndim - 1), key=lambda i: -a.strides[i])) + (a.ndim - 1,)
-    if not a.transpose(p).flags.c_contiguous:
-        p = tuple(range(a.ndim))
-    return p, tuple(sorted(range(a.ndim), key=p.__getitem__))
-
-
-def _empty_like_layout(a, shape=None):
-    """An uninitialised array of ``shape`` (a's own by default) whose memory order is a's (``_memory_order``).
-
-    Attention writes its output and gradients this way: a (B, H, T, d_head) result laid out as
-    (B, T, H, d_head), like the q, k and v it was given, turns back into (B, T, d_model) with no copy.
-    """
-    shape = a.shape if shape is None else shape
-    p, back = _memory_order(a)
-    return xp.empty(tuple(shape[i] for i in p), dtype=a.dtype).transpose(back)
-
-
 def scaled_dot_product_attention(q, k, v, bias=None, mask=None, scale=None, return_weights=False):
-    r"""Attention in one node: y = P V,  P = \mathrm{softmax}(S),  S = s\, Q K^\top + \text{bias}, masked.
+    r"""y = P V,  P = \mathrm{softmax}(S),  S = s\, Q K^\top + \text{bias},  masked where ``mask`` is False.
 
     Shapes: q ``(B, H, T_q, d_head)``, k ``(B, H, T_k, d_head)``, v ``(B, H, T_k, d_v)``
-    (any number of batch axes, at least one); ``bias`` (a Tensor or array) broadcasts
-    to ``(B, H, T_q, T_k)``; ``mask`` is a boolean array broadcasting to the same
-    shape, True where a query may look. ``s`` defaults to 1/\sqrt{d_head}.
-
-    Backward: gV = P^\top gy; gP = gy V^\top; gS = P \odot (gP - D) with
-    D_i = \sum_j gP_{ij} P_{ij} = gy_i \cdot y_i (the row sum needs only the
-    ``(T_q, d_v)`` output, not the ``(T_q, T_k)`` product); gQ = s\, gS K;
-    gK = s\, gS^\top Q; g\text{bias} = gS summed to the bias's shape.
-
-    Three choices make it fast; none changes the arithmetic.
-
-    * The scores are stored *key-major*: memory order (T_k, B, H, T_q), and ``p``
-      is a transposed view of that buffer. Softmax reduces over the keys; with
-      the key axis outermost, each max, sum and subtraction runs over whole rows
-      of B H T_q numbers, instead of over B H T_q short rows of T_k numbers,
-      where NumPy spends more time starting rows than computing (a row max over
-      (16, 4, 64, 64) scores: 245 us key-last, 30 us key-major). The products
-      read and write the transposed views directly: BLAS takes either order.
-    * Both passes cut the batch into blocks of rows that the cores take in turn
-      (``backend.parallel_rows``), and each block runs every step, scores,
-      softmax and P V, back to back while its rows are still in cache
-      (FlashAttention works tile by tile for the same reason). P is kept whole
-      for the backward; gS exists one block at a time.
-    * y and the gradients are laid out in memory like the inputs they belong to
-      (``_empty_like_layout``), so attention's (B, T, H, d_head) views go back to
-      (B, T, d_model) without a copy.
+    (any number of batch axes, at least one); ``bias`` (a Tensor or array)
+    broadcasts to ``(B, H, T_q, T_k)``; ``mask`` is a boolean array broadcasting
+    to the same shape, True where a query may look. s defaults to 1/\sqrt{d_head}.
+    Composed from elementary ops, so its backward is theirs. With
+    ``return_weights`` it also returns P, a ``(B, H, T_q, T_k)`` array.
     """
-    d_head = q.shape[-1]
-    if k.shape[-1] != d_head or q.shape[:-2] != k.shape[:-2] or k.shape[:-1] != v.shape[:-1]:
+    check_attention_shapes(q, k, v)
+    p = attention_weights(q, k, bias, mask, scale)      # (B, H, T_q, T_k)
+    y = p @ v                                           # (B, H, T_q, d_v)
+    return (y, p.data) if return_weights else y
+
+
+def attention_weights(q, k, bias=None, mask=None, scale=None):
+    r"""P = \mathrm{softmax}(s\, Q K^\top + \text{bias}), masked where ``mask`` is False: ``(B, H, T_q, T_k)``."""
+    check_attention_shapes(q, k)
+    s = (1.0 / q.shape[-1] ** 0.5) if scale is None else scale
+    scores = (q @ k.transpose(_swap_last(k.ndim))) * s  # (B, H, T_q, T_k)
+    if bias is not None:
+        check_bias_shape(bias.shape, scores.shape)
+        scores = scores + bias
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    return softmax(scores, axis=-1)                     # each row sums to 1
+
+
+def _swap_last(ndim):
+    """The axes order that swaps the last two: K^T for a stack of matrices."""
+    return tuple(range(ndim - 2)) + (ndim - 1, ndim - 2)
+
+
+def check_attention_shapes(q, k, v=None):
+    """Raise a sentence unless q, k (and v) fit the ``(..., T, d_head)`` layout with at least one batch axis."""
+    v = k if v is None else v
+    if k.shape[-1] != q.shape[-1] or q.shape[:-2] != k.shape[:-2] or k.shape[:-1] != v.shape[:-1]:
         raise ValueError(f"scaled_dot_product_attention: q {q.shape}, k {k.shape}, v {v.shape} do not fit "
                          "the (B, H, T, d_head) layout (k and v need the same T; q and k the same d_head).")
     if q.ndim < 3:
         raise ValueError(f"scaled_dot_product_attention: q has shape {q.shape}; it needs at least one batch axis "
                          "in front of (T, d_head), e.g. (1, T, d_head).")
-    s = (1.0 / d_head ** 0.5) if scale is None else scale
-    qd, kd, vd = q.data, k.data, v.data
-    nd, T_q, T_k = qd.ndim, qd.shape[-2], kd.shape[-2]
-    buf = xp.empty((T_k,) + qd.shape[:-2] + (T_q,), dtype=qd.dtype)  # (T_k, B, H, T_q) scores, then P
-    to_scores = tuple(range(1, nd - 1)) + (nd - 1, 0)
-    p = buf.transpose(to_scores)                        # (B, H, T_q, T_k) a view of buf
-    pT = xp.swapaxes(p, -1, -2)                         # (B, H, T_k, T_q) another view
-    bias = as_tensor(bias) if bias is not None else None
-    if bias is not None and xp.broadcast_shapes(p.shape, bias.shape) != p.shape:
-        raise ValueError(f"scaled_dot_product_attention: a bias of shape {bias.shape} does not broadcast to "
-                         f"the scores' shape {p.shape}.")
-    bias_km = _key_major(bias.data, nd) if bias is not None else None
-    additive = _key_major(xp.where(mask, 0.0, -xp.inf).astype(qd.dtype), nd) if mask is not None else None
-    qT = xp.swapaxes(qd, -1, -2)                        # (B, H, d_head, T_q)
-    qT = xp.multiply(qT, s, out=xp.empty(qT.shape, dtype=qd.dtype))  # s Q^T in C order; scaling q is cheaper
-    y = _empty_like_layout(qd, qd.shape[:-1] + vd.shape[-1:])        # (B, H, T_q, d_v), laid out like q
 
-    def forward_rows(i, j):
-        block = buf[:, i:j]                             # (T_k, j - i, H, T_q) a block of batch rows
-        xp.matmul(kd[i:j], qT[i:j], out=pT[i:j])        # S^T = K (s Q)^T, written key-major
-        if bias_km is not None:
-            block += _batch_block(bias_km, i, j)
-        if additive is not None:
-            block += _batch_block(additive, i, j)
-        block -= block.max(axis=0)                      # softmax over the keys, in place
-        xp.exp(block, out=block)
-        block *= 1.0 / block.sum(axis=0)                # one division per query, then products
-        xp.matmul(p[i:j], vd[i:j], out=y[i:j])
-    backend.parallel_rows(forward_rows, p.shape[0], p.size)
 
-    def backward(gy):
-        gyT = contiguous(xp.swapaxes(gy, -1, -2))       # (B, H, d_v, T_q)
-        gq, gk, gv = _empty_like_layout(qd), _empty_like_layout(kd), _empty_like_layout(vd)   # each like its input
-        D = contiguous(backend.sum_of_products(gy, y, axis=-1))   # (B, H, T_q)  D_i = gy_i . y_i, in C order
-        bias_grad = bias is not None and bias.requires_grad
-        gs_all = xp.empty_like(buf) if bias_grad else None    # kept whole only when the bias needs it
-
-        def backward_rows(i, j):
-            g = gy[i:j]
-            xp.matmul(pT[i:j], g, out=gv[i:j])          # gV = P^T gy
-            gs = gs_all[:, i:j] if bias_grad else xp.empty_like(buf[:, i:j])   # (T_k, j - i, H, T_q)
-            gsT = gs.transpose(to_scores[:-2] + (0, nd - 1))                    # (j - i, H, T_k, T_q)
-            xp.matmul(vd[i:j], gyT[i:j], out=gsT)       # gP^T = V gy^T
-            gs -= D[i:j]
-            gs *= buf[:, i:j]                           # gS = P (gP - D), key-major
-            xp.matmul(xp.swapaxes(gsT, -1, -2), kd[i:j], out=gq[i:j])
-            xp.matmul(gsT, qd[i:j], out=gk[i:j])
-        backend.parallel_rows(backward_rows, p.shape[0], p.size)
-        gq *= s
-        gk *= s
-        return gq, gk, gv, (sum_to(gs_all.transpose(to_scores), bias.shape) if bias_grad else None)
-    parents = (q, k, v, bias) if bias is not None else (q, k, v)
-    out = _op(y, parents, backward)
-    return (out, p) if return_weights else out
+def check_bias_shape(bias_shape, scores_shape):
+    """Raise a sentence unless a score bias broadcasts to the scores' shape without widening it."""
+    try:
+        fits = xp.broadcast_shapes(scores_shape, bias_shape) == tuple(scores_shape)
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(f"scaled_dot_product_attention: a bias of shape {tuple(bias_shape)} does not broadcast to "
+                         f"the scores' shape {tuple(scores_shape)}.")
 
 
 def linear(x, weight, bias=None):
@@ -326,14 +226,29 @@ def linear(x, weight, bias=None):
     x2 = x.data.reshape(-1, d_in)                       # (rows, d_in)
     y = x2 @ weight.data                                # (rows, d_out)
     if bias is not None:
-        y += bias.data
+        y = y + bias.data
 
     def backward(gy):
-        gy2 = gy.reshape(-1, d_out)
+        gy2 = gy.reshape(-1, d_out)                     # (rows, d_out)
         gx = (gy2 @ weight.data.T).reshape(x.shape) if x.requires_grad else None
-        return (gx, x2.T @ gy2, _column_sum(gy2)) if bias is not None else (gx, x2.T @ gy2)
+        gW = x2.T @ gy2
+        return (gx, gW, gy2.sum(axis=0)) if bias is not None else (gx, gW)
     parents = (x, weight, bias) if bias is not None else (x, weight)
     return _op(y.reshape(x.shape[:-1] + (d_out,)), parents, backward)
+
+
+def qkv_projection(x, weight, bias=None):
+    r"""Queries, keys and values from one product: [q \mid k \mid v] = x W_{qkv} + b, cut into three ``(..., d_model)``."""
+    return split(linear(x, weight, bias), 3, axis=-1)
+
+
+def embedding(weight, ids):
+    r"""Row ``ids[...]`` of the table ``weight`` for every id: ``(..., d_model)``.
+
+    Backward: each id's row of the table collects the gradients of every place
+    that looked it up (a scatter-add; an id used twice gets both).
+    """
+    return weight[ids]
 
 
 def rotate_half_array(a):
@@ -348,105 +263,56 @@ def rotate_interleaved_array(a):
     return xp.stack([-pairs[..., 1], pairs[..., 0]], axis=-1).reshape(a.shape)
 
 
-def _c_order_product(a, b):
-    """``a * b`` (b broadcast) into a fresh C-order array, whatever a's layout."""
-    out = xp.empty(xp.broadcast_shapes(a.shape, b.shape), dtype=xp.result_type(a.dtype, b.dtype))
-    return xp.multiply(a, b, out=out)
+def rotary_array(a, cos, sin, interleaved=False):
+    r"""a \odot \cos + \mathrm{rot}(a) \odot \sin on the first r channels (r = the tables' width); the rest as they are.
 
-
-def quarter_turn_matrix(r, interleaved=False, dtype="float32"):
-    r"""The r x r matrix R with \mathrm{rot}(x) = x R: a signed permutation, one +1 and one -1 per pair.
-
-    rotate-half pairs channel i with i + r/2: (x R)_i = -x_{i+r/2}, (x R)_{i+r/2} = x_i.
-    Interleaved pairs 2i with 2i+1: (x R)_{2i} = -x_{2i+1}, (x R)_{2i+1} = x_{2i}.
-    Either way R^\top = -R = R^{-1}, a quarter turn in every pair's plane.
+    On plain arrays: ``a`` is ``(..., T, d)``, ``cos`` and ``sin`` broadcast against ``(..., T, r)``.
     """
-    R = xp.zeros((r, r), dtype=dtype)
-    first = xp.arange(0, r, 2) if interleaved else xp.arange(r // 2)      # the first channel of each pair
-    second = first + 1 if interleaved else first + r // 2                  # its partner
-    R[second, first] = -1.0
-    R[first, second] = 1.0
-    return R
+    r = check_rotary_width(a, cos)
+    rot = rotate_interleaved_array if interleaved else rotate_half_array
+    y = a[..., :r] * cos + rot(a[..., :r]) * sin
+    if y.dtype != a.dtype:
+        y = y.astype(a.dtype)                                          # float64 tables leave a float32 x float32
+    return y if r == a.shape[-1] else xp.concatenate([y, a[..., r:]], axis=-1)
 
 
-def _tiled(table, shape, p):
-    """A table that broadcasts against ``shape`` = (..., T, r), in the axes order p, copied out over every
-    axis from its first real one on: a (T, r) table becomes (T, H, r) for a (B, T, H, r) layout, so a
-    product with it is one long loop instead of one loop of r channels per head."""
-    t = table.reshape((1,) * (len(shape) - table.ndim) + table.shape).transpose(p)
-    full = tuple(shape[i] for i in p)
-    k = next((i for i in range(t.ndim) if t.shape[i] > 1), t.ndim - 1)    # the table's first real axis
-    if t.shape[k:] == full[k:]:
-        return t                                                            # nothing to repeat
-    out = xp.empty(full[k:], dtype=table.dtype)
-    out[...] = t[(0,) * k]                                                  # repeated by broadcasting
-    return out
+def check_rotary_width(a, cos):
+    """The rotary width r (the tables' last axis), after checking it is even and fits x's channels."""
+    r = cos.shape[-1]
+    if r % 2 or r > a.shape[-1]:
+        raise ValueError(f"apply_rotary: the tables cover {r} channels, but x has {a.shape[-1]}; the rotary "
+                         f"width must be even and at most the head size.")
+    return r
 
 
-@functools.lru_cache(maxsize=32)
-def _quarter_turn(r, interleaved, dtype, backend_name):
-    """``quarter_turn_matrix``, built once per size, pairing, dtype and backend (never written to)."""
-    return quarter_turn_matrix(r, interleaved, dtype)
+def rotation(turn, x, cos, sin):
+    r"""The op y = turn(x, \cos, \sin), for a function ``turn`` that rotates every pair of x by its angle.
+
+    A rotation's transpose is the rotation by the opposite angle, so the
+    backward is the same function with -\sin: gx = turn(gy, \cos, -\sin). (With
+    an attention factor \alpha in both tables the map is \alpha R, its transpose
+    \alpha R^\top: the same rule.) This needs tables that hold one angle per pair,
+    the same number in both channels of a pair, as ``RotaryEmbedding`` makes
+    them. ``turn`` works on plain arrays, so any implementation of RoPE's
+    formula, a reader's included, becomes a trainable op.
+    """
+    cos, sin = _raw(cos), _raw(sin)
+
+    def backward(gy):
+        return (turn(gy, cos, -sin),)
+    return _op(turn(x.data, cos, sin), (x,), backward)
 
 
 def apply_rotary(x, cos, sin, interleaved=False):
-    r"""RoPE as one op: y = x \odot \cos + \mathrm{rot}(x) \odot \sin.
+    r"""RoPE as one op: y = x \odot \cos + \mathrm{rot}(x) \odot \sin, and gx = gy \odot \cos - \mathrm{rot}(gy) \odot \sin.
 
     ``rot`` is the quarter turn of each pair: ``rotate_half`` (pairs i, i + d/2)
     or, with ``interleaved=True``, the original paper's pairs (2i, 2i+1).
     ``x`` is ``(..., T, d)``; ``cos`` and ``sin`` (arrays) broadcast against
     ``(..., T, r)``. When r < d only the first r channels turn and the rest pass
     through unchanged (partial rotary).
-
-    ``rot`` is linear, \mathrm{rot}(x) = x R with R the signed permutation of
-    ``quarter_turn_matrix``, so the whole op is two products with the tables and
-    one small matrix product over rows of r channels. (Swapping halves with
-    slices is the same arithmetic, but it runs one short loop per head and
-    position; the matrix product is several times faster.) The work happens in
-    x's own memory order, so a (B, H, T, d) view of a (B, T, H, d) array, as
-    attention hands q and k over, is neither copied nor transposed, and the
-    output (and the gradient) keep that layout.
-
-    The map is a rotation, so the backward is its transpose, the rotation by the
-    opposite angle. R^\top = -R, so gx = gy \odot \cos + (gy \odot \sin) R^\top on the
-    rotated channels, gx = gy on the rest.
     """
-    cos, sin = _raw(cos), _raw(sin)
-    a = x.data
-    d, r = a.shape[-1], cos.shape[-1]
-    if r % 2 or r > d:
-        raise ValueError(f"apply_rotary: the tables cover {r} channels, but x has {d}; the rotary "
-                         f"width must be even and at most the head size.")
-    p, back = _memory_order(a)                        # work in x's memory order, copy only if it has none
-    m = contiguous(a.transpose(p))                    # (..., d) C order, x's axes in order p
-    shape_r = a.shape[:-1] + (r,)
-    cos_m, sin_m = _tiled(cos, shape_r, p), _tiled(sin, shape_r, p)
-    R = _quarter_turn(r, interleaved, str(a.dtype), backend.get_backend())
-
-    def turn(b, w, M):
-        r"""(b_{[:r]} \odot w) M (or b_{[:r]} M when w is None) as rows of r channels; b C-contiguous."""
-        rows = b.reshape(-1, d)[:, :r]
-        if w is not None:
-            rows = _c_order_product(b[..., :r], w).reshape(-1, r)
-        return (rows @ M).reshape(b.shape[:-1] + (r,))
-
-    y = xp.empty(m.shape, dtype=a.dtype)             # C order in x's memory order
-    xp.multiply(m[..., :r], cos_m, out=y[..., :r])
-    turned = turn(m, None, R)                         # rot(x) = x R
-    turned *= sin_m
-    y[..., :r] += turned
-    if r < d:
-        y[..., r:] = m[..., r:]                       # the rest pass through
-
-    def backward(gy):
-        g = contiguous(gy.transpose(p))               # the gradient in x's memory order: one copy, if any
-        gx = xp.empty(m.shape, dtype=gy.dtype)        # C order, so gx has x's layout
-        xp.multiply(g[..., :r], cos_m, out=gx[..., :r])
-        gx[..., :r] += turn(g, sin_m, -R)             # (g sin) R^T, and R^T = -R
-        if r < d:
-            gx[..., r:] = g[..., r:]
-        return (gx.transpose(back),)
-    return _op(y.transpose(back), (x,), backward)
+    return rotation(lambda a, c, s: rotary_array(a, c, s, interleaved), x, cos, sin)
 
 
 # ---------------------------------------------------------------------------

@@ -49,29 +49,19 @@ class KVCache:
         self.k = [None] * n_layers
         self.v = [None] * n_layers
         self.pos = xp.zeros(0, dtype="int64")   # (T_cached,) place in the text of each cached token
-        self.seen = 0                            # tokens seen so far: the text position of the next one
+        self.seen = 0                            # tokens seen so far: the next one's place in the text
 
     def __len__(self):
         return int(self.pos.shape[0])
 
     @property
-    def capacity(self):
-        """Most tokens the cache holds after a step (None: unbounded)."""
-        return None if self.window is None else self.n_sink + self.window
-
-    @property
-    def next_offset(self):
-        """Text position of the next token: how many tokens came before it."""
-        return self.seen
-
-    @property
     def next_position(self):
-        """Position the next token gets under this cache's policy (its slot, or its place in the text)."""
+        """Position the next token gets under this cache's policy: its slot, or its place in the text (``seen``)."""
         return len(self) if self.positions == "slot" else self.seen
 
     def keeps_raw_keys(self, scheme):
         """True when keys are stored unrotated and rotated afresh at each step."""
-        return self.positions == "slot" or getattr(scheme, "rerotate_keys", False)
+        return self.positions == "slot" or scheme.rerotate_keys
 
     def query_and_key_positions(self, T):
         r"""Positions ``(q_pos (T,), k_pos (T_cached + T,))`` for ``T`` new tokens under this cache's policy."""

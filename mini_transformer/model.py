@@ -7,8 +7,7 @@ Position enters only through ``self.positional``, the scheme named by
 from dataclasses import asdict, dataclass, field
 from typing import Optional
 
-from . import backend
-from . import functional as F
+from . import backend, kernels
 from .attention import MultiHeadAttention
 from .autograd import Tensor, no_grad
 from .backend import xp
@@ -31,7 +30,8 @@ class GPTConfig:
     dropout: float = 0.0            # dropout on attention and MLP outputs while training
     norm: str = "layer"             # "layer" (LayerNorm) or "rms" (RMSNorm)
     seed: int = 0                   # seeds the weight initialisation
-    extra: dict = field(default_factory=dict)  # scheme-specific settings, each scheme documents its keys
+    extra: dict = field(default_factory=dict)  # scheme-specific settings: the keys of the scheme's `settings`
+    kernels: str = "reference"      # "reference" (the textbook ops) or "fast" (kernels/, same numbers, faster)
 
     def __post_init__(self):
         for name in ("vocab_size", "d_model", "n_layers", "n_heads", "max_len"):
@@ -42,6 +42,10 @@ class GPTConfig:
         if self.positional not in SCHEMES:
             raise ValueError(f"GPTConfig.positional={self.positional!r} is not a known scheme; choose one of "
                              f"{sorted(SCHEMES)}.")
+        if not isinstance(self.extra, dict):
+            raise ValueError(f"GPTConfig.extra must be a dict of scheme settings, got {self.extra!r}.")
+        SCHEMES[self.positional].check_config(self, self.positional)
+        kernels.select(self.kernels)    # refuses an unknown name now, not at the first forward pass
         if self.norm not in ("layer", "rms"):
             raise ValueError(f"GPTConfig.norm must be 'layer' or 'rms', got {self.norm!r}.")
         if not 0.0 <= self.dropout < 1.0:
@@ -55,19 +59,19 @@ class GPTConfig:
         return asdict(self)
 
 
-def _norm(cfg):
-    return LayerNorm(cfg.d_model) if cfg.norm == "layer" else RMSNorm(cfg.d_model)
+def _norm(cfg, ops):
+    return LayerNorm(cfg.d_model, kernels=ops) if cfg.norm == "layer" else RMSNorm(cfg.d_model, kernels=ops)
 
 
 class Block(Module):
     """One pre-norm Transformer block."""
 
-    def __init__(self, cfg, rng, layer):
+    def __init__(self, cfg, rng, layer, ops):
         out_std = 0.02 / (2 * cfg.n_layers) ** 0.5   # GPT-2: residual writes shrink with depth
-        self.norm1 = _norm(cfg)
-        self.attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, rng, layer, out_std=out_std)
-        self.norm2 = _norm(cfg)
-        self.mlp = MLP(cfg.d_model, rng, dropout=cfg.dropout, out_std=out_std)
+        self.norm1 = _norm(cfg, ops)
+        self.attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, rng, layer, out_std=out_std, kernels=ops)
+        self.norm2 = _norm(cfg, ops)
+        self.mlp = MLP(cfg.d_model, rng, dropout=cfg.dropout, out_std=out_std, kernels=ops)
         self.drop = Dropout(cfg.dropout, rng)
 
     def forward(self, x, scheme, q_pos, k_pos, mask, cache):
@@ -75,7 +79,47 @@ class Block(Module):
         return x + self.mlp(self.norm2(x))
 
 
-class TinyGPT(Module):
+class Transformer(Module):
+    r"""What ``TinyGPT`` and ``TinyEncoder`` share: embeddings, the scheme, the blocks, the head.
+
+    ``causal`` decides the one difference: a causal model masks future keys
+    (and T5's buckets and ALiBi's distance take their one-directional form).
+    """
+
+    causal = True
+
+    def __init__(self, cfg):
+        self.cfg = cfg
+        self.kernels = kernels.select(cfg.kernels)   # the one place the kernel setting is read
+        rng = backend.rng(cfg.seed)
+        self.tok = Embedding(cfg.vocab_size, cfg.d_model, rng, kernels=self.kernels)
+        self.positional = make_scheme(cfg, rng, causal=self.causal, kernels=self.kernels)
+        self.blocks = [Block(cfg, rng, layer, self.kernels) for layer in range(cfg.n_layers)]
+        self.norm_f = _norm(cfg, self.kernels)
+        self.head = Linear(cfg.d_model, cfg.vocab_size, rng, bias=False)
+
+    def _run(self, idx, q_pos, k_pos, offset, cache=None):
+        """Logits ``(B, T, vocab_size)`` for ids ``(B, T)`` whose queries sit at ``q_pos`` and keys at ``k_pos``."""
+        self.positional.check_positions(offset + idx.shape[1] - 1)
+        mask = (k_pos[None, :] <= q_pos[:, None]) if self.causal else None  # (T, T_k)
+        x = self.positional.embed(self.tok(idx), offset)                    # (B, T, d_model)
+        for block in self.blocks:
+            x = block(x, self.positional, q_pos, k_pos, mask, cache)
+        return self.head(self.norm_f(x))                                    # (B, T, vocab_size)
+
+    def loss(self, idx, targets, ignore_index=-1):
+        """Mean next-token (or per-token) cross-entropy; targets equal to ``ignore_index`` are not counted."""
+        return self.kernels.cross_entropy(self(idx), backend.asarray(targets), ignore_index=ignore_index)
+
+
+def _ids(idx, model):
+    idx = idx.data if isinstance(idx, Tensor) else backend.asarray(idx)
+    if idx.ndim != 2:
+        raise ValueError(f"{type(model).__name__} takes token ids of shape (B, T), got shape {idx.shape}.")
+    return idx
+
+
+class TinyGPT(Transformer):
     r"""Decoder-only Transformer: ``TinyGPT(cfg)(idx)`` maps ids ``(B, T)`` to logits ``(B, T, vocab_size)``.
 
     Without a cache the tokens of ``idx`` sit at positions ``offset, offset+1, ...``
@@ -83,17 +127,6 @@ class TinyGPT(Module):
     ``model.new_cache()``): the cache then decides the positions, the next place in
     the text or, with ``positions="slot"``, the next slot.
     """
-
-    causal = True
-
-    def __init__(self, cfg):
-        self.cfg = cfg
-        rng = backend.rng(cfg.seed)
-        self.tok = Embedding(cfg.vocab_size, cfg.d_model, rng)
-        self.positional = make_scheme(cfg, rng, causal=self.causal)  # T5 and ALiBi take a different form in an encoder
-        self.blocks = [Block(cfg, rng, layer) for layer in range(cfg.n_layers)]
-        self.norm_f = _norm(cfg)
-        self.head = Linear(cfg.d_model, cfg.vocab_size, rng, bias=False)
 
     def new_cache(self, window=None, n_sink=0, positions="text"):
         r"""An empty ``KVCache``: full by default; a sliding ``window``, optionally with ``n_sink`` sinks.
@@ -112,32 +145,22 @@ class TinyGPT(Module):
         return cache
 
     def forward(self, idx, offset=None, cache=None):
-        idx = idx.data if isinstance(idx, Tensor) else backend.asarray(idx)
-        if idx.ndim != 2:
-            raise ValueError(f"{type(self).__name__} takes token ids of shape (B, T), got shape {idx.shape}.")
-        B, T = idx.shape
+        idx = _ids(idx, self)
+        T = idx.shape[1]
         if cache is not None:
-            if offset is not None and offset != cache.next_offset:
-                raise ValueError(f"offset={offset} disagrees with the cache, whose next token is at text position "
-                                 f"{cache.next_offset}; leave offset out when you pass a cache.")
+            if offset is not None and offset != cache.seen:
+                raise ValueError(f"offset={offset} disagrees with the cache, which has seen {cache.seen} tokens, so "
+                                 f"the next one is at text position {cache.seen}; leave offset out when you pass a "
+                                 "cache.")
             q_pos, k_pos = cache.query_and_key_positions(T)                # (T,), (T_k,)
             offset = cache.next_position                                   # where the input hook places token 0
         else:
             offset = 0 if offset is None else offset
             q_pos = k_pos = xp.arange(offset, offset + T)                  # (T,)
-        self.positional.check_positions(offset + T - 1)
-        mask = (k_pos[None, :] <= q_pos[:, None]) if self.causal else None  # (T, T_k)
-        x = self.positional.embed(self.tok(idx), offset)                    # (B, T, d_model)
-        for block in self.blocks:
-            x = block(x, self.positional, q_pos, k_pos, mask, cache)
+        logits = self._run(idx, q_pos, k_pos, offset, cache)
         if cache is not None:
             cache.advance(T)
-        return self.head(self.norm_f(x))                                    # (B, T, vocab_size)
-
-    def loss(self, idx, targets, ignore_index=-1):
-        """Mean next-token cross-entropy; targets equal to ``ignore_index`` are not counted."""
-        logits = self(idx)
-        return F.cross_entropy(logits, backend.asarray(targets), ignore_index=ignore_index)
+        return logits
 
     def generate(self, prompt, max_new_tokens, temperature=1.0, top_k=None, greedy=False, seed=0,
                  use_cache=True, window=None, n_sink=0, positions="text"):
@@ -187,7 +210,7 @@ def _sample(logits, top_k, rng):
     return (xp.cumsum(p, axis=-1) < u).sum(axis=-1).clip(0, p.shape[-1] - 1)
 
 
-class TinyEncoder(TinyGPT):
+class TinyEncoder(Transformer):
     r"""Bidirectional Transformer: every token attends to every token, no mask, no cache.
 
     Without position it is exactly permutation-equivariant: permute the input
@@ -196,10 +219,7 @@ class TinyEncoder(TinyGPT):
 
     causal = False
 
-    def forward(self, idx, offset=0, cache=None):
-        if cache is not None:
-            raise ValueError("TinyEncoder attends in both directions, so it has no KV cache; pass cache=None.")
-        return super().forward(idx, offset=offset)
-
-    def generate(self, *args, **kwargs):
-        raise TypeError("TinyEncoder is bidirectional and does not generate text; use TinyGPT.")
+    def forward(self, idx, offset=0):
+        idx = _ids(idx, self)
+        pos = xp.arange(offset, offset + idx.shape[1])                     # (T,)
+        return self._run(idx, pos, pos, offset)

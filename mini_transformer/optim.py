@@ -1,22 +1,21 @@
-r"""Optimisers, gradient clipping and the learning-rate schedule.
+r"""Optimisers, gradient clipping and the learning-rate schedule, one parameter at a time.
 
-``AdamW`` keeps every parameter in one flat buffer (each parameter's ``.data``
-becomes a view into it), so one update over all parameters is a handful of
-array operations however many tensors the model has. Tiny models are bound by
-the number of operations, not their size, so this matters.
+Each optimiser keeps its state (momentum, moments) per parameter and updates
+``p.data`` by the textbook formula. It holds the ``Parameter`` objects
+themselves, so changing a model's dtype after building the optimiser
+(``model.to_dtype("float64")``) keeps working: the state follows the dtype.
+
+A faster AdamW, which keeps every parameter in one flat buffer, lives in
+``kernels/adamw.py``; a model built with ``GPTConfig(kernels="fast")`` trains with it.
 """
 import math
 
-from .backend import xp
+from .backend import asarray, hostnp, to_numpy, xp
 
 
-def _flat_grads(params, dtype):
-    """All gradients as one flat array (zeros for a parameter that got none)."""
-    return xp.concatenate([(p.grad if p.grad is not None else xp.zeros(p.shape, dtype=dtype)).reshape(-1)
-                           for p in params]).astype(dtype, copy=False)
+class Optimizer:
+    """What every optimiser shares: its parameters, its learning rate, per-parameter state."""
 
-
-class _FlatOptimizer:
     def __init__(self, params, lr):
         self.params = list(params)
         if not self.params:
@@ -24,38 +23,43 @@ class _FlatOptimizer:
         if lr <= 0:
             raise ValueError(f"lr must be positive, got {lr}.")
         self.lr = lr
-        dtype = self.params[0].dtype
-        if any(p.dtype != dtype for p in self.params):
-            raise TypeError(f"All parameters must share one dtype, got {sorted({str(p.dtype) for p in self.params})}.")
-        self.flat = xp.concatenate([p.data.reshape(-1) for p in self.params])
-        offset = 0
-        for p in self.params:  # from now on each parameter is a window onto the flat buffer
-            p.data = self.flat[offset:offset + p.size].reshape(p.shape)
-            offset += p.size
 
     def zero_grad(self):
         for p in self.params:
             p.grad = None
 
+    def _state(self, buffers, i, p):
+        """Parameter i's entry of ``buffers``, zeros at first, cast to the parameter's dtype if that changed."""
+        b = buffers[i]
+        if b is None:
+            b = buffers[i] = xp.zeros(p.shape, dtype=p.dtype)
+        elif b.shape != p.shape:
+            raise ValueError(f"Parameter {i} of the optimiser has shape {p.shape} now, but its optimiser state has "
+                             f"shape {b.shape}; build a new optimiser after changing the model's parameters.")
+        elif b.dtype != p.dtype:
+            b = buffers[i] = b.astype(p.dtype)
+        return b
 
-class SGD(_FlatOptimizer):
+
+class SGD(Optimizer):
     r"""v \leftarrow \mu v + g;  \theta \leftarrow \theta - \eta v  (plain SGD when \mu = 0)."""
 
     def __init__(self, params, lr=0.1, momentum=0.0):
         super().__init__(params, lr)
         self.momentum = momentum
-        self.velocity = xp.zeros_like(self.flat)
+        self.velocity = [None] * len(self.params)
 
     def step(self):
-        g = _flat_grads(self.params, self.flat.dtype)
-        if self.momentum:
-            self.velocity *= self.momentum
-            self.velocity += g
-            g = self.velocity
-        self.flat -= self.lr * g
+        for i, p in enumerate(self.params):
+            if p.grad is None:
+                continue
+            g = p.grad
+            if self.momentum:
+                g = self.velocity[i] = self.momentum * self._state(self.velocity, i, p) + g
+            p.data = p.data - self.lr * g
 
 
-class AdamW(_FlatOptimizer):
+class AdamW(Optimizer):
     r"""Adam with decoupled weight decay (Loshchilov and Hutter).
 
     At step t, with gradient g:
@@ -66,7 +70,8 @@ class AdamW(_FlatOptimizer):
         \theta \leftarrow \theta - \eta\,(\hat m / (\sqrt{\hat v} + \epsilon) + \lambda \theta).
 
     Weight decay \lambda applies to matrices (ndim >= 2) only; biases, norm gains and
-    other vectors are not decayed.
+    other vectors are not decayed. A parameter without a gradient this step
+    counts as a zero gradient (its moments still decay), as in one flat buffer.
     """
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01):
@@ -75,72 +80,62 @@ class AdamW(_FlatOptimizer):
         if not (0 <= self.beta1 < 1 and 0 <= self.beta2 < 1):
             raise ValueError(f"betas must lie in [0, 1), got {betas}.")
         self.eps, self.weight_decay = eps, weight_decay
-        self.m = xp.zeros_like(self.flat)
-        self.v = xp.zeros_like(self.flat)
-        self.decayed = []    # [start, stop) stretches of the flat buffer holding matrices, neighbours merged
-        offset = 0
-        for p in self.params:
-            if p.ndim >= 2:
-                if self.decayed and self.decayed[-1][1] == offset:
-                    self.decayed[-1][1] += p.size
-                else:
-                    self.decayed.append([offset, offset + p.size])
-            offset += p.size
+        self.m = [None] * len(self.params)
+        self.v = [None] * len(self.params)
         self.t = 0
 
     def step(self):
-        g = _flat_grads(self.params, self.flat.dtype)   # a fresh array: the step may overwrite it
         self.t += 1
-        tmp = xp.empty_like(g)                          # one scratch array, every product written in place
-        self.m *= self.beta1
-        self.m += xp.multiply(g, 1 - self.beta1, out=tmp)
-        self.v *= self.beta2
-        g *= g
-        g *= 1 - self.beta2
-        self.v += g
-        step_size = self.lr / (1 - self.beta1 ** self.t)
-        denom = xp.sqrt(self.v, out=tmp)                # sqrt(v_hat) + eps = sqrt(v) / sqrt(1 - beta2^t) + eps
-        denom *= 1.0 / math.sqrt(1 - self.beta2 ** self.t)
-        denom += self.eps
-        if self.weight_decay:
-            for start, stop in self.decayed:            # theta <- theta - lr lambda theta, matrices only
-                self.flat[start:stop] *= 1.0 - self.lr * self.weight_decay
-        update = xp.divide(self.m, denom, out=tmp)
-        update *= step_size
-        self.flat -= update
+        for i, p in enumerate(self.params):
+            g = p.grad if p.grad is not None else xp.zeros(p.shape, dtype=p.dtype)
+            m = self.m[i] = self.beta1 * self._state(self.m, i, p) + (1 - self.beta1) * g
+            v = self.v[i] = self.beta2 * self._state(self.v, i, p) + (1 - self.beta2) * g * g
+            m_hat = m / (1 - self.beta1 ** self.t)
+            v_hat = v / (1 - self.beta2 ** self.t)
+            decay = self.weight_decay * p.data if p.ndim >= 2 else 0.0
+            p.data = (p.data - self.lr * (m_hat / (xp.sqrt(v_hat) + self.eps) + decay)).astype(p.dtype, copy=False)
 
     def state_dict(self):
-        from .backend import to_numpy
-        return {"m": to_numpy(self.m), "v": to_numpy(self.v), "t": self.t}
+        """The moments as two flat host arrays in parameter order, and the step (the fast AdamW's format too)."""
+        return {"m": flat_host(self.m, self.params), "v": flat_host(self.v, self.params), "t": self.t}
 
     def load_state_dict(self, state):
-        from .backend import asarray
-        if tuple(state["m"].shape) != self.m.shape:
-            raise ValueError(f"AdamW.load_state_dict: moments have shape {tuple(state['m'].shape)}, "
-                             f"the optimiser has {self.m.shape}.")
-        self.m[...] = asarray(state["m"], dtype=self.m.dtype)
-        self.v[...] = asarray(state["v"], dtype=self.v.dtype)
+        for name in ("m", "v"):
+            setattr(self, name, unflatten(state[name], self.params, f"AdamW.load_state_dict: {name}"))
         self.t = int(state["t"])
+
+
+def flat_host(buffers, params):
+    """Per-parameter state as one flat host array in parameter order (zeros where none exists yet)."""
+    return hostnp.concatenate([to_numpy(b).reshape(-1) if b is not None else hostnp.zeros(p.size, dtype=str(p.dtype))
+                               for b, p in zip(buffers, params)])
+
+
+def unflatten(flat, params, where):
+    """One flat array back into a list of per-parameter arrays on the backend, each in its parameter's dtype."""
+    total = sum(p.size for p in params)
+    if tuple(flat.shape) != (total,):
+        raise ValueError(f"{where} has shape {tuple(flat.shape)}, but the optimiser's parameters hold {total} "
+                         "numbers; the state belongs to another model.")
+    out, offset = [], 0
+    for p in params:
+        out.append(asarray(flat[offset:offset + p.size].reshape(p.shape), dtype=p.dtype))
+        offset += p.size
+    return out
 
 
 def clip_grad_norm(params, max_norm):
     r"""Scale all gradients by \min(1, c / \lVert g \rVert_2), the norm taken over all of them at once.
 
     Returns the norm before clipping. Gradients are replaced, not modified in
-    place, since two tensors may share one gradient array: when clipping, each
-    becomes a window onto one new scaled copy of them all.
+    place, since two tensors may share one gradient array.
     """
     with_grad = [p for p in params if p.grad is not None]
-    if not with_grad:
-        return 0.0
-    flat = xp.concatenate([p.grad.reshape(-1) for p in with_grad])   # every gradient in one new vector
-    total = math.sqrt(float(flat @ flat))                             # one dot product, not one sum per tensor
+    total = math.sqrt(sum(float((p.grad * p.grad).sum()) for p in with_grad))
     if total > max_norm:
-        flat *= max_norm / (total + 1e-6)                             # one product for all of them
-        offset = 0
+        scale = max_norm / (total + 1e-6)
         for p in with_grad:
-            p.grad = flat[offset:offset + p.grad.size].reshape(p.grad.shape).astype(p.grad.dtype, copy=False)
-            offset += p.grad.size
+            p.grad = (p.grad * scale).astype(p.grad.dtype, copy=False)
     return total
 
 

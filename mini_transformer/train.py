@@ -18,7 +18,8 @@ except ImportError:  # a bare GPU box may have only numpy, cupy and pytest: trai
 from . import backend
 from .autograd import no_grad
 from .checkpoint import load_checkpoint, save_checkpoint
-from .optim import AdamW, clip_grad_norm, cosine_lr
+from .kernels import REFERENCE
+from .optim import cosine_lr
 
 
 @dataclass
@@ -66,7 +67,8 @@ def train(model, get_batch, cfg=None, eval_batch=None, resume_from=None):
     cfg = cfg or TrainConfig()
     if cfg.steps < 0:
         raise ValueError(f"TrainConfig.steps must be at least 0, got {cfg.steps}.")
-    opt = AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    ops = getattr(model, "kernels", REFERENCE)   # the fast AdamW for a model built with kernels="fast"
+    opt = ops.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     rng = backend.rng(cfg.seed)
     start = 0
     if resume_from is not None:
@@ -89,7 +91,7 @@ def train(model, get_batch, cfg=None, eval_batch=None, resume_from=None):
         model.zero_grad()
         loss.backward()
         if cfg.grad_clip:
-            clip_grad_norm(opt.params, cfg.grad_clip)
+            ops.clip_grad_norm(opt.params, cfg.grad_clip)
         opt.lr = cosine_lr(step, cfg.lr, cfg.warmup, cfg.steps, cfg.min_lr)
         opt.step()
         result.losses.append(value)

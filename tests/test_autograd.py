@@ -1,7 +1,8 @@
-"""The engine: every op gradchecked in float64, hand-worked values, and clear errors.
+"""The engine's reference ops: every op gradchecked in float64, hand-worked values, and clear errors.
 
 Every test here runs twice, on NumPy and on the strict stand-in backend whose
-arrays refuse implicit conversion exactly as CuPy's do.
+arrays refuse implicit conversion exactly as CuPy's do. The fast kernels are
+checked against these ops in ``test_kernels.py``.
 """
 import math
 
@@ -268,60 +269,6 @@ def test_gradcheck_attention_bias_with_full_shape_and_mask():
     assert_gradcheck(lambda q, k, v, b: F.scaled_dot_product_attention(q, k, v, bias=b, mask=mask), inputs, tol=TOL)
 
 
-def _attention_by_plain_ops(q, k, v, bias, mask):
-    """The same attention from the engine's small ops (matmul, softmax, masked_fill): no tiles, no threads."""
-    scores = (q @ k.transpose(0, 1, 3, 2)) * (1.0 / q.shape[-1] ** 0.5) + bias
-    return F.softmax(scores.masked_fill(~mask, float("-inf")), axis=-1) @ v
-
-
-@pytest.mark.parametrize("blocks_per_thread", [1, 64], ids=["one block a thread", "one batch row a block"])
-def test_blocked_threaded_attention_equals_plain_ops(blocks_per_thread, monkeypatch):
-    # large enough (B H T T = 2^18) for backend.parallel_rows to split the batch across threads
-    monkeypatch.setattr(backend, "_blocks_per_thread", blocks_per_thread)
-    B, H, T, d = 4, 4, 128, 8
-    mask = backend.asarray(np.tril(np.ones((T, T), dtype=bool)))
-    ins = [t64(B, H, T, d, seed=i) for i in range(3)] + [t64(1, H, T, T, seed=7)]   # bias shared over the batch
-    fused = F.scaled_dot_product_attention(*ins, mask=mask)
-    gy = backend.asarray(np.random.default_rng(8).normal(size=(B, H, T, d)))
-    fused.backward(gy)
-    got = [fused.numpy()] + [t.grad.copy() for t in ins]
-    for t in ins:
-        t.zero_grad()
-    plain = _attention_by_plain_ops(*ins, mask)
-    plain.backward(gy)
-    want = [plain.numpy()] + [t.grad for t in ins]
-    for name, a, b in zip(["y", "gq", "gk", "gv", "gbias"], got, want):
-        np.testing.assert_allclose(backend.to_numpy(a), backend.to_numpy(b), rtol=1e-9, atol=1e-12, err_msg=name)
-
-
-def test_attention_on_head_views_matches_plain_ops_and_keeps_each_layout():
-    # as the model calls it: q, k, v are (B, H, T, d) views of (B, T, H, d) arrays; y and the gradients come
-    # back laid out like the input each belongs to, so the model's transpose back to (B, T, d_model) is free
-    B, H, T, d = 2, 3, 5, 4
-    rng = np.random.default_rng(11)
-    arrays = [rng.normal(size=(B, T, H, d)).transpose(0, 2, 1, 3) for _ in range(3)]
-    mask = backend.asarray(np.tril(np.ones((T, T), dtype=bool)))
-    bias = t64(H, T, T, seed=5)                                        # no batch axis: broadcast over B
-    ins = [Tensor(backend.asarray(a), requires_grad=True) for a in arrays]
-    fused, probs = F.scaled_dot_product_attention(*ins, bias=bias, mask=mask, return_weights=True)
-    gy = backend.asarray(rng.normal(size=(B, H, T, d)))
-    fused.backward(gy)
-    got = [fused.numpy(), backend.to_numpy(probs)] + [t.grad.copy() for t in ins + [bias]]
-    assert fused.data.strides == ins[0].data.strides
-    assert [t.grad.strides for t in ins] == [t.data.strides for t in ins]
-    for t in ins + [bias]:
-        t.zero_grad()
-    scores = (ins[0] @ ins[1].transpose(0, 1, 3, 2)) * (1.0 / d ** 0.5) + bias
-    p_plain = F.softmax(scores.masked_fill(~mask, float("-inf")), axis=-1)
-    plain = p_plain @ ins[2]
-    plain.backward(gy)
-    want = [plain.numpy(), p_plain.numpy()] + [t.grad for t in ins + [bias]]
-    for name, a, b in zip(["y", "P", "gq", "gk", "gv", "gbias"], got, want):
-        np.testing.assert_allclose(backend.to_numpy(a), backend.to_numpy(b), rtol=1e-10, atol=1e-13, err_msg=name)
-    assert_gradcheck(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, mask=mask),
-                     [Tensor(backend.asarray(a), requires_grad=True) for a in arrays], tol=TOL)
-
-
 def test_attention_needs_a_batch_axis():
     with pytest.raises(ValueError, match=r"q has shape \(3, 4\); it needs at least one batch axis"):
         F.scaled_dot_product_attention(t64(3, 4), t64(3, 4), t64(3, 4))
@@ -332,16 +279,3 @@ def test_attention_refuses_a_bias_wider_than_the_scores():
     with pytest.raises(ValueError, match=r"bias of shape \(3, 2, 3, 3\) does not broadcast to the scores' shape "
                                          r"\(1, 2, 3, 3\)"):
         F.scaled_dot_product_attention(q, q, q, bias=t64(3, 2, 3, 3))
-
-
-def test_gelu_in_blocks_across_threads_matches_its_formula(monkeypatch):
-    monkeypatch.setattr(backend, "_blocks_per_thread", 100)         # 200 blocks of 3 or 4 rows
-    a = np.random.default_rng(3).normal(size=(601, 512))          # 2^18 elements and more: threads split it
-    x = Tensor(a, requires_grad=True, dtype="float64")
-    y = F.gelu(x)
-    y.backward(backend.asarray(np.ones_like(a)))
-    u = math.sqrt(2 / math.pi) * (a + 0.044715 * a ** 3)
-    du = math.sqrt(2 / math.pi) * (1 + 3 * 0.044715 * a ** 2)
-    np.testing.assert_allclose(y.numpy(), 0.5 * a * (1 + np.tanh(u)), rtol=1e-12, atol=1e-15)
-    np.testing.assert_allclose(backend.to_numpy(x.grad), 0.5 * (1 + np.tanh(u)) + 0.5 * a * (1 - np.tanh(u) ** 2) * du,
-                               rtol=1e-12, atol=1e-15)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from mini_transformer import backend
+from mini_transformer.strict import StrictArray
 
 
 def test_numpy_is_the_default():
@@ -28,7 +29,7 @@ def test_xp_follows_every_switch_even_for_names_it_has_looked_up():
     with backend.using("numpy"):
         assert backend.xp.zeros is np.zeros and type(backend.xp.zeros(2)) is np.ndarray
         with backend.using("strict"):
-            assert isinstance(backend.xp.zeros(2), backend.StrictArray)
+            assert isinstance(backend.xp.zeros(2), StrictArray)
         assert type(backend.xp.zeros(2)) is np.ndarray
 
 
@@ -56,7 +57,7 @@ def test_strict_arrays_refuse_implicit_conversion_and_mixing():
         with pytest.raises(TypeError, match="host NumPy array"):
             backend.xp.exp(np.ones(2))
         assert backend.to_numpy(backend.xp.exp(a) * 2).tolist() == pytest.approx([2 * np.e, 2 * np.e ** 2])
-        assert isinstance(a.sum(), backend.StrictArray)  # reductions give 0-d arrays, as CuPy's do
+        assert isinstance(a.sum(), StrictArray)  # reductions give 0-d arrays, as CuPy's do
         assert float(a.sum()) == 3.0
 
 
@@ -65,6 +66,32 @@ def test_generator_gives_the_same_numbers_on_every_backend():
     with backend.using("strict"):
         y = backend.to_numpy(backend.rng(5).normal(size=(3,)))
     assert np.array_equal(x, y) and x.dtype == np.float32
+
+
+def test_importing_the_library_changes_nothing_in_the_process():
+    """No environment variable set, no allocator setting, no thread started: tuning is an explicit call."""
+    code = (
+        "import os, threading, ctypes, pkgutil, importlib, json\n"
+        "env_before, threads_before = dict(os.environ), threading.active_count()\n"
+        "calls = []\n"
+        "real = ctypes.CDLL\n"
+        "ctypes.CDLL = lambda *a, **k: calls.append(a) or real(*a, **k)\n"
+        "import mini_transformer\n"
+        "names = [m.name for m in pkgutil.walk_packages(mini_transformer.__path__, 'mini_transformer.')]\n"
+        "for name in names:\n"
+        "    importlib.import_module(name)\n"
+        "from mini_transformer.kernels import threads, tuning\n"
+        "changed = sorted(k for k in set(os.environ) | set(env_before) if os.environ.get(k) != env_before.get(k))\n"
+        "print(json.dumps({'modules': len(names), 'changed': changed, 'threads': threading.active_count() - threads_before,"
+        " 'cdll': len(calls), 'kernel_threads': threads.threads(), 'tuned': tuning.state()}))\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_THREAD_TIMEOUT", "MT_BACKEND")}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    import json
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen["modules"] >= 30                       # every module of the package was imported
+    assert seen["changed"] == [] and seen["threads"] == 0 and seen["cdll"] == 0
+    assert seen["kernel_threads"] == 1
+    assert seen["tuned"] == {"threads": 1, "freed_memory_kept": False, "openblas_thread_timeout": None}
 
 
 def test_only_backend_imports_numpy():
@@ -97,33 +124,3 @@ def test_scatter_add_adds_repeated_ids_by_hand(name):
         assert backend.to_numpy(target)[3].tolist() == [2, 2]
         with pytest.raises(IndexError, match="4"):
             backend.scatter_add(target, backend.asarray(np.array([4])), backend.asarray(np.ones(2)))
-
-
-def test_freed_memory_is_kept_for_reuse_unless_switched_off():
-    # the allocator keeps a freed 16 MiB block: RSS does not fall when it is freed (glibc Linux only)
-    code = ("import os, numpy as np; from mini_transformer import backend\n"
-            "rss = lambda: int(open('/proc/self/statm').read().split()[1]) * os.sysconf('SC_PAGE_SIZE')\n"
-            "a = np.ones(4 << 20, np.float32); before = rss(); del a\n"
-            "print(backend.freed_memory_kept, (before - rss()) >> 20)")
-    if not os.path.exists("/proc/self/statm"):
-        pytest.skip("needs Linux's /proc to read the resident memory")
-    kept, dropped = {}, {}
-    for flag, seen in (("1", kept), ("0", dropped)):
-        out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "MT_KEEP_FREED_MEMORY": flag},
-                             capture_output=True, text=True, check=True).stdout.split()
-        seen["on"], seen["freed_mib"] = out[0] == "True", int(out[1])
-    if not kept["on"]:
-        pytest.skip("this C library has no glibc mallopt")
-    assert not dropped["on"] and dropped["freed_mib"] >= 15     # default: the 16 MiB go back at once
-    assert kept["freed_mib"] <= 1                              # kept: they stay for the next array
-
-
-@pytest.mark.parametrize("name", ["numpy", "strict"])
-def test_sum_of_products_by_hand(name):
-    with backend.using(name):
-        a = backend.asarray(np.array([[1.0, 2.0], [3.0, 4.0]]))
-        b = backend.asarray(np.array([[5.0, 6.0], [7.0, 8.0]]))
-        assert backend.to_numpy(backend.sum_of_products(a, b)).tolist() == [17.0, 53.0]          # 5+12, 21+32
-        assert backend.to_numpy(backend.sum_of_products(a, b, axis=0)).tolist() == [26.0, 44.0]  # 5+21, 12+32
-        with pytest.raises(ValueError, match="axis must be -1 .* or 0 .*, got 1"):
-            backend.sum_of_products(a, b, axis=1)

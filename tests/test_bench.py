@@ -14,8 +14,10 @@ def test_a_one_round_run_reports_every_field():
     out = bench.run(["workbook"], rounds=1, steps_per_round=1, use_torch=False)
     row = out["configs"]["workbook"]
     assert out["matmul_ceiling_flops"] > 0 and out["torch"] is None
-    assert out["openblas_thread_timeout"] is not None          # set by the backend before NumPy loads
+    assert set(out["tuning"]) == {"threads", "freed_memory_kept", "openblas_thread_timeout"}
     assert row["steps_per_round"] == 1 and row["ms_per_step"] > 0 and row["peak_bytes"] > 0
+    assert row["reference_ms_per_step"] > 0 and row["reference_peak_bytes"] > 0
+    assert row["reference_slowdown"] == pytest.approx(row["reference_ms_per_step"] / row["ms_per_step"])
     assert row["tokens_per_s"] == pytest.approx(16 * 64 / (row["ms_per_step"] / 1e3))
     assert "speed_ratio_vs_torch" not in row
 

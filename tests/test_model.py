@@ -42,7 +42,7 @@ def test_cached_decoding_equals_full_forward(positional):
     for t in range(5, 12):
         steps.append(model(x[:, t:t + 1], cache=cache).numpy())
     assert np.abs(full - np.concatenate(steps, axis=1)).max() <= 1e-6
-    assert cache.next_offset == 12
+    assert cache.seen == 12
 
 
 @pytest.mark.parametrize("positional", BASIC)

@@ -66,11 +66,11 @@ def test_sinusoidal_dot_product_depends_only_on_the_offset():
 
 def test_learned_positional_embedding_offset():
     emb = LearnedPositionalEmbedding(8, 4, backend.rng(0))
-    out = emb(3, offset=5)
+    out = emb.rows(3, offset=5)
     assert out.shape == (1, 3, 4)
     np.testing.assert_array_equal(N(out)[0], N(emb.weight)[5:8])
     with pytest.raises(ValueError, match=r"T_max=8.*position 8 is at or past T_max=8"):
-        emb(3, offset=6)
+        emb.rows(3, offset=6)
 
 
 # ---------------------------------------------------------------------------
@@ -219,11 +219,11 @@ def test_relative_position_bucket_properties():
 
 def test_t5_bias_is_translation_invariant_and_queries_are_the_last_positions():
     bias = RelativePositionBias(3, num_buckets=8, max_distance=16, rng=backend.rng(1))
-    full = N(bias(12, 12))
+    full = N(bias.bias(12, 12))
     assert full.shape == (1, 3, 12, 12)
     np.testing.assert_array_equal(full[0, :, 2, 5], full[0, :, 6, 9])      # both have key - query = 3
     np.testing.assert_array_equal(full[0, :, 9, 1], full[0, :, 11, 3])     # both -8
-    np.testing.assert_array_equal(N(bias(4, 12)), full[:, :, 8:, :])
+    np.testing.assert_array_equal(N(bias.bias(4, 12)), full[:, :, 8:, :])
     # 8 buckets, max_distance 16, both directions: 4 a side, n_e = 2 exact; for n = i - j >= 2 the bucket is
     # 2 + floor(ln(n/2) / ln 8 * 2), capped at 3: n 2..5 -> 2 (5 gives floor(0.881)), n >= 6 -> 3 (floor(1.057));
     # a key ahead (n < 0) takes the bucket of |n| plus 4
@@ -274,7 +274,7 @@ def test_relative_2d_index_and_translation_invariance():
     w = 4
     bias = RelativePositionBias2D(3, w, backend.rng(2))
     assert bias.table.shape == ((2 * w - 1) ** 2, 3)
-    b = N(bias(w * w))[0]                                           # (H, 16, 16)
+    b = N(bias.bias(w * w))[0]                                           # (H, 16, 16)
 
     def p(y, x):
         return y * w + x
@@ -289,16 +289,16 @@ def test_relative_2d_index_and_translation_invariance():
 # ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("make,message", [
-    (lambda: RotaryEmbedding(7), r"d_head=7 must be a positive even integer"),
+    (lambda: RotaryEmbedding(7), r"d_head=7 must be an integer at least 2 and even \(RoPE turns pairs"),
     (lambda: RotaryEmbedding(10, partial_rotary_factor=0.5),
      r"partial_rotary_factor=0.5 of d_head=10 leaves rotary_dim=5 channels, which must be even"),
     (lambda: RotaryEmbedding(8, scaling="yarn"), r"scaling='yarn' must be None, 'linear' or 'ntk'"),
     (lambda: relative_position_bucket(A(np.arange(3)), True, num_buckets=31),
      r"num_buckets=31 is odd, but bidirectional=True"),
     (lambda: RelativePositionBias(4, num_buckets=31, bidirectional=True), r"num_buckets=31 is odd"),
-    (lambda: RelativePositionBias(4)(5, 3), r"T_q=5 queries cannot be the last positions of T_k=3 keys"),
+    (lambda: RelativePositionBias(4).bias(5, 3), r"T_q=5 queries cannot be the last positions of T_k=3 keys"),
     (lambda: alibi_bias(4, 5, 3), r"T_q=5 queries cannot be the last positions of T_k=3 keys"),
-    (lambda: RelativePositionBias2D(2, 4)(9), r"got T=9 tokens, but window_size=4 holds w\*w=16 tokens"),
+    (lambda: RelativePositionBias2D(2, 4).bias(9), r"got T=9 tokens, but window_size=4 holds w\*w=16 tokens"),
     (lambda: RelativePositionBias2D(2, 4, table=A(np.zeros((25, 2)))),
      r"a table of shape \(25, 2\) does not fit window_size=4 and n_heads=2, which need .*\(49, 2\)"),
 ])

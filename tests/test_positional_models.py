@@ -180,7 +180,7 @@ def test_every_scheme_runs_on_the_strict_cupy_stand_in(cls, name, extra):
 
 def test_bench_positional_runs_and_counts_what_each_scheme_adds():
     from mini_transformer.bench_positional import run, table
-    res = run(["none", "learned", "alibi", "t5"], Ts=(8, 16), repeats=1)
+    res = run(["none", "learned", "alibi", "t5", "rope"], Ts=(8, 16), repeats=1)
     rows = {r["scheme"]: r for r in res["rows"]}
     # extra parameters by hand: a learned table max_len x d_model = 16 x 64; T5 num_buckets x H = 32 x 4
     assert rows["learned"]["extra_params"] == 16 * 64 and rows["t5"]["extra_params"] == 32 * 4
@@ -188,6 +188,8 @@ def test_bench_positional_runs_and_counts_what_each_scheme_adds():
     # ALiBi materialises a (1, H, T, T) float32 bias in each of the 2 layers: at least 2 * 4 * 16 * 16 * 4 bytes
     assert rows["alibi"]["T"][16]["hook_bytes"] >= 2 * 4 * 16 * 16 * 4
     assert "learned" in table(res)
+    # nothing costs less memory than no position at all (RoPE once printed a negative peak)
+    assert all(r["T"][T]["peak_extra_bytes"] >= 0 for r in rows.values() for T in (8, 16)), table(res)
 
 
 def test_learned_table_refuses_a_position_past_max_len_in_the_model():

@@ -13,6 +13,7 @@ import pytest
 import mini_transformer.functional as F
 from mini_transformer import Tensor, backend
 from mini_transformer.gradcheck import assert_gradcheck
+from mini_transformer.kernels import rope as fast_rope
 
 pytestmark = pytest.mark.usefixtures("each_backend")
 
@@ -93,7 +94,7 @@ def test_relative_shift_equals_the_naive_gather(q_first, T_q, k_first, T_k, caus
 @pytest.mark.parametrize("interleaved,want", [(False, [-3.0, -4.0, 1.0, 2.0]), (True, [-2.0, 1.0, -4.0, 3.0])])
 def test_quarter_turn_matrix_by_hand(interleaved, want):
     # rotate-half: [x1, x2] -> [-x2, x1] with halves (1, 2), (3, 4); interleaved: pairs (1, 2), (3, 4) each turned
-    R = F.quarter_turn_matrix(4, interleaved, dtype="float64")
+    R = fast_rope.quarter_turn_matrix(4, interleaved, dtype="float64")
     x = backend.asarray(np.array([1.0, 2.0, 3.0, 4.0]))
     assert backend.to_numpy(x @ R).tolist() == want
     np.testing.assert_array_equal(backend.to_numpy(R.T), backend.to_numpy(-R))                # R^T = -R
@@ -113,14 +114,15 @@ def _rotary_by_formula(a, cos, sin, interleaved):
 
 @pytest.mark.parametrize("interleaved", [False, True])
 @pytest.mark.parametrize("r", [6, 4])
-def test_apply_rotary_on_a_head_view_keeps_its_layout_and_its_numbers(interleaved, r):
-    # attention hands RoPE q as a (B, H, T, d) view of a (B, T, H, d) array; the op works in that memory order
+def test_fast_apply_rotary_on_a_head_view_keeps_its_layout_and_its_numbers(interleaved, r):
+    # attention hands RoPE q as a (B, H, T, d) view of a (B, T, H, d) array; the fast kernel works in that memory
+    # order, and its backward is the exact transpose for any tables (the reference's needs one angle per pair)
     B, T, H, d = 2, 5, 3, 6
     rng = np.random.default_rng(4)
     a = rng.normal(size=(B, T, H, d)).transpose(0, 2, 1, 3)           # (B, H, T, d) view
     cos, sin = rng.normal(size=(T, r)), rng.normal(size=(T, r))        # any tables: the op is linear in them
     x = Tensor(backend.asarray(a), requires_grad=True)
-    y = F.apply_rotary(x, backend.asarray(cos), backend.asarray(sin), interleaved=interleaved)
+    y = fast_rope.apply_rotary(x, backend.asarray(cos), backend.asarray(sin), interleaved=interleaved)
     np.testing.assert_allclose(y.numpy(), _rotary_by_formula(a, cos, sin, interleaved), rtol=1e-13, atol=1e-13)
     assert y.data.strides == x.data.strides                            # no transposing copy on the way out
     gy = rng.normal(size=a.shape)
@@ -130,5 +132,6 @@ def test_apply_rotary_on_a_head_view_keeps_its_layout_and_its_numbers(interleave
     e = rng.normal(size=a.shape)
     np.testing.assert_allclose((gy * _rotary_by_formula(e, cos, sin, interleaved)).sum(),
                                (backend.to_numpy(x.grad) * e).sum(), rtol=1e-12)
-    assert_gradcheck(lambda t: F.apply_rotary(t, backend.asarray(cos), backend.asarray(sin), interleaved=interleaved),
+    assert_gradcheck(lambda t: fast_rope.apply_rotary(t, backend.asarray(cos), backend.asarray(sin),
+                                                      interleaved=interleaved),
                      [Tensor(backend.asarray(a), requires_grad=True)], tol=TOL)

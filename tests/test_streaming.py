@@ -35,7 +35,7 @@ def test_sinks_plus_window_with_slots_keeps_the_right_tokens_and_places_the_next
     q_pos, k_pos = cache.query_and_key_positions(1)
     assert backend.to_numpy(k_pos).tolist() == list(range(13))     # slots 0..11, then the query's
     assert backend.to_numpy(q_pos).tolist() == [12]
-    assert cache.next_offset == 20                                 # the text position still counts on
+    assert cache.seen == 20                                 # the text position still counts on
 
 
 def test_text_positions_keep_the_place_in_the_stream():

@@ -38,10 +38,10 @@ def parse_args(description, argv=None):
     return ap.parse_args(argv)
 
 
-def text_model(positional, train_len, seed=0, d_model=64, n_layers=2, n_heads=4, **kw):
-    """A byte-level TinyGPT for the standard-library text."""
+def text_model(positional, train_len, seed=0, d_model=64, n_layers=2, n_heads=4, kernels="fast", **kw):
+    """A byte-level TinyGPT for the standard-library text (the fast kernels: the same numbers, sooner)."""
     cfg = GPTConfig(vocab_size=256, d_model=d_model, n_layers=n_layers, n_heads=n_heads, max_len=train_len,
-                    positional=positional, seed=seed, **kw)
+                    positional=positional, seed=seed, kernels=kernels, **kw)
     return TinyGPT(cfg)
 
 

@@ -51,7 +51,8 @@ def losses(model, held, L):
 
 def passkey_part(L, steps, ft_steps, seed, progress):
     """Train on passkeys at L; grid before, then after PI plus a fine-tune at 4L."""
-    cfg = GPTConfig(vocab_size=32, d_model=64, n_layers=2, n_heads=4, max_len=L, positional="rope", seed=seed)
+    cfg = GPTConfig(vocab_size=32, d_model=64, n_layers=2, n_heads=4, max_len=L, positional="rope", seed=seed,
+                    kernels="fast")
     model = TinyGPT(cfg)
 
     def batches(T):

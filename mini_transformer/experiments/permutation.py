@@ -26,7 +26,8 @@ SKIP = {"relative_2d"}
 
 
 def probe(model_cls, positional, seed, T=16):
-    cfg = GPTConfig(vocab_size=32, d_model=32, n_layers=2, n_heads=4, max_len=T, positional=positional, seed=seed)
+    cfg = GPTConfig(vocab_size=32, d_model=32, n_layers=2, n_heads=4, max_len=T, positional=positional, seed=seed,
+                    kernels="fast")
     model = model_cls(cfg).to_dtype("float64")
     draw = backend.rng(seed + 100)
     for p in model.parameters():  # O(1) weights, so a difference is not hidden by a tiny init

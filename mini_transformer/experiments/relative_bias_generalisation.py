@@ -59,7 +59,7 @@ SIZES = {
 
 def make_model(positional, seed):
     """A TinyGPT for the task; ``max_len = TEST_LEN`` so the learned table has a row for every test position."""
-    cfg = GPTConfig(vocab_size=VOCAB, max_len=TEST_LEN, positional=positional, seed=seed, **MODEL)
+    cfg = GPTConfig(vocab_size=VOCAB, max_len=TEST_LEN, positional=positional, seed=seed, kernels="fast", **MODEL)
     return TinyGPT(cfg)
 
 

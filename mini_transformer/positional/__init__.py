@@ -44,8 +44,14 @@ SCHEMES = {
 }
 
 
-def make_scheme(cfg, rng, causal=True):
-    """The scheme named by ``cfg.positional``, built from the config for a causal model or an encoder."""
+def make_scheme(cfg, rng, causal=True, kernels=None):
+    """The scheme named by ``cfg.positional``, built from the config for a causal model or an encoder.
+
+    ``kernels`` is the model's kernel set, for the ops a scheme calls itself (RoPE's rotation).
+    """
     if cfg.positional not in SCHEMES:
         raise ValueError(f"Unknown positional scheme {cfg.positional!r}; choose one of {sorted(SCHEMES)}.")
-    return SCHEMES[cfg.positional].from_config(cfg, rng, causal=causal)
+    scheme = SCHEMES[cfg.positional].from_config(cfg, rng, causal=causal)
+    if kernels is not None:
+        scheme.kernels = kernels
+    return scheme

@@ -13,13 +13,13 @@ follows the model.
 import math
 
 from ..backend import asarray, xp
+from ..validate import check_int
 from .base import PositionalScheme
 
 
 def alibi_slopes(n_heads):
     r"""The H slopes m_h, float64 ``(H,)``: 2^{-8h/H} for H a power of two, the paper's interleave otherwise."""
-    if isinstance(n_heads, bool) or not isinstance(n_heads, int) or n_heads < 1:
-        raise ValueError(f"alibi_slopes: n_heads={n_heads!r} must be a positive integer.")
+    check_int("alibi_slopes: n_heads", n_heads, minimum=1)
     return asarray(_slopes(n_heads), dtype="float64")
 
 
@@ -61,6 +61,9 @@ class ALiBi(PositionalScheme):
     @classmethod
     def from_config(cls, cfg, rng=None, causal=True):
         return cls(cfg.n_heads, bidirectional=not causal)
+
+    def signature(self):
+        return {"bidirectional": self.bidirectional}
 
     def score_bias(self, q, k, q_pos, k_pos, layer):
         return _bias(self.slopes, q_pos, k_pos, self.bidirectional, q.dtype)   # (1, H, T_q, T_k)

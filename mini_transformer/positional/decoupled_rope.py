@@ -31,9 +31,10 @@ cached once; the scores are the same.
 
 It also reads ``rope_base`` and ``rope_scaling`` like ``"rope"``.
 """
-from .. import functional as F
+from ..backend import rng as make_rng
 from ..nn import Linear, Module
-from .base import PositionalScheme
+from ..validate import check_int
+from .base import PositionalScheme, Setting
 from .rope import RotaryEmbedding
 
 
@@ -48,14 +49,16 @@ class DecoupledRoPELayer(Module):
 class DecoupledRoPE(PositionalScheme):
     """Adds the rotary part of MLA's score; the content q and k stay position-free."""
 
+    settings = {"d_rope": Setting(int, lambda cfg, causal: _default_d_rope(cfg.d_head),
+                                  "the rotary width; default d_head / 2 rounded down to even, at least 2", "d_rope")}
+    config_fields = {"rope_base": "rotary.base", "rope_scaling": "rotary.rope_scaling",
+                     "max_len": "rotary.max_position_embeddings"}
+
     def __init__(self, d_model, n_heads, n_layers, d_rope=None, base=10000.0, rope_scaling=None,
                  max_position_embeddings=None, rng=None, std=0.02):
-        from ..backend import rng as make_rng
         d_head = d_model // n_heads
-        d_rope = max(2, (d_head // 2) // 2 * 2) if d_rope is None else d_rope
-        if isinstance(d_rope, bool) or not isinstance(d_rope, int) or d_rope < 2 or d_rope % 2:
-            raise ValueError(f"DecoupledRoPE: d_rope={d_rope!r} must be an even integer of at least 2 (RoPE turns "
-                             f"pairs of channels).")
+        d_rope = _default_d_rope(d_head) if d_rope is None else d_rope
+        check_int("DecoupledRoPE: d_rope", d_rope, minimum=2, even=True, why="RoPE turns pairs of channels")
         rng = rng or make_rng(0)
         self.n_heads, self.d_head, self.d_rope = n_heads, d_head, d_rope
         self.rotary = RotaryEmbedding(d_rope, base, rope_scaling=rope_scaling,
@@ -64,7 +67,7 @@ class DecoupledRoPE(PositionalScheme):
 
     @classmethod
     def from_config(cls, cfg, rng=None, causal=True):
-        return cls(cfg.d_model, cfg.n_heads, cfg.n_layers, cfg.extra.get("d_rope"), cfg.rope_base,
+        return cls(cfg.d_model, cfg.n_heads, cfg.n_layers, cls.setting_values(cfg, causal)["d_rope"], cfg.rope_base,
                    cfg.rope_scaling, cfg.max_len, rng)
 
     def score_bias(self, q, k, q_pos, k_pos, layer):
@@ -77,6 +80,11 @@ class DecoupledRoPE(PositionalScheme):
         k_R = lay.W_KR(k_cat).reshape(B, 1, T_k, self.d_rope)                     # (B, 1, T_k, d_rope) all heads
         cos_q, sin_q = self.rotary.at(q_pos)                                      # (T_q, d_rope) each
         cos_k, sin_k = self.rotary.at(k_pos)                                      # (T_k, d_rope) each
-        q_R = F.apply_rotary(q_R, cos_q.astype(q.dtype), sin_q.astype(q.dtype)) * (1.0 / d_head ** 0.5)
-        k_R = F.apply_rotary(k_R, cos_k.astype(q.dtype), sin_k.astype(q.dtype))
+        q_R = self.kernels.apply_rotary(q_R, cos_q.astype(q.dtype), sin_q.astype(q.dtype)) * (1.0 / d_head ** 0.5)
+        k_R = self.kernels.apply_rotary(k_R, cos_k.astype(q.dtype), sin_k.astype(q.dtype))
         return q_R @ k_R.transpose(0, 1, 3, 2)                                    # (B, H, T_q, T_k)
+
+
+def _default_d_rope(d_head):
+    """Half the head, rounded down to an even number, and at least one pair."""
+    return max(2, (d_head // 2) // 2 * 2)

@@ -3,16 +3,17 @@ r"""Learned absolute positions (GPT-2, BERT): a table of ``T_max`` vectors, one 
 It knows nothing about positions it never saw in training, and it cannot
 express a position past ``T_max`` at all: asking for one is an error.
 """
-from ..backend import xp
+from ..backend import rng as make_rng
 from ..nn import Parameter, init_normal
 from .base import PositionalScheme
 
 
 class LearnedPositionalEmbedding(PositionalScheme):
-    """``LearnedPositionalEmbedding(T_max, d_model)(T, offset)`` gives ``(1, T, d_model)``."""
+    """A ``(T_max, d_model)`` table; ``rows(T, offset)`` gives the ``(1, T, d_model)`` rows of those positions."""
+
+    config_fields = {"max_len": "T_max"}
 
     def __init__(self, T_max, d_model, rng=None, std=0.02):
-        from ..backend import rng as make_rng
         self.T_max = self.max_positions = T_max
         self.weight = Parameter(init_normal(rng or make_rng(0), (T_max, d_model), std))
 
@@ -20,7 +21,7 @@ class LearnedPositionalEmbedding(PositionalScheme):
     def from_config(cls, cfg, rng=None, causal=True):
         return cls(cfg.max_len, cfg.d_model, rng)
 
-    def __call__(self, T, offset=0):
+    def rows(self, T, offset=0):
         if offset < 0 or offset + T > self.T_max:
             raise ValueError(f"LearnedPositionalEmbedding has T_max={self.T_max} positions, but positions "
                              f"{offset}..{offset + T - 1} were asked for (position {offset + T - 1} is at or "
@@ -28,4 +29,4 @@ class LearnedPositionalEmbedding(PositionalScheme):
         return self.weight[None, offset:offset + T]   # (1, T, d_model)
 
     def embed(self, x, offset):
-        return x + self(x.shape[1], offset)
+        return x + self.rows(x.shape[1], offset)

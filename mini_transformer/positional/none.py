@@ -5,7 +5,3 @@ from .base import PositionalScheme
 
 class NoPositionalEncoding(PositionalScheme):
     """All three hooks are the defaults: nothing is added, nothing rotated."""
-
-    @classmethod
-    def from_config(cls, cfg, rng=None, causal=True):
-        return cls()

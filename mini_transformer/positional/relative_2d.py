@@ -19,9 +19,11 @@ vision Transformer over w x w patch ids. ``GPTConfig.extra`` key read by the
 """
 import math
 
+from ..backend import rng as make_rng
 from ..backend import xp
 from ..nn import Parameter, init_normal
-from .base import PositionalScheme
+from ..validate import check_int
+from .base import PositionalScheme, Setting
 
 
 def relative_2d_index(window_size, q_pos=None, k_pos=None):
@@ -38,12 +40,14 @@ def relative_2d_index(window_size, q_pos=None, k_pos=None):
 
 
 class RelativePositionBias2D(PositionalScheme):
-    r"""``RelativePositionBias2D(n_heads, window_size)(T)`` gives ``(1, H, T, T)`` for a window's T = w^2 tokens."""
+    r"""A ``((2w-1)^2, H)`` table; ``bias(T)`` gives the ``(1, H, T, T)`` bias of a window's T = w^2 tokens."""
+
+    settings = {"window_size": Setting(int, lambda cfg, causal: math.isqrt(cfg.max_len - 1) + 1,
+                                       "the window's side w; default the smallest w with w^2 >= max_len",
+                                       "window_size")}
 
     def __init__(self, n_heads, window_size, rng=None, std=0.02, table=None):
-        from ..backend import rng as make_rng
-        if isinstance(window_size, bool) or not isinstance(window_size, int) or window_size < 1:
-            raise ValueError(f"RelativePositionBias2D: window_size={window_size!r} must be a positive integer.")
+        check_int("RelativePositionBias2D: window_size", window_size, minimum=1)
         self.n_heads, self.window_size = n_heads, window_size
         self.max_positions = window_size * window_size
         rows = (2 * window_size - 1) ** 2
@@ -56,10 +60,10 @@ class RelativePositionBias2D(PositionalScheme):
 
     @classmethod
     def from_config(cls, cfg, rng=None, causal=True):
-        w = cfg.extra.get("window_size", math.isqrt(cfg.max_len - 1) + 1)
-        return cls(cfg.n_heads, w, rng)
+        return cls(cfg.n_heads, cls.setting_values(cfg, causal)["window_size"], rng)
 
-    def __call__(self, T):
+    def bias(self, T):
+        """The bias ``(1, H, T, T)`` of one whole window, T = w^2 tokens in raster order."""
         w = self.window_size
         if T != w * w:
             raise ValueError(f"RelativePositionBias2D: got T={T} tokens, but window_size={w} holds "

@@ -36,7 +36,8 @@ import contextlib
 from .. import functional as F
 from ..backend import xp
 from ..rope_scaling import rope_inv_freq
-from .base import PositionalScheme
+from ..validate import check_int
+from .base import PositionalScheme, Setting
 
 #: rope types whose frequencies depend on the current sequence length, so they are recomputed per call
 _LENGTH_DEPENDENT = ("dynamic", "longrope")
@@ -53,16 +54,13 @@ def rotate_interleaved(x):
 
 
 def apply_rotary(x, cos, sin, interleaved=False):
-    r"""x \odot \cos + \mathrm{rot}(x) \odot \sin; a Tensor gets the fused op with its backward.
+    r"""x \odot \cos + \mathrm{rot}(x) \odot \sin; a Tensor gets the op with its backward, an array the formula.
 
     ``cos`` and ``sin`` may cover only the first r channels (partial rotary).
     """
     if hasattr(x, "requires_grad"):
         return F.apply_rotary(x, cos, sin, interleaved=interleaved)
-    rot = rotate_interleaved if interleaved else rotate_half
-    r = cos.shape[-1]
-    y = x[..., :r] * cos + rot(x[..., :r]) * sin
-    return y if r == x.shape[-1] else xp.concatenate([y, x[..., r:]], axis=-1)
+    return F.rotary_array(x, cos, sin, interleaved=interleaved)
 
 
 def rope_channel_permutation(d_head, rotary_dim=None):
@@ -114,9 +112,7 @@ class RotaryEmbedding:
 
     def __init__(self, d_head, base=10000.0, scaling=None, factor=1.0, rope_scaling=None,
                  partial_rotary_factor=1.0, interleaved=False, max_position_embeddings=None):
-        if isinstance(d_head, bool) or not isinstance(d_head, int) or d_head < 2 or d_head % 2:
-            raise ValueError(f"RotaryEmbedding: d_head={d_head!r} must be a positive even integer, because RoPE "
-                             f"turns pairs of channels.")
+        check_int("RotaryEmbedding: d_head", d_head, minimum=2, even=True, why="RoPE turns pairs of channels")
         if not 0 < partial_rotary_factor <= 1:
             raise ValueError(f"RotaryEmbedding: partial_rotary_factor={partial_rotary_factor!r} must lie in (0, 1].")
         rotary_dim = int(d_head * partial_rotary_factor)
@@ -170,6 +166,13 @@ class RotaryEmbedding:
 class RoPE(PositionalScheme):
     """Rotates q and k in every layer (keys once, before the cache); adds nothing to the input or the scores."""
 
+    settings = {"rope_interleaved": Setting(bool, False, "pair channels (2i, 2i+1) instead of (i, i + d/2)",
+                                            "rotary.interleaved"),
+                "partial_rotary_factor": Setting(float, 1.0, "the fraction of each head that turns, in (0, 1]",
+                                                 "rotary.partial_rotary_factor")}
+    config_fields = {"rope_base": "rotary.base", "rope_scaling": "rotary.rope_scaling",
+                     "max_len": "rotary.max_position_embeddings"}
+
     def __init__(self, d_head, base=10000.0, rope_scaling=None, partial_rotary_factor=1.0, interleaved=False,
                  max_position_embeddings=None):
         self.rotary = RotaryEmbedding(d_head, base, rope_scaling=rope_scaling,
@@ -177,22 +180,21 @@ class RoPE(PositionalScheme):
                                       max_position_embeddings=max_position_embeddings)
         # dynamic NTK / LongRoPE change every angle as the sequence grows, so cached keys must be re-turned
         self.rerotate_keys = self.rotary.length_dependent
-        self._last = None   # (positions array, dtype, fixed length, cos, sin) of the last call
 
     @classmethod
     def from_config(cls, cfg, rng=None, causal=True):
+        s = cls.setting_values(cfg, causal)
         return cls(cfg.d_head, cfg.rope_base, rope_scaling=cfg.rope_scaling,
-                   partial_rotary_factor=cfg.extra.get("partial_rotary_factor", 1.0),
-                   interleaved=bool(cfg.extra.get("rope_interleaved", False)),
+                   partial_rotary_factor=s["partial_rotary_factor"], interleaved=s["rope_interleaved"],
                    max_position_embeddings=cfg.max_len)
 
     def signature(self):
-        """What a RoPE checkpoint records: change any of these and the weights mean something else."""
+        """The settings, and what they mean: change any of these and the weights mean something else."""
         r = self.rotary
         scaling = r.rope_scaling or {}
         original = scaling.get("original_max_position_embeddings", r.max_position_embeddings)
         factor = scaling.get("factor", 1.0)
-        return {"rope_theta": r.base, "rotary_dim": r.rotary_dim,
+        return {**super().signature(), "rope_theta": r.base, "rotary_dim": r.rotary_dim,
                 "pairing": "interleaved (2i, 2i+1)" if r.interleaved else "rotate-half (i, i + d/2)",
                 "rope_type": scaling.get("rope_type", scaling.get("type", "default")),
                 "original_max_position_embeddings": original,
@@ -214,10 +216,6 @@ class RoPE(PositionalScheme):
             self.rotary.fixed_length = previous
 
     def rotate(self, x, pos, layer):
-        # q and k of every layer are turned by the same positions array in one forward pass: build its
-        # tables once (the model makes a new positions array for every pass and never changes one in place)
-        last = self._last
-        if last is None or last[0] is not pos or last[1] != x.dtype or last[2] != self.rotary.fixed_length:
-            cos, sin = self.rotary.at(pos)                                     # (T, rotary_dim) each
-            last = self._last = (pos, x.dtype, self.rotary.fixed_length, cos.astype(x.dtype), sin.astype(x.dtype))
-        return apply_rotary(x, last[3], last[4], interleaved=self.rotary.interleaved)
+        cos, sin = self.rotary.at(pos)                                         # (T, rotary_dim) each, float64
+        return self.kernels.apply_rotary(x, cos.astype(x.dtype), sin.astype(x.dtype),
+                                         interleaved=self.rotary.interleaved)

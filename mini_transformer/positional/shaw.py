@@ -21,9 +21,11 @@ first adds up each query's attention per distance (``F.scatter_distance``,
   probabilities in the graph (``needs_probs``), so attention takes its unfused path.
 """
 from .. import functional as F
+from ..backend import rng as make_rng
 from ..backend import xp
 from ..nn import Module, Parameter, init_normal
-from .base import PositionalScheme
+from ..validate import check_int
+from .base import PositionalScheme, Setting
 
 
 def clipped_distance_index(q_pos, k_pos, k):
@@ -42,17 +44,19 @@ class ShawLayer(Module):
 class ShawRelativePosition(PositionalScheme):
     """Adds q . a^K_{r_ij} to the scores and, with values, sum_j alpha_ij a^V_{r_ij} to the output."""
 
+    settings = {"shaw_k": Setting(int, 16, "the clipping distance k", "k"),
+                "shaw_values": Setting(bool, True, "also learn the value vectors a^V", "needs_probs")}
+
     def __init__(self, d_head, n_layers, k=16, values=True, rng=None):
-        from ..backend import rng as make_rng
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise ValueError(f"ShawRelativePosition: shaw_k={k!r} must be a positive integer (the clipping distance).")
+        check_int("ShawRelativePosition: shaw_k", k, minimum=1, why="the clipping distance")
         rng = rng or make_rng(0)
         self.k, self.d_head, self.needs_probs = k, d_head, bool(values)
         self.layers = [ShawLayer(k, d_head, values, rng) for _ in range(n_layers)]
 
     @classmethod
     def from_config(cls, cfg, rng=None, causal=True):
-        return cls(cfg.d_head, cfg.n_layers, cfg.extra.get("shaw_k", 16), cfg.extra.get("shaw_values", True), rng)
+        s = cls.setting_values(cfg, causal)
+        return cls(cfg.d_head, cfg.n_layers, s["shaw_k"], s["shaw_values"], rng)
 
     def score_bias(self, q, k, q_pos, k_pos, layer):
         index = clipped_distance_index(q_pos, k_pos, self.k)                 # (T_q, T_k)

@@ -35,6 +35,8 @@ def sinusoidal_table(pos, d_model, base=10000.0):
 class SinusoidalPositionalEncoding(PositionalScheme):
     """x + PE[offset : offset + T]; no parameters."""
 
+    config_fields = {"sinusoidal_base": "base"}
+
     def __init__(self, d_model, base=10000.0):
         self.d_model, self.base = d_model, base
 

@@ -15,9 +15,11 @@ table ``(num_buckets, H)`` is one per model, shared by every layer of the stack.
 """
 import math
 
+from ..backend import rng as make_rng
 from ..backend import xp
 from ..nn import Parameter, init_normal
-from .base import PositionalScheme
+from ..validate import check_int
+from .base import PositionalScheme, Setting
 
 
 def relative_position_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
@@ -55,8 +57,7 @@ def relative_position_bucket(relative_position, bidirectional=True, num_buckets=
 
 
 def _check_buckets(bidirectional, num_buckets, max_distance):
-    if isinstance(num_buckets, bool) or not isinstance(num_buckets, int) or num_buckets < 2:
-        raise ValueError(f"relative_position_bucket: num_buckets={num_buckets!r} must be an integer of at least 2.")
+    check_int("relative_position_bucket: num_buckets", num_buckets, minimum=2)
     if bidirectional and num_buckets % 2:
         raise ValueError(f"relative_position_bucket: num_buckets={num_buckets} is odd, but bidirectional=True "
                          f"splits the buckets into two equal halves (past and future); use an even count such "
@@ -71,15 +72,20 @@ def _check_buckets(bidirectional, num_buckets, max_distance):
 
 
 class RelativePositionBias(PositionalScheme):
-    r"""``RelativePositionBias(n_heads, num_buckets, max_distance, bidirectional)(T_q, T_k)``: ``(1, H, T_q, T_k)``.
+    r"""A ``(num_buckets, H)`` table; ``bias(T_q, T_k)`` gives the ``(1, H, T_q, T_k)`` bias it adds to the scores.
 
     The queries are the last T_q of the T_k positions (as when decoding with a
     cache). As a scheme it adds the same bias in every layer, from the explicit
     positions it is given.
     """
 
+    settings = {"num_buckets": Setting(int, 32, "distance buckets per head", "num_buckets"),
+                "max_distance": Setting(int, 128, "where the last, shared bucket begins", "max_distance"),
+                "bidirectional": Setting(bool, lambda cfg, causal: not causal,
+                                         "buckets for future keys too; default: True in TinyEncoder, False in TinyGPT",
+                                         "bidirectional")}
+
     def __init__(self, n_heads, num_buckets=32, max_distance=128, bidirectional=True, rng=None, std=0.02):
-        from ..backend import rng as make_rng
         _check_buckets(bidirectional, num_buckets, max_distance)
         self.n_heads, self.num_buckets = n_heads, num_buckets
         self.max_distance, self.bidirectional = max_distance, bidirectional
@@ -87,11 +93,11 @@ class RelativePositionBias(PositionalScheme):
 
     @classmethod
     def from_config(cls, cfg, rng=None, causal=True):
-        bidirectional = cfg.extra.get("bidirectional")
-        return cls(cfg.n_heads, cfg.extra.get("num_buckets", 32), cfg.extra.get("max_distance", 128),
-                   (not causal) if bidirectional is None else bool(bidirectional), rng)
+        s = cls.setting_values(cfg, causal)
+        return cls(cfg.n_heads, s["num_buckets"], s["max_distance"], s["bidirectional"], rng)
 
-    def __call__(self, T_q, T_k):
+    def bias(self, T_q, T_k):
+        """The bias ``(1, H, T_q, T_k)`` for T_q queries that are the last of T_k positions."""
         if T_q > T_k:
             raise ValueError(f"RelativePositionBias: T_q={T_q} queries cannot be the last positions of T_k={T_k} "
                              f"keys; T_q must be at most T_k.")

@@ -38,9 +38,11 @@ between segments (always at evaluation).
 R uses ``GPTConfig.sinusoidal_base``.
 """
 from .. import functional as F
+from ..backend import rng as make_rng
 from ..backend import xp
 from ..nn import Linear, Module, Parameter, init_normal
-from .base import PositionalScheme
+from ..validate import check_int
+from .base import PositionalScheme, Setting
 from .sinusoidal import sinusoidal_table
 
 
@@ -54,8 +56,13 @@ class TransformerXLLayer(Module):
 class TransformerXLRelative(PositionalScheme):
     """Adds (b) + (c) + (d) of the score decomposition, scaled like the content term."""
 
+    settings = {"mem_len": Setting(int, lambda cfg, causal: cfg.max_len,
+                                   "past tokens the segment memory keeps; default max_len", "mem_len")}
+    config_fields = {"sinusoidal_base": "base"}
+
     def __init__(self, d_model, n_heads, n_layers, causal=True, base=10000.0, mem_len=None, rng=None, std=0.02):
-        from ..backend import rng as make_rng
+        if mem_len is not None:
+            check_int("transformer_xl: mem_len", mem_len, minimum=1)
         rng = rng or make_rng(0)
         self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
         self.causal, self.base, self.mem_len = causal, base, mem_len
@@ -65,10 +72,11 @@ class TransformerXLRelative(PositionalScheme):
 
     @classmethod
     def from_config(cls, cfg, rng=None, causal=True):
-        mem_len = cfg.extra.get("mem_len", cfg.max_len)
-        if isinstance(mem_len, bool) or not isinstance(mem_len, int) or mem_len < 1:
-            raise ValueError(f"transformer_xl: GPTConfig.extra['mem_len']={mem_len!r} must be a positive integer.")
-        return cls(cfg.d_model, cfg.n_heads, cfg.n_layers, causal, cfg.sinusoidal_base, mem_len, rng)
+        return cls(cfg.d_model, cfg.n_heads, cfg.n_layers, causal, cfg.sinusoidal_base,
+                   cls.setting_values(cfg, causal)["mem_len"], rng)
+
+    def signature(self):
+        return {**super().signature(), "causal": self.causal}
 
     def distances(self, q_pos, k_pos):
         r"""The distances d_{hi}, d_{hi} - 1, ..., d_{lo} for terms (b) and (d), in ``relative_shift``'s order.
