@@ -3,8 +3,10 @@ r"""Checkpoints: weights, optimiser state and the whole config in one ``.npz``, 
 The config (positional settings included) is stored as JSON inside the file,
 so a checkpoint can never be separated from the settings that give its
 weights meaning. Loading refuses a model whose positional configuration
-differs, and names the field: RoPE weights trained with one base, or position
-ids that mean something else, silently produce a different model.
+differs, in any setting its scheme declares or any config field it reads, and
+names the setting: RoPE weights trained with one base, T5 buckets trained for
+one direction, or position ids that mean something else silently produce a
+different model.
 
 Writes go to a temporary file in the same folder, are flushed to disk, and
 only then renamed over the target: an interrupted save leaves the previous
@@ -32,15 +34,15 @@ POSITION_IDS = "absolute index of the token in the sequence, counted from 0; a c
 def positional_signature(model):
     """The settings that decide what a position means to this model's weights.
 
-    The config's positional fields, plus what the scheme itself reports
-    (``scheme.signature()``: for RoPE the base, rotary width, pairing convention,
-    original and target length and scaling), plus how position ids are read.
+    The scheme's name, everything the scheme reports (``scheme.signature()``:
+    every ``GPTConfig.extra`` setting it declares and every config field it
+    reads, as resolved for this model, plus what they imply, e.g. RoPE's rotary
+    width and pairing), the head size, and how position ids are read. Settings
+    a scheme does not read are left out: an ALiBi checkpoint runs at any
+    ``max_len``, and an ``extra`` key spelled out at its default means the
+    same as one left out.
     """
-    cfg = model.cfg
-    d = cfg.to_dict()
-    sig = {"positional": d["positional"], "max_len": d["max_len"], "rope_base": d["rope_base"],
-           "rope_scaling": d["rope_scaling"], "sinusoidal_base": d["sinusoidal_base"], "extra": d["extra"],
-           "d_head": cfg.d_head, "position_ids": POSITION_IDS}
+    sig = {"positional": model.cfg.positional, "d_head": model.cfg.d_head, "position_ids": POSITION_IDS}
     sig.update(model.positional.signature())
     return json.loads(json.dumps(sig))  # as it reads back from the file: tuples become lists
 
@@ -156,13 +158,17 @@ def load_checkpoint(path, model, optimizer=None):
     want, have = meta["positional"], positional_signature(model)
     differ = [k for k in sorted(set(want) | set(have)) if want.get(k) != have.get(k)]
     if differ:
-        # name the most telling field: the scheme itself, then a specific setting, then a whole dict
-        first = "positional" if "positional" in differ else next(
-            (k for k in differ if k not in ("extra", "rope_scaling")), differ[0])
-        others = f" (also differing: {', '.join(k for k in differ if k != first)})" if len(differ) > 1 else ""
+        # name the most telling field first: the scheme itself, then a setting the config spells (in the scheme's
+        # order), then one derived from them (RoPE's rope_type, pairing), a whole dict (rope_scaling) last
+        declared = [*type(model.positional).settings, *type(model.positional).config_fields]
+        first = min(differ, key=lambda k: (k != "positional", isinstance(want.get(k, have.get(k)), dict),
+                                           k not in declared, declared.index(k) if k in declared else 0, k))
+        others = "; ".join(f"{k}={want.get(k)!r} in the checkpoint, {have.get(k)!r} in the model"
+                           for k in differ if k != first)
         raise ValueError(f"The checkpoint {path!r} was trained with {first}={want.get(first)!r}, but the model has "
-                         f"{first}={have.get(first)!r}{others}. Build the model from the checkpoint's config "
-                         f"(read_checkpoint(path)[0]['config']) or convert the weights deliberately.")
+                         f"{first}={have.get(first)!r}" + (f" (also differing: {others})" if others else "") +
+                         ". Build the model from the checkpoint's config (read_checkpoint(path)[0]['config']) or "
+                         "convert the weights deliberately.")
     model.load_state_dict(params)
     if optimizer is not None:
         if "t" in optim:

@@ -1,10 +1,12 @@
-"""Checkpoints: a damaged file or a stranger is refused by name, and a save that dies midway leaves no wreck.
+"""Checkpoints: a damaged file or a stranger is refused by name, a save that dies midway leaves no wreck, and
+every positional setting of every scheme is bound to the weights.
 
 Every way a file can go wrong on its way to disk and back (empty, cut short,
 altered, or never a checkpoint) must end in one ValueError that names the file
 and says which it is, never in a raw zip or pickle traceback, and never with
 advice to unpickle.
 """
+import dataclasses
 import errno
 import io
 import json
@@ -18,7 +20,8 @@ import pytest
 
 from mini_transformer import backend
 from mini_transformer.checkpoint import load_checkpoint, read_checkpoint, save_checkpoint
-from mini_transformer.model import GPTConfig, TinyGPT
+from mini_transformer.model import GPTConfig, TinyEncoder, TinyGPT
+from mini_transformer.positional import SCHEMES
 
 
 def small(**kw):
@@ -241,3 +244,78 @@ def test_the_crash_helpers_really_crash_inside_the_write(tmp_path, monkeypatch):
     with pytest.raises(OSError, match="full"):
         save_checkpoint(str(tmp_path / "m.npz"), small())
     assert len(written) == 1 and written[0]._left == 0
+
+
+# ---------------------------------------------------------------------------
+# Every positional setting of every scheme is bound
+# ---------------------------------------------------------------------------
+
+# a value unlike the default for every GPTConfig.extra setting a scheme declares and every config field it reads
+# (defaults for d_model 8, 2 heads, max_len 9: mem_len 9, window_size 3, d_rope 2, rotary width 4)
+CHANGED = {"shaw_k": 3, "shaw_values": False, "mem_len": 5, "num_buckets": 8, "max_distance": 64,
+           "bidirectional": True, "rope_interleaved": True, "partial_rotary_factor": 0.5, "window_size": 4,
+           "d_rope": 4, "rope_base": 500.0, "sinusoidal_base": 100.0, "max_len": 12,
+           "rope_scaling": {"rope_type": "linear", "factor": 2.0}}
+FIELDS = {f.name for f in dataclasses.fields(GPTConfig)}
+BINDINGS = [(name, key) for name, cls in SCHEMES.items() for key in [*cls.settings, *cls.config_fields]]
+
+
+def scheme_model(name, cls=TinyGPT, **changes):
+    extra = {k: v for k, v in changes.items() if k not in FIELDS}
+    fields = {k: v for k, v in changes.items() if k in FIELDS}
+    return cls(GPTConfig(**{**dict(vocab_size=8, d_model=8, n_layers=1, n_heads=2, max_len=9, positional=name),
+                            **fields, "extra": extra}))
+
+
+def test_every_setting_of_every_scheme_is_listed_here():
+    assert {key for _, key in BINDINGS} <= set(CHANGED), "add a changed value for the new setting"
+    assert {name for name, _ in BINDINGS} == set(SCHEMES) - {"none", "alibi"}      # the two with no setting
+
+
+@pytest.mark.parametrize("name,key", BINDINGS, ids=[f"{n}-{k}" for n, k in BINDINGS])
+def test_a_checkpoint_refuses_a_model_with_any_one_positional_setting_changed(name, key, tmp_path):
+    path = str(tmp_path / f"{name}.npz")
+    save_checkpoint(path, scheme_model(name))
+    saved = read_checkpoint(path)[0]["positional"]
+    model = scheme_model(name, seed=4, **{key: CHANGED[key]})
+    before = {k: v.copy() for k, v in model.state_dict().items()}
+    with pytest.raises(ValueError) as info:
+        load_checkpoint(path, model)
+    message = str(info.value)
+    want = json.loads(json.dumps(CHANGED[key]))                          # as the signature stores it
+    assert f"{key}={saved[key]!r}" in message and f"{want!r}" in message, message
+    assert all(np.array_equal(before[k], v) for k, v in model.state_dict().items())   # nothing was loaded
+
+
+@pytest.mark.parametrize("name,key,in_decoder", [("t5", "bidirectional", False), ("alibi", "bidirectional", False),
+                                                 ("transformer_xl", "causal", True)])
+def test_a_decoder_checkpoint_refuses_an_encoder_and_back(name, key, in_decoder, tmp_path):
+    # the encoder form reads positions in both directions: the same weights would mean something else
+    path = str(tmp_path / f"{name}.npz")
+    decoder, encoder = f"{key}={in_decoder}", f"{key}={not in_decoder}"
+    save_checkpoint(path, scheme_model(name))
+    with pytest.raises(ValueError, match=re.escape(f"trained with {decoder}, but the model has {encoder}")):
+        load_checkpoint(path, scheme_model(name, TinyEncoder))
+    save_checkpoint(path, scheme_model(name, TinyEncoder))
+    with pytest.raises(ValueError, match=re.escape(f"trained with {encoder}, but the model has {decoder}")):
+        load_checkpoint(path, scheme_model(name))
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMES))
+def test_the_same_settings_load_however_they_are_spelled(name, tmp_path):
+    # another seed, and every declared setting written out at the value the saved model resolved it to
+    path = str(tmp_path / f"{name}.npz")
+    model = scheme_model(name)
+    save_checkpoint(path, model)
+    spelled = {k: v for k, v in model.positional.signature().items() if k in type(model.positional).settings}
+    twin = scheme_model(name, seed=7, **spelled)
+    load_checkpoint(path, twin)
+    x = np.arange(9)[None] % 8
+    assert np.array_equal(backend.to_numpy(twin(x).data), backend.to_numpy(model(x).data))
+
+
+def test_a_scheme_that_does_not_read_max_len_runs_a_checkpoint_at_any_length(tmp_path):
+    # ALiBi trains short and runs long: its checkpoint must load into the same model built for a longer max_len
+    path = str(tmp_path / "alibi.npz")
+    save_checkpoint(path, scheme_model("alibi"))
+    load_checkpoint(path, scheme_model("alibi", max_len=64))
