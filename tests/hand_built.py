@@ -9,6 +9,7 @@ position has its own loss, and a mean over any slice of positions is ln 2
 times a mean of whole numbers, worked out in one line.
 """
 import math
+import time
 
 import numpy as np
 
@@ -27,13 +28,19 @@ def counting_text(n, V):
 
 
 class HalvingModel(Module):
-    """Next-token probability 2^{-(p + 1 + shift)} for (x + 1) mod V at position p; refuses positions >= limit."""
+    """Next-token probability 2^{-(p + 1 + shift)} for (x + 1) mod V at position p; refuses positions >= limit.
+
+    Every call is recorded in ``calls`` as (ids, whether a cache was passed). With
+    ``delay = (prefill, step)`` a cached call sleeps that many seconds: ``prefill``
+    for several tokens, ``step`` for one, so timings have known lower bounds.
+    """
 
     causal = True
 
-    def __init__(self, V, shift=0, limit=None):
+    def __init__(self, V, shift=0, limit=None, delay=None):
         self.cfg = GPTConfig(vocab_size=V, max_len=limit or 64)
-        self.V, self.shift, self.limit = V, shift, limit
+        self.V, self.shift, self.limit, self.delay = V, shift, limit, delay
+        self.calls = []
 
     def new_cache(self, window=None, n_sink=0, positions="text"):
         return KVCache(1, window=window, n_sink=n_sink, positions=positions)
@@ -41,6 +48,9 @@ class HalvingModel(Module):
     def forward(self, idx, offset=None, cache=None):
         ids = backend.to_numpy(idx.data if isinstance(idx, Tensor) else idx)
         B, T = ids.shape
+        self.calls.append((ids.copy(), cache is not None))
+        if self.delay is not None and cache is not None:
+            time.sleep(self.delay[0] if T > 1 else self.delay[1])
         if cache is not None:
             pos = backend.to_numpy(cache.query_and_key_positions(T)[0])          # (T,) where the cache puts them
             cache.advance(T)
