@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from mini_transformer import Tensor, backend
-from mini_transformer.model import GPTConfig, TinyEncoder
-from mini_transformer.positional import make_scheme
+from mini_transformer.model import GPTConfig, TinyEncoder, TinyGPT
+from mini_transformer.positional import SCHEMES, make_scheme
 
 pytestmark = pytest.mark.usefixtures("each_backend")
 
@@ -325,3 +325,213 @@ def test_decoupled_rope_rotary_score_by_hand():
     q, k = T(np.tile([1.0, 0.0], (1, 1, 2, 1))), T(np.tile([0.0, 1.0], (1, 1, 5, 1)))
     got = N(scheme.score_bias(q, k, P(q_pos), P(k_pos), 0))[0, 0]
     np.testing.assert_allclose(got, [[math.sin(i - j) / SQRT2 for j in k_pos] for i in q_pos], rtol=0, atol=1e-15)
+
+
+# ---------------------------------------------------------------------------
+# Building a scheme: defaults, the generator, the initial scale, the dtype
+# ---------------------------------------------------------------------------
+
+def _schemes_with_parameters():
+    """Constructors of the schemes with parameters, each taking ``rng`` (None: the scheme's own default)."""
+    from mini_transformer.positional import (DecoupledRoPE, LearnedPositionalEmbedding, RelativePositionBias,
+                                             RelativePositionBias2D, ShawRelativePosition, TransformerXLRelative)
+    return {
+        "learned": lambda **kw: LearnedPositionalEmbedding(16, 32, **kw),
+        "shaw": lambda **kw: ShawRelativePosition(8, 2, **kw),
+        "transformer_xl": lambda **kw: TransformerXLRelative(64, 2, 2, **kw),
+        "t5": lambda **kw: RelativePositionBias(4, **kw),
+        "relative_2d": lambda **kw: RelativePositionBias2D(4, 4, **kw),
+        "decoupled_rope": lambda **kw: DecoupledRoPE(32, 2, 2, **kw),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_schemes_with_parameters()))
+def test_a_scheme_built_without_a_generator_is_the_one_built_with_seed_0(name):
+    build = _schemes_with_parameters()[name]
+    own, seeded, other = build(), build(rng=backend.rng(0)), build(rng=backend.rng(1))
+    for a, b, c in zip(own.parameters(), seeded.parameters(), other.parameters()):
+        np.testing.assert_array_equal(N(a), N(b))
+    assert any(not np.array_equal(N(a), N(c)) for a, c in zip(own.parameters(), other.parameters()))
+
+
+@pytest.mark.parametrize("name", sorted(_schemes_with_parameters()))
+def test_initial_parameters_are_drawn_with_std_0_02(name):
+    # GPT-2's init, N(0, 0.02^2): with at least 64 draws per tensor the sample std lies within 25% of 0.02
+    # (about 4 standard errors at n = 64)
+    for p in _schemes_with_parameters()[name]().parameters():
+        values = N(p).ravel()
+        assert values.size >= 64 and 0.015 < values.std() < 0.025, (name, p.shape, values.std())
+
+
+@pytest.mark.parametrize("name", ["learned", "shaw", "transformer_xl", "t5", "relative_2d", "decoupled_rope"])
+def test_the_model_generator_decides_a_scheme_s_parameters(name):
+    cfg = GPTConfig(vocab_size=8, d_model=8, n_heads=2, n_layers=1, max_len=9, positional=name)
+    a, b, c = (make_scheme(cfg, backend.rng(seed)) for seed in (3, 3, 4))
+    assert all(np.array_equal(N(x), N(y)) for x, y in zip(a.parameters(), b.parameters()))
+    assert all(not np.array_equal(N(x), N(z)) for x, z in zip(a.parameters(), c.parameters()))
+
+
+def test_constructor_defaults_are_the_papers():
+    from mini_transformer.positional import (ALiBi, DecoupledRoPE, RelativePositionBias, RotaryEmbedding,
+                                             ShawRelativePosition, SinusoidalPositionalEncoding,
+                                             TransformerXLRelative)
+    assert ShawRelativePosition(4, 1).signature() == {"shaw_k": 16, "shaw_values": True}
+    assert RelativePositionBias(2).signature() == {"num_buckets": 32, "max_distance": 128, "bidirectional": True}
+    assert TransformerXLRelative(8, 2, 1).signature() == {"mem_len": None, "sinusoidal_base": 10000.0, "causal": True}
+    assert DecoupledRoPE(8, 2, 1).signature() == {"d_rope": 2, "rope_base": 10000.0, "rope_scaling": None,
+                                                  "max_len": None}
+    assert SinusoidalPositionalEncoding(4).signature() == {"sinusoidal_base": 10000.0}
+    assert ALiBi(2).signature() == {"bidirectional": False}
+    # the chapter's front: linear scaling with the default factor is factor 1, no scaling; "none" is no scaling
+    for rope in (RotaryEmbedding(8, scaling="linear"), RotaryEmbedding(8, scaling="none")):
+        np.testing.assert_array_equal(N(rope.inv_freq), [1.0, 0.1, 0.01, 0.001])
+    # tables start at position 0 unless told otherwise
+    cos, _ = RotaryEmbedding(8)(3)
+    np.testing.assert_allclose(N(cos)[:, 0], [1.0, math.cos(1.0), math.cos(2.0)], rtol=0, atol=1e-15)
+
+
+def test_a_config_s_scheme_takes_the_decoder_form_unless_told():
+    cfg = GPTConfig(vocab_size=8, d_model=8, n_heads=2, n_layers=1, max_len=9, positional="t5")
+    assert make_scheme(cfg, backend.rng(0)).bidirectional is False
+    assert SCHEMES["t5"].from_config(cfg).bidirectional is False
+
+
+FLOAT32_CASES = [("none", {}), ("sinusoidal", {}), ("learned", {}), ("shaw", {"shaw_k": 2}),
+                 ("transformer_xl", {}), ("t5", {"num_buckets": 8, "max_distance": 6}), ("rope", {}),
+                 ("rope", {"rope_scaling": {"rope_type": "yarn", "factor": 2.0}}), ("alibi", {}),
+                 ("relative_2d", {"window_size": 3}), ("decoupled_rope", {"d_rope": 2})]
+
+
+@pytest.mark.parametrize("name,extra", FLOAT32_CASES, ids=[f"{n}{'-' + str(e) if e else ''}" for n, e in FLOAT32_CASES])
+def test_a_float32_model_stays_float32_through_every_hook(name, extra):
+    # the tables are built in float64; each hook must hand back the dtype of what it was given
+    extra = dict(extra)
+    scaling = extra.pop("rope_scaling", None)
+    cfg = GPTConfig(vocab_size=8, d_model=8, n_heads=2, n_layers=1, max_len=9, positional=name, extra=extra,
+                    rope_scaling=scaling)
+    scheme = make_scheme(cfg, backend.rng(0))
+    x32 = Tensor(backend.asarray(np.ones((1, 3, 8), dtype=np.float32)))
+    q32 = Tensor(backend.asarray(np.random.default_rng(0).normal(size=(1, 2, 3, 4)).astype(np.float32)))
+    pos = P([0, 1, 2])
+    assert str(scheme.embed(x32, 0).dtype) == "float32"
+    assert str(scheme.rotate(q32, pos, 0).dtype) == "float32"
+    bias = scheme.score_bias(q32, q32, pos, pos, 0)
+    assert bias is None or str(bias.dtype) == "float32"
+    assert str(TinyGPT(cfg)(np.zeros((1, 3), dtype=np.int64)).dtype) == "float32"
+
+
+# ---------------------------------------------------------------------------
+# Edges of each scheme's arguments
+# ---------------------------------------------------------------------------
+
+def test_rope_signature_by_hand():
+    from mini_transformer.positional import RoPE
+    plain = make("rope", d_model=8, n_heads=1)                    # d_head 8, max_len 16
+    assert plain.signature() == {"rope_interleaved": False, "partial_rotary_factor": 1.0, "rope_base": 10000.0,
+                                 "rope_scaling": None, "max_len": 16, "rope_theta": 10000.0, "rotary_dim": 8,
+                                 "pairing": "rotate-half (i, i + d/2)", "rope_type": "default",
+                                 "original_max_position_embeddings": 16, "target_max_position_embeddings": 16}
+    # YaRN trained at 4, stretched 2x, in a model whose max_len is 16: the record keeps 4 and 8, not 16
+    yarn = {"type": "yarn", "factor": 2.0, "original_max_position_embeddings": 4}
+    sig = make("rope", {"rope_interleaved": True}, d_model=8, n_heads=1, rope_scaling=yarn).signature()
+    assert (sig["pairing"], sig["rope_type"], sig["original_max_position_embeddings"],
+            sig["target_max_position_embeddings"]) == ("interleaved (2i, 2i+1)", "yarn", 4, 8)
+    assert RoPE(8).signature()["target_max_position_embeddings"] is None      # built with no length at all
+    assert RoPE(8, rope_scaling={"type": "dynamic", "factor": 2.0}, max_position_embeddings=4).rerotate_keys
+
+
+def test_rope_tables_for_no_positions_are_empty_even_when_they_depend_on_the_length():
+    rope = make("rope", d_model=8, n_heads=1, rope_scaling={"rope_type": "dynamic", "factor": 2.0})
+    cos, sin = rope.rotary.at(P(np.zeros(0)))
+    assert N(cos).shape == (0, 8) and N(sin).shape == (0, 8)
+
+
+def test_the_public_apply_rotary_takes_a_tensor_and_its_gradient():
+    from mini_transformer.gradcheck import assert_gradcheck
+    from mini_transformer.positional import RotaryEmbedding, apply_rotary
+    for interleaved in (False, True):
+        cos, sin = RotaryEmbedding(4, interleaved=interleaved)(3, offset=2)
+        a = np.random.default_rng(1).normal(size=(1, 2, 3, 4))
+        x = Tensor(backend.asarray(a), requires_grad=True)
+        np.testing.assert_allclose(N(apply_rotary(x, cos, sin, interleaved)),
+                                   N(apply_rotary(backend.asarray(a), cos, sin, interleaved)), rtol=0, atol=1e-15)
+        # linear in x, so only rounding is left (see test_positional_ops)
+        assert_gradcheck(lambda t: apply_rotary(t, cos, sin, interleaved), [x], tol=1e-9)
+
+
+@pytest.mark.parametrize("make_it, message", [
+    ("ShawRelativePosition(4, 1, k=0)", "ShawRelativePosition: shaw_k=0 must be an integer at least 1 (the clipping distance)."),
+    ("RelativePositionBias2D(2, 0)", "RelativePositionBias2D: window_size=0 must be an integer at least 1."),
+    ("DecoupledRoPE(8, 2, 1, d_rope=3)", "DecoupledRoPE: d_rope=3 must be an integer at least 2 and even (RoPE turns pairs of channels)."),
+    ("DecoupledRoPE(8, 2, 1, d_rope=0)", "DecoupledRoPE: d_rope=0 must be an integer at least 2 and even (RoPE turns pairs of channels)."),
+    ("alibi_slopes(0)", "alibi_slopes: n_heads=0 must be an integer at least 1."),
+    ("TransformerXLRelative(8, 2, 1, mem_len=0)", "transformer_xl: mem_len=0 must be an integer at least 1."),
+    ("RotaryEmbedding(3)", "RotaryEmbedding: d_head=3 must be an integer at least 2 and even (RoPE turns pairs of channels)."),
+    ("RotaryEmbedding(8, partial_rotary_factor=0)", "RotaryEmbedding: partial_rotary_factor=0 must lie in (0, 1]."),
+    ("RotaryEmbedding(8, partial_rotary_factor=1.5)", "RotaryEmbedding: partial_rotary_factor=1.5 must lie in (0, 1]."),
+    ("rope_channel_permutation(8, rotary_dim=0)", "rope_channel_permutation: rotary_dim=0 must be even and in (0, d_head=8]."),
+    ("rope_channel_permutation(8, rotary_dim=3)", "rope_channel_permutation: rotary_dim=3 must be even and in (0, d_head=8]."),
+    ("rope_channel_permutation(8, rotary_dim=10)", "rope_channel_permutation: rotary_dim=10 must be even and in (0, d_head=8]."),
+    ("RelativePositionBias(2, num_buckets=2, bidirectional=True)",
+     "relative_position_bucket: num_buckets=2 leaves 1 bucket per direction; T5's rule needs at least 2 (exact ones "
+     "and log-spaced ones)."),
+    ("RelativePositionBias(2, num_buckets=8, max_distance=2)",
+     "relative_position_bucket: max_distance=2 must exceed the 2 exact distances, or the log-spaced buckets have no "
+     "range to cover."),
+    ("RelativePositionBias(2, num_buckets=1, bidirectional=False)",
+     "relative_position_bucket: num_buckets=1 must be an integer at least 2."),
+])
+def test_bad_arguments_are_refused_in_one_exact_sentence(make_it, message):
+    from mini_transformer import positional
+    from mini_transformer.positional import transformer_xl
+    names = {**vars(positional), "TransformerXLRelative": transformer_xl.TransformerXLRelative}
+    with pytest.raises(ValueError) as info:
+        eval(make_it, names)
+    assert str(info.value) == message
+
+
+def test_the_smallest_legal_arguments_work():
+    from mini_transformer.positional import (RelativePositionBias, RelativePositionBias2D, TransformerXLRelative,
+                                             alibi_slopes, relative_position_bucket)
+    assert N(alibi_slopes(1)).tolist() == [2.0 ** -8]                         # H 1: 2^(-8 * 1/1)
+    assert N(RelativePositionBias2D(1, 1, rng=backend.rng(0)).bias(1)).shape == (1, 1, 1, 1)   # a 1 x 1 window
+    assert N(RelativePositionBias(2, num_buckets=4, max_distance=3).bias(2, 2)).shape == (1, 2, 2, 2)  # 2 a side
+    assert RelativePositionBias(2, num_buckets=2, max_distance=2, bidirectional=False).num_buckets == 2
+    TransformerXLRelative(8, 2, 1, mem_len=None)                              # no memory limit is allowed
+    assert N(relative_position_bucket(P([3, -3]))).tolist() == [19, 3]        # both directions, 32 buckets
+
+
+def test_t5_causal_buckets_with_an_odd_count_by_hand():
+    # causal, 5 buckets, max_distance 8: n_e = 5 // 2 = 2 exact; n >= 2: 2 + floor(ln(n/2) / ln 4 * 3), capped at 4:
+    # n 3 -> floor(0.877) = 0 -> 2;  4 -> floor(1.5) -> 3;  5 -> floor(1.98) -> 3;  6 -> floor(2.38) -> 4;  8 -> 4
+    from mini_transformer.positional import relative_position_bucket
+    got = N(relative_position_bucket(P([0, -1, -2, -3, -4, -5, -6, -8]), False, num_buckets=5, max_distance=8))
+    assert got.tolist() == [0, 1, 2, 2, 3, 3, 4, 4]
+
+
+def test_the_2d_bias_of_a_whole_window_and_a_given_table():
+    from mini_transformer.positional import RelativePositionBias2D
+    table = backend.asarray(np.arange(9.0)[:, None] * np.ones((1, 2)))      # row r holds r for both heads
+    bias = RelativePositionBias2D(2, 2, table=table)
+    np.testing.assert_array_equal(N(bias.bias(4))[0, 0], [[4, 3, 1, 0], [5, 4, 2, 1], [7, 6, 4, 3], [8, 7, 5, 4]])
+
+
+@pytest.mark.parametrize("q_pos, k_pos, name", [([0, 2], [0, 1, 2], "q_pos"), ([1, 2], [0, 2], "k_pos")])
+def test_transformer_xl_refuses_positions_with_a_gap(q_pos, k_pos, name):
+    scheme = make("transformer_xl", causal=False)
+    q, k = qk(len(q_pos), len(k_pos))
+    with pytest.raises(ValueError, match=rf"^transformer_xl: {name} must be consecutive integer positions"):
+        scheme.score_bias(q, k, P(q_pos), P(k_pos), 0)
+
+
+def test_transformer_xl_reads_the_config_s_sinusoidal_base():
+    # d_model 4, one head, base 100: R_d = (sin d, cos d, sin(d/10), cos(d/10)); W_{k,R} = I, u = v = 0 and
+    # q = (0, 0, 1, 0) leave (b) = sin((i - j)/10), over sqrt(d_head) = 2
+    scheme = make("transformer_xl", d_model=4, n_heads=1, causal=False, sinusoidal_base=100.0)
+    set_(scheme.layers[0].W_kR.weight, np.eye(4))
+    set_(scheme.u, np.zeros((1, 4)))
+    set_(scheme.v, np.zeros((1, 4)))
+    q = T(np.tile([0.0, 0.0, 1.0, 0.0], (1, 1, 3, 1)))
+    got = N(scheme.score_bias(q, q, P([0, 1, 2]), P([0, 1, 2]), 0))[0, 0]
+    np.testing.assert_allclose(got, [[math.sin((i - j) / 10) / 2 for j in range(3)] for i in range(3)],
+                               rtol=0, atol=1e-15)
