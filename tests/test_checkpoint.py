@@ -91,18 +91,56 @@ def _refusal(path, kind):
     return re.escape(f"The file {str(path)!r} {kind}:")
 
 
+# what the refusal says after the file's name, for each kind of damage
+REASON = {
+    "empty": "it is empty (0 bytes)",
+    "cut after 3 bytes": "it ends after 3 bytes, inside the zip archive's first header",
+    "cut in half": "it ends early or its zip index is missing, as when a copy or download was cut short",
+    "last byte missing": "it ends early or its zip index is missing",
+    "a byte of a weight flipped": "the archive does not read back as it was written (BadZipFile: Bad CRC-32 for "
+                                  "file 'param/tok.weight.npy')",
+    "a byte of the config flipped": "the archive does not read back as it was written (BadZipFile: Bad CRC-32 for "
+                                    "file '__meta__.npy')",
+    "a name in the zip index flipped": "the archive does not read back as it was written (BadZipFile: File name in "
+                                       "directory",
+    "the record without its positional settings": "its record of format 1 lacks 'positional'",
+    "a record that is not JSON": "its record of the config is not valid JSON",
+}
+DAMAGED["the record without its positional settings"] = lambda raw: _npz_bytes(
+    __meta__=np.array(json.dumps({"format": 1, "config": {}})), **{"param/w": np.ones(2)})
+DAMAGED["a record that is not JSON"] = lambda raw: _npz_bytes(__meta__=np.array("{format: 1"))
+
+
 @pytest.mark.parametrize("damage", list(DAMAGED))
 def test_a_damaged_file_is_refused_by_name(damage, saved, tmp_path):
     bad = tmp_path / "copy.npz"
     bad.write_bytes(DAMAGED[damage](saved[2]))
-    _assert_refused(bad, "is damaged")
+    message = _assert_refused(bad, "is damaged")
+    assert message.startswith(f"The file {str(bad)!r} is damaged: {REASON[damage]}"), message
+    assert message.endswith(". Nothing was loaded; use another copy of the checkpoint, or save it again from the "
+                            "model."), message
 
 
 @pytest.mark.parametrize("stranger", list(NOT_A_CHECKPOINT))
 def test_a_file_that_is_not_a_checkpoint_is_refused_by_name(stranger, saved, tmp_path):
     bad = tmp_path / "other.npz"
     bad.write_bytes(NOT_A_CHECKPOINT[stranger](saved[2]))
-    _assert_refused(bad, "is not a checkpoint")
+    message = _assert_refused(bad, "is not a checkpoint")
+    assert message.startswith(f"The file {str(bad)!r} is not a checkpoint: {STRANGER_REASON[stranger]}"), message
+    assert message.endswith(". Nothing was loaded; check the path (save_checkpoint writes the files read_checkpoint "
+                            "reads)."), message
+
+
+STRANGER_REASON = {
+    "a text file": "it starts with the bytes b'step', and a checkpoint (an .npz zip archive written by "
+                   "save_checkpoint) starts with b'PK\\x03\\x04'",
+    "one .npy array": "it starts with the bytes b'\\x93NUM'",
+    "an .npz of other arrays": "it is a zip archive without the record of a config ('__meta__') that "
+                               "save_checkpoint writes",
+    "an .npz holding a pickled object": "it holds a Python object array, which a checkpoint never does, and such "
+                                        "data is not read",
+    "another format": "its record says checkpoint format 99, and this version reads format 1",
+}
 
 
 def _assert_refused(path, kind):
@@ -117,6 +155,7 @@ def _assert_refused(path, kind):
     with pytest.raises(ValueError, match=_refusal(path, kind)):
         load_checkpoint(str(path), model)
     assert all(np.array_equal(before[k], v) for k, v in model.state_dict().items())
+    return str(info.value)
 
 
 def test_a_missing_file_is_a_file_not_found_error(tmp_path):
@@ -319,3 +358,64 @@ def test_a_scheme_that_does_not_read_max_len_runs_a_checkpoint_at_any_length(tmp
     path = str(tmp_path / "alibi.npz")
     save_checkpoint(path, scheme_model("alibi"))
     load_checkpoint(path, scheme_model("alibi", max_len=64))
+
+
+
+def test_a_checkpoint_records_what_it_says_it_does(tmp_path):
+    from mini_transformer.checkpoint import POSITION_IDS
+    from mini_transformer.optim import AdamW
+    path = str(tmp_path / "m.npz")
+    model = small()
+    save_checkpoint(path, model)                                         # step 0, no optimiser, no train state
+    meta, params, optim = read_checkpoint(path)
+    assert (meta["format"], meta["model_class"], meta["step"], meta["train_state"], optim) == (1, "TinyGPT", 0, {}, {})
+    assert {k: meta["positional"][k] for k in ("positional", "d_head", "position_ids")} == {
+        "positional": "rope", "d_head": 4, "position_ids": POSITION_IDS}
+    assert params.keys() == model.state_dict().keys()
+    # with an optimiser after one step: its moments and its step count come back, the count as an int
+    opt = AdamW(model.parameters(), lr=1e-2)
+    model.zero_grad()
+    model(np.arange(6)[None] % 8).sum().backward()
+    opt.step()
+    save_checkpoint(path, model, opt, step=7, train_state={"seen": [1, 2]})
+    meta, _, optim = read_checkpoint(path)
+    assert (meta["step"], meta["train_state"]) == (7, {"seen": [1, 2]})
+    state = opt.state_dict()
+    assert optim.keys() == state.keys() and all(np.array_equal(optim[k], np.asarray(v)) for k, v in state.items())
+    twin_model = small(seed=2)
+    twin = AdamW(twin_model.parameters(), lr=1e-2)
+    load_checkpoint(path, twin_model, twin)
+    assert twin.t == opt.t == 1 and type(twin.t) is int
+    for a, b in zip(twin.state_dict().values(), state.values()):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_a_save_writes_a_hidden_temporary_file_beside_its_target(tmp_path, monkeypatch):
+    # the rename is atomic only within one folder, and a half-written file must not look like a checkpoint
+    seen = []
+    real = os.fdopen
+
+    def spy(fd, mode="r"):
+        seen.append(sorted(os.listdir(tmp_path)))
+        return real(fd, mode)
+    monkeypatch.setattr(os, "fdopen", spy)
+    save_checkpoint(str(tmp_path / "model.npz"), small())
+    assert len(seen) == 1 and len(seen[0]) == 1
+    assert seen[0][0].startswith(".tmp-") and seen[0][0].endswith("model.npz")
+    assert os.listdir(tmp_path) == ["model.npz"]
+
+
+def test_a_refusal_names_the_first_declared_setting_and_lists_the_others(tmp_path):
+    path = str(tmp_path / "t5.npz")
+    save_checkpoint(path, scheme_model("t5"))
+    with pytest.raises(ValueError) as info:
+        load_checkpoint(path, scheme_model("t5", num_buckets=8, max_distance=64))
+    assert f"The checkpoint {path!r} was trained with num_buckets=32, but the model has num_buckets=8 (also " \
+           "differing: max_distance=128 in the checkpoint, 64 in the model). Build the model from the checkpoint's " \
+           "config (read_checkpoint(path)[0]['config']) or convert the weights deliberately." == str(info.value)
+    # another scheme: the scheme is named first, and settings only one side has are listed with None
+    with pytest.raises(ValueError) as info:
+        load_checkpoint(path, scheme_model("alibi"))
+    message = str(info.value)
+    assert "trained with positional='t5', but the model has positional='alibi' (also differing: " in message
+    assert "num_buckets=32 in the checkpoint, None in the model" in message

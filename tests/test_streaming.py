@@ -12,8 +12,9 @@ from hand_built import LN2, HalvingModel, counting_text
 SCHEMES = ["none", "sinusoidal", "learned", "rope"]
 
 
-def model_for(positional, max_len=32, **kw):
-    cfg = GPTConfig(vocab_size=16, d_model=16, n_layers=2, n_heads=2, max_len=max_len, positional=positional, **kw)
+def model_for(positional, max_len=32, n_layers=2, **kw):
+    cfg = GPTConfig(vocab_size=16, d_model=16, n_layers=n_layers, n_heads=2, max_len=max_len, positional=positional,
+                    **kw)
     model = TinyGPT(cfg).to_dtype("float64")
     draw = np.random.default_rng(1)
     for p in model.parameters():
@@ -116,6 +117,8 @@ STEPS = [
      [1, 2, 3, 4, 5, 5, 5, 5, 5], [1, 2, 3, 4, 4, 4, 4, 4, 4, 4]),
     ("2 sinks + window 4, slots: at slot 6 at most", dict(window=4, n_sink=2, positions="slot"),
      [1, 2, 3, 4, 5, 6, 7, 7, 7], [1, 2, 3, 4, 5, 6, 6, 6, 6, 6]),
+    ("window 1, slots: one token kept, the query at slot 1", dict(window=1, positions="slot"),
+     [1, 2, 2, 2, 2, 2, 2, 2, 2], [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]),
     ("recompute over the last 4 tokens: the query is at 3 at most", dict(window=4, recompute=True),
      [1, 2, 3, 4, 4, 4, 4, 4, 4], [1, 2, 3, 4, 4, 4, 4, 4, 4, 4]),
 ]
@@ -152,3 +155,18 @@ def test_bad_cache_settings_are_refused_clearly():
     model(stream(3), cache=cache)
     with pytest.raises(ValueError, match="offset=0 disagrees with the cache"):
         model(stream(1), offset=0, cache=cache)
+
+
+@pytest.mark.parametrize("policy", [dict(window=3, positions="slot"), dict(window=3, n_sink=2, positions="slot")])
+def test_a_slot_cache_after_eviction_is_a_fresh_forward_over_the_kept_tokens(policy):
+    # one layer: a cached key and value depend on their token alone, and slot positions number the kept tokens
+    # 0, 1, ..., so each step's logits are those of a forward pass over the kept tokens followed by the new one
+    model = model_for("rope", max_len=16, n_layers=1)
+    x = stream(12, seed=4)
+    cache = model.new_cache(**policy)
+    sinks, window = policy.get("n_sink", 0), policy["window"]
+    for t in range(12):
+        step = model(x[:, t:t + 1], cache=cache).numpy()[:, -1]
+        kept = list(range(min(t, sinks))) + list(range(max(sinks, t - window), t))   # before this step's eviction
+        fresh = model(x[:, kept + [t]]).numpy()[:, -1]
+        assert np.abs(step - fresh).max() <= 1e-12, (t, kept)
