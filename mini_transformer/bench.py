@@ -172,18 +172,18 @@ def peak_memory(step):
 def run(names=("workbook", "larger"), rounds=11, steps_per_round=None, use_torch=True):
     """Median ms a step of every engine on every configuration, from alternating rounds; the ratios between them."""
     threads = int(os.environ.get("OMP_NUM_THREADS", os.cpu_count() or 1))
-    try:
-        import torch  # noqa: F401
-        have_torch = use_torch and backend.get_backend() != "cupy"
-    except ImportError:
-        have_torch = False
+    torch = None
+    if use_torch and backend.get_backend() != "cupy":
+        try:
+            import torch
+        except ImportError:
+            pass
+    have_torch = torch is not None
     ceiling = matmul_ceiling()
     settle = settle_seconds()
     out = {"backend": backend.get_backend(), "threads": threads, "matmul_ceiling_flops": ceiling,
-           "tuning": tuning.state(), "settle_seconds": settle, "torch": None, "configs": {}}
-    if have_torch:
-        import torch
-        out["torch"] = torch.__version__
+           "tuning": tuning.state(), "settle_seconds": settle, "torch": torch.__version__ if have_torch else None,
+           "configs": {}}
     for name in names:
         c = CONFIGS[name]
         engines = {"fast": numpy_engine(c, "fast"), "reference": numpy_engine(c, "reference")}
@@ -224,10 +224,13 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=11, help="alternating rounds per engine (default 11)")
     ap.add_argument("--steps", type=int, default=None, help="steps per round (default: about 0.25 s a round)")
     ap.add_argument("--no-torch", action="store_true", help="skip the PyTorch baseline")
+    ap.add_argument("--threads", type=int, default=None, help="threads for the fast kernels (default: one per core)")
     args = ap.parse_args(argv)
     if args.rounds < 1 or (args.steps is not None and args.steps < 1):
         ap.error(f"--rounds and --steps must be at least 1, got {args.rounds} and {args.steps}.")
-    kernels.tune()
+    if args.threads is not None and args.threads < 1:
+        ap.error(f"--threads must be at least 1, got {args.threads}.")
+    kernels.tune(args.threads)
     res = run(args.configs, args.rounds, args.steps, use_torch=not args.no_torch)
     if args.json:
         print(json.dumps(res, indent=2))

@@ -20,7 +20,6 @@ Data is built on the host with NumPy and moved once onto the active backend
 with ``asarray``, so the same seed gives the same batch on NumPy, CuPy and the
 strict stand-in.
 """
-import numbers
 import os
 import sysconfig
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Optional
 
 from .backend import asarray, hostnp as np, to_numpy
+from .validate import check_int
 
 # ---------------------------------------------------------------------------
 # Byte-level tokenizer
@@ -58,12 +58,6 @@ def decode(ids) -> str:
 # ---------------------------------------------------------------------------
 # Argument checks shared by the corpus and the tasks
 # ---------------------------------------------------------------------------
-
-def _check_int(name, value, minimum):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}.")
-    return int(value)
-
 
 def _host_generator(rng):
     """The host NumPy generator behind ``rng`` (a ``backend.Generator``)."""
@@ -114,7 +108,7 @@ class TextCorpus:
 
     def __init__(self, root, max_bytes=4_000_000, val_fraction=0.1):
         root = Path(root)
-        max_bytes = _check_int("max_bytes", max_bytes, 1)
+        max_bytes = check_int("max_bytes", max_bytes, minimum=1)
         if not 0 < val_fraction <= 0.5:
             raise ValueError(f"val_fraction must lie in (0, 0.5], got {val_fraction!r}.")
         if not root.is_dir():
@@ -158,8 +152,8 @@ class TextCorpus:
         every position is scored. ``rng`` is a ``backend.rng(seed)``.
         """
         data = self.split(split)
-        batch_size = _check_int("batch_size", batch_size, 1)
-        T = _check_int("T", T, 1)
+        batch_size = check_int("batch_size", batch_size, minimum=1)
+        T = check_int("T", T, minimum=1)
         if T > len(data) - 1:
             raise ValueError(f"T={T} is too long for the {split!r} split, which holds {len(data)} "
                              f"tokens, so T can be at most {len(data) - 1}; use a shorter T or a "
@@ -208,7 +202,7 @@ class TaskBatch:
 
 
 def _check_vocab(task, vocab_size, minimum):
-    vocab_size = _check_int("vocab_size", vocab_size, 1)
+    vocab_size = check_int("vocab_size", vocab_size, minimum=1)
     if vocab_size < minimum:
         raise ValueError(f"{task} needs vocab_size >= {minimum} ({FIRST_SYMBOL} special tokens "
                          f"plus its symbols), got {vocab_size}; raise vocab_size.")
@@ -225,8 +219,8 @@ def _batch(s, scored_from, vocab_size, key_pos=None):
 
 def _input_then_answer(task, batch_size, n, vocab_size, seed, answer):
     """``n`` random symbols, SEP, then ``answer(symbols)``; only the answer is scored."""
-    batch_size = _check_int("batch_size", batch_size, 1)
-    n = _check_int("n", n, 1)
+    batch_size = check_int("batch_size", batch_size, minimum=1)
+    n = check_int("n", n, minimum=1)
     vocab_size = _check_vocab(task, vocab_size, FIRST_SYMBOL + 2)
     a = np.random.default_rng(seed).integers(FIRST_SYMBOL, vocab_size, size=(batch_size, n))
     sep = np.full((batch_size, 1), SEP)
@@ -267,9 +261,9 @@ def lookback_task(batch_size, T, k, vocab_size=16, seed=0):
     position ``t`` at ``t + 1``, so scored targets are
     ``y[:, t] = x[:, t + 1 - k]`` for ``t >= k - 1``; ``y[:, :k - 1]`` is IGNORE.
     """
-    batch_size = _check_int("batch_size", batch_size, 1)
-    T = _check_int("T", T, 1)
-    k = _check_int("k", k, 1)
+    batch_size = check_int("batch_size", batch_size, minimum=1)
+    T = check_int("T", T, minimum=1)
+    k = check_int("k", k, minimum=1)
     if k > T:
         raise ValueError(f"k={k} leaves nothing to score in a sequence of T={T}; k can be at most T.")
     vocab_size = _check_vocab("lookback_task", vocab_size, FIRST_SYMBOL + 2)
@@ -285,8 +279,8 @@ def associative_recall_task(batch_size, n_pairs, vocab_size=16, seed=0):
     position is scored: ``y[:, -1] = v_q``, the value that followed the key
     ``x[:, -1]`` in the pairs.
     """
-    batch_size = _check_int("batch_size", batch_size, 1)
-    n_pairs = _check_int("n_pairs", n_pairs, 1)
+    batch_size = check_int("batch_size", batch_size, minimum=1)
+    n_pairs = check_int("n_pairs", n_pairs, minimum=1)
     vocab_size = _check_vocab("associative_recall_task", vocab_size, FIRST_SYMBOL + max(n_pairs, 2))
     rng = np.random.default_rng(seed)
     n_symbols = vocab_size - FIRST_SYMBOL
@@ -321,9 +315,9 @@ def passkey_task(batch_size, length, depth, vocab_size=16, seed=0, n_digits=5):
     ``DIGIT_0 + d``; filler is drawn from the symbols above the digits, so only
     the key holds digits. The digits differ per row, the position does not.
     """
-    batch_size = _check_int("batch_size", batch_size, 1)
-    n_digits = _check_int("n_digits", n_digits, 1)
-    length = _check_int("length", length, 1)
+    batch_size = check_int("batch_size", batch_size, minimum=1)
+    n_digits = check_int("n_digits", n_digits, minimum=1)
+    length = check_int("length", length, minimum=1)
     if not 0.0 <= depth <= 1.0:  # also refuses NaN
         raise ValueError(f"depth must lie in [0, 1] (0 = start, 1 = end), got {depth!r}.")
     if length < passkey_min_length(n_digits):

@@ -39,7 +39,6 @@ import os
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Optional
 
 from . import backend
 from . import functional as F
@@ -47,27 +46,11 @@ from .autograd import no_grad
 from .backend import hostnp as np
 from .backend import xp
 from .data import passkey_task
+from .validate import check_int, check_lengths
 
 # ---------------------------------------------------------------------------
 # Shared pieces: argument checks, eval mode, per-token loss, text windows
 # ---------------------------------------------------------------------------
-
-
-def _check_int(name, value, minimum):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}.")
-    return int(value)
-
-
-def _check_lengths(name, values):
-    """A non-empty list of positive integer lengths, each checked by name."""
-    values = list(values)
-    if not values:
-        raise ValueError(f"{name} must hold at least one length, got an empty {name}={values!r}.")
-    for v in values:
-        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
-            raise ValueError(f"{name} must hold positive integer lengths, got {v!r} in {name}={values!r}.")
-    return [int(v) for v in values]
 
 
 @contextlib.contextmanager
@@ -172,10 +155,10 @@ def loss_by_position(model, tokens_or_corpus, T, n_batches=4, bucket=8, seed=0, 
     ``tokens_or_corpus``: a ``TextCorpus`` (its ``split`` is used) or a 1-D
     array of token ids. Windows start at random offsets drawn with ``seed``.
     """
-    T = _check_int("T", T, 1)
-    n_batches = _check_int("n_batches", n_batches, 1)
-    batch_size = _check_int("batch_size", batch_size, 1)
-    bucket = _check_int("bucket", bucket, 1)
+    T = check_int("T", T, minimum=1)
+    n_batches = check_int("n_batches", n_batches, minimum=1)
+    batch_size = check_int("batch_size", batch_size, minimum=1)
+    bucket = check_int("bucket", bucket, minimum=1)
     stream = _token_stream(tokens_or_corpus, split)
     _check_fits(stream, T)
     per_position = _mean_loss_per_position(model, stream, T, n_batches, batch_size, seed)   # (T,)
@@ -218,7 +201,7 @@ def extrapolation_curve(model, corpus, train_len, multiples=(1, 1.5, 2, 4, 8), n
     windows drawn with the same ``seed``. A length the model cannot encode
     gives NaN and the model's message in ``reasons``.
     """
-    train_len = _check_int("train_len", train_len, 1)
+    train_len = check_int("train_len", train_len, minimum=1)
     multiples = list(multiples)
     if not multiples:
         raise ValueError("multiples must hold at least one multiple of train_len, got an empty sequence.")
@@ -226,8 +209,8 @@ def extrapolation_curve(model, corpus, train_len, multiples=(1, 1.5, 2, 4, 8), n
         if not isinstance(m, numbers.Real) or not m > 0:
             raise ValueError(f"multiples must be positive numbers, got {m!r} in multiples={multiples!r}.")
     lengths = [max(1, int(math.floor(m * train_len + 0.5))) for m in multiples]
-    n_batches = _check_int("n_batches", n_batches, 1)
-    batch_size = _check_int("batch_size", batch_size, 1)
+    n_batches = check_int("n_batches", n_batches, minimum=1)
+    batch_size = check_int("batch_size", batch_size, minimum=1)
     stream = _token_stream(corpus, split)
     _check_fits(stream, max(lengths))  # a too-short text is the caller's error, not the model's
     loss, beyond, reasons = [], [], []
@@ -322,14 +305,14 @@ def passkey_grid(model, lengths, depths=(0.0, 0.25, 0.5, 0.75, 1.0), n_trials=8,
     if not getattr(model, "causal", True):
         raise TypeError(f"passkey_grid decodes left to right, so it needs a causal model such as TinyGPT, "
                         f"got {type(model).__name__}.")
-    lengths = sorted(set(_check_lengths("lengths", lengths)))
+    lengths = sorted(set(check_lengths("lengths", lengths)))
     depths = list(depths)
     if not depths:
         raise ValueError("depths must hold at least one depth in [0, 1], got an empty sequence.")
     for d in depths:
         if not isinstance(d, numbers.Real) or not 0.0 <= d <= 1.0:   # also refuses NaN
             raise ValueError(f"depths must lie in [0, 1] (0 = start, 1 = end), got {d!r} in depths={depths!r}.")
-    n_trials = _check_int("n_trials", n_trials, 1)
+    n_trials = check_int("n_trials", n_trials, minimum=1)
     vocab_size = model.cfg.vocab_size if vocab_size is None else vocab_size
     exact = np.full((len(lengths), len(depths)), np.nan)
     digits = np.full((len(lengths), len(depths)), np.nan)
@@ -399,9 +382,9 @@ def retention(model_before, model_after, corpus, train_len, n_batches=4, batch_s
     :math:`e^{\text{loss}}`, so the perplexity ratio after/before is
     :math:`e^{\text{difference}}`.
     """
-    train_len = _check_int("train_len", train_len, 1)
-    n_batches = _check_int("n_batches", n_batches, 1)
-    batch_size = _check_int("batch_size", batch_size, 1)
+    train_len = check_int("train_len", train_len, minimum=1)
+    n_batches = check_int("n_batches", n_batches, minimum=1)
+    batch_size = check_int("batch_size", batch_size, minimum=1)
     stream = _token_stream(corpus, split)
     _check_fits(stream, train_len)
     before, after = (float(_mean_loss_per_position(m, stream, train_len, n_batches, batch_size, seed).mean())
@@ -442,7 +425,7 @@ def attention_mass(model, x, first_k=1):
     x = backend.asarray(backend.to_numpy(x))
     if x.ndim != 2:
         raise ValueError(f"attention_mass takes token ids of shape (B, T), got shape {x.shape}.")
-    first_k = _check_int("first_k", first_k, 1)
+    first_k = check_int("first_k", first_k, minimum=1)
     if first_k > x.shape[1]:
         raise ValueError(f"first_k={first_k} is longer than the sequence, T={x.shape[1]}; first_k must be at most T.")
     layers = [block.attn for block in model.blocks]
@@ -512,9 +495,9 @@ def decode_costs(model, lengths, batch_size=1, n_decode=8, seed=0):
     linear in L, while each decoded token's attention costs O(L). Decoding uses
     positions up to L + n_decode - 1; a model that refuses them gives NaN.
     """
-    lengths = _check_lengths("lengths", lengths)
-    batch_size = _check_int("batch_size", batch_size, 1)
-    n_decode = _check_int("n_decode", n_decode, 1)
+    lengths = check_lengths("lengths", lengths)
+    batch_size = check_int("batch_size", batch_size, minimum=1)
+    n_decode = check_int("n_decode", n_decode, minimum=1)
     draw = np.random.default_rng(seed)
     out = np.full((len(lengths), 3), np.nan)
     reasons = []

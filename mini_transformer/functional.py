@@ -365,7 +365,7 @@ def scatter_distance(x, index, size):
 
 def _scatter_distance(a, idx, size):
     """The sum of ``scatter_distance`` on plain arrays, as one weighted bincount."""
-    lead, (T_q, T_k) = a.shape[:-2], a.shape[-2:]
+    lead, T_q = a.shape[:-2], a.shape[-2]
     n = 1
     for s in lead:
         n *= s

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 
 from . import backend
 from .autograd import no_grad
-from .backend import xp
 from .model import GPTConfig, TinyGPT
 from .rope_scaling import critical_dimension, rope_inv_freq, thetas
 

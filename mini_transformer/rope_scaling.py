@@ -37,6 +37,7 @@ import warnings
 from typing import NamedTuple
 
 from .backend import asarray, to_numpy, xp
+from .validate import check_int
 
 ROPE_TYPES = ("default", "linear", "ntk", "dynamic", "ntk_by_parts", "yarn", "longrope", "llama3")
 
@@ -462,8 +463,7 @@ def _trained_length(cfg, max_position_embeddings, rope_type):
 
 
 def _rotary_dim(head_dim, partial_rotary_factor):
-    if isinstance(head_dim, bool) or not isinstance(head_dim, int) or head_dim <= 0:
-        raise ValueError(f"head_dim must be a positive integer, got {head_dim!r}.")
+    check_int("head_dim", head_dim, minimum=1)
     if not 0 < partial_rotary_factor <= 1:
         raise ValueError(f"partial_rotary_factor must be in (0, 1], got {partial_rotary_factor!r}.")
     d = int(head_dim * partial_rotary_factor)
@@ -476,8 +476,7 @@ def _rotary_dim(head_dim, partial_rotary_factor):
 
 
 def _check_even(head_dim):
-    if isinstance(head_dim, bool) or not isinstance(head_dim, int) or head_dim <= 0 or head_dim % 2:
-        raise ValueError(f"head_dim is {head_dim!r}; RoPE rotates pairs, so it must be a positive even integer.")
+    check_int("head_dim", head_dim, minimum=2, even=True, why="RoPE rotates pairs of channels")
 
 
 def _need_more_than_one_pair(d, rope_type):

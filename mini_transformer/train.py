@@ -4,7 +4,14 @@ Deterministic given a seed: the batches come from one seeded generator whose
 state is saved in each checkpoint, so stopping, loading and continuing gives
 the same losses as training straight through. A NaN or infinite loss stops
 training with an error naming the step, before anything is written.
+
+From the command line it trains a byte-level TinyGPT on the standard
+library's source, with the fast kernels and a tuned process::
+
+    python -m mini_transformer.train --positional alibi --steps 1500 --out alibi.npz
+    python -m mini_transformer.train --resume alibi.npz --steps 3000      # carry on to step 3000
 """
+import argparse
 import math
 import time
 from dataclasses import dataclass, field
@@ -110,3 +117,57 @@ def train(model, get_batch, cfg=None, eval_batch=None, resume_from=None):
     if cfg.checkpoint_path:
         save_checkpoint(cfg.checkpoint_path, model, opt, cfg.steps, {"rng": rng.host.bit_generator.state})
     return result
+
+
+def main(argv=None):
+    """Train a byte-level TinyGPT on the standard library's source; print the losses; save a checkpoint."""
+    from .checkpoint import read_checkpoint
+    from .data import stdlib_corpus
+    from .model import GPTConfig, TinyGPT
+    from .positional import SCHEMES
+    ap = argparse.ArgumentParser(prog="python -m mini_transformer.train", description=main.__doc__)
+    ap.add_argument("--positional", default="rope", choices=sorted(SCHEMES), help="the positional scheme")
+    ap.add_argument("--max-len", type=int, default=64, help="training length T (default 64)")
+    ap.add_argument("--d-model", type=int, default=64)
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--steps", type=int, default=500, help="optimiser steps in all (default 500)")
+    ap.add_argument("--lr", type=float, default=3e-3)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--kernels", default="fast", choices=["fast", "reference"])
+    ap.add_argument("--corpus-bytes", type=int, default=1_000_000, help="bytes of source text to load")
+    ap.add_argument("--out", help="checkpoint to write (atomically) at the end and every --every steps")
+    ap.add_argument("--every", type=int, default=0, help="also save every this many steps (0: only at the end)")
+    ap.add_argument("--resume", help="a checkpoint to continue from; the model's settings come from it")
+    ap.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    args = ap.parse_args(argv)
+    try:
+        if args.resume:
+            cfg = GPTConfig(**dict(read_checkpoint(args.resume)[0]["config"], kernels=args.kernels))
+        else:
+            cfg = GPTConfig(vocab_size=256, d_model=args.d_model, n_layers=args.layers, n_heads=args.heads,
+                            max_len=args.max_len, positional=args.positional, seed=args.seed, kernels=args.kernels)
+        corpus = stdlib_corpus(max_bytes=args.corpus_bytes)
+    except (OSError, ValueError) as e:          # a missing or damaged checkpoint, a bad size: one sentence
+        ap.error(str(e))
+    T, B = cfg.max_len, args.batch
+    result = train(TinyGPT(cfg), lambda rng: corpus.get_batch("train", B, T, rng),
+                   TrainConfig(steps=args.steps, lr=args.lr, warmup=max(1, args.steps // 10), min_lr=args.lr / 10,
+                               seed=args.seed, checkpoint_path=args.out or args.resume,
+                               checkpoint_every=args.every, progress=not args.no_progress),
+                   eval_batch=lambda rng: corpus.get_batch("val", B, T, rng), resume_from=args.resume)
+    if result.losses:
+        print(f"{cfg.positional}: train loss {result.losses[0]:.3f} -> {result.losses[-1]:.3f} over "
+              f"{len(result.losses)} steps, {result.tokens_per_s:.0f} tokens/s")
+    print(f"held-out loss at step {result.eval_losses[-1][0]}: {result.eval_losses[-1][1]:.3f} nats per byte")
+    if args.out or args.resume:
+        print(f"saved {args.out or args.resume}")
+    return result
+
+
+if __name__ == "__main__":
+    from .kernels import tune, tuning
+    tuning.relaunch_with_blas_spin("mini_transformer.train")
+    tune()
+    main()

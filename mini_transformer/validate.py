@@ -1,16 +1,23 @@
-r"""Argument checks shared across the library: one sentence per mistake, naming the argument and the limit."""
+r"""Argument checks shared across the library: one sentence per mistake, naming the argument, the value and the limit."""
 import numbers
 
 
 def check_int(name, value, minimum=None, even=False, why=""):
-    """``value`` as an int, after checking it is an integer (not a bool) at least ``minimum`` (and even if asked).
+    """``value`` as an int, after checking it is an integer (not a bool), at least ``minimum``, and even if asked.
 
-    The error names the argument, the value and the limit; ``why`` (a clause)
+    The error reads "NAME must be an integer >= MINIMUM, got VALUE (WHY)."; ``why``
     says what the limit is for, e.g. "RoPE turns pairs of channels".
     """
-    limits = ([f"at least {minimum}"] if minimum is not None else []) + (["even"] if even else [])
     if (isinstance(value, bool) or not isinstance(value, numbers.Integral)
             or (minimum is not None and value < minimum) or (even and value % 2)):
-        need = "an integer" + (" " + " and ".join(limits) if limits else "")
-        raise ValueError(f"{name}={value!r} must be {need}" + (f" ({why})" if why else "") + ".")
+        need = "an integer" + (f" >= {minimum}" if minimum is not None else "") + (" and even" if even else "")
+        raise ValueError(f"{name} must be {need}, got {value!r}" + (f" ({why})" if why else "") + ".")
     return int(value)
+
+
+def check_lengths(name, values):
+    """A non-empty list of positive integer lengths, each checked by name."""
+    values = list(values)
+    if not values:
+        raise ValueError(f"{name} must hold at least one length, got an empty {name}={values!r}.")
+    return [check_int(f"each length in {name}", v, minimum=1) for v in values]

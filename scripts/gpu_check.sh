@@ -19,19 +19,20 @@ print(f"cupy {cupy.__version__}, numpy {numpy.__version__}, {os.cpu_count()} CPU
 PY
 
 echo "== benchmark: CuPy =="
-MT_BACKEND=cupy timeout 120 "$PY" -m mini_transformer.bench --no-torch --json > "$OUT_DIR/bench_cupy.json"
+MT_BACKEND=cupy timeout 180 "$PY" -m mini_transformer.bench --no-torch --json > "$OUT_DIR/bench_cupy.json"
 echo "== benchmark: NumPy on this machine's CPU, all cores =="
-MT_BACKEND=numpy timeout 120 "$PY" -m mini_transformer.bench --no-torch --json > "$OUT_DIR/bench_numpy.json"
+MT_BACKEND=numpy timeout 180 "$PY" -m mini_transformer.bench --no-torch --json > "$OUT_DIR/bench_numpy.json"
 echo "== benchmark: NumPy on this machine's CPU, 2 threads (as on the workbook's 2-core machine) =="
-OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 MKL_NUM_THREADS=2 MT_THREADS=2 MT_BACKEND=numpy \
-    timeout 120 "$PY" -m mini_transformer.bench --no-torch --json > "$OUT_DIR/bench_numpy_2threads.json"
+OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 MKL_NUM_THREADS=2 MT_BACKEND=numpy \
+    timeout 180 "$PY" -m mini_transformer.bench --no-torch --threads 2 --json > "$OUT_DIR/bench_numpy_2threads.json"
 "$PY" - "$OUT_DIR" <<'PY'
 import json, os, sys
 d = sys.argv[1]
 load = lambda f: json.load(open(os.path.join(d, f))) if os.path.getsize(os.path.join(d, f)) else None
 g, c, c2 = load("bench_cupy.json"), load("bench_numpy.json"), load("bench_numpy_2threads.json")
 for name in (g or {}).get("configs", {}):
-    line = f"{name}: CuPy {g['configs'][name]['ms_per_step']:.2f} ms/step"
+    line = (f"{name}: CuPy fast {g['configs'][name]['ms_per_step']:.2f} ms/step, "
+            f"reference {g['configs'][name]['reference_ms_per_step']:.2f}")
     for label, r in ((f"NumPy {c and c['threads']} threads", c), ("NumPy 2 threads", c2)):
         if r:
             ms = r["configs"][name]["ms_per_step"]

@@ -7,6 +7,7 @@ r"""The grader, graded.
    right kind of failure and, for a known misconception, the right hint. Among them: one that
    raises, one that hangs, one that returns the wrong type, one that writes into its input.
 """
+import ast
 import math
 import re
 import time
@@ -15,9 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from exercises.checks import TARGETS
-from exercises.generate import SOLUTIONS, regions
-from exercises.grader import grade_file, grade_jobs
+from exercises.grading.checks import all_targets, modules, target as target_of
+from exercises.grading.generate import regions
+from exercises.grading.paths import SOLUTIONS
+from exercises.grading.grader import grade_file, grade_jobs
 from mini_transformer.backend import asarray, to_numpy
 from solutions import alibi, rope, sinusoidal, t5
 
@@ -79,15 +81,31 @@ def test_rotary_tables_by_hand():
     np.testing.assert_array_equal(s, sin[5:8])
 
 
-def test_rope_scaling_modes():
-    """Linear by 2 at position 8 equals none at 4; NTK keeps theta_0 and slows the last pair by the factor."""
-    plain = rope.RotaryEmbedding(64)
-    linear = rope.RotaryEmbedding(64, scaling="linear", factor=2.0)
-    np.testing.assert_allclose(to_numpy(linear(1, offset=8)[0]), to_numpy(plain(1, offset=4)[0]), atol=1e-15)
-    ntk = rope.RotaryEmbedding(64, scaling="ntk", factor=4.0)
-    assert math.isclose(float(ntk.inv_freq[0]), 1.0)
-    assert math.isclose(float(plain.inv_freq[-1] / ntk.inv_freq[-1]), 4.0, rel_tol=1e-12)
-    assert math.isclose(ntk.base, 10000.0 * 4.0 ** (64 / 62))
+def test_scaled_inv_freq_by_hand():
+    """Linear by 2 halves every frequency; NTK keeps theta_0 = 1 and slows the last pair by exactly the factor."""
+    # d_head 8, base 10000: theta = (1, 0.1, 0.01, 0.001); linear by 2 halves each
+    np.testing.assert_allclose(to_numpy(rope.scaled_inv_freq(8, 10000.0, "linear", 2.0)),
+                               [0.5, 0.05, 0.005, 0.0005], rtol=1e-12)
+    np.testing.assert_allclose(to_numpy(rope.scaled_inv_freq(8)), [1.0, 0.1, 0.01, 0.001], rtol=1e-12)
+    # NTK by 4 at d_head 64: base' = 10000 * 4^(64/62); theta'_i = base'^(-2i/64), so theta'_31 = theta_31 / 4
+    ntk = to_numpy(rope.scaled_inv_freq(64, 10000.0, "ntk", 4.0))
+    assert math.isclose(ntk[0], 1.0)
+    assert math.isclose(10000.0 ** (-62 / 64) / ntk[-1], 4.0, rel_tol=1e-12)
+    assert math.isclose(ntk[1], (10000.0 * 4.0 ** (64 / 62)) ** (-2 / 64), rel_tol=1e-12)
+
+
+def test_decode_equals_the_full_causal_attention_by_hand():
+    """One query, two keys, d_head 2: the decoded second output is the softmax average worked out by hand."""
+    # q = k = (1, 0) at both positions, v = (1, 0) then (0, 1); theta_0 = 1 for d_head 2.
+    # Position 1 query R(1)(1, 0) = (cos 1, sin 1); keys (1, 0) and (cos 1, sin 1): scores cos 1 and 1, / sqrt 2.
+    q = np.array([[[[1.0, 0.0], [1.0, 0.0]]]])
+    v = np.array([[[[1.0, 0.0], [0.0, 1.0]]]])
+    s0, s1 = math.cos(1.0) / math.sqrt(2), 1.0 / math.sqrt(2)
+    w1 = math.exp(s1) / (math.exp(s0) + math.exp(s1))
+    for prefill in (1, 2):
+        out = to_numpy(rope.decode(q, q, v, prefill, rope.RotaryEmbedding(2)))
+        np.testing.assert_allclose(out[0, 0, 0], [1.0, 0.0], atol=1e-15)     # the first token sees only itself
+        np.testing.assert_allclose(out[0, 0, 1], [1 - w1, w1], rtol=1e-12)
 
 
 def test_wavelength_table_by_hand():
@@ -166,7 +184,7 @@ def test_t5_bias_is_translation_invariant():
 # 2. The references pass every check
 # ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("module", ["rope", "sinusoidal", "alibi", "t5"])
+@pytest.mark.parametrize("module", modules())
 def test_solutions_pass_every_check(module):
     results = grade_file(SOLUTIONS / f"{module}.py", module)
     assert results and all(r["status"] == "pass" for r in results), [(r["target"], r["message"]) for r in results]
@@ -176,78 +194,31 @@ def test_solutions_pass_every_check(module):
 # 3. Known-wrong implementations are all rejected, with the right hint
 # ---------------------------------------------------------------------------
 
-# (file, name in it, target, expected kind, expected misconception)
-KNOWN_WRONG = [
-    ("rope_rotate.py", "rotate_half_sign_error", "rope.rotate_half", "misconception", "sign_error"),
-    ("rope_rotate.py", "rotate_half_interleaved", "rope.rotate_half", "misconception", "interleaved_pairing"),
-    ("rope_rotate.py", "rotate_half_missing_minus", "rope.rotate_half", "misconception", "missing_minus"),
-    ("rope_rotate.py", "rotate_half_raises", "rope.rotate_half", "raised", None),
-    ("rope_rotate.py", "rotate_half_in_place", "rope.rotate_half", "mutated", None),
-    ("rope_rotate.py", "rotate_half_extra_argument", "rope.rotate_half", "signature", None),
-    ("broken_syntax.py", "rotate_half", "rope.rotate_half", "import", None),
-    ("rope_apply.py", "apply_rotary_sign_error", "rope.apply_rotary", "misconception", "sign_error"),
-    ("rope_apply.py", "apply_rotary_interleaved_pairs", "rope.apply_rotary", "misconception", "interleaved_pairing"),
-    ("rope_apply.py", "apply_rotary_swapped", "rope.apply_rotary", "misconception", "cos_sin_swapped"),
-    ("rope_apply.py", "apply_rotary_keeps_float64", "rope.apply_rotary", "dtype", None),
-    ("rope_apply.py", "apply_rotary_hangs", "rope.apply_rotary", "timeout", None),
-    ("rope_apply.py", "apply_rotary_slightly_off", "rope.apply_rotary", "numbers", None),
-    ("rope_embedding.py", "OffsetIgnored", "rope.RotaryEmbedding", "misconception", "offset_ignored"),
-    ("rope_embedding.py", "AnglesNotDuplicated", "rope.RotaryEmbedding", "misconception", "angles_not_duplicated"),
-    ("rope_embedding.py", "NtkAsLinear", "rope.RotaryEmbedding", "misconception", "ntk_as_linear"),
-    ("rope_embedding.py", "LinearAsNtk", "rope.RotaryEmbedding", "misconception", "linear_as_ntk"),
-    ("rope_embedding.py", "StackedTables", "rope.RotaryEmbedding", "type", None),
-    ("rope_embedding.py", "DividesByPosition", "rope.RotaryEmbedding", "nan", None),
-    ("rope_embedding.py", "CallNotWritten", "rope.RotaryEmbedding", "unfinished", None),
-    ("rope_embedding.py", "ExitsTheProcess", "rope.RotaryEmbedding", "crashed", None),
-    ("rope_misc.py", "relative_score_swapped", "rope.relative_score", "misconception", "positions_swapped"),
-    ("rope_misc.py", "relative_score_query_only", "rope.relative_score", "misconception", "only_query_rotated"),
-    ("rope_misc.py", "relative_score_unrotated", "rope.relative_score", "misconception", "unrotated"),
-    ("rope_misc.py", "relative_score_array", "rope.relative_score", "type", None),
-    ("rope_misc.py", "wavelength_frequencies", "rope.wavelength_table", "misconception", "frequencies"),
-    ("rope_misc.py", "wavelength_missing_two_pi", "rope.wavelength_table", "misconception", "missing_two_pi"),
-    ("rope_misc.py", "wavelength_list", "rope.wavelength_table", "type", None),
-    ("rope_misc.py", "wavelength_per_channel", "rope.wavelength_table", "shape", "one_per_channel"),
-    ("rope_rotate.py", "rotate_interleaved_sign_error", "rope.rotate_interleaved", "misconception", "sign_error"),
-    ("rope_rotate.py", "rotate_interleaved_as_half", "rope.rotate_interleaved", "misconception", "rotate_half_pairing"),
-    ("rope_rotate.py", "rotate_interleaved_missing_minus", "rope.rotate_interleaved", "misconception", "missing_minus"),
-    ("rope_rotate.py", "rotate_interleaved_in_place", "rope.rotate_interleaved", "mutated", None),
-    ("rope_apply.py", "apply_rotary_interleaved_half_pairs", "rope.apply_rotary_interleaved", "misconception",
-     "rotate_half_pairing"),
-    ("rope_apply.py", "apply_rotary_interleaved_sign_error", "rope.apply_rotary_interleaved", "misconception",
-     "sign_error"),
-    ("rope_apply.py", "apply_rotary_interleaved_reorders", "rope.apply_rotary_interleaved", "misconception",
-     "tables_reordered"),
-    ("rope_misc.py", "permutation_inverse", "rope.interleaved_to_half_permutation", "misconception", "inverse"),
-    ("rope_misc.py", "permutation_identity", "rope.interleaved_to_half_permutation", "misconception", "identity"),
-    ("rope_misc.py", "permutation_pair_order", "rope.interleaved_to_half_permutation", "misconception", "pair_order"),
-    ("rope_misc.py", "permutation_float", "rope.interleaved_to_half_permutation", "dtype", None),
-    ("drills.py", "sinusoidal_swapped", "sinusoidal.sinusoidal_positional_encoding", "misconception",
-     "sin_cos_swapped"),
-    ("drills.py", "sinusoidal_halves", "sinusoidal.sinusoidal_positional_encoding", "misconception", "halves_layout"),
-    ("drills.py", "sinusoidal_exponent", "sinusoidal.sinusoidal_positional_encoding", "misconception",
-     "frequency_exponent"),
-    ("drills.py", "sinusoidal_half_width", "sinusoidal.sinusoidal_positional_encoding", "shape", None),
-    ("drills.py", "slopes_naive", "alibi.alibi_slopes", "misconception", "non_power_of_two"),
-    ("drills.py", "slopes_from_one", "alibi.alibi_slopes", "misconception", "starts_at_one"),
-    ("drills.py", "slopes_duplicates", "alibi.alibi_slopes", "misconception", "duplicate_slopes"),
-    ("drills.py", "bias_positive", "alibi.alibi_bias", "misconception", "positive_sign"),
-    ("drills.py", "bias_queries_first", "alibi.alibi_bias", "misconception", "queries_at_start"),
-    ("drills.py", "bias_future_bonus", "alibi.alibi_bias", "misconception", "future_not_clamped"),
-    ("drills.py", "bias_no_batch_axis", "alibi.alibi_bias", "shape", "missing_batch_axis"),
-    ("drills.py", "bucket_flipped", "t5.relative_position_bucket", "misconception", "direction_flipped"),
-    ("drills.py", "bucket_not_halved", "t5.relative_position_bucket", "misconception", "not_halved"),
-    ("drills.py", "bucket_causal_abs", "t5.relative_position_bucket", "misconception", "causal_abs"),
-    ("drills.py", "bucket_float", "t5.relative_position_bucket", "dtype", None),
-]
+def _known_wrong():
+    """Every row of every ``KNOWN_WRONG`` table in tests/wrong_implementations/, as (file, name, target, kind,
+    misconception). The tables are literals, read without importing the files."""
+    rows = []
+    for path in sorted(WRONG.glob("*.py")):
+        tree = ast.parse(path.read_text())
+        tables = [n.value for n in tree.body if isinstance(n, ast.Assign)
+                  and [getattr(t, "id", None) for t in n.targets] == ["KNOWN_WRONG"]]
+        assert tables, f"{path.name} has no KNOWN_WRONG table; see tests/wrong_implementations/README.md"
+        for row in ast.literal_eval(tables[0]):
+            attr, target, kind, misconception, *where = row
+            rows.append((where[0] if where else path.name, attr, target, kind, misconception))
+    return rows
+
+
+KNOWN_WRONG = _known_wrong()
 
 
 def _source(name, folder):
     """The wrong implementation's file; one that must not parse is kept as .txt (so no tool tries to
     compile it) and copied to a .py in a temporary folder for the grader."""
-    if (WRONG / name).exists():
+    if not name.endswith(".txt"):
         return WRONG / name
-    copy = folder / name
-    copy.write_text((WRONG / (name + ".txt")).read_text())
+    copy = folder / name[:-len(".txt")]
+    copy.write_text((WRONG / name).read_text())
     return copy
 
 
@@ -266,12 +237,12 @@ def test_known_wrong_is_rejected_with_the_right_hint(wrong_results, file, attr, 
     expected_status = "not attempted" if kind == "not attempted" else "fail"
     assert (r["status"], r["kind"], r["misconception"]) == (expected_status, kind, misconception), r["message"]
     if misconception:
-        title = next(m.title for m in TARGETS[target].misconceptions if m.key == misconception)
+        title = next(m.title for m in target_of(target).misconceptions if m.key == misconception)
         assert title in r["message"]
 
 
 def test_every_exercise_has_three_known_wrong_implementations_and_every_failure_mode():
-    per_target = {t: sum(row[2] == t for row in KNOWN_WRONG) for t in TARGETS}
+    per_target = {t: sum(row[2] == t for row in KNOWN_WRONG) for t in all_targets()}
     assert min(per_target.values()) >= 3, per_target
     kinds = {row[3] for row in KNOWN_WRONG}
     assert {"raised", "timeout", "type", "mutated", "misconception", "numbers", "nan"} <= kinds
@@ -294,10 +265,62 @@ def test_numbers_feedback_names_fraction_error_index_and_input(wrong_results):
 
 def test_feedback_never_shows_the_reference_code(wrong_results):
     code = set()
-    for module in ["rope", "sinusoidal", "alibi", "t5"]:
+    for module in modules():
         text = (SOLUTIONS / f"{module}.py").read_text()
         lines = text.splitlines()
         code |= {lines[n].strip() for _, first, last, _ in regions(text) for n in range(first + 1, last)
                  if len(lines[n].strip()) > 20}
     messages = "\n".join(r["message"] for r in wrong_results[0].values())
     assert not [line for line in code if line in messages]
+
+
+def test_numbers_show_every_digit_that_differs(wrong_results):
+    """A float32 slip used to read 'yours 0.921061, expected 0.921061'; now the digits and the gap show."""
+    msg = wrong_results[0]["apply_rotary_in_float32"]["message"]
+    m = re.search(r"yours (\S+), expected (\S+) \(off by (\S+)\)", msg)
+    assert m, msg
+    yours, expected, off = m.groups()
+    assert yours != expected and float(yours) != float(expected) and 0 < abs(float(off)) < 1e-5, msg
+
+
+# ---------------------------------------------------------------------------
+# 4. Every exercise is graded, and every mutant of a reader test is wrong in the way it says
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("module", modules())
+def test_every_marked_exercise_is_graded(module):
+    from exercises.grading.knowledge import knowledge
+    marked = {q.split(".")[0] for q in gen_labels(module)}
+    k = knowledge(module)
+    assert marked == set(k.compiled) | set(k.tests), (
+        f"solutions/{module}.py marks {sorted(marked)}; the grader checks {sorted(set(k.compiled) | set(k.tests))}")
+
+
+def gen_labels(module):
+    from exercises.grading.generate import labels_of
+    return labels_of(module)
+
+
+def _mutants():
+    from exercises.grading.mutants import modules as mutant_modules, reader_tests
+    return [(m, t.name, mutant) for m in mutant_modules() for t in reader_tests(m).values() for mutant in t.mutants]
+
+
+@pytest.mark.parametrize("module, test, mutant", _mutants(), ids=[f"{t}-{m.key}" for _, t, m in _mutants()])
+def test_every_mutant_is_wrong_in_the_way_it_says(module, test, mutant):
+    """Wrap the reference, grade the result with the wrapped exercise's own checks: it must fail, as named."""
+    import importlib
+
+    from exercises.grading.checking import case_to_wire, judge
+    from exercises.grading.knowledge import knowledge
+    from exercises.grading.worker import describe, run_cases
+    reference = importlib.import_module(f"solutions.{module}")
+    wrong = mutant.make(getattr(reference, mutant.wraps))
+    check = knowledge(module).compiled[mutant.wraps]
+    report = dict(describe(wrong, check.name, check.methods),
+                  **run_cases(wrong, check.methods, [case_to_wire(c) for c in check.cases]))
+    r = judge(check, report)
+    assert r["status"] == "fail", f"mutant {mutant.key} passes the checks of {mutant.wraps}"
+    assert r["kind"] not in ("signature", "missing", "type", "raised"), r["message"]  # right signature, one slip
+    if mutant.misconception:
+        assert r["misconception"] == mutant.misconception, r["message"]

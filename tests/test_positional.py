@@ -289,7 +289,7 @@ def test_relative_2d_index_and_translation_invariance():
 # ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("make,message", [
-    (lambda: RotaryEmbedding(7), r"d_head=7 must be an integer at least 2 and even \(RoPE turns pairs"),
+    (lambda: RotaryEmbedding(7), r"d_head must be an integer >= 2 and even, got 7 \(RoPE turns pairs"),
     (lambda: RotaryEmbedding(10, partial_rotary_factor=0.5),
      r"partial_rotary_factor=0.5 of d_head=10 leaves rotary_dim=5 channels, which must be even"),
     (lambda: RotaryEmbedding(8, scaling="yarn"), r"scaling='yarn' must be None, 'linear' or 'ntk'"),

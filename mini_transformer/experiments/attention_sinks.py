@@ -16,7 +16,8 @@ import math
 from .. import backend
 from ..evaluate import attention_mass
 from ..streaming import stream_loss
-from .common import Timer, corpus, environment, parse_args, save, text_model, train_text
+from . import common
+from .common import Timer, corpus, environment, text_model, train_text
 
 POLICIES = {
     "full": dict(),
@@ -74,17 +75,17 @@ def plot(res):
     return fig
 
 
-def main(argv=None):
-    args = parse_args(__doc__.split("\n")[0], argv)
-    res = run(args.quick, args.seed, progress=not args.no_progress)
+def report(res):
+    """Print the results as a table."""
     for name, loss in res["stream_loss"].items():
         print(f"{name:<36} {loss:.3f}")
     print("mass on position 0 by layer and head:", [[round(m, 3) for m in layer] for layer in res["mass_on_position_0"]],
           f"(uniform: {res['uniform_mass_on_position_0']:.3f})")
-    if not args.quick:
-        save("attention_sinks", res, plot(res), args.out)
-    return res
+
+
+def main(argv=None):
+    return common.main("attention_sinks", __doc__, run, report, plot, argv)
 
 
 if __name__ == "__main__":
-    main()
+    common.command_line("attention_sinks", main)

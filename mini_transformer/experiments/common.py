@@ -10,8 +10,9 @@ import os
 import platform
 import time
 
-from .. import backend
+from .. import backend, kernels
 from ..checkpoint import atomic_write
+from ..kernels import tuning
 from ..data import stdlib_corpus
 from ..model import GPTConfig, TinyGPT
 from ..train import TrainConfig, train
@@ -36,6 +37,23 @@ def parse_args(description, argv=None):
     ap.add_argument("--out", default=RESULTS, help="folder for NAME.json and NAME.png (full mode only)")
     ap.add_argument("--no-progress", action="store_true", help="hide progress bars")
     return ap.parse_args(argv)
+
+
+def main(name, doc, run, report, plot, argv=None):
+    """What every experiment's command does: parse the options, run, print the report, save the full results."""
+    args = parse_args(doc.split("\n")[0], argv)
+    res = run(args.quick, args.seed, progress=not args.no_progress)
+    report(res)
+    if not args.quick:
+        save(name, res, plot(res), args.out)
+    return res
+
+
+def command_line(name, main):
+    """``python -m mini_transformer.experiments.NAME``: the process tuned for speed (``kernels.tune``), then ``main``."""
+    tuning.relaunch_with_blas_spin(f"mini_transformer.experiments.{name}")
+    kernels.tune()
+    main()
 
 
 def text_model(positional, train_len, seed=0, d_model=64, n_layers=2, n_heads=4, kernels="fast", **kw):

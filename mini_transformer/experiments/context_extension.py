@@ -24,7 +24,8 @@ from ..evaluate import effective_context_length, passkey_grid, token_losses
 from ..longrope_search import longrope_scaling, mean_loss, search, with_rope_scaling
 from ..model import GPTConfig, TinyGPT
 from ..train import TrainConfig, train
-from .common import Timer, corpus, environment, parse_args, save, text_model, train_text
+from . import common
+from .common import Timer, corpus, environment, text_model, train_text
 
 S = 4  # extend to 4L
 
@@ -129,17 +130,17 @@ def plot(res):
     return fig
 
 
-def main(argv=None):
-    args = parse_args(__doc__.split("\n")[0], argv)
-    res = run(args.quick, args.seed, progress=not args.no_progress)
+def report(res):
+    """Print the results as a table."""
     print(f"{'method':<14}{'@L':>8}{'@4L':>8}{'past L':>8}{'tuned @L':>10}{'tuned @4L':>11}{'tuned past L':>14}")
     for name, r in res["methods"].items():
         print(f"{name:<14}{r['loss_at_L']:>8.3f}{r['loss_at_4L']:>8.3f}{r['loss_past_L']:>8.3f}"
               f"{r['finetuned_loss_at_L']:>10.3f}{r['finetuned_loss_at_4L']:>11.3f}{r['finetuned_loss_past_L']:>14.3f}")
-    if not args.quick:
-        save("context_extension", res, plot(res), args.out)
-    return res
+
+
+def main(argv=None):
+    return common.main("context_extension", __doc__, run, report, plot, argv)
 
 
 if __name__ == "__main__":
-    main()
+    common.command_line("context_extension", main)

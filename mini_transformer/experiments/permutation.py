@@ -19,7 +19,8 @@ from .. import backend
 from ..evaluate import permutation_sensitivity
 from ..model import GPTConfig, TinyEncoder, TinyGPT
 from ..positional import SCHEMES
-from .common import Timer, environment, parse_args, save
+from . import common
+from .common import Timer, environment
 
 #: schemes that are not a 1-D sequence scheme for these models (the 2-D bias needs a square window)
 SKIP = {"relative_2d"}
@@ -36,7 +37,7 @@ def probe(model_cls, positional, seed, T=16):
     return permutation_sensitivity(model, x, seed=seed).relative
 
 
-def run(quick=False, seed=0):
+def run(quick=False, seed=0, progress=False):
     seeds = [seed] if quick else [seed + i for i in range(5)]
     names = [n for n in SCHEMES if n not in SKIP]
     with Timer() as timer:
@@ -60,15 +61,15 @@ def plot(res):
     return fig
 
 
-def main(argv=None):
-    args = parse_args(__doc__.split("\n")[0], argv)
-    res = run(args.quick, args.seed)
+def report(res):
+    """Print the results as a table."""
     for name, v in res["relative_change"].items():
         print(f"{name:<32} {v['min']:.2e} .. {v['max']:.2e}")
-    if not args.quick:
-        save("permutation", res, plot(res), args.out)
-    return res
+
+
+def main(argv=None):
+    return common.main("permutation", __doc__, run, report, plot, argv)
 
 
 if __name__ == "__main__":
-    main()
+    common.command_line("permutation", main)

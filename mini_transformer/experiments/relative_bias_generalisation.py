@@ -43,7 +43,8 @@ from ..backend import hostnp as np
 from ..data import IGNORE, lookback_task
 from ..model import GPTConfig, TinyGPT
 from ..train import TrainConfig, train
-from .common import Timer, environment, parse_args, save
+from . import common
+from .common import Timer, environment
 
 SCHEMES = ("t5", "learned")
 K = 3             # look k back: the answer at position t is the token at t + 1 - k
@@ -149,9 +150,8 @@ def plot(res):
     return fig
 
 
-def main(argv=None):
-    args = parse_args(__doc__.split("\n")[0], argv)
-    res = run(args.quick, args.seed, progress=not args.no_progress)
+def report(res):
+    """Print the results as a table."""
     keys = ("accuracy_8", "accuracy_16", "accuracy_beyond_8", "loss_8", "loss_16", "loss_beyond_8")
     print(f"{'scheme':<9}" + "".join(f"{k:>19}" for k in keys))
     for name in SCHEMES:
@@ -163,10 +163,11 @@ def main(argv=None):
           f"{env['n_heads']} heads, max_len {env['max_len']}, batch {env['batch_size']}, {env['steps']} steps, "
           f"{env['test_sequences']} test sequences per length; {env['seconds']} s on {env['cores']} cores "
           f"({env['backend']})")
-    if not args.quick:
-        save("relative_bias_generalisation", res, plot(res), args.out)
-    return res
+
+
+def main(argv=None):
+    return common.main("relative_bias_generalisation", __doc__, run, report, plot, argv)
 
 
 if __name__ == "__main__":
-    main()
+    common.command_line("relative_bias_generalisation", main)

@@ -40,7 +40,8 @@ import math
 from tqdm.auto import tqdm
 
 from ..evaluate import extrapolation_curve
-from .common import Timer, corpus, environment, parse_args, save, text_model, train_text
+from . import common
+from .common import Timer, corpus, environment, text_model, train_text
 
 SCHEMES = ("none", "sinusoidal", "learned", "shaw", "transformer_xl", "t5", "rope", "alibi")
 MULTIPLES = (1, 2, 4, 8)
@@ -127,9 +128,8 @@ def _fmt(v):
     return "  -  " if v is None or not math.isfinite(v) else f"{v:.3f}"
 
 
-def main(argv=None):
-    args = parse_args(__doc__.split("\n")[0], argv)
-    res = run(args.quick, args.seed, progress=not args.no_progress)
+def report(res):
+    """Print the results as a table."""
     print(table_text(res))
     for name, r in res["results"].items():
         for L, reason in zip(res["lengths"], r["reasons"]):
@@ -140,10 +140,11 @@ def main(argv=None):
     print(f"seeds {env['seeds']}, d_model {env['d_model']}, {env['n_layers']} layers, {env['n_heads']} heads, "
           f"batch {env['batch_size']}, L {env['train_len']}, {env['steps']} steps, {env['eval_windows']} eval windows "
           f"per length; {env['seconds']} s on {env['cores']} cores ({env['backend']})")
-    if not args.quick:
-        save("train_short_test_long", res, plot(res), args.out)
-    return res
+
+
+def main(argv=None):
+    return common.main("train_short_test_long", __doc__, run, report, plot, argv)
 
 
 if __name__ == "__main__":
-    main()
+    common.command_line("train_short_test_long", main)

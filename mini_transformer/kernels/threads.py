@@ -13,6 +13,7 @@ for more; importing this module starts nothing.
 import threading
 
 from .. import backend
+from ..validate import check_int
 
 _threads = 1
 _pool = None
@@ -28,8 +29,7 @@ def threads():
 def set_threads(n):
     """Spread the fast kernels' rows over ``n`` threads (1: no threads at all); returns the previous count."""
     global _threads, _pool
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"set_threads: n={n!r} must be a positive integer (1 runs everything on the calling thread).")
+    n = check_int("set_threads: n", n, minimum=1, why="1 runs everything on the calling thread")
     previous, _threads = _threads, n
     if _pool is not None and n != previous:
         _pool.shutdown()

@@ -219,3 +219,43 @@ class RoPE(PositionalScheme):
         cos, sin = self.rotary.at(pos)                                         # (T, rotary_dim) each, float64
         return self.kernels.apply_rotary(x, cos.astype(x.dtype), sin.astype(x.dtype),
                                          interleaved=self.rotary.interleaved)
+
+    @classmethod
+    def from_functions(cls, rotary, apply_rotary):
+        r"""RoPE computed by two functions you wrote, so a model trains on your code.
+
+        ``rotary(T, offset)`` returns the ``(T, d_head)`` cos and sin tables of the
+        positions ``offset .. offset + T - 1`` (a ``RotaryEmbedding`` instance), and
+        ``apply_rotary(x, cos, sin)`` rotates plain arrays ``(..., T, d_head)``.
+        The op's backward is ``apply_rotary`` again with -\sin, the rotation back
+        (``functional.rotation``). Positions must be consecutive, as in training
+        and in a text-position cache.
+        """
+        return _FunctionRoPE(rotary, apply_rotary)
+
+
+class _FunctionRoPE(RoPE):
+    """``RoPE.from_functions``: the tables and the rotation come from the functions it was given."""
+
+    settings = {}
+    config_fields = {}
+
+    def __init__(self, rotary, apply_rotary):
+        self.rotary_tables, self.turn = rotary, apply_rotary
+        self.rerotate_keys = False
+
+    def signature(self):
+        return {"from_functions": f"{getattr(self.turn, '__module__', '?')}.{getattr(self.turn, '__name__', '?')}"}
+
+    @contextlib.contextmanager
+    def planned_length(self, n):
+        yield
+
+    def rotate(self, x, pos, layer):
+        T = pos.shape[0]
+        offset = int(pos[0]) if T else 0
+        if T > 1 and not bool(xp.all(pos[1:] - pos[:-1] == 1)):
+            raise ValueError("RoPE.from_functions takes consecutive positions (offset .. offset + T - 1); this "
+                             "call asked for a gap, as a slot-position cache or an evicting window would.")
+        cos, sin = self.rotary_tables(T, offset)                               # (T, d_head) each
+        return F.rotation(self.turn, x, cos.astype(x.dtype), sin.astype(x.dtype))

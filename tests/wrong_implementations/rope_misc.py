@@ -4,6 +4,23 @@ import math
 from mini_transformer.backend import xp
 
 
+# (name in this file, target, expected kind, expected misconception): tests/test_grader.py reads this table
+KNOWN_WRONG = [
+    ("relative_score_swapped", "rope.relative_score", "misconception", "positions_swapped"),
+    ("relative_score_query_only", "rope.relative_score", "misconception", "only_query_rotated"),
+    ("relative_score_unrotated", "rope.relative_score", "misconception", "unrotated"),
+    ("relative_score_array", "rope.relative_score", "type", None),
+    ("wavelength_frequencies", "rope.wavelength_table", "misconception", "frequencies"),
+    ("wavelength_missing_two_pi", "rope.wavelength_table", "misconception", "missing_two_pi"),
+    ("wavelength_list", "rope.wavelength_table", "type", None),
+    ("wavelength_per_channel", "rope.wavelength_table", "shape", "one_per_channel"),
+    ("permutation_inverse", "rope.interleaved_to_half_permutation", "misconception", "inverse"),
+    ("permutation_identity", "rope.interleaved_to_half_permutation", "misconception", "identity"),
+    ("permutation_pair_order", "rope.interleaved_to_half_permutation", "misconception", "pair_order"),
+    ("permutation_float", "rope.interleaved_to_half_permutation", "dtype", None),
+]
+
+
 def _rot(x, rotary, p):
     cos, sin = rotary(1, offset=p)
     h = x.shape[-1] // 2
