@@ -1,7 +1,16 @@
-r"""The sinusoidal positional encoding of "Attention Is All You Need" (drill only).
+r"""The sinusoidal positional encoding of "Attention Is All You Need": chapter 2's exercises.
+
+Position ``t`` gets one point on each of ``d_model/2`` clocks. Pair ``i`` (columns
+``2i`` and ``2i + 1``) turns at the frequency
+
+.. math:: \omega_i = \mathrm{base}^{-2i/d_{model}}, \quad i = 0, \dots, d_{model}/2 - 1,
+
+and holds the sine and the cosine of the angle ``t * omega_i``:
 
 .. math::
-    PE_{t, 2i} = \sin(t \cdot \mathrm{base}^{-2i/d}), \qquad PE_{t, 2i+1} = \cos(t \cdot \mathrm{base}^{-2i/d})
+    PE_{t, 2i} = \sin(t\,\omega_i), \qquad PE_{t, 2i+1} = \cos(t\,\omega_i).
+
+A row of the table is one position, ``(d_model,)``; the table is ``(T, d_model)``.
 """
 from mini_transformer.backend import xp
 
@@ -21,7 +30,7 @@ def sinusoidal_positional_encoding(T, d_model, base=10000.0):
     Returns:
         float64 array ``(T, d_model)``; row ``t`` encodes position ``t``.
     """
-    # BEGIN SOLUTION Drill sinusoidal.1
+    # BEGIN SOLUTION Exercise 2.1
     if d_model % 2 != 0:
         raise ValueError(f"d_model must be even (sin and cos come in pairs), got {d_model}.")
     pos = xp.arange(T, dtype=xp.float64)[:, None]  # (T, 1)
@@ -29,4 +38,39 @@ def sinusoidal_positional_encoding(T, d_model, base=10000.0):
     omega = base ** (-two_i / d_model)  # (d_model/2,) omega_i
     angles = pos * omega[None, :]  # (T, d_model/2) t * omega_i
     return xp.stack([xp.sin(angles), xp.cos(angles)], axis=-1).reshape(T, d_model)  # sin even, cos odd
+    # END SOLUTION
+
+
+def shift_rotation(k, d_model, base=10000.0):
+    r"""The ``(d_model, d_model)`` matrix :math:`M_k` with :math:`PE(t + k) = M_k\,PE(t)` for every ``t``.
+
+    It is block-diagonal. Pair ``i`` (channels ``2i`` and ``2i + 1``) holds
+    :math:`(\sin t\omega_i, \cos t\omega_i)`; moving ``k`` positions on turns it by the angle
+    :math:`k\omega_i`, and the angle-addition formulas give its ``2 x 2`` block:
+
+    .. math::
+        \begin{bmatrix}\cos k\omega_i & \sin k\omega_i \\ -\sin k\omega_i & \cos k\omega_i\end{bmatrix}
+
+    in rows and columns ``2i, 2i + 1``. Every entry outside the blocks is 0. ``k`` may be
+    any integer: ``M_0`` is the identity and ``M_{-k}`` turns back.
+
+    With the table's rows as row vectors, ``pe[t + k] == M_k @ pe[t]``, so for the whole table
+    ``pe[k:] == pe[:-k] @ M_k.T``.
+
+    Args:
+        k: the offset, an integer.
+        d_model: even model width.
+        base: the encoding's base.
+
+    Returns:
+        float64 array ``(d_model, d_model)``.
+    """
+    # BEGIN SOLUTION Exercise 2.2
+    omega = base ** (-xp.arange(0, d_model, 2, dtype=xp.float64) / d_model)  # (d_model/2,) omega_i
+    c, s = xp.cos(k * omega), xp.sin(k * omega)  # (d_model/2,) each
+    even = xp.arange(0, d_model, 2)  # (d_model/2,) the sin channel of each pair
+    M = xp.zeros((d_model, d_model), dtype=xp.float64)
+    M[even, even], M[even, even + 1] = c, s  # new sin = sin * cos(k w) + cos * sin(k w)
+    M[even + 1, even], M[even + 1, even + 1] = -s, c  # new cos = cos * cos(k w) - sin * sin(k w)
+    return M
     # END SOLUTION
