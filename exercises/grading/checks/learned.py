@@ -19,14 +19,16 @@ def _rows_cases():
             Case("the whole table, offset left out", (counting, 10), show=f"weight (10, 4), {note}; T = 10"),
             Case("one decode step at position 17", (wide, 1, 17),
                  show=show("weight", wide, "standard normal, seed 1") + "; T = 1, offset = 17"),
-            Case("float32 table", (w32, 4, 6), show=show("weight", w32, "standard normal, seed 2") + "; T = 4, offset = 6")]
+            Case("float32 table", (w32, 4, 6), show=show("weight", w32, "standard normal, seed 2") + "; T = 4, offset = 6"),
+            Case("one position past the table", (counting, 1, 10), raises="ValueError",
+                 show=f"weight (10, 4), {note}; T = 1, offset = 10 (there is no row 10)")]
 
 
-def _rows(weight, T, offset=0, shift=0, use_offset=True, batch=True):
-    start = (offset if use_offset else 0) + shift
-    if start < 0 or start + T > weight.shape[0]:
+def _rows(weight, T, offset=0, shift=0, use_offset=True, batch=True, refuse=True):
+    if refuse and (offset < 0 or offset + T > weight.shape[0]):
         raise ValueError("past the table")
-    rows = weight[start:start + T]
+    start = (offset if use_offset else 0) + shift
+    rows = weight[start:start + T]  # NumPy returns the rows that exist: short past the end, as a reader's slice is
     return rows[None] if batch else rows
 
 
@@ -43,6 +45,11 @@ POSITION_ROWS = Target("position_rows", "array", _rows_cases, [
                   "Return (1, T, d_model): weight[None, offset:offset + T]. The leading 1 broadcasts the rows "
                   "over a batch of token embeddings (B, T, d_model).",
                   lambda weight, T, offset=0: _rows(weight, T, offset, batch=False)),
+    Misconception("no_refusal", "positions past the table are not refused",
+                  "A slice that runs past the end does not fail in NumPy: it returns the rows that exist, here "
+                  "none. Check first: raise ValueError when offset < 0 or offset + T > T_max, with a sentence "
+                  "that says which positions were asked for.",
+                  lambda weight, T, offset=0: _rows(weight, T, offset, refuse=False)),
 ])
 
 
@@ -58,7 +65,7 @@ def _decode_cases():
         params = {k: to_numpy(v) for k, v in table_lm_params(seed=seed).items()}
         ids = np.random.default_rng(100 + seed).integers(0, 16, size=(B, T))
         out.append(Case(f"B {B}, T {T}, prefill {prefill}", (params, ids, prefill),
-                        show=f"params = table_lm_params(seed={seed}) (vocab 16, d_model 16, T_max 32); ids: {B} x {T} "
+                        show=f"the weights of table_lm_params(seed={seed}) (vocab 16, d_model 16, T_max 32); ids: {B} x {T} "
                              f"random tokens (seed {100 + seed}); prefill = {prefill}"))
     return out
 
