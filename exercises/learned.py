@@ -8,7 +8,8 @@ table cannot encode a position it does not have.
 
 The small model (given, not an exercise) is one causal attention layer over token embeddings
 plus learned positions, in plain arrays, with a KV cache: ``table_lm_params`` makes its
-weights, ``table_lm_step`` runs it. Section 6 of the chapter decodes through it.
+weights, ``table_lm_step`` runs it (with its own lookup, so it runs before you write yours).
+Section 6 of the chapter decodes through it.
 """
 import math
 
@@ -65,8 +66,11 @@ def table_lm_step(params, ids, cache=None, offset=0):
         ``(logits (B, T_new, vocab_size), cache)``; the cache is a dict of the keys and
         values of every token so far, ``(B, T_cached + T_new, d_model)`` each.
     """
-    T_new = ids.shape[1]
-    x = params["tok"][ids] + position_rows(params["table"], T_new, offset)  # (B, T_new, d_model)
+    T_new, table = ids.shape[1], params["table"]
+    if not 0 <= offset <= offset + T_new <= table.shape[0]:
+        raise ValueError(f"table_lm_step: the table has {table.shape[0]} rows, but positions {offset}.."
+                         f"{offset + T_new - 1} were asked for.")
+    x = params["tok"][ids] + table[offset:offset + T_new]  # (B, T_new, d_model): one row per position
     q, k, v = x @ params["W_q"], x @ params["W_k"], x @ params["W_v"]  # (B, T_new, d_model) each
     if cache is not None:  # the earlier tokens' keys and values, computed once when they arrived
         k = xp.concatenate([cache["k"], k], axis=1)  # (B, T_k, d_model)
@@ -103,3 +107,30 @@ def cached_decode(params, ids, prefill, step=None):
     """
     # TODO: Exercise 3.2
     raise NotImplementedError("Exercise 3.2")
+
+
+def test_learned_positions(position_rows, cached_decode):
+    r"""A test that fails on a wrong table lookup or a wrong decoding loop.
+
+    You receive a ``position_rows`` and a ``cached_decode`` (the signatures of Exercises 3.1
+    and 3.2) and raise ``AssertionError`` (a plain ``assert``) when they are wrong. Check, on
+    numbers:
+
+    * ``position_rows(w, T, offset)`` is rows ``offset .. offset + T - 1`` of ``w`` with a batch
+      axis in front, for offsets other than 0 and up to the table's last row;
+    * a position past the table is refused with ``ValueError``;
+    * ``cached_decode`` equals the full forward pass, ``table_lm_step(params, ids)[0]``, at every
+      position, for prefills of several lengths and a batch of more than one sequence.
+
+    The model of the chapter, ``table_lm_params`` and ``table_lm_step``, is in this file. The
+    grader runs your test on the reference, where it must pass, and on mutants, each wrong in one
+    way a reader's code can be (an offset reset to 0, counted in calls, off by one, a slice that
+    runs past the end); a good test fails on every one of them.
+
+    Args:
+        position_rows: a function ``(weight, T, offset=0) -> (1, T, d_model)``, as in Exercise 3.1.
+        cached_decode: a function ``(params, ids, prefill, step=None) -> (B, T, vocab_size)``, as in
+            Exercise 3.2.
+    """
+    # TODO: Exercise 3.3
+    raise NotImplementedError("Exercise 3.3")

@@ -15,15 +15,11 @@ KNOWN_WRONG = [
 
 
 # The given code of exercises/learned.py, as a reader's file holds it (a graded file may not import solutions/).
-def position_rows(weight, T, offset=0):
-    if offset < 0 or offset + T > weight.shape[0]:
-        raise ValueError("past the table")
-    return weight[None, offset:offset + T]
-
-
 def table_lm_step(params, ids, cache=None, offset=0):
-    T_new = ids.shape[1]
-    x = params["tok"][ids] + position_rows(params["table"], T_new, offset)
+    T_new, table = ids.shape[1], params["table"]
+    if not 0 <= offset <= offset + T_new <= table.shape[0]:
+        raise ValueError("past the table")
+    x = params["tok"][ids] + table[offset:offset + T_new]
     q, k, v = x @ params["W_q"], x @ params["W_k"], x @ params["W_v"]
     if cache is not None:
         k = xp.concatenate([cache["k"], k], axis=1)
