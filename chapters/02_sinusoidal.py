@@ -373,7 +373,83 @@ assert all(b == m - k for b, m in zip(best, range(k, 64)))
 # %% [markdown]
 # ## 6. A test you write
 #
-# (Exercise 2.3 is added here once the grader scores tests by mutants; see the report.)
+# You now know properties of the table that hold whatever the numbers: row 0, the frequencies,
+# $PE(t + k) = M_k\,PE(t)$. Turned into assertions, they make a test that catches a wrong table
+# or a wrong $M_k$ before a model ever trains on it.
+#
+# ### Exercise 2.3: `test_sinusoidal_properties`   ★★★ · 20 min
+#
+# *Why it matters:* the property you derived is not enough on its own. Many wrong tables satisfy
+# $PE(t+k) = M_k PE(t)$ too; a good test pins down what the property leaves free, and the grader
+# measures how well yours does.
+#
+# Write `test_sinusoidal_properties(sinusoidal_positional_encoding, shift_rotation)` in
+# `exercises/sinusoidal.py`: it receives two implementations and raises `AssertionError` (a plain
+# `assert`) when they are wrong. The grader runs it on the reference, where it must pass, and on
+# nine *mutants*, each the reference with one realistic mistake (a swapped layout, a wrong
+# exponent, a block that turns backwards, ...), and reports which ones your test lets through.
+# Grade it with `python -m exercises grade sinusoidal --exercise 2.3`.
+
+# %%
+test_sinusoidal_properties = use("sinusoidal", "test_sinusoidal_properties")
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 1: a nudge</summary>
+#
+# Shift every row of a correct table by one position: does $PE(t + k) = M_k\,PE(t)$ still hold?
+# Use a base other than 10000 in both functions: does a table that ignores its base still pass?
+# Each "yes" is a mutant your test must catch some other way.
+# </details>
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 2: the key idea</summary>
+#
+# Pin the absolute numbers by hand, then check the relation widely. Row 0 is $[0, 1, 0, 1, \dots]$;
+# for $d_{model} = 8$ row 1 holds $\sin$ and $\cos$ of $1, 0.1, 0.01, 0.001$; and
+# `pe[k:] == pe[:-k] @ M.T` for several $k$ (not only 1) and for base 100 as well as 10000.
+# </details>
+
+# %% tags=["answer"]
+reveal("sinusoidal", "test_sinusoidal_properties")
+
+# %% [markdown]
+# Run your test here on the chapter's two functions, then on every mutant the grader uses, beside
+# a weak test that checks only the defining property, with $k = 1$ and the default base.
+
+# %% tags=["nbval-check-output"]
+from exercises.grading.mutants import reader_tests
+
+impls = {"sinusoidal_positional_encoding": sinusoidal_positional_encoding, "shift_rotation": shift_rotation}
+
+
+def weak_test(sinusoidal_positional_encoding, shift_rotation):
+    pe = sinusoidal_positional_encoding(20, 8)
+    assert xp.allclose(pe[1:], pe[:-1] @ shift_rotation(1, 8).T)
+
+
+def catches(test, mutant):
+    """True when `test` fails on the chapter's functions with `mutant` in place of the one it wraps."""
+    wrong = dict(impls, **{mutant.wraps: mutant.make(impls[mutant.wraps])})
+    try:
+        test(**wrong)
+    except Exception:  # an assertion, or a crash: either way the test did not pass
+        return True
+    return False
+
+
+test_sinusoidal_properties(**impls)  # must pass on correct functions
+weak_test(**impls)
+print("both tests pass on the chapter's functions\n")
+print(f"{'mutant':<24}{'wraps':<32}{'your test':>10}{'weak test':>11}")
+for m in reader_tests("sinusoidal")["test_sinusoidal_properties"].mutants:
+    print(f"{m.key:<24}{m.wraps:<32}" + " ".join(f"{'caught' if catches(t, m) else 'MISSED':>10}"
+                                              for t in (test_sinusoidal_properties, weak_test)))
+
+# %% [markdown]
+# The weak test misses three mutants, and each for a reason you can state: a table shifted by one
+# position still turns by $M_k$ from row to row; a table that ignores its base is right at the
+# default base; and with $k = 1$, "turn by $k\omega_i$" and "turn by $\omega_i$" are the same
+# matrix. The defining property tells you the family; the hand-worked rows tell you the member.
 #
 # ## 7. Added, not concatenated
 #

@@ -312,8 +312,7 @@ assert max(neighbours) < 0 < 0.3 < min(three_apart)
 # from you: one causal attention layer over token embeddings plus a learned table, in plain
 # arrays, given in `exercises/learned.py`. `table_lm_params(seed)` makes its weights and
 # `table_lm_step(params, ids, cache, offset)` runs it on new tokens `ids` at positions
-# `offset, offset + 1, ...`, attending to the cached tokens and to themselves. It looks its rows
-# up with your `position_rows`.
+# `offset, offset + 1, ...`, attending to the cached tokens and to themselves.
 
 # %%
 from exercises.learned import table_lm_params, table_lm_step  # given code in your exercises file
@@ -430,7 +429,87 @@ assert generated["offset ignored"][:2].min() > 0.99 and generated["offset ignore
 #
 # ## 7. A test you write
 #
-# (Exercise 3.3 is added here once the grader scores tests by mutants; see the report.)
+# Section 6's comparison, cached against full at every position, is the test that catches
+# decoding bugs. Make it a function, add the lookup's own properties, and let the grader measure
+# it.
+#
+# ### Exercise 3.3: `test_learned_positions`   ★★★ · 20 min
+#
+# *Why it matters:* "assert cached logits equal full-forward logits at each step" is the book's
+# check for the decoding bug (§4), and it is only as good as the cases you run it on.
+#
+# Write `test_learned_positions(position_rows, cached_decode)` in `exercises/learned.py`: it
+# receives two implementations and raises `AssertionError` when they are wrong. The model it
+# decodes with, `table_lm_params` and `table_lm_step`, is in the same file. The grader runs your
+# test on the reference, where it must pass, and on nine mutants: lookups with the offset
+# ignored, one row late, without the batch axis or without the refusal; decoding loops with the
+# offset reset, one ahead, counted in calls, counted in batch rows, or without the cache. Grade it
+# with `python -m exercises grade learned --exercise 3.3`.
+
+# %%
+test_learned_positions = use("learned", "test_learned_positions")
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 1: a nudge</summary>
+#
+# For each mutant, ask which input shows it. Offsets counted in calls equal offsets counted in
+# tokens when every call brings one token. Offsets counted in batch rows are right when the batch
+# has one sequence. A missing refusal shows only when you ask for a row that is not there.
+# </details>
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 2: the key idea</summary>
+#
+# On a table whose row $t$ holds $4t \dots 4t + 3$, check rows from several offsets up to the last
+# row, and check that positions past the end raise `ValueError` (`try` / `except ValueError` /
+# `else: raise AssertionError`). Then compare `cached_decode(params, ids, prefill)` with
+# `table_lm_step(params, ids)[0]` for a batch of two sequences and prefills of 1, 4 and the whole
+# length.
+# </details>
+
+# %% tags=["answer"]
+reveal("learned", "test_learned_positions")
+
+# %% [markdown]
+# Your test on the chapter's functions, then on every mutant, beside a weak test: rows from one
+# offset, and cached decoding of one sequence with a one-token prefill.
+
+# %% tags=["nbval-check-output"]
+from exercises.grading.mutants import reader_tests
+
+impls = {"position_rows": position_rows, "cached_decode": cached_decode}
+
+
+def weak_test(position_rows, cached_decode):
+    w = xp.arange(40.0).reshape(10, 4)
+    assert xp.array_equal(position_rows(w, 3, 5)[0], w[5:8])
+    one = ids[:1, :6]  # one sequence
+    assert xp.allclose(cached_decode(params, one, 1), table_lm_step(params, one)[0])
+
+
+def catches(test, mutant):
+    """True when `test` fails on the chapter's functions with `mutant` in place of the one it wraps."""
+    wrong = dict(impls, **{mutant.wraps: mutant.make(impls[mutant.wraps])})
+    try:
+        test(**wrong)
+    except Exception:  # an assertion, or a crash: either way the test did not pass
+        return True
+    return False
+
+
+test_learned_positions(**impls)  # must pass on correct functions
+weak_test(**impls)
+print("both tests pass on the chapter's functions\n")
+print(f"{'mutant':<18}{'wraps':<16}{'your test':>10}{'weak test':>11}")
+for m in reader_tests("learned")["test_learned_positions"].mutants:
+    print(f"{m.key:<18}{m.wraps:<16}" + " ".join(f"{'caught' if catches(t, m) else 'MISSED':>10}"
+                                              for t in (test_learned_positions, weak_test)))
+
+# %% [markdown]
+# The weak test lets three mutants through, and the reasons are the hints': a one-token prefill
+# makes calls and tokens the same count, a batch of one makes batch rows and tokens the same
+# count, and it never asks for a row past the end. Exactly the cases a real decoding loop meets
+# first: a prompt of several tokens, several prompts at once, a conversation that runs long.
 #
 # ## 8. Your lookup inside the model
 #
