@@ -134,7 +134,8 @@ assert binary_error > 0.5
 #
 # Write `sinusoidal_positional_encoding(T, d_model, base=10000.0)`: the float64 table of shape
 # `(T, d_model)` whose row $t$ encodes position $t$, sines in the even columns and cosines in the
-# odd ones. Grade it with `python -m exercises grade sinusoidal --exercise 2.1`.
+# odd ones. Grade it with `python -m exercises grade sinusoidal` (this exercise alone:
+# `python -m pytest tests/test_exercises.py -k 2.1`).
 
 # %%
 sinusoidal_positional_encoding = use("sinusoidal", "sinusoidal_positional_encoding")
@@ -261,10 +262,11 @@ assert dots.argmax() == 0 and math.isclose(dots[0], 32.0) and rises[0] == 6
 # model can implement look $k$ back as a fixed linear map"), and writing it down is the
 # derivation an interviewer asks for.
 #
-# Write `shift_rotation(k, d_model, base=10000.0)`: the float64 `(d_model, d_model)` matrix
-# $M_k$, the block above in rows and columns $2i, 2i + 1$ for each pair, zero elsewhere. The rows
-# of the table are row vectors in code, so the check is `pe[k:] == pe[:-k] @ M.T`. Grade it with
-# `python -m exercises grade sinusoidal --exercise 2.2`.
+# Write `shift_rotation(k, d_model, base=10000.0)`: the float64 `(d_model, d_model)` matrix $M_k$,
+# the block above in rows and columns $2i, 2i + 1$ for each pair, zero elsewhere. The rows of the
+# table are row vectors in code, so the check is `pe[k:] == pe[:-k] @ M.T`. Grade it with
+# `python -m exercises grade sinusoidal` (this exercise alone:
+# `python -m pytest tests/test_exercises.py -k 2.2`).
 
 # %%
 shift_rotation = use("sinusoidal", "shift_rotation")
@@ -388,7 +390,8 @@ assert all(b == m - k for b, m in zip(best, range(k, 64)))
 # `assert`) when they are wrong. The grader runs it on the reference, where it must pass, and on
 # nine *mutants*, each the reference with one realistic mistake (a swapped layout, a wrong
 # exponent, a block that turns backwards, ...), and reports which ones your test lets through.
-# Grade it with `python -m exercises grade sinusoidal --exercise 2.3`.
+# Grade it with `python -m exercises grade sinusoidal` (this exercise alone:
+# `python -m pytest tests/test_exercises.py -k 2.3`).
 
 # %%
 test_sinusoidal_properties = use("sinusoidal", "test_sinusoidal_properties")

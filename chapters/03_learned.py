@@ -100,11 +100,12 @@ assert 1024 * 768 == 786_432 and 128 * 1024 * 8192 > 10 * 100e6
 # *Why it matters:* this is the whole scheme, and the `offset` argument is where the decoding
 # bug of section 6 lives.
 #
-# Write `position_rows(weight, T, offset=0)`: the rows of positions `offset .. offset + T - 1`
-# as `(1, T, d_model)`, so they broadcast over a batch. Raise `ValueError` with a sentence when
-# a position falls outside the table. Use slicing only: inside the model `weight` is a
-# `Parameter`, and a slice is what carries each row's gradient back to its row. Grade it with
-# `python -m exercises grade learned --exercise 3.1`.
+# Write `position_rows(weight, T, offset=0)`: the rows of positions `offset .. offset + T - 1` as
+# `(1, T, d_model)`, so they broadcast over a batch. Raise `ValueError` with a sentence when a
+# position falls outside the table. Use slicing only: inside the model `weight` is a `Parameter`,
+# and a slice is what carries each row's gradient back to its row. Grade it with
+# `python -m exercises grade learned` (this exercise alone:
+# `python -m pytest tests/test_exercises.py -k 3.1`).
 
 # %%
 position_rows = use("learned", "position_rows")
@@ -332,8 +333,9 @@ print("full forward:", tuple(full.shape))
 # call with an empty cache, then the others one per call, each with the cache the previous call
 # returned and its own position as `offset`. Call the model as
 # `logits, cache = step(params, ids_new, cache, offset)` (with `step = table_lm_step` when it is
-# None), and return every call's logits joined along the time axis, `(B, T, vocab_size)`. Grade
-# it with `python -m exercises grade learned --exercise 3.2`.
+# None), and return every call's logits joined along the time axis, `(B, T, vocab_size)`. Grade it
+# with `python -m exercises grade learned` (this exercise alone:
+# `python -m pytest tests/test_exercises.py -k 3.2`).
 
 # %%
 cached_decode = use("learned", "cached_decode")
@@ -441,10 +443,11 @@ assert generated["offset ignored"][:2].min() > 0.99 and generated["offset ignore
 # Write `test_learned_positions(position_rows, cached_decode)` in `exercises/learned.py`: it
 # receives two implementations and raises `AssertionError` when they are wrong. The model it
 # decodes with, `table_lm_params` and `table_lm_step`, is in the same file. The grader runs your
-# test on the reference, where it must pass, and on nine mutants: lookups with the offset
-# ignored, one row late, without the batch axis or without the refusal; decoding loops with the
-# offset reset, one ahead, counted in calls, counted in batch rows, or without the cache. Grade it
-# with `python -m exercises grade learned --exercise 3.3`.
+# test on the reference, where it must pass, and on nine mutants: lookups with the offset ignored,
+# one row late, without the batch axis or without the refusal; decoding loops with the offset
+# reset, one ahead, counted in calls, counted in batch rows, or without the cache. Grade it with
+# `python -m exercises grade learned` (this exercise alone:
+# `python -m pytest tests/test_exercises.py -k 3.3`).
 
 # %%
 test_learned_positions = use("learned", "test_learned_positions")
