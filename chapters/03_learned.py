@@ -479,8 +479,10 @@ reveal("learned", "test_learned_positions")
 
 # %% tags=["nbval-check-output"]
 from exercises.grading.mutants import reader_tests
+from exercises.grading.reader_tests import run
 
 impls = {"position_rows": position_rows, "cached_decode": cached_decode}
+mutants = reader_tests("learned")["test_learned_positions"].mutants
 
 
 def weak_test(position_rows, cached_decode):
@@ -490,23 +492,14 @@ def weak_test(position_rows, cached_decode):
     assert xp.allclose(cached_decode(params, one, 1), table_lm_step(params, one)[0])
 
 
-def catches(test, mutant):
-    """True when `test` fails on the chapter's functions with `mutant` in place of the one it wraps."""
-    wrong = dict(impls, **{mutant.wraps: mutant.make(impls[mutant.wraps])})
-    try:
-        test(**wrong)
-    except Exception:  # an assertion, or a crash: either way the test did not pass
-        return True
-    return False
-
-
-test_learned_positions(**impls)  # must pass on correct functions
-weak_test(**impls)
-print("both tests pass on the chapter's functions\n")
+# the grader's own loop: the test on the functions as they are, then once per mutant swapped in
+runs = [run(test, lambda: dict(impls), mutants, "", "") for test in (test_learned_positions, weak_test)]
+print("on the chapter's functions:", ", ".join(r["reference"]["result"] for r in runs))
 print(f"{'mutant':<18}{'wraps':<16}{'your test':>10}{'weak test':>11}")
-for m in reader_tests("learned")["test_learned_positions"].mutants:
-    print(f"{m.key:<18}{m.wraps:<16}" + " ".join(f"{'caught' if catches(t, m) else 'MISSED':>10}"
-                                              for t in (test_learned_positions, weak_test)))
+for m in mutants:
+    print(f"{m.key:<18}{m.wraps:<16}" + " ".join(f"{'MISSED' if r[m.key]['result'] == 'passed' else 'caught':>10}"
+                                              for r in runs))
+assert all(r["reference"]["result"] == "passed" for r in runs)
 
 # %% [markdown]
 # The weak test lets three mutants through, and the reasons are the hints': a one-token prefill
