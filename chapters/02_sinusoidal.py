@@ -45,7 +45,7 @@
 # ## The claim ledger
 #
 # The sources (the book chapter, "book", and the survey, "survey") make these claims about the
-# sinusoidal encoding. Write down your prediction for each before you run anything; section 10
+# sinusoidal encoding. Write down your prediction for each before you run anything; section 11
 # fills in what this workbook measured.
 #
 # | # | claim (source) | your prediction | settled in |

@@ -42,7 +42,7 @@
 #
 # ## The claim ledger
 #
-# Predict before you run. Section 10 settles each claim with this workbook's numbers.
+# Predict before you run. Section 11 settles each claim with this workbook's numbers.
 #
 # | # | claim (source) | your prediction | settled in |
 # | --- | --- | --- | --- |
