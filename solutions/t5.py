@@ -1,8 +1,11 @@
-r"""T5's relative position buckets (Raffel et al., 2020) (drill only).
+r"""Buckets (chapter 5): T5's relative position buckets and Swin's 2-D table index.
 
-The score of query ``i`` against key ``j`` gets a learned scalar ``b[h, bucket(j - i)]``.
-Small distances get a bucket each; larger ones share logarithmically wider buckets up to
-``max_distance``, and everything beyond shares the last bucket.
+T5 (Raffel et al., 2020): the score of query ``i`` against key ``j`` gets a learned scalar
+``b[h, bucket(j - i)]``. Small distances get a bucket each; larger ones share logarithmically
+wider buckets up to ``max_distance``, and everything beyond shares the last bucket.
+
+Swin (Liu et al., 2021): inside a ``w x w`` window the score gets ``B[h, row(dy, dx)]``, one
+learned scalar per head and 2-D offset, ``(2w - 1)^2`` of them.
 """
 import math
 
@@ -35,7 +38,7 @@ def relative_position_bucket(relative_position, bidirectional=True, num_buckets=
     Returns:
         int64 array of the same shape, values in ``0 .. num_buckets - 1``.
     """
-    # BEGIN SOLUTION Drill t5.1
+    # BEGIN SOLUTION Exercise 5.1
     n = -relative_position.astype(xp.int64)  # (...) positive when the key is in the past
     bucket = xp.zeros_like(n)  # (...)
     if bidirectional:
@@ -53,4 +56,30 @@ def relative_position_bucket(relative_position, bidirectional=True, num_buckets=
     if_large = max_exact + (log_ratio * (num_buckets - max_exact)).astype(xp.int64)  # floor, all >= 0
     if_large = xp.minimum(if_large, num_buckets - 1)
     return bucket + xp.where(is_small, n, if_large)  # (...)
+    # END SOLUTION
+
+
+def swin_relative_index(window):
+    r"""Swin's table row for every pair of tokens in one ``window x window`` window.
+
+    Token ``p`` sits at row ``y = p // window`` and column ``x = p % window`` (raster order).
+    Entry ``(i, j)`` is the row of the offset :math:`(\Delta y, \Delta x) = (y_i - y_j, x_i - x_j)`
+    in a table of :math:`(2w - 1)^2` rows, in Swin's order (the row offset first):
+
+    .. math:: (\Delta y + w - 1)(2w - 1) + (\Delta x + w - 1).
+
+    Worked example, ``window = 2``: ``[[4, 3, 1, 0], [5, 4, 2, 1], [7, 6, 4, 3], [8, 7, 5, 4]]``.
+
+    Args:
+        window: the side ``w`` of the window, at least 1.
+
+    Returns:
+        integer array ``(w * w, w * w)`` with entries in ``0 .. (2w - 1)^2 - 1``.
+    """
+    # BEGIN SOLUTION Exercise 5.2
+    p = xp.arange(window * window)  # (w^2,) the tokens in raster order
+    y, x = p // window, p % window  # (w^2,) each token's row and column
+    dy = y[:, None] - y[None, :]  # (w^2, w^2) in -(w - 1) .. w - 1
+    dx = x[:, None] - x[None, :]  # (w^2, w^2)
+    return (dy + window - 1) * (2 * window - 1) + (dx + window - 1)  # (w^2, w^2)
     # END SOLUTION
