@@ -63,3 +63,34 @@ def swin_relative_index(window):
     """
     # TODO: Exercise 5.2
     raise NotImplementedError("Exercise 5.2")
+
+
+def test_buckets(relative_position_bucket, swin_relative_index):
+    r"""A test that fails on wrong T5 buckets or a wrong Swin index: the properties that define them.
+
+    You receive a ``relative_position_bucket`` and a ``swin_relative_index`` (the signatures of
+    Exercises 5.1 and 5.2) and raise ``AssertionError`` (a plain ``assert``) when either is
+    wrong. Check, on numbers, for a few settings of ``bidirectional``, ``num_buckets`` and
+    ``max_distance``:
+
+    * bucket ids are integers in ``0 .. num_buckets - 1``; the first ``max_exact`` distances get
+      a bucket each; the bucket never decreases as the distance grows; every distance from
+      ``max_distance`` on shares the last bucket of its direction;
+    * bidirectional: keys in the past (and the query itself) use the lower half, keys in the
+      future the upper half; causal: every future key falls into bucket 0;
+    * a few buckets worked by hand (the docstring's ``-1 -> 1``, ``+1 -> 17``, ``-16 -> 10``,
+      ``-200 -> 15``), since a property alone cannot tell past from future;
+    * the Swin index: integers, one row per offset and every one of the ``(2w - 1)^2`` rows
+      used, the same row for every pair with the same offset (translation invariance inside
+      the window), and the worked example of ``window = 2`` by hand.
+
+    The grader runs your test on the reference, where it must pass, and on mutants, each wrong
+    in one way a reader's code can be; a good test fails on every one of them.
+
+    Args:
+        relative_position_bucket: a function ``(relative_position, bidirectional, num_buckets,
+            max_distance) -> bucket ids``, as in Exercise 5.1.
+        swin_relative_index: a function ``window -> (w^2, w^2) rows``, as in Exercise 5.2.
+    """
+    # TODO: Exercise 5.3
+    raise NotImplementedError("Exercise 5.3")
