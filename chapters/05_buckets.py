@@ -670,8 +670,9 @@ print("test_buckets passes on the functions above")
 #
 # T5's with `num_buckets` times the number of heads, and nothing else: not the length, not the
 # width, not the depth (one table per stack). The learned table with `max_len` times `d_model`:
-# twice the context, twice the table. For a 128k-token context at `d_model` 8192 the book puts
-# that at about 100 M parameters; T5's table stays at `num_buckets` x `H`.
+# twice the context, twice the table. For a 128k-token context at `d_model` 8192 that is
+# $131\,072 \times 8192 \approx 1.07$ billion parameters (the book, §2.2, says 100 M; the product
+# is ten times that); T5's table stays at `num_buckets` x `H`.
 # </details>
 
 # %% [markdown]
