@@ -19,6 +19,7 @@ def main(argv=None):
     p = sub.add_parser("grade", help="grade your exercises and print layered feedback")
     p.add_argument("modules", nargs="*", help="exercise modules (default: all), e.g. rope")
     p.add_argument("--file", help="grade this file instead of exercises/MODULE.py (needs one MODULE)")
+    p.add_argument("--exercise", help="grade only this exercise, e.g. 6.2 (the module is found from the number)")
     p.add_argument("--timeout", type=float, default=None, help="seconds per exercise (default 10)")
 
     p = sub.add_parser("drill", help="timed drills: blank file, clock, grade, history")
@@ -62,6 +63,20 @@ def main(argv=None):
         raise SystemExit(str(e.args[0] if e.args else e)) from None
 
 
+def _exercise_names(parser, modules, number):
+    """``{module: [names]}`` of the exercise labelled ``Exercise NUMBER``; a sentence if there is none."""
+    from exercises.grading.grader import label_of, targets_of
+    found = {}
+    for m in modules:
+        names = [k.split(".", 1)[1] for k in targets_of(m) if label_of(k) == f"Exercise {number}"]
+        if names:
+            found[m] = names
+    if not found:
+        parser.error(f"--exercise {number}: no exercise has that number in {', '.join(modules)}; the chapter "
+                     "shows each exercise's number in its heading, e.g. --exercise 6.2.")
+    return found
+
+
 def _run(parser, args, timeout):
     if args.command == "grade":
         from exercises.grading.grader import exercise_module_names, format_results, grade_file
@@ -69,9 +84,10 @@ def _run(parser, args, timeout):
         modules = args.modules or exercise_module_names()
         if args.file and len(modules) != 1:
             parser.error("--file needs exactly one MODULE, e.g. `grade rope --file my_rope.py`.")
+        wanted = _exercise_names(parser, modules, args.exercise) if args.exercise else {m: None for m in modules}
         results = []
-        for m in modules:
-            results += grade_file(args.file or EXERCISES / f"{m}.py", m, timeout=timeout)
+        for m, names in wanted.items():
+            results += grade_file(args.file or EXERCISES / f"{m}.py", m, names=names, timeout=timeout)
         print(format_results(results))
         return 0 if all(r["status"] != "fail" for r in results) else 1
 
