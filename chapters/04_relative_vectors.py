@@ -21,27 +21,7 @@
 # pieces of engineering they need: a clipped index into a table, the relative shift, and a
 # memory carried from one segment to the next.
 #
-# You write three functions in [`exercises/relative.py`](../exercises/relative.py):
-#
-# | Exercise | Function | What it does |
-# |---|---|---|
-# | 4.1 | `clipped_relative_index(q_pos, k_pos, k)` | Shaw's row of $a^K$ and $a^V$ for every (query, key) pair |
-# | 4.2 | `relative_shift(x)` | Transformer-XL's move from one score per distance to one score per key |
-# | 4.3 | `test_relative_positions(clipped_relative_index, relative_shift)` | your test of both, scored by the wrong versions it catches |
-#
-# How to work: read a section, write the function in `exercises/relative.py`, grade it with
-# `python -m exercises grade relative`, then rerun the section here. Each section loads its
-# function with `use(...)`, which prints whether it runs **yours** or the **reference**; until
-# you write one, the reference stands in, so the chapter always runs top to bottom.
-#
-# The layout is the book's everywhere: queries and keys are `(B, H, T, d_head)`. Every model in
-# this chapter runs the reference kernels (`GPTConfig.kernels="reference"`, the default): the
-# attention you see is the textbook one in `mini_transformer/functional.py`.
-
-# %% [markdown]
-# ## Objectives
-#
-# By the end you can
+# **By the end you can**
 #
 # * write Shaw's score and output with the tables $a^K$ and $a^V$, and compute them with one
 #   gather instead of a `(T, T, d_head)` tensor;
@@ -53,9 +33,9 @@
 #
 # ## The claim ledger
 #
-# The sources make these claims about relative vectors. Write your prediction in the third
-# column before you run anything; section 13 settles each one on the numbers this chapter
-# prints.
+# The sources make these claims about relative vectors. Before you run anything, write down for
+# each: true on this workbook's tiny model, yes or no? Section 13 settles them with the numbers
+# this chapter prints.
 #
 # | # | claim (source) | your prediction | settled in |
 # | --- | --- | --- | --- |
@@ -65,6 +45,29 @@
 # | C4 | With relative positions a segment reuses the previous segment's memory as it is; absolute coordinates would make it ambiguous (survey, §4.2) | | §9 |
 # | C5 | Relative methods handle $n \times n$ token pairs: a term per (query, key) and head enters the scores, which complicates fused attention and decoding (survey, §4.3, last paragraph; book, §2.3 and §4 "Cost") | | §10 |
 # | C6 | A scheme that sees only distances runs past its training length, where a learned absolute table cannot go one position further (book, TL;DR "Learned absolute"; survey, §4 introduction) | | §11 |
+
+# %% [markdown]
+# ## The exercises
+#
+# You write them in [`exercises/relative.py`](../exercises/relative.py), each where this chapter
+# has taught what it needs. Stars: ★ a formula into code, ★★ a design choice or an edge case, ★★★
+# a test or a derivation of your own.
+#
+# | Exercise | Function | | minutes |
+# |---|---|---|---|
+# | 4.1 | `clipped_relative_index(q_pos, k_pos, k)`: Shaw's row of $a^K$ and $a^V$ for every (query, key) pair | ★ | 10 |
+# | 4.2 | `relative_shift(x)`: Transformer-XL's move from one score per distance to one score per key | ★★ | 20 |
+# | 4.3 | `test_relative_positions(clipped_relative_index, relative_shift)`: a test of your own, scored against wrong versions | ★★★ | 25 |
+#
+# How to work: read a section, write the function, grade it alone with
+# `python -m exercises grade relative --exercise 4.N`, then rerun the section here. Each section
+# loads its function with `use(...)`, which prints whether the chapter runs **yours** or the
+# **reference**. Until you write a function the reference stands in, so the chapter always runs
+# top to bottom. Hints open one at a time; the reference sits in the box after them.
+#
+# The layout is the book's everywhere: queries and keys are `(B, H, T, d_head)`. Every model in
+# this chapter runs the reference kernels (`GPTConfig.kernels="reference"`, the default): the
+# attention you see is the textbook one in `mini_transformer/functional.py`.
 
 # %%
 import copy
@@ -123,7 +126,7 @@ print("positions 100..105 give the same matrix:", True)
 # length of the text. Store $a^K$ as a `(2k + 1, d_head)` array: row $r_{ij} + k$ belongs to
 # the pair $(i, j)$.
 #
-# ### Exercise 4.1: `clipped_relative_index`   ★☆☆ · 10 min
+# ### Exercise 4.1: `clipped_relative_index`   ★ · 10 min
 # *Why it matters:* every relative scheme starts by turning two lists of positions into table
 # rows; get the sign or the offset wrong and nothing crashes, the model just learns less.
 #
@@ -347,7 +350,7 @@ for name, a in [("x", x_small), ("padded", padded), ("flat", flat), ("cut", cut)
     print(f"{name:<14}{to_numpy(a).tolist()}")
 
 # %% [markdown]
-# ### Exercise 4.2: `relative_shift`   ★★☆ · 20 min
+# ### Exercise 4.2: `relative_shift`   ★★ · 20 min
 # *Why it matters:* it is the line of Transformer-XL that everyone copies and few can re-derive;
 # off by one column, the model trains on the wrong distances and never says so.
 #
@@ -426,7 +429,7 @@ assert xp.array_equal(grad_yours, x.grad)
 # %% [markdown]
 # ## 6. A test of your own
 #
-# ### Exercise 4.3: `test_relative_positions`   ★★★ · 25 min
+# ### Exercise 4.3: a test of your own   ★★★ · 25 min
 # *Why it matters:* the bugs of this chapter (a shift by one column, a reversed sign, a clip one
 # short) train without an error; the test you write now is what catches them in a code review,
 # or in an interview after "now convince me it is right".
@@ -771,7 +774,7 @@ assert r["rope"]["loss"][-1] > r["rope"]["loss"][0] + 1.0 and all(l != l for l i
 print("on text too: Shaw and Transformer-XL hold past L; unscaled RoPE climbs; the learned table refuses")
 
 # %% [markdown]
-# ## 12. Check yourself
+# ## 12. Check yourself on this chapter
 #
 # Answer out loud, or on paper, before you open an answer.
 #

@@ -22,26 +22,7 @@
 # what the sources say about them: the size, the cost, and what happens past the training
 # length.
 #
-# You write three functions in [`exercises/t5.py`](../exercises/t5.py):
-#
-# | Exercise | Function | What it does |
-# |---|---|---|
-# | 5.1 | `relative_position_bucket(relative_position, bidirectional, num_buckets, max_distance)` | T5's bucket of every relative position |
-# | 5.2 | `swin_relative_index(window)` | Swin's table row of every pair of tokens in a window |
-# | 5.3 | `test_buckets(relative_position_bucket, swin_relative_index)` | your test of both, scored by the wrong versions it catches |
-#
-# How to work: read a section, write the function in `exercises/t5.py`, grade it with
-# `python -m exercises grade t5`, then rerun the section here. Each section loads its function
-# with `use(...)`, which prints whether it runs **yours** or the **reference**; until you write
-# one, the reference stands in, so the chapter always runs top to bottom.
-#
-# Layout: scores are `(B, H, T_q, T_k)`, and a bias is `(1, H, T_q, T_k)`, one for every batch
-# element. The models run the reference kernels (`GPTConfig.kernels="reference"`, the default).
-
-# %% [markdown]
-# ## Objectives
-#
-# By the end you can
+# **By the end you can**
 #
 # * compute T5's bucket of a distance by hand: exact near, logarithmic far, one last bucket past
 #   `max_distance`, causal or bidirectional;
@@ -54,8 +35,8 @@
 #
 # ## The claim ledger
 #
-# Write your prediction in the third column before you run anything; section 11 settles each
-# claim on the numbers this chapter prints.
+# Before you run anything, write down for each claim: true on this workbook's tiny model, yes or
+# no? Section 11 settles them with the numbers this chapter prints.
 #
 # | # | claim (source) | your prediction | settled in |
 # | --- | --- | --- | --- |
@@ -65,6 +46,28 @@
 # | C4 | The bias is materialised as `(H, T_q, T_k)` and added to the scores, which costs memory traffic and blocks fused attention; ALiBi's can be folded into a kernel as a formula (book, §2.3 and §4 "Cost") | | §6 |
 # | C5 | Trained at length 8 and run at 16, the relative-bias model gives sensible output, "because every offset it encounters maps into a bucket it trained on"; the learned absolute model "produces garbage or raises an index error" (book, §7 exercise 4) | | §7 |
 # | C6 | Swin: a table of $(2w - 1)^2$ rows for a $w \times w$ window, 169 for $7 \times 7$; the bias is translation-invariant in the window; per window, because a whole $224 \times 224$ image would need 199 809 rows (book, §7 exercise 5; book, §2.3) | | §8 |
+
+# %% [markdown]
+# ## The exercises
+#
+# You write them in [`exercises/t5.py`](../exercises/t5.py), each where this chapter has taught
+# what it needs. Stars: ★ a formula into code, ★★ a design choice or an edge case, ★★★ a test or a
+# derivation of your own.
+#
+# | Exercise | Function | | minutes |
+# |---|---|---|---|
+# | 5.1 | `relative_position_bucket(relative_position, bidirectional, num_buckets, max_distance)`: T5's bucket of every relative position | ★★ | 20 |
+# | 5.2 | `swin_relative_index(window)`: Swin's table row of every pair of tokens in a window | ★★ | 15 |
+# | 5.3 | `test_buckets(relative_position_bucket, swin_relative_index)`: a test of your own, scored against wrong versions | ★★★ | 25 |
+#
+# How to work: read a section, write the function, grade it alone with
+# `python -m exercises grade t5 --exercise 5.N`, then rerun the section here. Each section loads
+# its function with `use(...)`, which prints whether the chapter runs **yours** or the
+# **reference**. Until you write a function the reference stands in, so the chapter always runs
+# top to bottom. Hints open one at a time; the reference sits in the box after them.
+#
+# Layout: scores are `(B, H, T_q, T_k)`, and a bias is `(1, H, T_q, T_k)`, one for every batch
+# element. The models run the reference kernels (`GPTConfig.kernels="reference"`, the default).
 
 # %%
 import math
@@ -113,7 +116,7 @@ g = rng(0)  # one seeded generator for the whole chapter
 # 15; 200 back, 15 too. One key ahead is bucket $16 + 1 = 17$. Causal, all 32 buckets are for the
 # past and `max_exact` is 16: a key 32 back gets $16 + \lfloor \ln 2 / \ln 8 \cdot 16 \rfloor = 21$.
 #
-# ### Exercise 5.1: `relative_position_bucket`   ★★☆ · 20 min
+# ### Exercise 5.1: `relative_position_bucket`   ★★ · 20 min
 # *Why it matters:* this is the function an interviewer means by "how does T5 encode
 # position"; it is also a drill (`python -m exercises drill t5`, target 12 minutes).
 #
@@ -500,7 +503,7 @@ assert t5_text[-1] > t5_text[0] + 0.5
 #
 # $$\mathrm{row}(\Delta y, \Delta x) = (\Delta y + w - 1)(2w - 1) + (\Delta x + w - 1).$$
 #
-# ### Exercise 5.2: `swin_relative_index`   ★★☆ · 15 min
+# ### Exercise 5.2: `swin_relative_index`   ★★ · 15 min
 # *Why it matters:* the same bucket-and-table idea in two dimensions, and an index whose
 # convention must match a checkpoint's exactly.
 #
@@ -602,7 +605,7 @@ assert (2 * 7 - 1) ** 2 == 169 and (2 * 224 - 1) ** 2 == 199809
 # %% [markdown]
 # ## 9. A test of your own
 #
-# ### Exercise 5.3: `test_buckets`   ★★★ · 25 min
+# ### Exercise 5.3: a test of your own   ★★★ · 25 min
 # *Why it matters:* section 3 showed that translation invariance cannot tell past from future;
 # a test that can is what stands between a swapped convention and a model that quietly learns
 # less.
@@ -644,7 +647,7 @@ test_buckets(relative_position_bucket, swin_relative_index)
 print("test_buckets passes on the functions above")
 
 # %% [markdown]
-# ## 10. Check yourself
+# ## 10. Check yourself on this chapter
 #
 # Answer out loud, or on paper, before you open an answer.
 #
