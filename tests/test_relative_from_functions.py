@@ -168,3 +168,15 @@ def test_a_bad_index_is_refused_in_a_sentence(cls, fn, bad, why):
     scheme = cls.from_functions(bad, like=TinyGPT(cfg).positional)
     with pytest.raises(ValueError, match=why):
         scheme.bias_at(backend.asarray(np.arange(4)), backend.asarray(np.arange(4)))
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMES))
+def test_the_function_schemes_run_on_every_backend(each_backend, name):
+    # the strict stand-in refuses host NumPy exactly where CuPy would: the reader's function and the checks
+    # around it must stay on the backend
+    cfg, cls, right, _ = SCHEMES[name]
+    model = TinyGPT(cfg)
+    model.positional = cls.from_functions(right, like=model.positional)
+    model.zero_grad()
+    model(backend.asarray(np.random.default_rng(4).integers(0, 16, size=(2, 9)))).sum().backward()
+    assert all(p.grad is not None for p in model.positional.parameters())
