@@ -263,3 +263,13 @@ def test_drill_history_plot_counts_attempts_in_whole_numbers():
     lo, hi = ax.get_xlim()
     ticks = [t for t in ax.get_xticks() if lo <= t <= hi]
     assert ticks and all(float(t).is_integer() for t in ticks), ticks
+
+
+def test_grade_one_exercise_by_its_number():
+    out = subprocess.run([sys.executable, "-m", "exercises", "grade", "rope", "--exercise", "6.2", "--file",
+                          str(gen.SOLUTIONS / "rope.py")], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "apply_rotary" in out.stdout and "rotate_half" not in out.stdout and "1 of 1 pass." in out.stdout
+    bad = subprocess.run([sys.executable, "-m", "exercises", "grade", "rope", "--exercise", "9.9"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert bad.returncode != 0 and "no exercise 9.9 in rope" in bad.stderr
