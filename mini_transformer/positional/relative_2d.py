@@ -109,15 +109,13 @@ class RelativePositionBias2D(PositionalScheme):
 class _FunctionRelativePositionBias2D(RelativePositionBias2D):
     """``RelativePositionBias2D.from_functions``: the rows come from the function it was given."""
 
+    made_from = "swin_relative_index"
+
     def __init__(self, swin_relative_index, like):
         self.swin_relative_index = swin_relative_index
         self.n_heads, self.window_size, self.max_positions = like.n_heads, like.window_size, like.max_positions
         self.table = copy.deepcopy(like.table)              # the same starting table, trained on its own
 
-    def signature(self):
-        fn = self.swin_relative_index
-        return {**super().signature(),
-                "from_functions": f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__name__', '?')}"}
 
     def index(self, q_pos, k_pos):
         w = self.window_size

@@ -98,15 +98,13 @@ class ShawRelativePosition(PositionalScheme):
 class _FunctionShaw(ShawRelativePosition):
     """``ShawRelativePosition.from_functions``: the index comes from the function it was given."""
 
+    made_from = "clipped_relative_index"
+
     def __init__(self, clipped_relative_index, like):
         self.clipped_relative_index = clipped_relative_index
         self.k, self.d_head, self.needs_probs = like.k, like.d_head, like.needs_probs
         self.layers = copy.deepcopy(like.layers)          # the same starting vectors, trained on their own
 
-    def signature(self):
-        fn = self.clipped_relative_index
-        return {**super().signature(),
-                "from_functions": f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__name__', '?')}"}
 
     def index(self, q_pos, k_pos):
         return self.clipped_relative_index(q_pos, k_pos, self.k)           # (T_q, T_k)

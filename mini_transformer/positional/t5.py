@@ -146,16 +146,14 @@ class RelativePositionBias(PositionalScheme):
 class _FunctionRelativePositionBias(RelativePositionBias):
     """``RelativePositionBias.from_functions``: the buckets come from the function it was given."""
 
+    made_from = "relative_position_bucket"
+
     def __init__(self, relative_position_bucket, like):
         self.relative_position_bucket = relative_position_bucket
         self.n_heads, self.num_buckets = like.n_heads, like.num_buckets
         self.max_distance, self.bidirectional = like.max_distance, like.bidirectional
         self.table = copy.deepcopy(like.table)              # the same starting table, trained on its own
 
-    def signature(self):
-        fn = self.relative_position_bucket
-        return {**super().signature(),
-                "from_functions": f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__name__', '?')}"}
 
     def bucket(self, relative_position):
         buckets = self.relative_position_bucket(relative_position, self.bidirectional, self.num_buckets,

@@ -135,16 +135,14 @@ class TransformerXLRelative(PositionalScheme):
 class _FunctionTransformerXL(TransformerXLRelative):
     """``TransformerXLRelative.from_functions``: the shift comes from the function it was given."""
 
+    made_from = "relative_shift"
+
     def __init__(self, relative_shift, like):
         self.relative_shift = relative_shift
         self.d_model, self.n_heads, self.d_head = like.d_model, like.n_heads, like.d_head
         self.causal, self.base, self.mem_len = like.causal, like.base, like.mem_len
         self.u, self.v, self.layers = copy.deepcopy((like.u, like.v, like.layers))  # same start, trained apart
 
-    def signature(self):
-        fn = self.relative_shift
-        return {**super().signature(),
-                "from_functions": f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__name__', '?')}"}
 
     def shift(self, bd, T_k):
         T_q, L = bd.shape[-2:]
