@@ -30,18 +30,6 @@
 # * measure, on a trained model, what adding the table to the embeddings costs, and what happens
 #   past the training length.
 #
-# You write three functions in [`exercises/sinusoidal.py`](../exercises/sinusoidal.py):
-#
-# | Exercise | Function | What it does |
-# |---|---|---|
-# | 2.1 | `sinusoidal_positional_encoding(T, d_model, base)` | the `(T, d_model)` table |
-# | 2.2 | `shift_rotation(k, d_model, base)` | the `(d_model, d_model)` matrix $M_k$ |
-# | 2.3 | `test_sinusoidal_properties(...)` | a test that fails on a wrong table or a wrong $M_k$ |
-#
-# Each section loads its function with `use(...)`, which prints whether the chapter runs
-# **yours** or the **reference**. Until you write a function, the reference stands in, so the
-# chapter always runs top to bottom.
-#
 # ## The claim ledger
 #
 # The sources (the book chapter, "book", and the survey, "survey") make these claims about the
@@ -57,6 +45,24 @@
 # | C5 | The wavelengths run from $2\pi \approx 6.3$ tokens to about $2\pi\cdot 10000 \approx 63000$ (book §2.1) | | §2 |
 # | C6 | Adding the encoding to the embedding instead of concatenating "mostly does not" cause interference (book §2.1) | | §7 |
 # | C7 | Sinusoids were chosen in the hope that they extrapolate past the training length; in practice extrapolation is weaker (book §2.1 and §5, survey §3.2.2) | | §9 |
+#
+# ## The exercises
+#
+# You write them in [`exercises/sinusoidal.py`](../exercises/sinusoidal.py), each where this
+# chapter has taught what it needs. Stars: ★ a formula into code, ★★ a design choice or an edge
+# case, ★★★ a test or a derivation of your own.
+#
+# | Exercise | Function | | minutes |
+# |---|---|---|---|
+# | 2.1 | `sinusoidal_positional_encoding(T, d_model, base)`: the `(T, d_model)` table | ★ | 6 |
+# | 2.2 | `shift_rotation(k, d_model, base)`: the matrix $M_k$ with $PE(t + k) = M_k\,PE(t)$ | ★★ | 12 |
+# | 2.3 | `test_sinusoidal_properties(sinusoidal_positional_encoding, shift_rotation)`: a test of your own, scored against wrong tables and matrices | ★★★ | 20 |
+#
+# How to work: read a section, write the function, grade it alone with
+# `python -m exercises grade sinusoidal --exercise 2.N`, then rerun the section here. Each section
+# loads its function with `use(...)`, which prints whether the chapter runs **yours** or the
+# **reference**. Until you write a function the reference stands in, so the chapter always runs
+# top to bottom. Hints open one at a time; the reference sits in the box after them.
 
 # %%
 import json
@@ -127,15 +133,15 @@ assert binary_error > 0.5
 # after its wavelength, $\lambda_i = 2\pi/\omega_i$ tokens: the fast clocks tell neighbours apart,
 # the slow ones tell far positions apart.
 #
-# ### Exercise 2.1: `sinusoidal_positional_encoding`   ★☆☆ · 6 min
+# ### Exercise 2.1: `sinusoidal_positional_encoding`   ★ · 6 min
 #
 # *Why it matters:* it is the table the original Transformer adds to every input, and the one
 # the model of section 8 trains on.
 #
 # Write `sinusoidal_positional_encoding(T, d_model, base=10000.0)`: the float64 table of shape
 # `(T, d_model)` whose row $t$ encodes position $t$, sines in the even columns and cosines in the
-# odd ones. Grade it with `python -m exercises grade sinusoidal` (this exercise alone:
-# `python -m pytest tests/test_exercises.py -k 2.1`).
+# odd ones. Grade it alone:
+# `python -m exercises grade sinusoidal --exercise 2.1`.
 
 # %%
 sinusoidal_positional_encoding = use("sinusoidal", "sinusoidal_positional_encoding")
@@ -256,7 +262,7 @@ assert dots.argmax() == 0 and math.isclose(dots[0], 32.0) and rises[0] == 6
 # $R(\varphi) = \begin{bmatrix}\cos\varphi & -\sin\varphi\\ \sin\varphi & \cos\varphi\end{bmatrix}$
 # of chapter 6.
 #
-# ### Exercise 2.2: `shift_rotation`   ★★☆ · 12 min
+# ### Exercise 2.2: `shift_rotation`   ★★ · 12 min
 #
 # *Why it matters:* this matrix is the reason the sources give for choosing sinusoids ("the
 # model can implement look $k$ back as a fixed linear map"), and writing it down is the
@@ -264,9 +270,8 @@ assert dots.argmax() == 0 and math.isclose(dots[0], 32.0) and rises[0] == 6
 #
 # Write `shift_rotation(k, d_model, base=10000.0)`: the float64 `(d_model, d_model)` matrix $M_k$,
 # the block above in rows and columns $2i, 2i + 1$ for each pair, zero elsewhere. The rows of the
-# table are row vectors in code, so the check is `pe[k:] == pe[:-k] @ M.T`. Grade it with
-# `python -m exercises grade sinusoidal` (this exercise alone:
-# `python -m pytest tests/test_exercises.py -k 2.2`).
+# table are row vectors in code, so the check is `pe[k:] == pe[:-k] @ M.T`. Grade it alone:
+# `python -m exercises grade sinusoidal --exercise 2.2`.
 
 # %%
 shift_rotation = use("sinusoidal", "shift_rotation")
@@ -379,7 +384,7 @@ assert all(b == m - k for b, m in zip(best, range(k, 64)))
 # $PE(t + k) = M_k\,PE(t)$. Turned into assertions, they make a test that catches a wrong table
 # or a wrong $M_k$ before a model ever trains on it.
 #
-# ### Exercise 2.3: `test_sinusoidal_properties`   ★★★ · 20 min
+# ### Exercise 2.3: a test of your own   ★★★ · 20 min
 #
 # *Why it matters:* the property you derived is not enough on its own. Many wrong tables satisfy
 # $PE(t+k) = M_k PE(t)$ too; a good test pins down what the property leaves free, and the grader
@@ -390,8 +395,8 @@ assert all(b == m - k for b, m in zip(best, range(k, 64)))
 # `assert`) when they are wrong. The grader runs it on the reference, where it must pass, and on
 # nine *mutants*, each the reference with one realistic mistake (a swapped layout, a wrong
 # exponent, a block that turns backwards, ...), and reports which ones your test lets through.
-# Grade it with `python -m exercises grade sinusoidal` (this exercise alone:
-# `python -m pytest tests/test_exercises.py -k 2.3`).
+# Grade it alone:
+# `python -m exercises grade sinusoidal --exercise 2.3`.
 
 # %%
 test_sinusoidal_properties = use("sinusoidal", "test_sinusoidal_properties")
@@ -570,12 +575,17 @@ from mini_transformer.side_by_side import train_side_by_side
 small = GPTConfig(vocab_size=16, d_model=16, n_layers=2, n_heads=2, max_len=8, positional="sinusoidal", seed=0)
 yours = SinusoidalPositionalEncoding.from_functions(sinusoidal_positional_encoding)
 side = train_side_by_side(small, yours, lookback_batches, steps=40)
+
+# %% tags=["nbval-check-output"]
 print(side.report())
+assert side.first_difference is None
 
 # %%
 fig, ax = plt.subplots(figsize=(6, 3))
 ax.plot(side.library, label="library", lw=3, alpha=0.5)
 ax.plot(side.yours, label="your function", ls="--")
+if side.first_difference is not None:
+    ax.axvline(side.first_difference, color="red", ls=":", label="the curves part")
 ax.set(xlabel="step", ylabel="training loss (nats)", title="The same model, two sources of the table")
 ax.legend()
 fig.tight_layout()
@@ -647,7 +657,7 @@ plt.show()
 # send it somewhere else. The source's "weaker than the argument suggests" is, on this model,
 # an understatement: the hope that sinusoids extrapolate does not survive the measurement.
 #
-# ## 10. Check yourself
+# ## 10. Check yourself on this chapter
 #
 # Answer out loud, or on paper, before you open an answer.
 #

@@ -29,17 +29,6 @@
 #   (Exercise 3.2), and write the test that catches the wrong ones (Exercise 3.3);
 # * read the measured cost of a learned table against T5's relative bias and the sinusoids.
 #
-# You write three functions in [`exercises/learned.py`](../exercises/learned.py):
-#
-# | Exercise | Function | What it does |
-# |---|---|---|
-# | 3.1 | `position_rows(weight, T, offset)` | the `(1, T, d_model)` rows of positions `offset .. offset + T - 1` |
-# | 3.2 | `cached_decode(params, ids, prefill, step)` | logits of every position, decoded one token at a time through a cache |
-# | 3.3 | `test_learned_positions(...)` | a test that fails on a wrong lookup or a wrong decoding loop |
-#
-# Each section loads its function with `use(...)`, which prints whether the chapter runs
-# **yours** or the **reference**; the reference stands in until you write yours.
-#
 # ## The claim ledger
 #
 # Predict before you run. Section 11 settles each claim with this workbook's numbers.
@@ -54,6 +43,24 @@
 # | C6 | Trained at length 8 and run at 16, a relative bias works while the learned table "produces garbage or raises an index error" (book §7, exercise 4) | | §5, §9 |
 # | C7 | Nothing ties neighbouring rows together: "adjacent position differences are not structurally constrained" (survey §3.1) | | §5 |
 # | C8 | Decoding with the wrong position is silent: "generation looks fine for a few tokens and then degrades" (book §2.2) | | §6 |
+#
+# ## The exercises
+#
+# You write them in [`exercises/learned.py`](../exercises/learned.py), each where this chapter has
+# taught what it needs. Stars: ★ a formula into code, ★★ a design choice or an edge case, ★★★ a
+# test or a derivation of your own.
+#
+# | Exercise | Function | | minutes |
+# |---|---|---|---|
+# | 3.1 | `position_rows(weight, T, offset)`: the `(1, T, d_model)` rows of positions `offset .. offset + T - 1`, and the refusal past the table | ★ | 5 |
+# | 3.2 | `cached_decode(params, ids, prefill, step)`: logits of every position, decoded one token at a time through a cache | ★★ | 15 |
+# | 3.3 | `test_learned_positions(position_rows, cached_decode)`: a test of your own, scored against wrong lookups and decoding loops | ★★★ | 20 |
+#
+# How to work: read a section, write the function, grade it alone with
+# `python -m exercises grade learned --exercise 3.N`, then rerun the section here. Each section
+# loads its function with `use(...)`, which prints whether the chapter runs **yours** or the
+# **reference**. Until you write a function the reference stands in, so the chapter always runs
+# top to bottom. Hints open one at a time; the reference sits in the box after them.
 
 # %%
 import json
@@ -95,7 +102,7 @@ assert 1024 * 768 == 786_432 and 128 * 1024 * 8192 > 10 * 100e6
 # During training `offset` is 0; during decoding it is the position of the new token. A
 # position at or past $T_{max}$ has no row at all.
 #
-# ### Exercise 3.1: `position_rows`   ★☆☆ · 5 min
+# ### Exercise 3.1: `position_rows`   ★ · 5 min
 #
 # *Why it matters:* this is the whole scheme, and the `offset` argument is where the decoding
 # bug of section 6 lives.
@@ -103,9 +110,8 @@ assert 1024 * 768 == 786_432 and 128 * 1024 * 8192 > 10 * 100e6
 # Write `position_rows(weight, T, offset=0)`: the rows of positions `offset .. offset + T - 1` as
 # `(1, T, d_model)`, so they broadcast over a batch. Raise `ValueError` with a sentence when a
 # position falls outside the table. Use slicing only: inside the model `weight` is a `Parameter`,
-# and a slice is what carries each row's gradient back to its row. Grade it with
-# `python -m exercises grade learned` (this exercise alone:
-# `python -m pytest tests/test_exercises.py -k 3.1`).
+# and a slice is what carries each row's gradient back to its row. Grade it alone:
+# `python -m exercises grade learned --exercise 3.1`.
 
 # %%
 position_rows = use("learned", "position_rows")
@@ -324,7 +330,7 @@ full, _ = table_lm_step(params, ids)  # the full forward pass, positions 0 .. 9
 print("full forward:", tuple(full.shape))
 
 # %% [markdown]
-# ### Exercise 3.2: `cached_decode`   ★★☆ · 15 min
+# ### Exercise 3.2: `cached_decode`   ★★ · 15 min
 #
 # *Why it matters:* this loop is what every generate function runs; getting its offset wrong is
 # the bug the book calls common and silent.
@@ -334,8 +340,7 @@ print("full forward:", tuple(full.shape))
 # returned and its own position as `offset`. Call the model as
 # `logits, cache = step(params, ids_new, cache, offset)` (with `step = table_lm_step` when it is
 # None), and return every call's logits joined along the time axis, `(B, T, vocab_size)`. Grade it
-# with `python -m exercises grade learned` (this exercise alone:
-# `python -m pytest tests/test_exercises.py -k 3.2`).
+# alone: `python -m exercises grade learned --exercise 3.2`.
 
 # %%
 cached_decode = use("learned", "cached_decode")
@@ -435,7 +440,7 @@ assert generated["offset ignored"][:2].min() > 0.99 and generated["offset ignore
 # decoding bugs. Make it a function, add the lookup's own properties, and let the grader measure
 # it.
 #
-# ### Exercise 3.3: `test_learned_positions`   ★★★ · 20 min
+# ### Exercise 3.3: a test of your own   ★★★ · 20 min
 #
 # *Why it matters:* "assert cached logits equal full-forward logits at each step" is the book's
 # check for the decoding bug (§4), and it is only as good as the cases you run it on.
@@ -445,9 +450,8 @@ assert generated["offset ignored"][:2].min() > 0.99 and generated["offset ignore
 # decodes with, `table_lm_params` and `table_lm_step`, is in the same file. The grader runs your
 # test on the reference, where it must pass, and on nine mutants: lookups with the offset ignored,
 # one row late, without the batch axis or without the refusal; decoding loops with the offset
-# reset, one ahead, counted in calls, counted in batch rows, or without the cache. Grade it with
-# `python -m exercises grade learned` (this exercise alone:
-# `python -m pytest tests/test_exercises.py -k 3.3`).
+# reset, one ahead, counted in calls, counted in batch rows, or without the cache. Grade it alone:
+# `python -m exercises grade learned --exercise 3.3`.
 
 # %%
 test_learned_positions = use("learned", "test_learned_positions")
@@ -519,15 +523,20 @@ assert all(r["reference"]["result"] == "passed" for r in runs)
 from mini_transformer.side_by_side import train_side_by_side
 
 small = GPTConfig(vocab_size=16, d_model=16, n_layers=2, n_heads=2, max_len=16, positional="learned", seed=0)
-start = TinyGPT(small).positional.weight.data.astype("float64")  # the table both models start from
+start = TinyGPT(small).positional.weight.data  # the table both models start from
 side = train_side_by_side(small, LearnedPositionalEmbedding.from_functions(position_rows, start), lookback_batches,
                           steps=40)
+
+# %% tags=["nbval-check-output"]
 print(side.report())
+assert side.first_difference is None
 
 # %%
 fig, ax = plt.subplots(figsize=(6, 3))
 ax.plot(side.library, label="library", lw=3, alpha=0.5)
 ax.plot(side.yours, label="your position_rows", ls="--")
+if side.first_difference is not None:
+    ax.axvline(side.first_difference, color="red", ls=":", label="the curves part")
 ax.set(xlabel="step", ylabel="training loss (nats)", title="The same model, two lookups of one table")
 ax.legend()
 fig.tight_layout()
@@ -583,7 +592,7 @@ assert learned_L < sinusoidal_L and all(math.isnan(v) for v in stl["results"]["l
 # At $L$ the learned table beats the sinusoids, 1.61 against 1.69 nats per byte: the book's
 # "slightly better in-distribution", on one seed. Past $L$ it refuses.
 #
-# ## 10. Check yourself
+# ## 10. Check yourself on this chapter
 #
 # Answer out loud, or on paper, before you open an answer.
 #

@@ -53,7 +53,8 @@ def test_the_encoding_is_read_at_the_tokens_own_positions():
     scheme = SinusoidalPositionalEncoding.from_functions(sinusoidal_reference.sinusoidal_positional_encoding)
     out = to_numpy(scheme.embed(asarray(np.zeros((1, 3, 2))), 5))
     np.testing.assert_allclose(out[0], [[math.sin(t), math.cos(t)] for t in (5, 6, 7)], atol=1e-15)
-    assert scheme.signature()["from_functions"] == "solutions.sinusoidal.sinusoidal_positional_encoding"
+    assert scheme.signature() == {"sinusoidal_base": 10000.0,
+                                  "from_functions": "solutions.sinusoidal.sinusoidal_positional_encoding"}
 
 
 def test_a_table_of_the_wrong_shape_is_refused_in_a_sentence():
@@ -90,6 +91,7 @@ def test_the_table_is_copied_and_trained():
     table = np.arange(16.0).reshape(8, 2)
     scheme = LearnedPositionalEmbedding.from_functions(learned_reference.position_rows, table)
     assert scheme.max_positions == 8 and [n for n, _ in scheme.named_parameters()] == ["weight"]
+    assert scheme.signature() == {"max_len": 8, "from_functions": "solutions.learned.position_rows"}
     out = scheme.embed(Tensor(asarray(np.zeros((2, 3, 2)))), 4)
     (out * out).sum().backward()
     grad = to_numpy(scheme.weight.grad)

@@ -52,17 +52,12 @@ class LearnedPositionalEmbedding(PositionalScheme):
 class _FunctionLearned(LearnedPositionalEmbedding):
     """``LearnedPositionalEmbedding.from_functions``: the rows come from the function it was given."""
 
-    config_fields = {}
+    made_from = "position_rows"
 
     def __init__(self, position_rows, weight):
         self.position_rows = position_rows
         self.weight = Parameter(xp.array(weight, copy=True))   # (T_max, d_model)
         self.T_max = self.max_positions = self.weight.shape[0]
-
-    def signature(self):
-        fn = self.position_rows
-        return {"from_functions": f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__name__', '?')}",
-                "max_len": self.T_max}
 
     def rows(self, T, offset=0):
         out = self.position_rows(self.weight, T, offset)

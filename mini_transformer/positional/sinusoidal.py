@@ -64,14 +64,11 @@ class SinusoidalPositionalEncoding(PositionalScheme):
 class _FunctionSinusoidal(SinusoidalPositionalEncoding):
     """``SinusoidalPositionalEncoding.from_functions``: the table comes from the function it was given."""
 
-    config_fields = {}
+    config_fields = {"sinusoidal_base": "base"}
+    made_from = "encoding"
 
     def __init__(self, encoding, base):
         self.encoding, self.base = encoding, base
-
-    def signature(self):
-        return {"from_functions": f"{getattr(self.encoding, '__module__', '?')}.{getattr(self.encoding, '__name__', '?')}",
-                "sinusoidal_base": self.base}
 
     def embed(self, x, offset):
         T, d_model = x.shape[1], x.shape[2]
