@@ -425,11 +425,9 @@ reveal("sinusoidal", "test_sinusoidal_properties")
 # a weak test that checks only the defining property, with $k = 1$ and the default base.
 
 # %% tags=["nbval-check-output"]
-from exercises.grading.mutants import reader_tests
-from exercises.grading.reader_tests import run
+from exercises.grading.reader_tests import scoreboard
 
 impls = {"sinusoidal_positional_encoding": sinusoidal_positional_encoding, "shift_rotation": shift_rotation}
-mutants = reader_tests("sinusoidal")["test_sinusoidal_properties"].mutants
 
 
 def weak_test(sinusoidal_positional_encoding, shift_rotation):
@@ -437,14 +435,9 @@ def weak_test(sinusoidal_positional_encoding, shift_rotation):
     assert xp.allclose(pe[1:], pe[:-1] @ shift_rotation(1, 8).T)
 
 
-# the grader's own loop: the test on the functions as they are, then once per mutant swapped in
-runs = [run(test, lambda: dict(impls), mutants, "", "") for test in (test_sinusoidal_properties, weak_test)]
-print("on the chapter's functions:", ", ".join(r["reference"]["result"] for r in runs))
-print(f"{'mutant':<24}{'wraps':<32}{'your test':>10}{'weak test':>11}")
-for m in mutants:
-    print(f"{m.key:<24}{m.wraps:<32}" + " ".join(f"{'MISSED' if r[m.key]['result'] == 'passed' else 'caught':>10}"
-                                              for r in runs))
-assert all(r["reference"]["result"] == "passed" for r in runs)
+runs = scoreboard("sinusoidal", "test_sinusoidal_properties", impls,
+                  {"your test": test_sinusoidal_properties, "weak test": weak_test})
+assert all(r["reference"]["result"] == "passed" for r in runs.values())
 
 # %% [markdown]
 # The weak test misses three mutants, and each for a reason you can state: a table shifted by one

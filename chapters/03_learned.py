@@ -482,11 +482,9 @@ reveal("learned", "test_learned_positions")
 # offset, and cached decoding of one sequence with a one-token prefill.
 
 # %% tags=["nbval-check-output"]
-from exercises.grading.mutants import reader_tests
-from exercises.grading.reader_tests import run
+from exercises.grading.reader_tests import scoreboard
 
 impls = {"position_rows": position_rows, "cached_decode": cached_decode}
-mutants = reader_tests("learned")["test_learned_positions"].mutants
 
 
 def weak_test(position_rows, cached_decode):
@@ -496,14 +494,9 @@ def weak_test(position_rows, cached_decode):
     assert xp.allclose(cached_decode(params, one, 1), table_lm_step(params, one)[0])
 
 
-# the grader's own loop: the test on the functions as they are, then once per mutant swapped in
-runs = [run(test, lambda: dict(impls), mutants, "", "") for test in (test_learned_positions, weak_test)]
-print("on the chapter's functions:", ", ".join(r["reference"]["result"] for r in runs))
-print(f"{'mutant':<18}{'wraps':<16}{'your test':>10}{'weak test':>11}")
-for m in mutants:
-    print(f"{m.key:<18}{m.wraps:<16}" + " ".join(f"{'MISSED' if r[m.key]['result'] == 'passed' else 'caught':>10}"
-                                              for r in runs))
-assert all(r["reference"]["result"] == "passed" for r in runs)
+runs = scoreboard("learned", "test_learned_positions", impls,
+                  {"your test": test_learned_positions, "weak test": weak_test})
+assert all(r["reference"]["result"] == "passed" for r in runs.values())
 
 # %% [markdown]
 # The weak test lets three mutants through, and the reasons are the hints': a one-token prefill
