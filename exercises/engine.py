@@ -60,28 +60,6 @@ def softmax_backward(y, gy):
     raise NotImplementedError("Exercise 0.2")
 
 
-def cross_entropy(logits, targets):
-    r"""The mean next-token loss in nats: :math:`-\frac{1}{N}\sum_n \ln \mathrm{softmax}(z_n)_{t_n}`.
-
-    With :math:`c = \max_v z_v`,
-
-    .. math:: \ln \mathrm{softmax}(z)_t = z_t - c - \ln \sum_v e^{z_v - c}
-
-    (the log-sum-exp form: no probability is formed, so none underflows to 0 and no
-    ``log(0)`` appears). Natural logarithms: the unit is the *nat*. A model that knows
-    nothing gives every token probability ``1/V`` and scores exactly ``ln V``.
-
-    Args:
-        logits: ``(..., V)`` float array, one row of scores per predicted token.
-        targets: integer array ``(...)`` with values in ``[0, V)``.
-
-    Returns:
-        a Python float: the mean over every target, in nats.
-    """
-    # TODO: Exercise 0.3
-    raise NotImplementedError("Exercise 0.3")
-
-
 def test_softmax_and_its_gradient(softmax, softmax_backward):
     r"""A test that fails on a wrong softmax or a wrong backward: the properties that define them.
 
@@ -102,6 +80,28 @@ def test_softmax_and_its_gradient(softmax, softmax_backward):
     Args:
         softmax: a function ``(x, mask=None) -> y``, as in Exercise 0.1.
         softmax_backward: a function ``(y, gy) -> gx``, as in Exercise 0.2.
+    """
+    # TODO: Exercise 0.3
+    raise NotImplementedError("Exercise 0.3")
+
+
+def cross_entropy(logits, targets):
+    r"""The mean next-token loss in nats: :math:`-\frac{1}{N}\sum_n \ln \mathrm{softmax}(z_n)_{t_n}`.
+
+    With :math:`c = \max_v z_v`,
+
+    .. math:: \ln \mathrm{softmax}(z)_t = z_t - c - \ln \sum_v e^{z_v - c}
+
+    (the log-sum-exp form: no probability is formed, so none underflows to 0 and no
+    ``log(0)`` appears). Natural logarithms: the unit is the *nat*. A model that knows
+    nothing gives every token probability ``1/V`` and scores exactly ``ln V``.
+
+    Args:
+        logits: ``(..., V)`` float array, one row of scores per predicted token.
+        targets: integer array ``(...)`` with values in ``[0, V)``.
+
+    Returns:
+        a Python float: the mean over every target, in nats.
     """
     # TODO: Exercise 0.4
     raise NotImplementedError("Exercise 0.4")

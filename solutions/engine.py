@@ -65,32 +65,6 @@ def softmax_backward(y, gy):
     # END SOLUTION
 
 
-def cross_entropy(logits, targets):
-    r"""The mean next-token loss in nats: :math:`-\frac{1}{N}\sum_n \ln \mathrm{softmax}(z_n)_{t_n}`.
-
-    With :math:`c = \max_v z_v`,
-
-    .. math:: \ln \mathrm{softmax}(z)_t = z_t - c - \ln \sum_v e^{z_v - c}
-
-    (the log-sum-exp form: no probability is formed, so none underflows to 0 and no
-    ``log(0)`` appears). Natural logarithms: the unit is the *nat*. A model that knows
-    nothing gives every token probability ``1/V`` and scores exactly ``ln V``.
-
-    Args:
-        logits: ``(..., V)`` float array, one row of scores per predicted token.
-        targets: integer array ``(...)`` with values in ``[0, V)``.
-
-    Returns:
-        a Python float: the mean over every target, in nats.
-    """
-    # BEGIN SOLUTION Exercise 0.3
-    c = logits.max(axis=-1, keepdims=True)  # (..., 1)
-    log_p = logits - c - xp.log(xp.exp(logits - c).sum(axis=-1, keepdims=True))  # (..., V) log softmax
-    picked = xp.take_along_axis(log_p, targets[..., None], axis=-1)[..., 0]  # (...) log p of each target
-    return float(-picked.mean())
-    # END SOLUTION
-
-
 def test_softmax_and_its_gradient(softmax, softmax_backward):
     r"""A test that fails on a wrong softmax or a wrong backward: the properties that define them.
 
@@ -112,7 +86,7 @@ def test_softmax_and_its_gradient(softmax, softmax_backward):
         softmax: a function ``(x, mask=None) -> y``, as in Exercise 0.1.
         softmax_backward: a function ``(y, gy) -> gx``, as in Exercise 0.2.
     """
-    # BEGIN SOLUTION Exercise 0.4
+    # BEGIN SOLUTION Exercise 0.3
     g = xp.random.default_rng(0)
     x = g.standard_normal((2, 3, 5))  # (B, T_q, T_k): several rows, not square
     mask = g.random((3, 5)) > 0.4  # (T_q, T_k) True where a query may look ...
@@ -134,4 +108,30 @@ def test_softmax_and_its_gradient(softmax, softmax_backward):
         numeric[j] = ((gy * softmax(up, mask)).sum() - (gy * softmax(down, mask)).sum()) / (2 * h)
     numeric = numeric.reshape(x.shape)
     assert xp.allclose(gx, numeric, rtol=0, atol=1e-8)  # central differences are good to about h^2
+    # END SOLUTION
+
+
+def cross_entropy(logits, targets):
+    r"""The mean next-token loss in nats: :math:`-\frac{1}{N}\sum_n \ln \mathrm{softmax}(z_n)_{t_n}`.
+
+    With :math:`c = \max_v z_v`,
+
+    .. math:: \ln \mathrm{softmax}(z)_t = z_t - c - \ln \sum_v e^{z_v - c}
+
+    (the log-sum-exp form: no probability is formed, so none underflows to 0 and no
+    ``log(0)`` appears). Natural logarithms: the unit is the *nat*. A model that knows
+    nothing gives every token probability ``1/V`` and scores exactly ``ln V``.
+
+    Args:
+        logits: ``(..., V)`` float array, one row of scores per predicted token.
+        targets: integer array ``(...)`` with values in ``[0, V)``.
+
+    Returns:
+        a Python float: the mean over every target, in nats.
+    """
+    # BEGIN SOLUTION Exercise 0.4
+    c = logits.max(axis=-1, keepdims=True)  # (..., 1)
+    log_p = logits - c - xp.log(xp.exp(logits - c).sum(axis=-1, keepdims=True))  # (..., V) log softmax
+    picked = xp.take_along_axis(log_p, targets[..., None], axis=-1)[..., 0]  # (...) log p of each target
+    return float(-picked.mean())
     # END SOLUTION
