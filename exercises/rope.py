@@ -208,3 +208,31 @@ def interleaved_to_half_permutation(d_head):
     """
     # TODO: Exercise 6.8
     raise NotImplementedError("Exercise 6.8")
+
+
+def test_rope_properties(apply_rotary, RotaryEmbedding):
+    r"""A test that fails on a wrong RoPE: it checks the properties that define it.
+
+    You receive an ``apply_rotary`` and a ``RotaryEmbedding`` (the signatures of Exercises 6.2
+    and 6.3) and raise ``AssertionError`` (a plain ``assert``) when they are not RoPE. Check, on
+    numbers:
+
+    * the score of a query at position ``m`` against a key at position ``n`` depends only on
+      ``n - m`` (``(3, 1)`` scores like ``(103, 101)``), and it does depend on it (unlike ``(3, 2)``);
+    * rotating keeps the length of every vector, at every position;
+    * position 0 changes nothing;
+    * at position 1, pair ``i`` (channels ``i`` and ``i + d_head/2``) turns by
+      :math:`\theta_i = \mathrm{base}^{-2i/d_{head}}`, counter-clockwise: the vector with a 1 in
+      channel ``i`` becomes ``cos theta_i`` there and ``sin theta_i`` in channel ``i + d_head/2``.
+
+    The grader runs your test on the reference, where it must pass, and on mutants, each wrong
+    in one way a reader's code can be (a sign, an offset, a layout); a good test fails on every
+    one of them.
+
+    Args:
+        apply_rotary: a function ``(x, cos, sin) -> rotated x``, as in Exercise 6.2.
+        RotaryEmbedding: a class ``(d_head, base=10000.0, ...)`` whose instances return
+            ``(cos, sin)`` tables, as in Exercise 6.3.
+    """
+    # TODO: Exercise 6.9
+    raise NotImplementedError("Exercise 6.9")

@@ -258,3 +258,64 @@ def interleaved_to_half_permutation(d_head):
     odds = xp.arange(1, d_head, 2)  # (d_head/2,) channel 2i + 1, its partner
     return xp.concatenate([evens, odds])  # (d_head,) 0, 2, ..., d-2, 1, 3, ..., d-1
     # END SOLUTION
+
+
+def test_rope_properties(apply_rotary, RotaryEmbedding):
+    r"""A test that fails on a wrong RoPE: it checks the properties that define it.
+
+    You receive an ``apply_rotary`` and a ``RotaryEmbedding`` (the signatures of Exercises 6.2
+    and 6.3) and raise ``AssertionError`` (a plain ``assert``) when they are not RoPE. Check, on
+    numbers:
+
+    * the score of a query at position ``m`` against a key at position ``n`` depends only on
+      ``n - m`` (``(3, 1)`` scores like ``(103, 101)``), and it does depend on it (unlike ``(3, 2)``);
+    * rotating keeps the length of every vector, at every position;
+    * position 0 changes nothing;
+    * at position 1, pair ``i`` (channels ``i`` and ``i + d_head/2``) turns by
+      :math:`\theta_i = \mathrm{base}^{-2i/d_{head}}`, counter-clockwise: the vector with a 1 in
+      channel ``i`` becomes ``cos theta_i`` there and ``sin theta_i`` in channel ``i + d_head/2``.
+
+    The grader runs your test on the reference, where it must pass, and on mutants, each wrong
+    in one way a reader's code can be (a sign, an offset, a layout); a good test fails on every
+    one of them.
+
+    Args:
+        apply_rotary: a function ``(x, cos, sin) -> rotated x``, as in Exercise 6.2.
+        RotaryEmbedding: a class ``(d_head, base=10000.0, ...)`` whose instances return
+            ``(cos, sin)`` tables, as in Exercise 6.3.
+    """
+    # BEGIN SOLUTION Exercise 6.9
+    d, base = 8, 10000.0
+    rope = RotaryEmbedding(d, base)
+    g = xp.random.default_rng(0)
+    q, k = g.standard_normal(d), g.standard_normal(d)
+
+    def rotated(v, p):  # (d,) -> (d,): v at position p
+        cos, sin = rope(1, offset=p)
+        return apply_rotary(v[None, :], cos, sin)[0]
+
+    def score(m, n):
+        return float(xp.sum(rotated(q, m) * rotated(k, n)))
+
+    for m, n, shift in [(3, 1, 100), (0, 5, 37), (7, 7, 1000)]:  # only n - m counts ...
+        assert math.isclose(score(m, n), score(m + shift, n + shift), rel_tol=1e-9, abs_tol=1e-9)
+    assert not math.isclose(score(3, 1), score(3, 2), rel_tol=1e-3)  # ... and it does count
+
+    x = g.standard_normal((2, 5, d))  # (B, T, d_head) at positions 4 .. 8
+    cos, sin = rope(5, offset=4)
+    y = apply_rotary(x, cos, sin)
+    assert y.shape == x.shape
+    assert xp.allclose(xp.linalg.norm(y, axis=-1), xp.linalg.norm(x, axis=-1), rtol=1e-12)  # lengths kept
+
+    cos, sin = rope(1)
+    assert xp.allclose(apply_rotary(x[:, :1], cos, sin), x[:, :1], rtol=0, atol=1e-15)  # position 0: no turn
+
+    cos, sin = rope(1, offset=1)
+    for i in range(d // 2):  # pair i at position 1 turns by theta_i, counter-clockwise
+        e = xp.zeros((1, d))
+        e[0, i] = 1.0
+        turned = apply_rotary(e, cos, sin)[0]
+        theta = base ** (-2 * i / d)
+        assert math.isclose(float(turned[i]), math.cos(theta), abs_tol=1e-12)
+        assert math.isclose(float(turned[i + d // 2]), math.sin(theta), abs_tol=1e-12)
+    # END SOLUTION

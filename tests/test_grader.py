@@ -256,3 +256,55 @@ def test_feedback_never_shows_the_reference_code(wrong_results):
                  if len(lines[n].strip()) > 20}
     messages = "\n".join(r["message"] for r in wrong_results[0].values())
     assert not [line for line in code if line in messages]
+
+
+def test_numbers_show_every_digit_that_differs(wrong_results):
+    """A float32 slip used to read 'yours 0.921061, expected 0.921061'; now the digits and the gap show."""
+    msg = wrong_results[0]["apply_rotary_in_float32"]["message"]
+    m = re.search(r"yours (\S+), expected (\S+) \(off by (\S+)\)", msg)
+    assert m, msg
+    yours, expected, off = m.groups()
+    assert yours != expected and float(yours) != float(expected) and 0 < abs(float(off)) < 1e-5, msg
+
+
+# ---------------------------------------------------------------------------
+# 4. Every exercise is graded, and every mutant of a reader test is wrong in the way it says
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("module", modules())
+def test_every_marked_exercise_is_graded(module):
+    from exercises.grading.knowledge import knowledge
+    marked = {q.split(".")[0] for q in gen_labels(module)}
+    k = knowledge(module)
+    assert marked == set(k.compiled) | set(k.tests), (
+        f"solutions/{module}.py marks {sorted(marked)}; the grader checks {sorted(set(k.compiled) | set(k.tests))}")
+
+
+def gen_labels(module):
+    from exercises.grading.generate import labels_of
+    return labels_of(module)
+
+
+def _mutants():
+    from exercises.grading.mutants import modules as mutant_modules, reader_tests
+    return [(m, t.name, mutant) for m in mutant_modules() for t in reader_tests(m).values() for mutant in t.mutants]
+
+
+@pytest.mark.parametrize("module, test, mutant", _mutants(), ids=[f"{t}-{m.key}" for _, t, m in _mutants()])
+def test_every_mutant_is_wrong_in_the_way_it_says(module, test, mutant):
+    """Wrap the reference, grade the result with the wrapped exercise's own checks: it must fail, as named."""
+    import importlib
+
+    from exercises.grading.checking import case_to_wire, judge
+    from exercises.grading.knowledge import knowledge
+    from exercises.grading.worker import describe, run_cases
+    reference = importlib.import_module(f"solutions.{module}")
+    wrong = mutant.make(getattr(reference, mutant.wraps))
+    check = knowledge(module).compiled[mutant.wraps]
+    report = dict(describe(wrong, check.name, check.methods),
+                  **run_cases(wrong, check.methods, [case_to_wire(c) for c in check.cases]))
+    r = judge(check, report)
+    assert r["status"] == "fail", f"mutant {mutant.key} passes the checks of {mutant.wraps}"
+    assert r["kind"] not in ("signature", "missing", "type", "raised"), r["message"]  # right signature, one slip
+    if mutant.misconception:
+        assert r["misconception"] == mutant.misconception, r["message"]

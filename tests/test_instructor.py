@@ -8,7 +8,8 @@ from pathlib import Path
 import nbformat
 
 from exercises.grading import notebooks
-from exercises.grading.generate import SOLUTIONS, generated_text
+from exercises.grading.generate import generated_text
+from exercises.grading.paths import SOLUTIONS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -60,8 +61,8 @@ def test_grade_folder_one_row_per_student(tmp_path):
     columns = [c for c in rows["alice"] if c not in ("student", "passed", "total")]
     assert columns == ["6.1 rotate_half", "6.2 apply_rotary", "6.3 RotaryEmbedding", "6.4 relative_score",
                        "6.5 wavelength_table", "6.6 rotate_interleaved", "6.7 apply_rotary_interleaved",
-                       "6.8 interleaved_to_half_permutation"]
-    assert all(rows["alice"][c] == "pass" for c in columns) and rows["alice"]["passed"] == "8"
+                       "6.8 interleaved_to_half_permutation", "6.9 test_rope_properties"]
+    assert all(rows["alice"][c] == "pass" for c in columns) and rows["alice"]["passed"] == "9"
     assert rows["bob"]["6.1 rotate_half"] == "fail: misconception sign_error"
     assert rows["bob"]["6.5 wavelength_table"] == "fail: timeout"
     assert {rows["bob"][c] for c in columns if c[:3] not in ("6.1", "6.5")} == {"not attempted"}

@@ -14,6 +14,9 @@ KNOWN_WRONG = [
     ("DividesByPosition", "rope.RotaryEmbedding", "nan", None),
     ("CallNotWritten", "rope.RotaryEmbedding", "unfinished", None),
     ("ExitsTheProcess", "rope.RotaryEmbedding", "crashed", None),
+    ("Float32Frequencies", "rope.RotaryEmbedding", "misconception", "float32_tables"),
+    ("Float32Tables", "rope.RotaryEmbedding", "dtype", "float32_tables"),
+    ("PositionsFromOne", "rope.RotaryEmbedding", "misconception", "positions_from_one"),
 ]
 
 
@@ -98,3 +101,21 @@ class CallNotWritten:
 class ExitsTheProcess(_Base):
     def __call__(self, T, offset=0):
         os._exit(3)
+
+
+class Float32Frequencies(_Base):
+    def __init__(self, d_head, base=10000.0, scaling=None, factor=1.0):
+        super().__init__(d_head, base, scaling, factor)
+        self.inv_freq = self.inv_freq.astype(xp.float32)  # the tables come out float64, a little off
+
+
+class Float32Tables(_Base):
+    def __call__(self, T, offset=0):
+        angles = self.positions(T, offset).astype(xp.float32)[:, None] * self.inv_freq.astype(xp.float32)[None, :]
+        angles = xp.concatenate([angles, angles], axis=-1)
+        return xp.cos(angles), xp.sin(angles)  # float32 tables
+
+
+class PositionsFromOne(_Base):
+    def positions(self, T, offset):
+        return super().positions(T, offset + 1)

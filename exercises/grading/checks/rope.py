@@ -3,7 +3,7 @@ import math
 
 import numpy as np  # host NumPy: cases and misconceptions live on the host
 
-from exercises.grading.checking import Case, Misconception, Target, normal, show
+from exercises.grading.checking import Case, Misconception, Recorded, Target, normal, show
 
 
 # ---------------------------------------------------------------------------
@@ -156,6 +156,10 @@ APPLY_ROTARY = Target("apply_rotary", "array", _apply_cases(False), [
                   "The unrotated part is multiplied by cos and the quarter-turned part by sin; at position 0 "
                   "(angle 0) the result must equal x.",
                   _cast(lambda x, c, s: x * s + _rh(x) * c)),
+    Misconception("missing_rotate_term", "the rotate_half(x) * sin term is missing",
+                  "x * cos alone shrinks every pair instead of turning it. A rotation also moves part of each "
+                  "channel into its partner: add rotate_half(x) * sin.",
+                  _cast(lambda x, c, s: x * c)),
 ], dtype_hint=_DTYPE_HINT_APPLY)
 
 APPLY_ROTARY_INTERLEAVED = Target("apply_rotary_interleaved", "array", _apply_cases(True), [
@@ -266,6 +270,25 @@ class _SinCosSwapped(_Rope):
         return sin, cos
 
 
+class _PositionsFromOne(_Rope):
+    def positions(self, T, offset):
+        return super().positions(T, offset + 1)
+
+
+class _Float32Tables(_Rope):
+    """Frequencies, positions and angles in float32, cast to float64 at the end."""
+
+    def theta(self):
+        return (np.float32(self.base()) ** (-np.arange(0, self.d, 2, dtype=np.float32) / np.float32(self.d)))
+
+    def positions(self, T, offset):
+        return super().positions(T, offset).astype(np.float32)
+
+    def __call__(self, T, offset=0):
+        a = self.layout(self.positions(T, offset)[:, None] * self.theta()[None, :])  # float32 angles
+        return np.cos(a).astype(np.float64), np.sin(a).astype(np.float64)
+
+
 _DUPLICATE_HINT = ("Pair i is channel i together with channel i + d_head/2, so its angle m * theta_i must "
                    "appear in column i and again in column i + d_head/2: concatenate the (T, d_head/2) angles "
                    "with themselves along the last axis.")
@@ -301,6 +324,15 @@ ROTARY_EMBEDDING = Target("RotaryEmbedding", "cos_sin", _rope_cases, [
                   "stretches by exactly factor.", _NtkExponentMissing),
     Misconception("cos_sin_swapped", "returned (sin, cos)",
                   "Return the tables in the order (cos, sin); at position 0 cos is all ones.", _SinCosSwapped),
+    Misconception("positions_from_one", "positions start at offset + 1",
+                  "Row t of the tables is position offset + t, so the first row of RotaryEmbedding(d)(T) is "
+                  "position 0, where nothing turns: cos is all ones and sin all zeros.", _PositionsFromOne),
+    Misconception("float32_tables", "tables computed in float32 instead of float64",
+                  "The frequencies, positions or angles are float32 somewhere (an arange or a base without "
+                  "dtype=float64, or float32 inputs). Near position 1000, float32 numbers are 6e-5 apart, so an "
+                  "angle there is off by up to 3e-5 radians, which a long context feels. Build every step in "
+                  "float64.",
+                  _Float32Tables, match_tol=(1e-3, 1e-3)),
 ], methods=("__init__", "__call__"))
 
 
@@ -321,7 +353,10 @@ def _score_cases():
             ("float32 q and k", 8, 6, 2, 26, {}, np.float32)]:
         q, k = normal((d,), seed, dtype), normal((d,), seed + 100, dtype)
         kw = "".join(f", {a}={b!r}" for a, b in ctor.items())
-        out.append(Case(label, (q, k, m, n, RotaryEmbedding(d, **ctor)),
+        # the reader's code gets the reference's tables for the two positions it needs, never its code
+        rotary = Recorded.of(RotaryEmbedding(d, **ctor), [((1,), {"offset": m}), ((1,), {"offset": n})],
+                             attrs=("d_head", "base", "scaling", "factor", "inv_freq"))
+        out.append(Case(label, (q, k, m, n, rotary),
                         show=f"{show('q', q)}; {show('k', k)}; m = {m}, n = {n}; "
                              f"rotary = RotaryEmbedding({d}{kw})"))
     return out
@@ -404,4 +439,5 @@ INTERLEAVED_TO_HALF = Target("interleaved_to_half_permutation", "int_array", _pe
 ], dtype_hint="A permutation is an array of integer indices; build it from integer aranges.")
 
 
-TARGETS = [ROTATE_HALF, ROTATE_INTERLEAVED, APPLY_ROTARY, APPLY_ROTARY_INTERLEAVED, ROTARY_EMBEDDING, RELATIVE_SCORE, WAVELENGTH_TABLE, INTERLEAVED_TO_HALF]
+TARGETS = [ROTATE_HALF, ROTATE_INTERLEAVED, APPLY_ROTARY, APPLY_ROTARY_INTERLEAVED, ROTARY_EMBEDDING, RELATIVE_SCORE,
+           WAVELENGTH_TABLE, INTERLEAVED_TO_HALF]
