@@ -127,7 +127,7 @@ permutation_gap = use("order", "permutation_gap")
 reveal("order", "permutation_gap")
 
 # %% [markdown]
-# Grade it alone with `python -m exercises grade order --exercise 1.1`. Check it on the three kinds
+# Grade it alone with `python -m pytest tests/test_exercises.py -k 1.1-permutation_gap`. Check it on the three kinds
 # of function: one that acts on each token alone, a sum over the tokens, and a running sum.
 
 # %%
@@ -206,7 +206,7 @@ self_attention = use("order", "self_attention")
 reveal("order", "self_attention")
 
 # %% [markdown]
-# Grade it alone with `python -m exercises grade order --exercise 1.2`. Now measure the proof: the
+# Grade it alone with `python -m pytest tests/test_exercises.py -k 1.2-self_attention`. Now measure the proof: the
 # encoder's gap must be rounding, the decoder's must not.
 
 # %%
@@ -391,7 +391,7 @@ uniform_causal_attention = use("order", "uniform_causal_attention")
 reveal("order", "uniform_causal_attention")
 
 # %% [markdown]
-# Grade it alone with `python -m exercises grade order --exercise 1.3`. It must equal a real causal
+# Grade it alone with `python -m pytest tests/test_exercises.py -k 1.3-uniform_causal_attention`. It must equal a real causal
 # head whose scores are all equal, your `self_attention` with $W_q = 0$; and with the marker as
 # values it must count.
 
@@ -708,18 +708,15 @@ test_self_attention_is_permutation_equivariant = use("order", "test_self_attenti
 reveal("order", "test_self_attention_is_permutation_equivariant")
 
 # %% [markdown]
-# Grade it with `python -m exercises grade order --exercise 1.4`. Here it runs on the reference
-# functions, where it must pass, and on the local window above, where it must fail:
+# Grade it with `python -m pytest tests/test_exercises.py -k 1.4-test_self_attention_is_permutation_equivariant`. Here it runs on the
+# `self_attention` and `permutation_gap` this chapter uses (yours once you have written them, the
+# reference until then), where it must pass, and on the local window above, where it must fail:
 
 # %% tags=["nbval-check-output"]
-from solutions import order as reference
-
-test_self_attention_is_permutation_equivariant(self_attention=reference.self_attention,
-                                               permutation_gap=reference.permutation_gap)
-print("on the reference: passes")
+test_self_attention_is_permutation_equivariant(self_attention=self_attention, permutation_gap=permutation_gap)
+print("on the chapter's self_attention: passes")
 try:
-    test_self_attention_is_permutation_equivariant(self_attention=windowed_attention,
-                                                   permutation_gap=reference.permutation_gap)
+    test_self_attention_is_permutation_equivariant(self_attention=windowed_attention, permutation_gap=permutation_gap)
     caught = False
 except AssertionError:
     caught = True

@@ -93,6 +93,7 @@ def _attention_cases():
             ("T = 1, causal", (2, 1, 4, 4, 4), True, 42, np.float64),
             ("(1, 6, 8), d_k = 8, causal", (1, 6, 8, 8, 8), True, 43, np.float64),
             ("(3, 7, 6), d_k = 4, an encoder", (3, 7, 6, 4, 5), False, 44, np.float64),
+            ("a longer sequence: (2, 12, 6), an encoder", (2, 12, 6, 6, 6), False, 48, np.float64),
             ("float32, an encoder", (2, 4, 4, 4, 4), False, 45, np.float32),
             ("float32, causal", (2, 4, 4, 4, 4), True, 45, np.float32)]:
         x = normal((B, T, d), seed, dtype)
