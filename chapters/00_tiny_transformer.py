@@ -714,25 +714,32 @@ assert value_gap < 1e-10 and grad_gap < 1e-10 and model_gap < 1e-10
 #
 # ## 10. Your softmax inside the model
 #
-# The reference attention calls `functional.softmax`. Swap in yours: build an attention function that
-# calls your `softmax_op`, give it to every layer of a `TinyGPT` through its kernel set
-# (`dataclasses.replace` copies the reference set with one entry changed), and train it beside the
-# library's model on the same batches, from the same weights, in float64. If your forward and your
-# backward are right, the two loss curves are the same curve.
+# The reference attention calls `functional.softmax`. Swap in yours: build an attention function whose
+# softmax is your forward with a backward you choose, give it to every layer of a `TinyGPT` through its
+# kernel set (`dataclasses.replace` copies the reference set with one entry changed), and train it
+# beside the library's model on the same batches, from the same weights, in float64. With your
+# `softmax_backward` the two loss curves must be the same curve; with `diagonal_only` from section 5
+# they must part.
 
 # %%
 import dataclasses
 
 
-def attention_with_your_softmax(q, k, v, bias=None, mask=None, scale=None, return_weights=False):
-    """The reference attention, with your softmax op where it normalises the scores."""
-    s = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
-    scores = (q @ k.transpose(0, 1, 3, 2)) * s  # (B, H, T, T_k)
-    if bias is not None:
-        scores = scores + bias
-    p = softmax_op(scores, mask)  # (B, H, T, T_k)
-    y_ = p @ v  # (B, H, T, d_head)
-    return (y_, p.data) if return_weights else y_
+def attention_using(backward_of_softmax):
+    """The reference attention, normalised by your softmax, differentiated by backward_of_softmax."""
+    def softmax_op_with(x, mask):
+        y = softmax(x.data, mask)
+        return _op(y, (x,), lambda gy: (backward_of_softmax(y, gy),))
+
+    def attention(q, k, v, bias=None, mask=None, scale=None, return_weights=False):
+        s = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+        scores = (q @ k.transpose(0, 1, 3, 2)) * s  # (B, H, T, T_k)
+        if bias is not None:
+            scores = scores + bias
+        p = softmax_op_with(scores, mask)  # (B, H, T, T_k)
+        y_ = p @ v  # (B, H, T, d_head)
+        return (y_, p.data) if return_weights else y_
+    return attention
 
 
 def train_with(attention, steps=30):
@@ -743,26 +750,40 @@ def train_with(attention, steps=30):
     return train(m, copy_batches, TrainConfig(steps=steps, lr=3e-3, warmup=3, seed=0, progress=False)).losses
 
 
-library_losses = train_with(kernels.REFERENCE.attention)
-your_losses = train_with(attention_with_your_softmax)
-largest = max(abs(a_ - b_) for a_, b_ in zip(library_losses, your_losses))
+curves = {"library": train_with(kernels.REFERENCE.attention),
+          "your softmax_backward": train_with(attention_using(softmax_backward)),
+          "diagonal_only": train_with(attention_using(diagonal_only))}
+gaps = {name: [abs(a_ - b_) for a_, b_ in zip(curves["library"], c)] for name, c in curves.items()}
+parts = next((step for step, gap in enumerate(gaps["diagonal_only"]) if gap > 1e-6), None)
 
 # %% tags=["nbval-check-output"]
-print(f"{len(your_losses)} steps; the losses agree to 1e-10 at every step: {largest < 1e-10}")
-assert largest < 1e-10
+print(f"{len(curves['library'])} steps; with your softmax_backward the losses agree to 1e-10 at every step: "
+      f"{max(gaps['your softmax_backward']) < 1e-10}")
+print(f"with diagonal_only, the same forward: step 0 agrees ({gaps['diagonal_only'][0] < 1e-10}); "
+      f"the curves part at step {parts}")
+assert max(gaps["your softmax_backward"]) < 1e-10 and parts == 1
 
 # %%
-fig, ax = plt.subplots(figsize=(6, 3.2))
-ax.plot(library_losses, label="library softmax", linewidth=3, alpha=0.5)
-ax.plot(your_losses, "--", label="your softmax")
-ax.set(xlabel="step", ylabel="training loss (nats)", title="The same model, two softmaxes")
-ax.legend()
+fig, (ax_loss, ax_gap) = plt.subplots(1, 2, figsize=(11, 3.4))
+for (name, curve), style, color in zip(curves.items(), ["-", "--", ":"], ["C0", "C1", "C2"]):
+    ax_loss.plot(curve, style, color=color, label=name, linewidth=3 if name == "library" else 1.5,
+                 alpha=0.5 if name == "library" else 1)
+    if name != "library":
+        ax_gap.semilogy(range(len(curve)), [max(gap, 1e-17) for gap in gaps[name]], style, color=color, marker=".",
+                        label=name)
+ax_loss.set(xlabel="step", ylabel="training loss (nats)", title="Three softmax ops: the loss curves")
+ax_gap.set(xlabel="step", ylabel="|loss - library's loss|", title="...and how far each is from the library's")
+ax_loss.legend(fontsize=8)
+ax_gap.legend(fontsize=8)
 plt.show()
+print(f"diagonal_only: {gaps['diagonal_only'][1]:.0e} from the library at step 1, {max(gaps['diagonal_only']):.0e} at most")
 
 # %% [markdown]
-# With a wrong backward the curves part within a few steps. Try it: replace `softmax_backward` with
-# `diagonal_only` from section 5, rerun the two cells above, and watch the dashed curve leave the
-# solid one.
+# The three loss curves look like one. Only the differences tell them apart: yours is the library's to
+# the last bit (its differences are 0, drawn at the floor of the plot), while the diagonal-only
+# backward leaves the library's curve at step 1 by a few millionths of a nat and drifts to about
+# $10^{-3}$ by step 30. A wrong gradient is often still a descent direction, so the loss still falls:
+# a loss curve alone never proves a backward right. Central differences do.
 #
 # ## 11. Check yourself
 #
@@ -834,6 +855,21 @@ plt.show()
 # Through the causal mask, the one place in the table that no scheme controls: query $i$ sees keys
 # $0..i$ and nothing else (section 6's running means). In a `TinyEncoder`, which has no mask,
 # `none` really does leave no trace of order; chapter 1 measures both to rounding.
+# </details>
+
+# %% [markdown]
+# **6.** In section 10 the model with the diagonal-only backward trains for 30 steps within $10^{-3}$
+# nats of the correct one. Why is that no comfort, and what would have caught the bug first?
+
+# %% [markdown] tags=["answer"]
+# <details><summary>Answer</summary>
+#
+# The loss still falls because a wrong gradient is often still a descent direction, and at the start
+# of training the attention weights are nearly uniform, where the dropped off-diagonal terms
+# $-y_i y_j$ are small; the two runs part at step 1 and drift apart from there. A bug that costs
+# little on a toy run can cost a great deal on a long one, and nothing in the curve says which.
+# Central differences catch it at once and say where: section 5's test fails on it, and so would
+# `assert_gradcheck` on the op.
 # </details>
 
 # %% [markdown]

@@ -62,7 +62,9 @@ def _softmax_cases():
             Case("a (3, 5) mask broadcast over (2, 3, 5) scores", (x_masked, mask),
                  show=f"{show('x', x_masked, 'standard normal, seed 3')}; mask: (3, 5), random, first key "
                       "always kept"),
-            Case("large scores, around 1000", (big,), show=show("x", big, "1000 + 10 * standard normal, seed 5")),
+            Case("large scores, around 1000", (big,),
+                 show=show("x", big, "1000 + 10 * standard normal, seed 5; e^1000 is inf in float64, so "
+                                     "subtract each row's maximum before the exponential")),
             Case("float32 scores", (x32,), show=show("x", x32, "standard normal, seed 6")),
             Case("a single key: T_k = 1", (single,), show=show("x", single))]
 
@@ -173,9 +175,11 @@ def _ce_cases():
             Case("(B, T, V) = (2, 5, 16)", (z, t),
                  show=f"logits: standard normal (2, 5, 16), seed 21; targets: random in [0, 16), seed 22"),
             Case("confident and wrong: the target's logit is 800 below the best", (wrong, t_wrong),
-                 show=f"{show('logits', wrong)}; {show('targets', t_wrong)}"),
+                 show=f"{show('logits', wrong)}; {show('targets', t_wrong)}; the target's probability, "
+                      "e^-800, is 0 in float64 and ln 0 = -inf: use the log-sum-exp form, never log(softmax)"),
             Case("large logits, around 1000", (big, t_big),
-                 show=f"logits: 1000 + 5 * standard normal (3, 10), seed 23; {show('targets', t_big)}"),
+                 show=f"logits: 1000 + 5 * standard normal (3, 10), seed 23; {show('targets', t_big)}; e^1000 is "
+                      "inf in float64, so subtract each row's maximum first"),
             Case("float32 logits", (z32, t32),
                  show=f"logits: standard normal (4, 6) float32, seed 25; {show('targets', t32)}")]
 
