@@ -1,6 +1,6 @@
 r"""Exercises in which the reader writes a test: scored by the mutants the test catches.
 
-Exercise 6.9 asks for ``test_rope_properties(apply_rotary, RotaryEmbedding)``. The grader runs
+Chapter 6 asks for ``test_rope_properties(apply_rotary, RotaryEmbedding)``. The grader runs
 the reader's test on the reference (it must pass) and on every mutant of
 ``exercises/grading/mutants/rope.py`` (it must fail on each). Each reader test below is written
 the way a reader might write it.
@@ -14,11 +14,13 @@ from pathlib import Path
 import pytest
 
 from exercise_text import fill
-from exercises.grading.generate import generated_text
+from exercises.grading.generate import generated_text, region_labels
 from exercises.grading.grader import format_results, grade_jobs, summary
 from exercises.grading.mutants import reader_tests
 
 ROOT = Path(__file__).resolve().parent.parent
+LABEL = region_labels((ROOT / "solutions" / "rope.py").read_text())["test_rope_properties"]   # "Exercise 6.N"
+NUMBER = LABEL.split()[-1]
 MUTANTS = [m.key for m in reader_tests("rope")["test_rope_properties"].mutants]
 
 SETUP = """
@@ -64,7 +66,7 @@ cos, sin = RotaryEmbedding(8)(5, 0, 1)
 
 def _reader_file(folder, name, body):
     path = folder / f"{name}.py"
-    path.write_text(fill(generated_text("rope"), "Exercise 6.9", body))
+    path.write_text(fill(generated_text("rope"), LABEL, body))
     return path
 
 
@@ -80,7 +82,7 @@ def graded(tmp_path_factory):
 def _reference_body():
     """The body of solutions/rope.py's test_rope_properties, as a reader would type it."""
     text = (ROOT / "solutions" / "rope.py").read_text()
-    region = text.split("# BEGIN SOLUTION Exercise 6.9\n", 1)[1].split("    # END SOLUTION", 1)[0]
+    region = text.split(f"# BEGIN SOLUTION {LABEL}\n", 1)[1].split("    # END SOLUTION", 1)[0]
     return "\n".join(line[4:] for line in region.splitlines())
 
 
@@ -134,7 +136,7 @@ def test_grade_and_grade_folder_report_reader_tests(graded, tmp_path):
     files = graded[1]
     out = subprocess.run([sys.executable, "-m", "exercises", "grade", "rope", "--file", str(files["relative_only"])],
                          capture_output=True, text=True, cwd=ROOT, timeout=120)
-    assert "Exercise 6.9   test_rope_properties               FAIL" in out.stdout, out.stdout + out.stderr
+    assert re.search(rf"{LABEL}\s+test_rope_properties\s+FAIL", out.stdout), out.stdout + out.stderr
     assert f"weak test: caught {len(MUTANTS) - 4} of {len(MUTANTS)} mutants" in out.stdout
     class_dir = tmp_path / "class"
     class_dir.mkdir()
@@ -143,5 +145,5 @@ def test_grade_and_grade_folder_report_reader_tests(graded, tmp_path):
                    capture_output=True, text=True, cwd=ROOT, timeout=240, check=True)
     with open(tmp_path / "r.csv") as f:
         row = next(csv.DictReader(f))
-    assert row["6.9 test_rope_properties"] == f"fail: weak test (caught {len(MUTANTS) - 4} of {len(MUTANTS)})"
+    assert row[f"{NUMBER} test_rope_properties"] == f"fail: weak test (caught {len(MUTANTS) - 4} of {len(MUTANTS)})"
     assert "weak test" in format_results([graded[0]["relative_only"]])

@@ -56,7 +56,7 @@ def graded(tmp_path_factory):
         "copier": "from solutions.rope import *  # noqa\n",
         # forks without end in one exercise, allocates without end in another
         "forker": _correct_with(**{"6_1": "while True:\n    os.fork()"}),
-        "hog": _correct_with(**{"6_2": "hoard = []\nwhile True:\n    hoard.append(xp.ones(1 << 24))"}),
+        "hog": _correct_with(**{"6_2": "hoard = []\nwhile True:\n    hoard.append(xp.empty(1 << 24))"}),
         # prints tens of megabytes, then answers correctly
         "chatterbox": _correct_with(**{"6_1": "print('x' * (20 << 20))"}),
         # never returns

@@ -1,6 +1,7 @@
 r"""``python -m exercises COMMAND``: the workbook's reader and instructor commands.
 
     grade [MODULE ...] [--file PATH]        grade your exercises (or one file) and print feedback
+          [--exercise N.M]                  only this exercise, e.g. 6.2
     drill [NAME] [--grade | --history]      timed retyping drills
     generate [--check] [--force]            regenerate exercises/ from solutions/ (authors)
     refresh-outputs [CHAPTER ...]           re-execute chapters, store their checked outputs (authors)
@@ -19,6 +20,8 @@ def main(argv=None):
     p = sub.add_parser("grade", help="grade your exercises and print layered feedback")
     p.add_argument("modules", nargs="*", help="exercise modules (default: all), e.g. rope")
     p.add_argument("--file", help="grade this file instead of exercises/MODULE.py (needs one MODULE)")
+    p.add_argument("--exercise", action="append", default=[], metavar="N.M",
+                   help="grade only this exercise, e.g. 6.2 (repeat for more)")
     p.add_argument("--timeout", type=float, default=None, help="seconds per exercise (default 10)")
 
     p = sub.add_parser("drill", help="timed drills: blank file, clock, grade, history")
@@ -62,6 +65,13 @@ def main(argv=None):
         raise SystemExit(str(e.args[0] if e.args else e)) from None
 
 
+def _names_of_exercises(module, numbers):
+    """The names graded under the labels ``numbers`` ('6.2' or 'Exercise 6.2') in ``module``."""
+    from exercises.grading.knowledge import knowledge
+    tails = {n.split()[-1] for n in numbers}
+    return [name for name, label in knowledge(module).labels.items() if label.split()[-1] in tails]
+
+
 def _run(parser, args, timeout):
     if args.command == "grade":
         from exercises.grading.grader import exercise_module_names, format_results, grade_file
@@ -71,7 +81,13 @@ def _run(parser, args, timeout):
             parser.error("--file needs exactly one MODULE, e.g. `grade rope --file my_rope.py`.")
         results = []
         for m in modules:
-            results += grade_file(args.file or EXERCISES / f"{m}.py", m, timeout=timeout)
+            names = _names_of_exercises(m, args.exercise) if args.exercise else None
+            if names == []:
+                continue
+            results += grade_file(args.file or EXERCISES / f"{m}.py", m, names=names, timeout=timeout)
+        if args.exercise and not results:
+            parser.error(f"no exercise {', '.join(args.exercise)} in {', '.join(modules)}; "
+                         "give the number the chapter uses, e.g. --exercise 6.2.")
         print(format_results(results))
         return 0 if all(r["status"] != "fail" for r in results) else 1
 
