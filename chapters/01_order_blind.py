@@ -526,8 +526,9 @@ assert accuracy["TinyGPT, no BOS"].mean() < 0.5
 #   perfectly in 200 steps, from the mask alone: a mean accuracy of 0.99 to 1.00 in our runs. That is
 #   the counting head of section 4, learned.
 # * **C5 reproduces.** The encoder gets position 0 right (its token is the BOS, which is content, not
-#   position) and is at chance everywhere else: 0.09 on positions 1 to 11 against $1/12 = 0.083$.
-#   With no mask and no scheme nothing distinguishes position 5 from position 9.
+#   position) and is at chance everywhere else: 0.09 on positions 1 to 11, which is what any answer
+#   blind to position scores there ($1/11 = 0.091$: whatever it answers, it is right at one of the
+#   eleven positions). With no mask and no scheme nothing distinguishes position 5 from position 9.
 # * Without a marker the decoder still gets the first position (a token that attends only to itself
 #   is recognisable), some early ones, and the last one (the answer it gives when in doubt), and
 #   little else: 0.27 on average. The count is there, but averaging random tokens is a noisy way to
@@ -764,7 +765,8 @@ assert caught
 #
 # No. Position 0 always holds the BOS token, so the model recognises the token, not the position:
 # content that happens to correlate with position. Every other position holds a random token and is at
-# chance (0.09 against $1/12 = 0.083$). Move the BOS elsewhere and the encoder would follow it.
+# chance (0.09, where a guess blind to position scores $1/11 = 0.091$). Move the BOS elsewhere and the
+# encoder would follow it.
 # </details>
 
 # %% [markdown]
@@ -803,7 +805,7 @@ assert caught
 # | C2 | Zeroed positions: encoder equal under reversal to floating-point error; decoder "somewhat" different (book, exercise 1) | encoder below $10^{-13}$ at every position; decoder 0.46 of the largest logit, every position changed (§3) | reproduces; "somewhat" is large here |
 # | C3 | Token $i$ sees $i+1$ tokens, so the count encodes position, and NoPE decoders learn some position (book, question 2) | a causal head with equal scores reads $1/(i+1)$; a 2-layer NoPE `TinyGPT` learns "say your position" to 0.99 to 1.00 with a BOS token, 0.27 without (§4, §5) | reproduces; the leak needs a marker to be read well |
 # | C4 | The causal mask gives a direction, not a fine distance (survey §10) | one causal layer is exactly blind to the order of the tokens before a position (below $10^{-13}$); two layers are not (above 0.1) (§4) | partly: exact for one layer, not for a stack |
-# | C5 | A NoPE encoder cannot distinguish orders (book, question 2) | "say your position": chance (0.09 against $1/12 = 0.083$) at every position but the BOS one (§5) | reproduces |
+# | C5 | A NoPE encoder cannot distinguish orders (book, question 2) | "say your position": chance (0.09 on positions 1 to 11, against $1/11 = 0.091$ for any guess blind to position) at every position but the BOS one (§5) | reproduces |
 # | C6 | The mask's signal is weak; NoPE models underperform (book, question 2) | byte-level loss at the training length: `none` 2.04 nats against 1.50 to 1.69 for every scheme; past it `none` degrades less than sinusoidal, RoPE and T5 (§5) | reproduces at the training length |
 # | C7 | Every scheme breaks equivariance, and so does the mask (README) | committed probe: `TinyEncoder/none` $< 10^{-15}$; every other row 0.06 to 0.93 (§6) | reproduces |
 # | C8 | "Model ignores position": zeroed by a norm; the shuffle check finds it (book §4) | position added to every channel: erased by layer norm (rounding only), kept by RMS norm (1.58) (§7) | reproduces for the norm cause; "added after the projection" not measured |
