@@ -463,7 +463,7 @@ assert after[1] < 1e-13 and after[2] > 0.1
 #
 # Give the model a task that is nothing but position: the input is a beginning-of-sequence token
 # (id 1) followed by random tokens, and the target at every position is the position itself, $0$ to
-# $T - 1$, as a token id. Train three 2-layer models on it for 200 steps: a `TinyGPT` with no
+# $T - 1$, as a token id. Train three 2-layer models ($d_{model} = 16$, two heads) on it for 200 steps: a `TinyGPT` with no
 # position, a `TinyEncoder` with no position, and, without the beginning-of-sequence token, the
 # `TinyGPT` again. Chance is $1/T$.
 
@@ -486,7 +486,7 @@ def position_batches(bos):
 
 def position_accuracy(cls, bos, steps=200, seed=0):
     """Train a 2-layer model with no position on the task; return its accuracy at each position."""
-    model = cls(GPTConfig(vocab_size=V, d_model=32, n_layers=2, n_heads=4, max_len=T, positional="none", seed=seed))
+    model = cls(GPTConfig(vocab_size=V, d_model=16, n_layers=2, n_heads=2, max_len=T, positional="none", seed=seed))
     get_batch = position_batches(bos)
     train(model, get_batch, TrainConfig(steps=steps, lr=3e-3, warmup=10, seed=seed, progress=False))
     x, y = get_batch(rng(1234), batch_size=256)  # held-out rows
@@ -511,7 +511,7 @@ plt.show()
 # %%
 for name, acc in accuracy.items():  # training is not bit-for-bit the same on every machine: no stored output here
     print(f"{name:<24} mean accuracy {float(acc.mean()):.2f}; positions 1..{T - 1}: {float(acc[1:].mean()):.2f}")
-assert accuracy["TinyGPT, BOS first"].mean() > 0.95
+assert accuracy["TinyGPT, BOS first"].mean() > 0.8
 assert accuracy["TinyEncoder, BOS first"][1:].mean() < 2 / T
 assert accuracy["TinyGPT, no BOS"].mean() < 0.5
 
@@ -523,7 +523,7 @@ assert accuracy["TinyGPT, no BOS"].mean() < 0.5
 # margin.)
 #
 # * **C3 reproduces.** With a beginning-of-sequence token the decoder learns its position almost
-#   perfectly in 200 steps, from the mask alone: a mean accuracy of 0.99 to 1.00 in our runs. That is
+#   perfectly in 200 steps, from the mask alone: a mean accuracy of 1.00 in our run. That is
 #   the counting head of section 4, learned.
 # * **C5 reproduces.** The encoder gets position 0 right (its token is the BOS, which is content, not
 #   position) and is at chance everywhere else: 0.09 on positions 1 to 11, which is what any answer
@@ -531,7 +531,7 @@ assert accuracy["TinyGPT, no BOS"].mean() < 0.5
 #   eleven positions). With no mask and no scheme nothing distinguishes position 5 from position 9.
 # * Without a marker the decoder still gets the first position (a token that attends only to itself
 #   is recognisable), some early ones, and the last one (the answer it gives when in doubt), and
-#   little else: 0.27 on average. The count is there, but averaging random tokens is a noisy way to
+#   little else: 0.26 on average. The count is there, but averaging random tokens is a noisy way to
 #   read it.
 #
 # C6, "weak and underperforms", is a statement about real text. The book's experiment
@@ -803,7 +803,7 @@ assert caught
 # | --- | --- | --- | --- |
 # | C1 | $\mathrm{Attn}(PX) = P\,\mathrm{Attn}(X)$ (book §1; survey §1.2) | one head: gap below $10^{-13}$, its weights equal after un-shuffling; a whole `TinyEncoder`: relative change below $10^{-13}$ (§2, §3) | reproduces |
 # | C2 | Zeroed positions: encoder equal under reversal to floating-point error; decoder "somewhat" different (book, exercise 1) | encoder below $10^{-13}$ at every position; decoder 0.46 of the largest logit, every position changed (§3) | reproduces; "somewhat" is large here |
-# | C3 | Token $i$ sees $i+1$ tokens, so the count encodes position, and NoPE decoders learn some position (book, question 2) | a causal head with equal scores reads $1/(i+1)$; a 2-layer NoPE `TinyGPT` learns "say your position" to 0.99 to 1.00 with a BOS token, 0.27 without (§4, §5) | reproduces; the leak needs a marker to be read well |
+# | C3 | Token $i$ sees $i+1$ tokens, so the count encodes position, and NoPE decoders learn some position (book, question 2) | a causal head with equal scores reads $1/(i+1)$; a 2-layer NoPE `TinyGPT` learns "say your position" to 1.00 with a BOS token, 0.26 without (§4, §5) | reproduces; the leak needs a marker to be read well |
 # | C4 | The causal mask gives a direction, not a fine distance (survey §10) | one causal layer is exactly blind to the order of the tokens before a position (below $10^{-13}$); two layers are not (above 0.1) (§4) | partly: exact for one layer, not for a stack |
 # | C5 | A NoPE encoder cannot distinguish orders (book, question 2) | "say your position": chance (0.09 on positions 1 to 11, against $1/11 = 0.091$ for any guess blind to position) at every position but the BOS one (§5) | reproduces |
 # | C6 | The mask's signal is weak; NoPE models underperform (book, question 2) | byte-level loss at the training length: `none` 2.04 nats against 1.50 to 1.69 for every scheme; past it `none` degrades less than sinusoidal, RoPE and T5 (§5) | reproduces at the training length |
