@@ -29,7 +29,7 @@ BUDGET_S = 60  # a chapter must execute in under a minute on two cores
 
 
 def _nbval(path, timeout=240):
-    env = dict(os.environ, MPLBACKEND="Agg", PE_USE_REFERENCE="1", PYDEVD_DISABLE_FILE_VALIDATION="1")
+    env = dict(os.environ, **notebooks.RUN_SETTINGS)
     return subprocess.run([sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-current-env", "-q",
                            "-p", "no:cacheprovider", "-o", "addopts=", "--rootdir", str(path.parent), str(path)],
                           capture_output=True, text=True, env=env, timeout=timeout, cwd=str(path.parent))
@@ -97,6 +97,13 @@ def test_a_readers_scratch_cell_is_not_their_test_failure():
     text, note = notebooks.choose_version(edited, committed, strict=True, fresh=fresh)  # maintainer or CI
     assert text == edited and note is None and notebooks.stale(CHAPTERS[0], text)
     assert "refresh-outputs" in notebooks.stale(CHAPTERS[0], text)[0]
+
+
+def test_an_authors_refreshed_edit_is_what_runs():
+    committed = "# %%\nprint(1)\n"
+    edited = committed + "# %%\nprint(2)\n"
+    text, note = notebooks.choose_version(edited, committed, strict=False, fresh=lambda t: t == edited)
+    assert (text, note) == (edited, None)
 
 
 def test_a_stale_committed_chapter_still_fails():
