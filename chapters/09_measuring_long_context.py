@@ -1,0 +1,699 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 9. Measuring long context
+#
+# A model that runs at eight times its training length has shown one thing: its position
+# function can be computed there. Whether it *uses* what it reads there is a different
+# question, and the usual number, perplexity on long text, cannot answer it. This chapter
+# builds the measurements that can, runs them on tiny models, and reads what they say.
+#
+# **Objectives.** By the end you can
+#
+# * compute the loss by position and split it at the training length, and say why the mean
+#   over a long window hides a failure;
+# * score a passkey probe from a model's logits, and show that it agrees with greedy decoding;
+# * turn a passkey grid (length x depth) into an effective context length;
+# * measure what decoding costs (prefill, one token, the KV cache) and do the 7B arithmetic;
+# * write a test that catches an off-by-one in where "beyond the training length" starts.
+#
+# You write five functions in [`exercises/long_context.py`](../exercises/long_context.py):
+#
+# | Exercise | Function | What it does |
+# |---|---|---|
+# | 9.1 | `loss_by_position(token_losses, bucket)` | mean loss per bucket of positions |
+# | 9.2 | `loss_inside_and_beyond(token_losses, train_len)` | mean loss on the trained positions and past them |
+# | 9.3 | `passkey_accuracy(logits, targets)` | the share of keys retrieved whole |
+# | 9.4 | `effective_context_length(lengths, accuracy, threshold)` | where retrieval first breaks |
+# | 9.5 | `test_long_context_measures(...)` | a test of 9.2 and 9.4 that the grader scores against mutants |
+#
+# Grade them with `python -m exercises grade long_context`. Each section loads its function
+# with `use(...)`, which prints whether the chapter runs **yours** or the **reference**.
+
+# %% [markdown]
+# ## The claims this chapter tests
+#
+# Write your prediction in the third column before you run anything. Section 10 settles each
+# claim on the numbers the chapter prints.
+#
+# | # | claim (source) | your prediction | settled in |
+# | --- | --- | --- | --- |
+# | C1 | The configured length, the length a model runs at, and the length it uses are three different numbers (survey §10, item 4; §11, item 1) | | §1, §6 |
+# | C2 | Past the training length, unscaled RoPE's loss climbs and ALiBi's does not (book §4, the failure table; book §2.5) | | §3 |
+# | C3 | Perplexity on long text stays flat while long-range retrieval fails (book §4, "the decision procedure"; book §6, the 8k-to-128k answer) | | §6 |
+# | C4 | Long-text perplexity is dominated by local context (book §4) | | §6 |
+# | C5 | Context extension costs short-context quality, so report retention at the original length (survey §9.2, item 1; book §2.6 on PI) | | §6 |
+# | C6 | A 7B model's KV cache takes 0.5 MiB per token, 64 GiB at 128k tokens (book §6, the 8k-to-128k follow-up) | | §8 |
+# | C7 | The cache grows linearly with the context and so does each decoded token's attention, while prefill grows faster (book §6; survey §9.2, item 6) | | §8 |
+
+# %%
+import json
+import math
+import os
+
+import matplotlib.pyplot as plt
+
+from exercises import reveal, use
+from mini_transformer import data, evaluate
+from mini_transformer.backend import asarray, hostnp as np, to_numpy, xp
+from mini_transformer.experiments.common import RESULTS
+
+with open(os.path.join(RESULTS, "long_context.json")) as f:
+    lc = json.load(f)  # the committed run of python -m mini_transformer.experiments.long_context
+L = lc["train_len"]
+
+# %% [markdown]
+# ## 1. Three lengths
+#
+# Every model has a **configured** length: the `max_len` in its config, the length it trained
+# at. It has a **runnable** length: the longest input its position function accepts. And it
+# has an **effective** length: the longest context it actually uses. A learned position table
+# makes the first two the same, since position `max_len` has no row. RoPE and ALiBi compute a
+# position for any index, so their runnable length is unlimited, whatever they learned.
+#
+# Check the first two on untrained models, both configured for 16 positions.
+
+# %% tags=["nbval-check-output"]
+from mini_transformer.model import GPTConfig, TinyGPT
+
+for scheme in ("learned", "rope", "alibi"):
+    model = TinyGPT(GPTConfig(vocab_size=24, d_model=32, n_layers=2, n_heads=2, max_len=16, positional=scheme))
+    try:
+        model(xp.zeros((1, 64), dtype="int64"))
+        print(f"{scheme:>8}: configured 16, runs at 64")
+    except ValueError as e:
+        print(f"{scheme:>8}: configured 16, refuses 64: {e}")
+
+# %% [markdown]
+# The third number needs a measurement, and the rest of the chapter builds the two kinds: the
+# loss at each position (sections 2 and 3), and retrieval (sections 4 and 5).
+#
+# ## 2. The loss at each position
+#
+# Run a model on N windows of T tokens. At position t it predicts token t + 1 from tokens
+# 0 .. t, with the loss $\ell_{n,t} = -\log p(x_{n,t+1} \mid x_{n,0..t})$. Averaged over the
+# windows, $\bar\ell_t = \frac{1}{N}\sum_n \ell_{n,t}$ is the loss at position t. A model that
+# uses its context gets better (lower) as t grows: it has more to go on. A model that breaks
+# past its training length turns back up there.
+#
+# One position is noisy, so group them in buckets of `bucket` consecutive positions:
+#
+# $$\text{bucket}_b = \frac{1}{N\,|B_b|}\sum_{n}\sum_{t \in B_b} \ell_{n,t}, \qquad B_b = [b \cdot \text{bucket},\ \min((b+1)\,\text{bucket},\ T)).$$
+#
+# ### Exercise 9.1: `loss_by_position`   ★☆☆ · 10 min
+#
+# *Why it matters:* this is the survey's "PPL bucketed by token position" (§9.2, item 2), the
+# first plot to draw for any long-context claim.
+#
+# Write `loss_by_position(token_losses, bucket)` for `token_losses` of shape `(N, T)`. Return the
+# `(ceil(T / bucket),)` bucket means; the last bucket is shorter when `bucket` does not divide T.
+
+# %%
+loss_by_position = use("long_context", "loss_by_position")
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 1: a nudge</summary>
+#
+# Average over the sequences first: every sequence has every position, so the mean of the
+# per-position means is the mean over the bucket.
+# </details>
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 2: the short last bucket</summary>
+#
+# `range(0, T, bucket)` gives every bucket's first position, the last one included; slicing
+# `[s:s + bucket]` stops at T by itself. A reshape to `(N, T // bucket, bucket)` drops the tail.
+# </details>
+
+# %% tags=["answer"]
+reveal("long_context", "loss_by_position")
+
+# %% [markdown]
+# Grade it alone with `python -m exercises grade long_context --exercise 9.1`. Check it on the
+# worked example and on a case where the last bucket is short: positions 0 .. 4 with losses
+# 1 .. 5 and buckets of 2 are $(1+2)/2$, $(3+4)/2$ and $5/1$.
+
+# %% tags=["nbval-check-output"]
+hand = asarray([[1.0, 2.0, 3.0, 4.0, 5.0], [3.0, 2.0, 1.0, 0.0, 5.0]])
+print("bucket means, bucket 2:", [float(v) for v in loss_by_position(hand, 2)])
+assert [float(v) for v in loss_by_position(hand, 2)] == [2.0, 2.0, 5.0]
+assert [float(v) for v in loss_by_position(hand, 1)] == [2.0, 2.0, 2.0, 2.0, 5.0]  # bucket 1: the positions
+assert math.isclose(float(loss_by_position(hand, 99)[0]), 2.6)  # one bucket: the overall mean, 26 / 10
+
+# %% [markdown]
+# Now a trained model's numbers. The experiment `python -m mini_transformer.experiments.long_context`
+# trained two byte-level `TinyGPT`s (d_model 64, 2 layers, 4 heads) on the standard library's
+# source at L = 64, one with ALiBi and one with unscaled RoPE, and stored each one's loss at every
+# position of held-out windows of 8L = 512 (its training took minutes, so the chapter reads the
+# committed result). Bucket them with your function, 32 positions a bucket.
+
+# %%
+fig, ax = plt.subplots(figsize=(7, 3.4))
+for name, r in lc["models"].items():
+    per_position = asarray([r["loss_by_position"]])  # (1, 8L): the mean over windows, one row
+    T = per_position.shape[1]
+    buckets = to_numpy(loss_by_position(per_position, 32))
+    ax.stairs(buckets, np.append(np.arange(0, T, 32), T), label=name, baseline=None)
+ax.axvline(L, color="k", ls="--", lw=0.8, label=f"training length L = {L}")
+ax.set(xlabel="position t", ylabel="mean loss (nats per byte)", title="Loss by position, buckets of 32, windows of 8L")
+ax.legend()
+fig.tight_layout()
+
+# %% [markdown]
+# ## 3. Inside and beyond the training length
+#
+# A model trained at length L saw positions 0 .. L - 1. Position L is the first it never saw.
+# The loss at position t belongs to the query at t, so the split is
+#
+# $$\ell_{\text{inside}} = \operatorname{mean}_{t < L} \bar\ell_t, \qquad \ell_{\text{beyond}} = \operatorname{mean}_{t \ge L} \bar\ell_t.$$
+#
+# The mean over the whole window of T = 8L mixes the two, seven parts beyond to one inside.
+#
+# ### Exercise 9.2: `loss_inside_and_beyond`   ★☆☆ · 10 min
+#
+# *Why it matters:* "the loss at 4x" is ambiguous; a number split at the training length is
+# not, and the split is where off-by-one mistakes live.
+#
+# Write `loss_inside_and_beyond(token_losses, train_len)`: return `[inside, beyond]`, a `(2,)`
+# array, for `token_losses` of shape `(N, T)` with `T > train_len`.
+
+# %%
+loss_inside_and_beyond = use("long_context", "loss_inside_and_beyond")
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 1: a nudge</summary>
+#
+# Positions count from 0. Which index is the first position a model trained at length 4 never saw?
+# </details>
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 2: the boundary</summary>
+#
+# `token_losses[:, :train_len]` is inside, `token_losses[:, train_len:]` beyond. The loss at
+# `train_len - 1` predicts token `train_len`, but the query sits at `train_len - 1`, a position
+# every training window had.
+# </details>
+
+# %% tags=["answer"]
+reveal("long_context", "loss_inside_and_beyond")
+
+# %% [markdown]
+# Grade it with `python -m exercises grade long_context --exercise 9.2`. By hand: with
+# `train_len = 2`, the losses `[1, 1, 4, 6]` split into 1 and 5.
+
+# %% tags=["nbval-check-output"]
+split = loss_inside_and_beyond(asarray([[1.0, 1.0, 4.0, 6.0]]), 2)
+print("inside, beyond:", [float(v) for v in split])
+assert [float(v) for v in split] == [1.0, 5.0]
+
+# %% [markdown]
+# On the two trained models, at 8L:
+
+# %% tags=["nbval-check-output"]
+inside_beyond = {}
+print(f"{'scheme':<8}{'inside (t < L)':>16}{'beyond (t >= L)':>17}{'whole window':>14}")
+for name, r in lc["models"].items():
+    per_position = asarray([r["loss_by_position"]])
+    inside, beyond = (float(v) for v in loss_inside_and_beyond(per_position, L))
+    inside_beyond[name] = (inside, beyond)
+    print(f"{name:<8}{inside:>16.3f}{beyond:>17.3f}{float(per_position.mean()):>14.3f}")
+
+# %%
+assert inside_beyond["rope"][1] > inside_beyond["rope"][0] + 0.5   # unscaled RoPE breaks past L
+assert inside_beyond["alibi"][1] < inside_beyond["alibi"][0] + 0.1  # ALiBi does not
+
+# %% [markdown]
+# RoPE's loss past L is far above its loss inside: its angles $m\theta_i$ past L are angles it
+# never trained on (chapter 6). ALiBi's penalty $-m_h(i - j)$ is defined at every distance, and
+# its loss past L stays where it was, the number a perplexity benchmark would print. Whether
+# ALiBi *uses* the positions past L is the next question, and a loss cannot answer it.
+#
+# ## 4. Retrieval: the passkey probe
+#
+# A passkey probe hides a key in filler and asks for it at the end. In the book's layout
+# (`data.passkey_task`), with $H = T - n$ for an n-digit key:
+#
+# * `x[:, :H]`: filler, with `KEY_START d_1 .. d_n KEY_END` at a depth between 0 (the start) and 1 (right before the query);
+# * `x[:, H]`: `QUERY`;
+# * the answer: `y[:, H:] = d_1 .. d_n`, every other target `IGNORE` (-1).
+#
+# The experiment hides the key in real text instead (`data.text_passkey_task`): the filler is
+# an unbroken window of source code, so the same rows carry a perplexity and a retrieval score.
+# One row, bytes shown as text (the markers are control bytes, drawn here as `[` `]` and `?`;
+# the text is your Python's own standard library, so it may differ from the book's):
+
+# %%
+corpus = data.stdlib_corpus(max_bytes=300_000)
+row = data.text_passkey_task(1, 64, 0.5, seed=3, n_digits=3, text=corpus.val)
+marks = {data.KEY_START: "[", data.KEY_END: "]", data.QUERY: "?"}
+print(repr("".join(marks.get(int(b), chr(int(b))) for b in to_numpy(row.x)[0])))
+print("scored targets:", [int(t) for t in to_numpy(row.y)[0] if t != data.IGNORE][-3:], "(the key, as bytes of '0'..'9')")
+
+# %% [markdown]
+# Score it from the logits of one forward pass (teacher forcing). The prediction at position t
+# is $\arg\max_v z_{t,v}$, and `targets[:, t]` is already the token it should predict. A key is
+# retrieved when *every* digit is right:
+#
+# $$\text{accuracy} = \frac{1}{B}\sum_b \mathbb{1}\!\left[\arg\max_v z_{b,t,v} = y_{b,t}\ \text{for every scored } t\right].$$
+#
+# ### Exercise 9.3: `passkey_accuracy`   ★★☆ · 15 min
+#
+# *Why it matters:* a model that gets two digits of every three-digit key right scores 67% per
+# digit and retrieves no key at all; an alignment slip scores a different task.
+#
+# Write `passkey_accuracy(logits, targets)` for logits `(B, T, V)` and targets `(B, T)` with
+# `IGNORE` where nothing is scored. Return a Python float.
+
+# %%
+passkey_accuracy = use("long_context", "passkey_accuracy")
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 1: a nudge</summary>
+#
+# Build a `(B, T)` table of "this position is fine": right, or not scored at all. Then ask
+# which rows are fine everywhere.
+# </details>
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 2: alignment</summary>
+#
+# `data.py` already shifted the targets: `y[:, t]` is `x[:, t + 1]`. Compare
+# `logits.argmax(-1)[:, t]` with `targets[:, t]`, and do not shift again.
+# </details>
+
+# %% tags=["answer"]
+reveal("long_context", "passkey_accuracy")
+
+# %% [markdown]
+# Grade it with `python -m exercises grade long_context --exercise 9.3`. By hand: two rows with
+# the key `2 3`; the first predicts `2 3`, the second `2 1`.
+
+# %% tags=["nbval-check-output"]
+hand_logits = np.zeros((2, 3, 4))
+hand_logits[0, 1, 2] = hand_logits[0, 2, 3] = 1.0  # row 0: 2 then 3
+hand_logits[1, 1, 2] = hand_logits[1, 2, 1] = 1.0  # row 1: 2 then 1
+hand_targets = np.array([[data.IGNORE, 2, 3], [data.IGNORE, 2, 3]])
+print("keys retrieved:", passkey_accuracy(asarray(hand_logits), asarray(hand_targets)))
+assert passkey_accuracy(asarray(hand_logits), asarray(hand_targets)) == 0.5  # 3 digits of 4 right, 1 key of 2
+
+# %% [markdown]
+# ### A model to probe
+#
+# Train a small RoPE `TinyGPT` on the passkey task at L = 24 (random symbols as filler,
+# 2-digit keys, 300 steps, a few seconds). It runs the reference kernels, the code chapter 6
+# shows; `GPTConfig(kernels="fast")` would run `mini_transformer/kernels/`, same numbers.
+
+# %%
+from mini_transformer.autograd import no_grad
+from mini_transformer.train import TrainConfig, train
+
+L_probe, n_digits, V = 24, 2, 24
+
+
+def train_passkey_model(L=L_probe, steps=300, seed=0):
+    """A RoPE TinyGPT trained on passkeys at length L, keys at random depths."""
+    model = TinyGPT(GPTConfig(vocab_size=V, d_model=32, n_layers=2, n_heads=2, max_len=L, positional="rope", seed=seed))
+
+    def batches(g):
+        b = data.passkey_task(32, L, float(g.host.random()), vocab_size=V, seed=int(g.host.integers(2**31)),
+                              n_digits=n_digits)
+        return b.x, b.y
+
+    result = train(model, batches, TrainConfig(steps=steps, lr=3e-3, warmup=20, seed=seed, progress=False))
+    return model.eval(), result.losses
+
+
+probe_model, probe_losses = train_passkey_model()
+print(f"final training loss {probe_losses[-1]:.3f}")
+
+# %% [markdown]
+# Score it both ways on the same 64 keys: your function on one teacher-forced forward pass, and
+# `evaluate.passkey_grid`, which decodes greedily through the KV cache, feeding back its own
+# guesses. When every teacher-forced guess is right, greedy decoding feeds back exactly the
+# true digits, so it produces the same key; when one is wrong the row fails both ways. The two
+# accuracies must be equal.
+
+# %%
+for depth in (0.0, 0.5, 1.0):
+    batch = data.passkey_task(64, L_probe, depth, vocab_size=V, seed=7, n_digits=n_digits)
+    with no_grad():
+        forced = passkey_accuracy(probe_model(batch.x).data, batch.y)
+    greedy = float(evaluate.passkey_grid(probe_model, [L_probe], [depth], n_trials=64, seed=7, n_digits=n_digits,
+                                         vocab_size=V).accuracy[0, 0])
+    print(f"depth {depth:.1f}: teacher-forced {forced:.3f}, greedy {greedy:.3f}")
+    assert forced == greedy
+
+# %% [markdown]
+# ## 5. The passkey grid and the effective length
+#
+# One accuracy per (length, depth) is the grid the survey asks for (§9.2, item 3). From it the
+# **effective context length**: the longest length up to which every depth still passes a
+# threshold, i.e. where performance *first* breaks (survey §9.2, item 5). A longer length that
+# happens to pass again does not count, and a length the model refused (NaN) is a failure.
+#
+# ### Exercise 9.4: `effective_context_length`   ★★☆ · 15 min
+#
+# *Why it matters:* this is the number a model card should print next to the configured one;
+# the survey's point is that they differ.
+#
+# Write `effective_context_length(lengths, accuracy, threshold=0.5)`: `lengths` `(n,)`
+# increasing, `accuracy` `(n,)` or `(n, n_depths)`. Return a Python int: a length, or 0.
+
+# %%
+effective_context_length = use("long_context", "effective_context_length")
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 1: a nudge</summary>
+#
+# Reduce each length to one boolean, "every depth passes", then walk the lengths in order and
+# stop at the first False.
+# </details>
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 2: NaN and the threshold</summary>
+#
+# `nan >= 0.5` is False, which is what you want; `not (nan < 0.5)` is True, which is not. At
+# exactly the threshold a cell passes: `>=`.
+# </details>
+
+# %% tags=["answer"]
+reveal("long_context", "effective_context_length")
+
+# %% [markdown]
+# Grade it with `python -m exercises grade long_context --exercise 9.4`. By hand: lengths 8 .. 64
+# with accuracies 0.9, 0.8, 0.2, 0.9 break at 32, so the answer is 16, not 64.
+
+# %% tags=["nbval-check-output"]
+lengths4 = asarray([8, 16, 32, 64])
+for acc in ([0.9, 0.8, 0.2, 0.9], [0.4, 0.9, 0.9, 0.9], [0.9, 0.9, math.nan, 0.9]):
+    print(f"accuracy {acc}: effective length {effective_context_length(lengths4, asarray(acc))}")
+assert effective_context_length(lengths4, asarray([0.9, 0.8, 0.2, 0.9])) == 16
+assert effective_context_length(lengths4, asarray([0.4, 0.9, 0.9, 0.9])) == 0
+assert effective_context_length(lengths4, asarray([0.9, 0.9, math.nan, 0.9])) == 16
+
+# %% [markdown]
+# The probe model's grid at L, 2L and 4L, five depths, 32 keys a cell. Your effective length
+# must equal the library's.
+
+# %%
+grid = evaluate.passkey_grid(probe_model, [L_probe, 2 * L_probe, 4 * L_probe], n_trials=32, seed=1,
+                             n_digits=n_digits, vocab_size=V)
+mine = effective_context_length(asarray(grid.lengths), asarray(grid.accuracy))
+print("accuracy, lengths down, depths across:\n", np.round(grid.accuracy, 2))
+print(f"effective context length: yours {mine}, the library's {evaluate.effective_context_length(grid)}")
+assert mine == evaluate.effective_context_length(grid)
+assert grid.accuracy[0].min() >= 0.5 and mine < 4 * L_probe  # it retrieves at L; it does not at 4L
+evaluate.plot_passkey_grid(grid)
+plt.show()
+
+# %% [markdown]
+# Configured at 24 and runnable at any length (RoPE), the model's effective length is the
+# number above. Seed 0 trains it to find every key at L; past L the rotation angles are new to
+# it, and retrieval breaks at some depths first.
+#
+# ## 6. Perplexity stays flat, retrieval does not
+#
+# Now the sources' claim, on the experiment's two text models. At each length the same rows
+# carry two numbers: the loss on their text bytes (what a perplexity benchmark sees) and the
+# share of keys retrieved (what a retrieval probe sees), averaged over five depths.
+
+# %% tags=["nbval-check-output"]
+print(f"trained at L = {L}; {lc['n_trials']} keys of {lc['n_digits']} digits per cell, 5 depths")
+for name, r in lc["models"].items():
+    print(f"\n{name}: effective context length {r['effective_context_length']}")
+    print(f"{'length':>8}{'text loss':>11}{'keys retrieved':>16}   by depth 0 .. 1")
+    for length, loss, acc in zip(r["lengths"], r["text_loss_on_passkey_rows"], r["passkey_accuracy"]):
+        print(f"{length:>8}{loss:>11.3f}{sum(acc) / len(acc):>16.2f}   " + " ".join(f"{a:.2f}" for a in acc))
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(11, 3.4))
+for name, r in lc["models"].items():
+    line, = axes[0].plot(r["lengths"], r["text_loss_on_passkey_rows"], "o-", label=name)
+    axes[1].plot(r["lengths"], [sum(a) / len(a) for a in r["passkey_accuracy"]], "s-", color=line.get_color(),
+                 label=name)
+for ax, ylabel, title in ((axes[0], "loss on the text bytes (nats)", "what perplexity sees"),
+                          (axes[1], "keys retrieved (mean over depths)", "what a passkey probe sees")):
+    ax.axvline(L, color="k", ls="--", lw=0.8, label="training length")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(lc["models"]["alibi"]["lengths"], [str(v) for v in lc["models"]["alibi"]["lengths"]])
+    ax.set(xlabel="context length", ylabel=ylabel, title=title)
+    ax.legend(fontsize=8)
+fig.tight_layout()
+
+# %% [markdown]
+# Why can the loss stay flat while retrieval collapses? Because next-byte prediction hardly
+# needs far context. The experiment also measured the loss at one position when the model is
+# given only the last w bytes:
+
+# %% tags=["nbval-check-output"]
+for name, r in lc["models"].items():
+    curve = r["loss_given_context"]
+    print(f"{name:>6}: " + "  ".join(f"w={w}: {v:.2f}" for w, v in curve.items()))
+
+# %% [markdown]
+# (The cell after the next settles C3 and C4 with asserts.) Short-context retention, the
+# survey's first item, was measured in chapter 6's experiment: the loss at the training length
+# before and after each context-extension method.
+
+# %% tags=["nbval-check-output"]
+with open(os.path.join(RESULTS, "context_extension.json")) as f:
+    ext = json.load(f)
+print(f"loss at L = {ext['train_len']} (nats per byte): before any extension, zero-shot with the method, "
+      f"after {ext['finetune_steps']} fine-tuning steps at 4L")
+for name, m in ext["methods"].items():
+    print(f"  {name:<12} {ext['methods']['none']['loss_at_L']:.2f}  {m['loss_at_L']:.2f}  {m['finetuned_loss_at_L']:.2f}")
+
+# %%
+alibi, rope_r = lc["models"]["alibi"], lc["models"]["rope"]
+alibi_acc = [sum(a) / len(a) for a in alibi["passkey_accuracy"]]
+# C3: ALiBi's text loss at 8L within 0.1 of its loss at L, while its retrieval falls
+assert abs(alibi["text_loss_on_passkey_rows"][-1] - alibi["text_loss_on_passkey_rows"][0]) < 0.1
+assert alibi_acc[-1] < alibi_acc[0] - 0.3
+# C4: most of what context buys, 16 bytes buy
+ctx = alibi["loss_given_context"]
+assert ctx["16"] - ctx[str(L)] < 0.25 * (ctx["1"] - ctx[str(L)])
+# C5: PI pays at L zero-shot, and still after fine-tuning
+pi, none = ext["methods"]["linear (PI)"], ext["methods"]["none"]
+assert pi["loss_at_L"] > none["loss_at_L"] + 0.5 and pi["finetuned_loss_at_L"] > none["loss_at_L"]
+print("C3, C4 and C5 hold on the committed runs")
+
+# %% [markdown]
+# Read the three tables together.
+#
+# * ALiBi's text loss at 8L is its loss at L, to a few hundredths: by perplexity it "handles"
+#   512 tokens. Its passkey accuracy says otherwise: it finds keys at L and loses them as the
+#   distance to the key grows, first at the depths far from the query. Effective length L,
+#   runnable length unlimited: C1 and C3, on one model and the same rows.
+# * RoPE fails both ways past L, so for RoPE the loss already tells you; perplexity is only
+#   misleading for a model that degrades gracefully.
+# * The context curve says why: almost all of what context buys next-byte prediction, the
+#   last 16 bytes buy. A loss averaged over 512 positions is a measurement of local modelling.
+# * Retention: PI at 4x costs 1.35 nats at L zero-shot and still 0.07 after fine-tuning.
+#
+# ## 7. A test you write
+#
+# Two of your functions draw a line: 9.2 at the training length, 9.4 at the first failure.
+# Both are easy to get right on random inputs and wrong on the one input that matters. Write a
+# test that catches that.
+#
+# ### Exercise 9.5: `test_long_context_measures`   ★★★ · 20 min
+#
+# *Why it matters:* an off-by-one in where "beyond" starts moves a whole bucket of trained
+# positions into the untrained side and shrinks the failure you are trying to show; a grader
+# that only compares to a reference cannot tell you which inputs expose it. Your test can.
+#
+# Write `test_long_context_measures(loss_inside_and_beyond, effective_context_length)` in
+# [`exercises/long_context.py`](../exercises/long_context.py). It receives two implementations
+# and raises `AssertionError` when either is wrong. Use inputs whose answer you know by hand.
+# The grader runs it on the references (it must pass) and on mutants, each wrong in one way:
+# beyond starting at L - 1 or at L + 1, the sides swapped, the whole window reported as
+# beyond, the longest passing length, the first failing one, depths averaged, a strict `>`,
+# NaN counted as a pass. It reports which mutants your test caught and which got away.
+
+# %%
+test_long_context_measures = use("long_context", "test_long_context_measures")
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 1: a nudge</summary>
+#
+# For the split, a step: zeros on positions `0 .. L - 1`, ones from L on. The right answer is
+# exactly `[0, 1]`; a boundary one off gives a fraction on one side.
+# </details>
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 2: the grid</summary>
+#
+# One grid per mistake: a pass after a failure (longest passing), an all-pass grid (first
+# failing returns the wrong length), one cell at exactly the threshold, a NaN, and a length
+# where one depth fails while the mean passes.
+# </details>
+
+# %% tags=["answer"]
+reveal("long_context", "test_long_context_measures")
+
+# %% [markdown]
+# Run it here on the functions the chapter uses (yours or the reference): it must pass. Then
+# on a version whose "beyond" starts one position late: it must fail.
+
+# %% tags=["nbval-check-output"]
+test_long_context_measures(loss_inside_and_beyond, effective_context_length)
+print("passes on the functions above")
+
+
+def beyond_from_one(token_losses, train_len):
+    """A mutant: positions counted from 1, so beyond starts at train_len + 1."""
+    return loss_inside_and_beyond(token_losses, train_len + 1)
+
+
+try:
+    test_long_context_measures(beyond_from_one, effective_context_length)
+    print("the off-by-one mutant got away")
+except AssertionError as e:
+    print("the off-by-one mutant is caught:", e)
+
+# %% [markdown]
+# ## 8. What decoding costs
+#
+# Generating one token with a KV cache runs the new token through the model and attends over
+# every cached key: per layer, one query against L keys, O(L) work. The cache itself holds a
+# key and a value per token, layer and head:
+#
+# $$\text{bytes} = 2 \cdot n_{layers} \cdot B \cdot H \cdot L \cdot d_{head} \cdot \text{itemsize},$$
+#
+# linear in L. Prefill runs the whole prompt at once and its attention is O(L^2).
+# `evaluate.decode_costs` measures all three on the probe model (RoPE runs at any length).
+
+# %%
+costs = evaluate.decode_costs(probe_model, [32, 64, 128, 256, 512], n_decode=8)
+print(f"{'L':>5}{'prefill ms':>12}{'decode ms/token':>17}{'cache bytes':>13}")
+for length, p, d_, b in zip(costs.lengths, costs.prefill_s, costs.decode_s_per_token, costs.cache_bytes):
+    print(f"{int(length):>5}{1e3 * p:>12.2f}{1e3 * d_:>17.3f}{int(b):>13}")
+evaluate.plot_decode_costs(costs)
+plt.show()
+
+# %% [markdown]
+# Times depend on your machine and its load, so they are printed, not checked. The bytes are
+# exact: 2 layers, batch 1, 2 heads of 16 channels, float32.
+
+# %% tags=["nbval-check-output"]
+expected = [2 * 2 * 1 * 2 * length * 16 * 4 for length in (32, 64, 128, 256, 512)]
+print("cache bytes by the formula:", expected)
+assert [int(b) for b in costs.cache_bytes] == expected
+
+# %% [markdown]
+# Now the book's number for a 7B model (32 layers, d_model 4096, 32 heads of 128, keys and
+# values in 2-byte floats, no grouped-query attention): per token,
+# $2 \cdot 32 \cdot 4096 \cdot 2 = 524288$ bytes, 0.5 MiB; at 128k tokens, 64 GiB for one sequence.
+
+# %% tags=["nbval-check-output"]
+per_token = 2 * 32 * 32 * 128 * 2  # keys and values, layers, heads, d_head, bytes
+print(f"per token: {per_token} bytes = {per_token / 2**20} MiB; 128k tokens: {per_token * 128 * 1024 / 2**30} GiB")
+print(f"with 8 key-value heads (grouped-query attention, as Llama 2 70B and Mistral 7B): "
+      f"{per_token // 4 * 128 * 1024 / 2**30} GiB")
+assert per_token == 2**19 and per_token * 128 * 1024 == 64 * 2**30
+
+# %% [markdown]
+# ## 9. Check yourself
+#
+# **1.** The ALiBi model's loss over a 512-token window is about its loss at 64. Name two
+# measurements that show it does not use the 512 tokens, and what each printed here.
+
+# %% [markdown] tags=["answer"]
+# <details><summary>Answer</summary>
+#
+# The passkey grid: keys at the training length are found, keys hundreds of tokens back are
+# not (section 6's table, effective length 64). And the context curve: the loss given only the
+# last 16 bytes is already within a few hundredths of the loss given 64, so a flat long-window
+# loss says nothing about far tokens. Loss by position alone cannot show it: it is flat too.
+# </details>
+
+# %% [markdown]
+# **2.** Your `loss_inside_and_beyond` splits at `t >= L`. A colleague splits at `t >= L - 1`,
+# "because the loss at L - 1 predicts token L". Who is right, and what does the slip do to
+# RoPE's numbers above?
+
+# %% [markdown] tags=["answer"]
+# <details><summary>Answer</summary>
+#
+# The query at L - 1 sat at a trained position in every training window, and it predicted
+# token L there too (the target of the last position of a window of L). So t = L - 1 is inside.
+# The slip moves one trained position into "beyond": it lowers the beyond mean slightly and
+# raises nothing. At 8L the effect is small (1 position of 449); with a bucketed comparison at
+# 2L it is larger. The mutant test in section 7 catches it with a step input.
+# </details>
+
+# %% [markdown]
+# **3.** Why do teacher-forced exact match and greedy decoding agree on a passkey, when they
+# do not agree on per-digit accuracy?
+
+# %% [markdown] tags=["answer"]
+# <details><summary>Answer</summary>
+#
+# If every teacher-forced argmax is right, the greedy decoder's fed-back guesses are the true
+# digits, so its inputs and outputs are those of the teacher-forced pass. If one is wrong, the
+# row fails under both. Per digit they differ: after a wrong guess, greedy decoding conditions
+# on its own mistake, teacher forcing on the truth. Section 4 checked the equality at three depths.
+# </details>
+
+# %% [markdown]
+# **4.** A RoPE model is configured for 24 positions, runs at 96, and its effective length is
+# the number section 5 printed. Which of the three is the one to quote for a retrieval product?
+
+# %% [markdown] tags=["answer"]
+# <details><summary>Answer</summary>
+#
+# The effective length, measured on the task the product needs, at every depth, with the
+# threshold stated. The configured length is a training fact, the runnable length a property of
+# the position function. Survey §10: "configuration length, runnable length and effective
+# context length are three things."
+# </details>
+
+# %% [markdown]
+# **5.** Your server holds 80 GiB for KV caches. How many concurrent 32k-token conversations
+# fit for the 7B model above, and with 8 key-value heads?
+
+# %% [markdown] tags=["answer"]
+# <details><summary>Answer</summary>
+#
+# 0.5 MiB a token, so 32k tokens are 16 GiB: 5 conversations (80 / 16). With 8 key-value
+# heads instead of 32 the cache is a quarter, 4 GiB each: 20 conversations. Section 8 did the
+# arithmetic for 128k.
+# </details>
+
+# %% [markdown]
+# ## 10. The ledger, settled
+#
+# | # | claim (source) | what this model did | verdict |
+# | --- | --- | --- | --- |
+# | C1 | configured, runnable and effective length differ (survey §10, §11) | learned: configured 16 = runnable 16; RoPE and ALiBi run at any length; the ALiBi text model trained at 64 runs at 512 with flat loss, and its effective length (section 6) is 64 | reproduces |
+# | C2 | RoPE climbs past L, ALiBi does not (book §4, §2.5) | at 8L, section 3's table: RoPE's beyond loss far above inside; ALiBi's beyond within 0.1 of inside | reproduces |
+# | C3 | perplexity flat while retrieval fails (book §4, §6) | ALiBi, same rows: text loss within 0.1 from L to 8L; keys retrieved fall by more than 0.3 | reproduces |
+# | C4 | long-text perplexity is dominated by local context (book §4) | ALiBi: the last 16 bytes give more than three quarters of what 64 give (section 6) | reproduces |
+# | C5 | extension costs short-context quality (survey §9.2; book §2.6) | PI at 4x: loss at L 1.60 before, 2.95 zero-shot, 1.67 after 150 fine-tuning steps | reproduces (larger than "a little" here) |
+# | C6 | 7B cache: 0.5 MiB a token, 64 GiB at 128k (book §6) | the arithmetic gives exactly 2^19 bytes and 64 GiB; our model's cache matches its formula byte for byte | reproduces |
+# | C7 | cache and per-token decode grow linearly, prefill faster (book §6; survey §9.2) | cache bytes exactly linear; the times (section 8's plot) rise with L, noisily at this size, where fixed overheads dominate | cache: reproduces; times: partly |
+#
+# ## 11. Where next
+#
+# * The exercises: [`exercises/long_context.py`](../exercises/long_context.py), 9.1 to 9.5.
+#   Grade with `python -m exercises grade long_context`; your test (9.5) is scored by the
+#   mutants it catches.
+# * The library versions, with plots: `mini_transformer/evaluate.py` (`loss_by_position`,
+#   `extrapolation_curve`, `passkey_grid`, `effective_context_length`, `retention`,
+#   `decode_costs`). The fast attention kernel that decoding runs with `kernels="fast"` is
+#   `mini_transformer/kernels/attention.py`.
+# * The experiment: `python -m mini_transformer.experiments.long_context` (minutes; `--quick`
+#   in seconds).
+# * Next, chapter 10: what the KV cache keeps, where positions sit when it evicts, and whether
+#   the first tokens are sinks.
