@@ -154,19 +154,21 @@ assert math.isclose(float(loss_by_position(hand, 99)[0]), 2.6)  # one bucket: th
 # %% [markdown]
 # Now a trained model's numbers. The experiment `python -m mini_transformer.experiments.long_context`
 # trained two byte-level `TinyGPT`s (d_model 64, 2 layers, 4 heads) on the standard library's
-# source at L = 64, one with ALiBi and one with unscaled RoPE, and stored each one's loss at every
-# position of held-out windows of 8L = 512 (its training took minutes, so the chapter reads the
-# committed result). Bucket them with your function, 32 positions a bucket.
+# source at L = 32, one with ALiBi and one with unscaled RoPE, 1200 steps each, and stored each
+# one's loss at every position of held-out windows of 8L = 256. Its training takes minutes, so the
+# chapter reads the committed result; the full mode is sized to fit five minutes on a shared
+# 2-core machine, so its models are smaller and shorter-trained than a paper's. Bucket the losses
+# with your function, 16 positions a bucket.
 
 # %%
 fig, ax = plt.subplots(figsize=(7, 3.4))
 for name, r in lc["models"].items():
     per_position = asarray([r["loss_by_position"]])  # (1, 8L): the mean over windows, one row
     T = per_position.shape[1]
-    buckets = to_numpy(loss_by_position(per_position, 32))
-    ax.stairs(buckets, np.append(np.arange(0, T, 32), T), label=name, baseline=None)
+    buckets = to_numpy(loss_by_position(per_position, 16))
+    ax.stairs(buckets, np.append(np.arange(0, T, 16), T), label=name, baseline=None)
 ax.axvline(L, color="k", ls="--", lw=0.8, label=f"training length L = {L}")
-ax.set(xlabel="position t", ylabel="mean loss (nats per byte)", title="Loss by position, buckets of 32, windows of 8L")
+ax.set(xlabel="position t", ylabel="mean loss (nats per byte)", title="Loss by position, buckets of 16, windows of 8L")
 ax.legend()
 fig.tight_layout()
 
@@ -459,7 +461,7 @@ fig.tight_layout()
 # %% tags=["nbval-check-output"]
 for name, r in lc["models"].items():
     curve = r["loss_given_context"]
-    print(f"{name:>6}: " + "  ".join(f"w={w}: {v:.2f}" for w, v in curve.items()))
+    print(f"{name:>6}: " + "  ".join(f"w={w}: {v:.2f}" for w, v in sorted(curve.items(), key=lambda wv: int(wv[0]))))
 
 # %% [markdown]
 # (The cell after the next settles C3 and C4 with asserts.) Short-context retention, the
@@ -480,9 +482,9 @@ alibi_acc = [sum(a) / len(a) for a in alibi["passkey_accuracy"]]
 # C3: ALiBi's text loss at 8L within 0.1 of its loss at L, while its retrieval falls
 assert abs(alibi["text_loss_on_passkey_rows"][-1] - alibi["text_loss_on_passkey_rows"][0]) < 0.1
 assert alibi_acc[-1] < alibi_acc[0] - 0.3
-# C4: most of what context buys, 16 bytes buy
+# C4: most of what context buys, 4 bytes buy
 ctx = alibi["loss_given_context"]
-assert ctx["16"] - ctx[str(L)] < 0.25 * (ctx["1"] - ctx[str(L)])
+assert ctx["4"] - ctx[str(L)] < 0.25 * (ctx["1"] - ctx[str(L)])
 # C5: PI pays at L zero-shot, and still after fine-tuning
 pi, none = ext["methods"]["linear (PI)"], ext["methods"]["none"]
 assert pi["loss_at_L"] > none["loss_at_L"] + 0.5 and pi["finetuned_loss_at_L"] > none["loss_at_L"]
@@ -491,14 +493,19 @@ print("C3, C4 and C5 hold on the committed runs")
 # %% [markdown]
 # Read the three tables together.
 #
-# * ALiBi's text loss at 8L is its loss at L, to a few hundredths: by perplexity it "handles"
-#   512 tokens. Its passkey accuracy says otherwise: it finds keys at L and loses them as the
-#   distance to the key grows, first at the depths far from the query. Effective length L,
-#   runnable length unlimited: C1 and C3, on one model and the same rows.
-# * RoPE fails both ways past L, so for RoPE the loss already tells you; perplexity is only
-#   misleading for a model that degrades gracefully.
+# * ALiBi's text loss at 8L is its loss at L, to the third decimal (1.815 against 1.816): by
+#   perplexity it "handles" 256 tokens. Its passkey accuracy says otherwise: it finds every key
+#   at L and loses them as the distance to the key grows, first at depth 0, the key farthest from
+#   the query (0.31 at 8L), while keys right before the query are still found. That is the
+#   recency prior of its penalty $-m_h(i - j)$ (book §2.5). Effective length 4L = 128 at the
+#   threshold 0.5, runnable length unlimited: C1 and C3, on one model and the same rows.
+# * RoPE fails both ways past L (text loss from 1.70 to 3.17), so for RoPE the loss already
+#   tells you; perplexity misleads only for a model that degrades gracefully. This RoPE model
+#   also learned retrieval less well inside L (half the keys at L, effective length 0) in the
+#   1200 steps the full mode can afford: a finding about this short run, not about RoPE.
 # * The context curve says why: almost all of what context buys next-byte prediction, the
-#   last 16 bytes buy. A loss averaged over 512 positions is a measurement of local modelling.
+#   last 4 bytes buy (ALiBi: 2.43 nats from one byte, 1.84 from four, 1.87 from 32). A loss
+#   averaged over 256 positions is a measurement of local modelling.
 # * Retention: PI at 4x costs 1.35 nats at L zero-shot and still 0.07 after fine-tuning.
 #
 # ## 7. A test you write
@@ -606,16 +613,17 @@ assert per_token == 2**19 and per_token * 128 * 1024 == 64 * 2**30
 # %% [markdown]
 # ## 9. Check yourself
 #
-# **1.** The ALiBi model's loss over a 512-token window is about its loss at 64. Name two
-# measurements that show it does not use the 512 tokens, and what each printed here.
+# **1.** The ALiBi model's loss over a 256-token window is about its loss at 32. Name two
+# measurements that show it does not use the 256 tokens, and what each printed here.
 
 # %% [markdown] tags=["answer"]
 # <details><summary>Answer</summary>
 #
-# The passkey grid: keys at the training length are found, keys hundreds of tokens back are
-# not (section 6's table, effective length 64). And the context curve: the loss given only the
-# last 16 bytes is already within a few hundredths of the loss given 64, so a flat long-window
-# loss says nothing about far tokens. Loss by position alone cannot show it: it is flat too.
+# The passkey grid: every key at the training length is found, and at 256 only 31% of the keys
+# at depth 0, the farthest back (section 6's table, effective length 128). And the context
+# curve: the loss given only the last 16 bytes (1.84) is no worse than the loss given 32 (1.87),
+# so a flat long-window loss says nothing about far tokens. Loss by position alone cannot show
+# it: it is flat too.
 # </details>
 
 # %% [markdown]
@@ -629,8 +637,9 @@ assert per_token == 2**19 and per_token * 128 * 1024 == 64 * 2**30
 # The query at L - 1 sat at a trained position in every training window, and it predicted
 # token L there too (the target of the last position of a window of L). So t = L - 1 is inside.
 # The slip moves one trained position into "beyond": it lowers the beyond mean slightly and
-# raises nothing. At 8L the effect is small (1 position of 449); with a bucketed comparison at
-# 2L it is larger. The mutant test in section 7 catches it with a step input.
+# raises nothing. At 8L the effect is small (1 position among 225); at 2L it is 1 among 33,
+# and in a bucketed comparison a whole bucket can move. The test in section 7 catches it with a
+# step input.
 # </details>
 
 # %% [markdown]
@@ -676,10 +685,10 @@ assert per_token == 2**19 and per_token * 128 * 1024 == 64 * 2**30
 #
 # | # | claim (source) | what this model did | verdict |
 # | --- | --- | --- | --- |
-# | C1 | configured, runnable and effective length differ (survey §10, §11) | learned: configured 16 = runnable 16; RoPE and ALiBi run at any length; the ALiBi text model trained at 64 runs at 512 with flat loss, and its effective length (section 6) is 64 | reproduces |
-# | C2 | RoPE climbs past L, ALiBi does not (book §4, §2.5) | at 8L, section 3's table: RoPE's beyond loss far above inside; ALiBi's beyond within 0.1 of inside | reproduces |
-# | C3 | perplexity flat while retrieval fails (book §4, §6) | ALiBi, same rows: text loss within 0.1 from L to 8L; keys retrieved fall by more than 0.3 | reproduces |
-# | C4 | long-text perplexity is dominated by local context (book §4) | ALiBi: the last 16 bytes give more than three quarters of what 64 give (section 6) | reproduces |
+# | C1 | configured, runnable and effective length differ (survey §10, §11) | learned: configured 16 = runnable 16; RoPE and ALiBi run at any length; the ALiBi text model trained at 32 runs at 256 with flat loss, and its effective length (section 6) is 128 | reproduces |
+# | C2 | RoPE climbs past L, ALiBi does not (book §4, §2.5) | at 8L, section 3's table: RoPE 1.67 inside, 3.39 beyond; ALiBi 1.80 inside, 1.73 beyond | reproduces |
+# | C3 | perplexity flat while retrieval fails (book §4, §6) | ALiBi, same rows: text loss 1.816 at L, 1.815 at 8L; keys retrieved 1.00 at L, 0.64 at 8L (0.31 at depth 0) | reproduces (retrieval falls, but not to zero at 8L) |
+# | C4 | long-text perplexity is dominated by local context (book §4) | ALiBi: loss 2.43 given 1 byte, 1.84 given 4, 1.87 given 32 (section 6) | reproduces |
 # | C5 | extension costs short-context quality (survey §9.2; book §2.6) | PI at 4x: loss at L 1.60 before, 2.95 zero-shot, 1.67 after 150 fine-tuning steps | reproduces (larger than "a little" here) |
 # | C6 | 7B cache: 0.5 MiB a token, 64 GiB at 128k (book §6) | the arithmetic gives exactly 2^19 bytes and 64 GiB; our model's cache matches its formula byte for byte | reproduces |
 # | C7 | cache and per-token decode grow linearly, prefill faster (book §6; survey §9.2) | cache bytes exactly linear; the times (section 8's plot) rise with L, noisily at this size, where fixed overheads dominate | cache: reproduces; times: partly |
