@@ -244,7 +244,7 @@ def run(quick=False, seed=0, progress=True):
 def plot(res):
     import matplotlib.pyplot as plt
     settings = res["settings"]
-    fig, (a, b) = plt.subplots(1, 2, figsize=(13, 4.2))
+    fig, (a, b) = plt.subplots(1, 2, figsize=(13, 5))
     for i, s in enumerate(settings):
         per_layer = [sum(h) / len(h) for h in s["mass_on_position_0"]]
         top = [max(h) for h in s["mass_on_position_0"]]
@@ -254,6 +254,7 @@ def plot(res):
     a.axhline(res["sink_threshold"], color="tab:red", ls=":", lw=0.8, label="sink threshold (Gu et al.)")
     a.set(xlabel="layer", ylabel="share of attention on position 0",
           title="mass on position 0: layer mean (o), largest head (^)", ylim=(0, 1))
+    a.set_xticks(range(max(len(s["mass_on_position_0"]) for s in settings)))
     a.legend(fontsize=7)
     names = [s["name"] for s in settings]
     ys = range(len(names))
@@ -267,7 +268,7 @@ def plot(res):
     b.axvline(0, color="k", lw=0.8)
     b.set_yticks(list(ys), names, fontsize=8)
     b.set(xlabel="loss increase when the first token is evicted (nats/byte)", title="what evicting the first token costs")
-    b.legend(fontsize=7)
+    b.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16))
     fig.tight_layout()
     return fig
 
