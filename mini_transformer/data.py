@@ -338,6 +338,19 @@ def passkey_min_length(n_digits):
     return 2 * n_digits + 2
 
 
+def _check_passkey(batch_size, length, depth, n_digits):
+    """The checks both passkey tasks make: ``(batch_size, length, n_digits)`` as ints, or a ValueError."""
+    batch_size = check_int("batch_size", batch_size, minimum=1)
+    n_digits = check_int("n_digits", n_digits, minimum=1)
+    length = check_int("length", length, minimum=1)
+    if not 0.0 <= depth <= 1.0:  # also refuses NaN
+        raise ValueError(f"depth must lie in [0, 1] (0 = start, 1 = end), got {depth!r}.")
+    if length < passkey_min_length(n_digits):
+        raise ValueError(f"length={length} cannot hold a {n_digits}-digit key with its markers and "
+                         f"the query; length must be at least {passkey_min_length(n_digits)}.")
+    return batch_size, length, n_digits
+
+
 def passkey_task(batch_size, length, depth, vocab_size=16, seed=0, n_digits=5):
     r"""Passkey retrieval: find ``n_digits`` digits hidden at relative depth ``depth`` in filler.
 
@@ -354,14 +367,7 @@ def passkey_task(batch_size, length, depth, vocab_size=16, seed=0, n_digits=5):
     ``DIGIT_0 + d``; filler is drawn from the symbols above the digits, so only
     the key holds digits. The digits differ per row, the position does not.
     """
-    batch_size = check_int("batch_size", batch_size, minimum=1)
-    n_digits = check_int("n_digits", n_digits, minimum=1)
-    length = check_int("length", length, minimum=1)
-    if not 0.0 <= depth <= 1.0:  # also refuses NaN
-        raise ValueError(f"depth must lie in [0, 1] (0 = start, 1 = end), got {depth!r}.")
-    if length < passkey_min_length(n_digits):
-        raise ValueError(f"length={length} cannot hold a {n_digits}-digit key with its markers and "
-                         f"the query; length must be at least {passkey_min_length(n_digits)}.")
+    batch_size, length, n_digits = _check_passkey(batch_size, length, depth, n_digits)
     vocab_size = _check_vocab("passkey_task", vocab_size, FIRST_SYMBOL + N_DIGIT_TOKENS + 1)
     rng = np.random.default_rng(seed)
     H = length - n_digits  # haystack length: everything before QUERY
@@ -396,14 +402,7 @@ def text_passkey_task(batch_size, length, depth, vocab_size=BYTE_VOCAB_SIZE, see
     if text is None:
         raise ValueError("text_passkey_task needs text=, a 1-D array of byte ids to use as the haystack "
                          "(for example stdlib_corpus().val).")
-    batch_size = check_int("batch_size", batch_size, minimum=1)
-    n_digits = check_int("n_digits", n_digits, minimum=1)
-    length = check_int("length", length, minimum=1)
-    if not 0.0 <= depth <= 1.0:  # also refuses NaN
-        raise ValueError(f"depth must lie in [0, 1] (0 = start, 1 = end), got {depth!r}.")
-    if length < passkey_min_length(n_digits):
-        raise ValueError(f"length={length} cannot hold a {n_digits}-digit key with its markers and "
-                         f"the query; length must be at least {passkey_min_length(n_digits)}.")
+    batch_size, length, n_digits = _check_passkey(batch_size, length, depth, n_digits)
     if vocab_size != BYTE_VOCAB_SIZE:
         raise ValueError(f"text_passkey_task works on bytes, so vocab_size must be {BYTE_VOCAB_SIZE}, got {vocab_size}.")
     text = np.asarray(to_numpy(text))
