@@ -517,9 +517,9 @@ LLAMA3_NEEDS = {"rope_type": "llama3", "factor": 2.0, "high_freq_factor": 4.0, "
      r"^rope_type 'ntk' rescales the base by s\^\(d/\(d-2\)\), which needs a rotary dimension above 2; got 2\.$"),
     ({"rope_type": "dynamic", "factor": 2.0}, dict(head_dim=2, seq_len=4, max_position_embeddings=2),
      r"^rope_type 'dynamic' rescales the base"),
-    (None, dict(head_dim=True), r"^head_dim must be a positive integer, got True\.$"),
-    (None, dict(head_dim=8.0), r"^head_dim must be a positive integer, got 8\.0\.$"),
-    (None, dict(head_dim=0), r"^head_dim must be a positive integer, got 0\.$"),
+    (None, dict(head_dim=True), r"^head_dim must be an integer >= 1, got True\.$"),
+    (None, dict(head_dim=8.0), r"^head_dim must be an integer >= 1, got 8\.0\.$"),
+    (None, dict(head_dim=0), r"^head_dim must be an integer >= 1, got 0\.$"),
     (None, dict(partial_rotary_factor=0), r"partial_rotary_factor must be in \(0, 1\], got 0\.$"),
     (None, dict(partial_rotary_factor=1.5), r"partial_rotary_factor must be in \(0, 1\], got 1\.5\.$"),
     (None, dict(head_dim=2, partial_rotary_factor=0.4), r"head_dim=2 with partial_rotary_factor=0\.4 gives rotary_dim=0"),
@@ -538,6 +538,6 @@ def test_ntk_needs_more_than_one_pair_but_two_are_enough():
 
 @pytest.mark.parametrize("head_dim", [0, True, 8.0, 7])
 def test_thetas_refuse_a_head_that_is_not_a_positive_even_integer(head_dim):
-    with pytest.raises(ValueError, match=rf"^head_dim is {head_dim!r}; RoPE rotates pairs, so it must be a "
-                                         r"positive even integer\.$"):
+    with pytest.raises(ValueError, match=rf"^head_dim must be an integer >= 2 and even, got {head_dim!r} \(RoPE "
+                                         r"rotates pairs of channels\)\.$"):
         thetas(head_dim, 1e4)

@@ -460,13 +460,13 @@ def test_the_public_apply_rotary_takes_a_tensor_and_its_gradient():
 
 
 @pytest.mark.parametrize("make_it, message", [
-    ("ShawRelativePosition(4, 1, k=0)", "ShawRelativePosition: shaw_k=0 must be an integer at least 1 (the clipping distance)."),
-    ("RelativePositionBias2D(2, 0)", "RelativePositionBias2D: window_size=0 must be an integer at least 1."),
-    ("DecoupledRoPE(8, 2, 1, d_rope=3)", "DecoupledRoPE: d_rope=3 must be an integer at least 2 and even (RoPE turns pairs of channels)."),
-    ("DecoupledRoPE(8, 2, 1, d_rope=0)", "DecoupledRoPE: d_rope=0 must be an integer at least 2 and even (RoPE turns pairs of channels)."),
-    ("alibi_slopes(0)", "alibi_slopes: n_heads=0 must be an integer at least 1."),
-    ("TransformerXLRelative(8, 2, 1, mem_len=0)", "transformer_xl: mem_len=0 must be an integer at least 1."),
-    ("RotaryEmbedding(3)", "RotaryEmbedding: d_head=3 must be an integer at least 2 and even (RoPE turns pairs of channels)."),
+    ("ShawRelativePosition(4, 1, k=0)", "ShawRelativePosition: shaw_k must be an integer >= 1, got 0 (the clipping distance)."),
+    ("RelativePositionBias2D(2, 0)", "RelativePositionBias2D: window_size must be an integer >= 1, got 0."),
+    ("DecoupledRoPE(8, 2, 1, d_rope=3)", "DecoupledRoPE: d_rope must be an integer >= 2 and even, got 3 (RoPE turns pairs of channels)."),
+    ("DecoupledRoPE(8, 2, 1, d_rope=0)", "DecoupledRoPE: d_rope must be an integer >= 2 and even, got 0 (RoPE turns pairs of channels)."),
+    ("alibi_slopes(0)", "alibi_slopes: n_heads must be an integer >= 1, got 0."),
+    ("TransformerXLRelative(8, 2, 1, mem_len=0)", "transformer_xl: mem_len must be an integer >= 1, got 0."),
+    ("RotaryEmbedding(3)", "RotaryEmbedding: d_head must be an integer >= 2 and even, got 3 (RoPE turns pairs of channels)."),
     ("RotaryEmbedding(8, partial_rotary_factor=0)", "RotaryEmbedding: partial_rotary_factor=0 must lie in (0, 1]."),
     ("RotaryEmbedding(8, partial_rotary_factor=1.5)", "RotaryEmbedding: partial_rotary_factor=1.5 must lie in (0, 1]."),
     ("rope_channel_permutation(8, rotary_dim=0)", "rope_channel_permutation: rotary_dim=0 must be even and in (0, d_head=8]."),
@@ -479,7 +479,7 @@ def test_the_public_apply_rotary_takes_a_tensor_and_its_gradient():
      "relative_position_bucket: max_distance=2 must exceed the 2 exact distances, or the log-spaced buckets have no "
      "range to cover."),
     ("RelativePositionBias(2, num_buckets=1, bidirectional=False)",
-     "relative_position_bucket: num_buckets=1 must be an integer at least 2."),
+     "relative_position_bucket: num_buckets must be an integer >= 2, got 1."),
 ])
 def test_bad_arguments_are_refused_in_one_exact_sentence(make_it, message):
     from mini_transformer import positional
