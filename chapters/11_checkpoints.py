@@ -81,6 +81,7 @@ import matplotlib.pyplot as plt
 from exercises import reveal, use
 from mini_transformer.autograd import Tensor, no_grad
 from mini_transformer.backend import rng, to_numpy, xp
+from mini_transformer.clinic import sharpen  # weights whose attention is far from uniform (chapter 12)
 from mini_transformer.model import GPTConfig, TinyEncoder, TinyGPT
 
 g = rng(0)  # one seeded generator for the chapter's random draws
@@ -89,25 +90,6 @@ g = rng(0)  # one seeded generator for the chapter's random draws
 def randn(*shape):
     """Standard normal float64 numbers on the active backend."""
     return g.normal(size=shape, dtype="float64")
-
-
-def sharp(model, seed=0):
-    r"""Give ``model`` weights whose attention is far from uniform, and return it (float64).
-
-    An untrained model's N(0, 0.02^2) query and key weights make every score nearly 0, so a
-    change of position changes almost nothing. Drawing ``W_qkv`` from N(0, 0.5^2) and the
-    biases from N(0, 0.1^2) gives scores of order one, as in a trained model.
-    """
-    model.to_dtype("float64")
-    r = rng(seed)
-    state = model.state_dict()
-    for name, value in state.items():
-        if name.endswith("W_qkv.weight"):
-            state[name] = r.host.normal(0.0, 0.5, size=value.shape)
-        elif name.endswith("bias"):
-            state[name] = r.host.normal(0.0, 0.1, size=value.shape)
-    model.load_state_dict(state)
-    return model
 
 
 def logits(model, ids, **kwargs):
@@ -131,7 +113,7 @@ def logits(model, ids, **kwargs):
 from mini_transformer.checkpoint import load_checkpoint, positional_signature, read_checkpoint, save_checkpoint
 
 cfg = GPTConfig(vocab_size=32, d_model=32, n_layers=2, n_heads=2, max_len=32, positional="rope")
-model = sharp(TinyGPT(cfg))
+model = sharpen(TinyGPT(cfg))
 signature = positional_signature(model)
 
 # %% tags=["nbval-check-output"]
@@ -150,7 +132,10 @@ for key, value in signature.items():
 # | scaling type, factor, attention factor, per-dimension factors | `rope_scaling` (the whole block), `rope_type` |
 # | what a position id means | `position_ids` |
 #
-# Claim C1 says each of these changes what the weights compute. Measure it: load the same
+# Claim C1 says each of these changes what the weights compute. The models of this chapter are
+# untrained, and an untrained model's query and key weights are so small that attention is nearly
+# uniform and a change of position changes almost nothing; `clinic.sharpen(model)` redraws them
+# (and the biases) at the scale of a trained model's. Measure it: load the same
 # weights into a model with one setting changed, feed both the same 32 tokens, and take the
 # largest change of any logit. (The untrained output layer keeps every logit small, so the largest
 # logit is printed too: a change as large as the logits themselves is a different model.)
@@ -175,7 +160,7 @@ for label, (saved_cfg, loaded_cfg) in changed.items():
     loaded.load_state_dict(state)
     effect[label] = float(xp.abs(logits(loaded, ids) - logits(saved, ids)).max())
 effect["position ids shifted by 5 (RoPE)"] = float(xp.abs(logits(model, ids, offset=5) - reference).max())
-learned = sharp(TinyGPT(replace(cfg, positional="learned", max_len=64)))
+learned = sharpen(TinyGPT(replace(cfg, positional="learned", max_len=64)))
 effect["position ids shifted by 5 (learned table)"] = float(
     xp.abs(logits(learned, ids, offset=5) - logits(learned, ids)).max())
 
@@ -300,7 +285,7 @@ assert split_score(3, 1)[1] == split_score(3, 2)[1] == split_score(103, 101)[1]
 # same model with rotate-half code:
 
 # %%
-trained = sharp(TinyGPT(replace(cfg, extra={"rope_interleaved": True})), seed=1)
+trained = sharpen(TinyGPT(replace(cfg, extra={"rope_interleaved": True})), seed=1)
 checkpoint = trained.state_dict()
 served = TinyGPT(cfg).to_dtype("float64")
 served.load_state_dict(checkpoint)  # shapes match, nothing complains
@@ -359,7 +344,7 @@ served.load_state_dict(port_state(checkpoint, cfg.n_heads, cfg.d_head))
 ported = float(xp.abs(logits(served, ids) - logits(trained, ids)).max())
 
 partial_cfg = replace(cfg, extra={"partial_rotary_factor": 0.5})
-trained_partial = sharp(TinyGPT(replace(cfg, extra={"rope_interleaved": True, "partial_rotary_factor": 0.5})), seed=2)
+trained_partial = sharpen(TinyGPT(replace(cfg, extra={"rope_interleaved": True, "partial_rotary_factor": 0.5})), seed=2)
 served_partial = TinyGPT(partial_cfg).to_dtype("float64")
 served_partial.load_state_dict(port_state(trained_partial.state_dict(), cfg.n_heads, cfg.d_head, 8))
 ported_partial = float(xp.abs(logits(served_partial, ids) - logits(trained_partial, ids)).max())
@@ -633,7 +618,7 @@ def layer_outputs(encoder, ids):
 order_change = {}
 for name, layers in [("NoPE in both layers", []), ("RoPE in layer 0, NoPE in layer 1", [0]),
                      ("NoPE in layer 0, RoPE in layer 1", [1]), ("RoPE in both layers", [0, 1])]:
-    encoder = sharp(TinyEncoder(enc_cfg))
+    encoder = sharpen(TinyEncoder(enc_cfg))
     encoder.positional = RoPEInLayers(enc_cfg.d_head, layers)
     encoder.positional.kernels = encoder.kernels
     plain, mixed = layer_outputs(encoder, enc_ids), layer_outputs(encoder, enc_ids[:, shuffle])

@@ -94,22 +94,29 @@ def _model(cfg, state):
     return model
 
 
-def _checkpoint(seed):
-    r"""The weights of the healthy model: the library's initialisation, with q, k (and biases) drawn larger.
+def sharpen(model, seed=0):
+    r"""Give ``model`` weights whose attention is far from uniform, in float64; return it.
 
     At the default N(0, 0.02^2) an untrained model's scores are all near 0 and attention is
-    nearly uniform, so position changes almost nothing; N(0, 0.5^2) for W_qkv makes the scores
-    of order one and attention sharp, as in a trained model.
+    nearly uniform, so a change of position changes almost nothing. Drawing ``W_qkv`` from
+    N(0, 0.5^2) and every bias from N(0, 0.1^2) (from ``rng(seed)``) makes the scores of order
+    one and attention sharp, as in a trained model. The other weights stay as they were.
     """
-    model = TinyGPT(_config(seed)).to_dtype("float64")
-    g = rng(1000 + seed)
+    model.to_dtype("float64")
+    g = rng(seed)
     state = model.state_dict()
     for name, value in state.items():
         if name.endswith("W_qkv.weight"):
             state[name] = g.host.normal(0.0, 0.5, size=value.shape)
         elif name.endswith("bias"):
             state[name] = g.host.normal(0.0, 0.1, size=value.shape)
-    return state
+    model.load_state_dict(state)
+    return model
+
+
+def _checkpoint(seed):
+    """The weights of the healthy model: the library's initialisation, sharpened (``sharpen``)."""
+    return sharpen(TinyGPT(_config(seed)), 1000 + seed).state_dict()
 
 
 def make_patient(seed=0):

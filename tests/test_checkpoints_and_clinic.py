@@ -141,6 +141,17 @@ def test_the_healthy_patient():
     assert p.model is not p.source
 
 
+def test_sharpen_draws_attention_weights_at_a_trained_scale():
+    model = clinic.sharpen(TinyGPT(GPTConfig(d_model=32, n_heads=2, n_layers=2)), seed=3)
+    state = model.state_dict()
+    w = np.concatenate([state[f"blocks.{i}.attn.W_qkv.weight"].ravel() for i in range(2)])   # 2 x 32 x 96 draws
+    assert abs(w.std() - 0.5) < 0.02 and abs(w.mean()) < 0.02
+    biases = np.concatenate([v.ravel() for k, v in state.items() if k.endswith("bias")])
+    assert abs(biases.std() - 0.1) < 0.01
+    assert state["tok.weight"].std() < 0.03                         # the rest keeps the library's N(0, 0.02^2)
+    assert all(p.data.dtype == np.float64 for p in model.parameters())
+
+
 def test_position_reset_gives_the_decoded_token_position_zero():
     p = clinic.make_planted("position_reset")
     cache = p.model.new_cache()
