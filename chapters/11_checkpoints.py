@@ -173,8 +173,8 @@ assert effect["max_len 32 -> 64, no scaling"] == 0.0 and effect["max_len 32 -> 6
 assert effect["position ids shifted by 5 (RoPE)"] < 1e-12 < 0.1 < effect["position ids shifted by 5 (learned table)"]
 
 # %% [markdown]
-# Every setting of RoPE's own changes the logits by 0.16 to 0.30, as much as the logits
-# themselves (at most 0.32): the same weights, a different model. Two results are subtler than the survey's list.
+# The base, the rotary width, the pairing and the scaling each change the logits by 0.20 to
+# 0.30, as much as the logits themselves (at most 0.32): the same weights, a different model. Two results are subtler than the survey's list.
 #
 # * The training length matters through the scaling. With no scaling block, `max_len` changes
 #   nothing RoPE computes (0.0); with YaRN it sets where the ramp between interpolated and kept

@@ -325,12 +325,12 @@ assert m["6. NTK (a larger base) at 4L: zero-shot, after 150 steps at 4L"][0] > 
     m["6. NTK (a larger base) at 4L: zero-shot, after 150 steps at 4L"][1] + 0.5
 
 # %% [markdown]
-# All six corrections hold here: an encoder with no position changes by 6e-16 under a shuffle
+# All six corrections hold here: an encoder with no position changes by 6.5e-16 under a shuffle
 # while a decoder changes by 0.35 to 0.72; the sinusoidal dot product is the same at offsets
 # (3, 1) and (103, 101); a rotated query moves with its position; RoPE computes at $8L$ and scores
 # 3.17 there against 1.53 at $L$, and its passkey retrieval holds only up to $L$; the score of a
-# vector against itself goes *up* at 66 of 199 steps (53.5 at distance 0, 43.3 at 10, 24 at 50); and NTK's larger base leaves 2.17 nats at
-# $4L$ until a fine-tune brings it to 1.45.
+# vector against itself goes *up* at 66 of 199 steps (53.5 at distance 0, 43.3 at 10, 24 at 50);
+# and NTK's larger base leaves 2.16 nats at $4L$ until a fine-tune brings it to 1.45.
 #
 # ## 4. Open problems, and where this workbook touched them
 #
