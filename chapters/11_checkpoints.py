@@ -894,7 +894,9 @@ assert all(critical_pair(MODELS[name]) == describe_model(name)["critical_dimensi
 # ## 10. Where next
 #
 # * The exercises: [`exercises/checkpoints.py`](../exercises/checkpoints.py), 11.1 to 11.4. Grade
-#   them with `python -m exercises grade checkpoints` (one at a time with `--exercise 11.N`).
+#   them with `python -m exercises grade checkpoints` (one at a time with `--exercise 11.N`). The
+#   drills (`python -m exercises drill rope`) keep RoPE itself, both halves of every port, in your
+#   fingers.
 # * The library's side: `checkpoint.py` (the signature and the refusal), `positional/rope.py`
 #   (`rope_channel_permutation`, the permutation of one head), `positional/decoupled_rope.py`,
 #   `model_configs.py` (`MODELS`, `describe_model`). RoPE's fast kernel, both conventions and
