@@ -1,24 +1,21 @@
 r"""The failure-mode clinic: a healthy model as it is served, and six copies with one positional bug each.
 
-The book's failure table (chapter 12) has six rows, each a symptom, its cause and a check:
+The book's failure table (chapter 12) has six rows, each a symptom, its cause and a check; each
+planted bug here is one row's cause:
 
-====================  =====================================================  =============================
-planted bug           symptom (cause)                                        the table's check
-====================  =====================================================  =============================
-``position_reset``    cached generation degrades after a few tokens          cached logits equal the full
-                      (the position index resets to 0 during decode)         forward's, at every step
-``angles_out_of_range``  the loss explodes past the training length         evaluate at 1x, 1.5x, 2x the
-                      (RoPE angles the model never saw: the checkpoint's     training length
-                      scaling block was dropped when the model was built)
-``pairing_mismatch``  a ported checkpoint produces garbage (the RoPE          compare with the reference
-                      pairing convention differs)                            implementation
-``recency_bias``      retrieval fails while perplexity looks fine (a         a needle probe, not perplexity
-                      monotone distance penalty on the scores)
-``sinks_evicted``     sliding-window attention collapses (the first tokens   keep the first 4 tokens
-                      are evicted)
-``position_ignored``  the model ignores position entirely (the encoding      shuffle the input: outputs
-                      never reaches attention)                               must change
-====================  =====================================================  =============================
+* ``position_reset``: cached generation degrades after a few tokens (the position index resets
+  to 0 during decode); check that cached logits equal the full forward's at every step.
+* ``angles_out_of_range``: the loss explodes past the training length (RoPE angles the model
+  never saw: the checkpoint's scaling block was dropped when the model was rebuilt); evaluate
+  at 1x, 1.5x, 2x the training length, or check the angles.
+* ``pairing_mismatch``: a ported checkpoint produces garbage (the RoPE pairing convention
+  differs); compare with the reference implementation.
+* ``recency_bias``: retrieval fails while perplexity looks fine (a monotone distance penalty on
+  the scores); probe with a needle, not perplexity.
+* ``sinks_evicted``: sliding-window attention collapses (the first tokens are evicted); keep
+  the first 4 tokens.
+* ``position_ignored``: the model ignores position entirely (the encoding never reaches
+  attention); shuffle the input, and the outputs must change.
 
 A **patient** (``Patient``) is what a check examines: the served ``model``, the ``source`` it
 was loaded from (the checkpoint as trained, in its own code), the length it was trained at,
