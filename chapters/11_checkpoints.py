@@ -174,7 +174,8 @@ assert effect["position ids shifted by 5 (RoPE)"] < 1e-12 < 0.1 < effect["positi
 
 # %% [markdown]
 # The base, the rotary width, the pairing and the scaling each change the logits by 0.20 to
-# 0.30, as much as the logits themselves (at most 0.32): the same weights, a different model. Two results are subtler than the survey's list.
+# 0.30, as much as the logits themselves (at most 0.32): the same weights, a different model.
+# Two results are subtler than the survey's list.
 #
 # * The training length matters through the scaling. With no scaling block, `max_len` changes
 #   nothing RoPE computes (0.0); with YaRN it sets where the ramp between interpolated and kept
@@ -628,9 +629,9 @@ for name, layers in [("NoPE in both layers", []), ("RoPE in layer 0, NoPE in lay
 print("relative change of each layer's output under a shuffle, beyond the shuffle itself")
 for name, (first, second) in order_change.items():
     print(f"{name:<36} layer 0: {first:.1e}   layer 1: {second:.1e}")
-c = order_change
-assert max(c["NoPE in both layers"]) < 1e-12 and c["NoPE in layer 0, RoPE in layer 1"][0] < 1e-12
-assert c["RoPE in layer 0, NoPE in layer 1"][1] > 0.1 and c["NoPE in layer 0, RoPE in layer 1"][1] > 0.1
+gap = order_change
+assert max(gap["NoPE in both layers"]) < 1e-12 and gap["NoPE in layer 0, RoPE in layer 1"][0] < 1e-12
+assert gap["RoPE in layer 0, NoPE in layer 1"][1] > 0.1 and gap["NoPE in layer 0, RoPE in layer 1"][1] > 0.1
 
 # %%
 fig, ax = plt.subplots(figsize=(6, 3))
