@@ -63,6 +63,10 @@ assert same_after_port(1, 8)
     ("checkpoints", "test_port", "attention_maps_of_small_heads"): PORT_SETUP + """
 assert same_after_port(4, 4, random_biases=False, compare="attention")
 """,
+    # several heads of 8, every channel turns, logits compared, but a fresh model's zero biases
+    ("checkpoints", "test_port", "zero_biases"): PORT_SETUP + """
+assert same_after_port(4, 8, random_biases=False)
+""",
     ("checkpoints", "test_port", "reference_body"): None,
     # checks only the prefill: the decode path never runs
     ("clinic", "check_cache", "prefill_only"): """
@@ -72,6 +76,25 @@ with no_grad():
     full = model(ids).data
     cached = model(ids, cache=model.new_cache()).data
 assert xp.allclose(full, cached, atol=1e-9)
+""",
+    # compares the greedy tokens only: on these patients the reset moves the logits but not their argmax
+    ("clinic", "check_cache", "argmax_only"): """
+model = make_patient().model
+ids = rng(1).integers(0, 16, (1, 10))
+with no_grad():
+    full = model(ids).data
+    cache = model.new_cache()
+    steps = [model(ids[:, :4], cache=cache).data] + [model(ids[:, t:t + 1], cache=cache).data for t in range(4, 10)]
+assert xp.array_equal(full.argmax(-1), xp.concatenate(steps, axis=1).argmax(-1))
+""",
+    # a new cache for every token: each decodes alone, at position 0, with nothing before it
+    ("clinic", "check_cache", "fresh_cache_every_step"): """
+model = make_patient().model
+ids = rng(1).integers(0, 16, (1, 10))
+with no_grad():
+    full = model(ids).data
+    steps = [model(ids[:, t:t + 1], cache=model.new_cache()).data for t in range(10)]
+assert xp.allclose(full, xp.concatenate(steps, axis=1), atol=1e-9)
 """,
     ("clinic", "check_cache", "reference_body"): None,
     # the bound of the last trained position, (train_len - 1) theta: position interpolation lands just past it
@@ -83,6 +106,22 @@ served = p.model.positional.rotary.inv_freq
 slow = 2 * math.pi / trained > p.train_len
 assert xp.all((p.serve_len - 1) * served[slow] <= (p.train_len - 1) * trained[slow])
 """,
+    # checks the angles at the training length: every model, scaled or not, stays in range there
+    ("clinic", "check_angles", "at_the_training_length"): """
+p = make_patient()
+d = p.model.cfg.d_head
+trained = p.model.cfg.rope_base ** (-xp.arange(0, d, 2) / d)
+served = p.model.positional.rotary.inv_freq
+slow = 2 * math.pi / trained > p.train_len
+assert xp.all((p.train_len - 1) * served[slow] <= p.train_len * trained[slow])
+""",
+    # asserts the served frequencies are the trained ones: the healthy patient interpolates by 4
+    ("clinic", "check_angles", "served_equals_trained"): """
+p = make_patient()
+d = p.model.cfg.d_head
+trained = p.model.cfg.rope_base ** (-xp.arange(0, d, 2) / d)
+assert xp.allclose(p.model.positional.rotary.inv_freq, trained)
+""",
     ("clinic", "check_angles", "reference_body"): None,
     # compares on one token: at position 0 every rotation is the identity
     ("clinic", "check_port", "one_token"): """
@@ -90,6 +129,22 @@ p = make_patient()
 ids = rng(2).integers(0, 16, (3, 1))
 with no_grad():
     assert xp.allclose(p.model(ids).data, p.source(ids).data, atol=1e-9)
+""",
+    # a tolerance of 0.5: the logits of an untrained model are smaller than that
+    ("clinic", "check_port", "loose_tolerance"): """
+p = make_patient()
+ids = rng(2).integers(0, 16, (2, p.train_len))
+with no_grad():
+    assert xp.allclose(p.model(ids).data, p.source(ids).data, atol=0.5)
+""",
+    # the reference built from the config but never given the checkpoint's weights
+    ("clinic", "check_port", "reference_without_weights"): """
+from mini_transformer.model import TinyGPT
+p = make_patient()
+ids = rng(2).integers(0, 16, (2, p.train_len))
+reference = TinyGPT(p.model.cfg).to_dtype("float64")
+with no_grad():
+    assert xp.allclose(p.model(ids).data, reference(ids).data, atol=1e-9)
 """,
     ("clinic", "check_port", "reference_body"): None,
     # a needle equal to the query, at the far end: RoPE itself turns the match away at that distance
@@ -102,6 +157,22 @@ keys = 0.3 * g.normal(size=(1, H, T, d))
 keys[:, :, :1] = needle
 probs = attention_probe(p.model, needle, keys, xp.arange(T - 1, T), xp.arange(T))
 assert xp.all(probs[0, :, 0, 0] > 0.5)
+""",
+    # probes one head, the last: ALiBi's slopes fall with the head index, and the last head's is gentle
+    ("clinic", "check_reach", "last_head_only"): """
+p = make_patient()
+cfg, T = p.model.cfg, p.serve_len
+q, k = xp.zeros((1, cfg.n_heads, 1, cfg.d_head)), xp.zeros((1, cfg.n_heads, T, cfg.d_head))
+probs = attention_probe(p.model, q, k, xp.arange(T - 1, T), xp.arange(T))
+assert probs[0, -1, 0, 0] >= 0.5 / T
+""",
+    # probes at the training length: over 16 tokens even the steep head still reaches the first
+    ("clinic", "check_reach", "at_the_training_length"): """
+p = make_patient()
+cfg, T = p.model.cfg, p.train_len
+q, k = xp.zeros((1, cfg.n_heads, 1, cfg.d_head)), xp.zeros((1, cfg.n_heads, T, cfg.d_head))
+probs = attention_probe(p.model, q, k, xp.arange(T - 1, T), xp.arange(T))
+assert xp.all(probs[0, :, 0, 0] >= 0.5 / T)
 """,
     ("clinic", "check_reach", "reference_body"): None,
     # compares with a fresh forward over the window alone, forgetting the sinks it should keep
@@ -117,6 +188,31 @@ with no_grad():
     fresh = m(ids[:, N - 1 - W:]).data[:, -1]
 assert xp.allclose(last, fresh, atol=1e-9)
 """,
+    # a stream no longer than the window: nothing is ever evicted, sinks or not
+    ("clinic", "check_sinks", "no_eviction_yet"): """
+p = make_patient()
+m, W, S = p.model, p.window, p.n_sink
+ids = rng(4).integers(0, 16, (1, W))
+with no_grad():
+    cache = m.new_cache(window=W, n_sink=S, positions="slot")
+    for t in range(W):
+        last = m(ids[:, t:t + 1], cache=cache).data[:, -1]
+    fresh = m(ids).data[:, -1]
+assert xp.allclose(last, fresh, atol=1e-9)
+""",
+    # streams with text positions, then compares with a fresh forward, which numbers the kept tokens by slot
+    ("clinic", "check_sinks", "text_positions"): """
+p = make_patient()
+m, W, S = p.model, p.window, p.n_sink
+ids = rng(4).integers(0, 16, (1, S + W + 6))
+N = ids.shape[1]
+with no_grad():
+    cache = m.new_cache(window=W, n_sink=S, positions="text")
+    for t in range(N):
+        last = m(ids[:, t:t + 1], cache=cache).data[:, -1]
+    fresh = m(xp.concatenate([ids[:, :S], ids[:, N - 1 - W:]], axis=1)).data[:, -1]
+assert xp.allclose(last, fresh, atol=1e-9)
+""",
     ("clinic", "check_sinks", "reference_body"): None,
     # shuffles every token and looks at every position: the causal mask changes them anyway
     ("clinic", "check_shuffle", "full_shuffle_any_position"): """
@@ -126,6 +222,25 @@ perm = rng(6).permutation(p.train_len)
 with no_grad():
     a, b = p.model(ids).data, p.model(ids[:, perm]).data
 assert not xp.allclose(a, b)
+""",
+    # shuffles the last token too and looks at the last position: it is another token now
+    ("clinic", "check_shuffle", "last_token_moved_too"): """
+p = make_patient()
+ids = rng(5).integers(0, 16, (1, p.train_len))
+perm = rng(6).permutation(p.train_len)
+with no_grad():
+    a, b = p.model(ids).data[:, -1], p.model(ids[:, perm]).data[:, -1]
+assert not xp.allclose(a, b)
+""",
+    # the right shuffle, the wrong direction: asserts the last logits stay the same
+    ("clinic", "check_shuffle", "asserts_unchanged"): """
+p = make_patient()
+T = p.train_len
+ids = rng(5).integers(0, 16, (1, T))
+perm = xp.concatenate([rng(6).permutation(T - 1), [T - 1]])
+with no_grad():
+    a, b = p.model(ids).data[:, -1], p.model(ids[:, perm]).data[:, -1]
+assert xp.allclose(a, b)
 """,
     ("clinic", "check_shuffle", "reference_body"): None,
 }
@@ -163,6 +278,12 @@ def test_one_head_lets_the_cross_head_mistakes_through(graded):
     assert "What catches it: port a model with several heads" in r["message"]
 
 
+def test_a_fresh_model_hides_the_forgotten_bias(graded):
+    r = graded["checkpoints", "test_port", "zero_biases"]
+    assert (r["status"], r["kind"]) == ("fail", "weak_test"), r["message"]
+    assert got_away(r) == {"bias_forgotten", "rotary_dim_ignored"}, r["message"]
+
+
 def test_attention_maps_of_small_heads_miss_four(graded):
     r = graded["checkpoints", "test_port", "attention_maps_of_small_heads"]
     assert (r["status"], r["kind"]) == ("fail", "weak_test"), r["message"]
@@ -186,8 +307,11 @@ def test_each_reference_check_catches_its_bug_and_reports_the_others(graded, che
     assert f"Also caught, of the 5 it is not meant for: {', '.join(also) or 'none'}." in r["message"]
 
 
-@pytest.mark.parametrize("check, style", [("check_cache", "prefill_only"), ("check_port", "one_token"),
-                                          ("check_shuffle", "full_shuffle_any_position")])
+@pytest.mark.parametrize("check, style", [
+    ("check_cache", "prefill_only"), ("check_cache", "argmax_only"), ("check_angles", "at_the_training_length"),
+    ("check_port", "one_token"), ("check_port", "loose_tolerance"), ("check_reach", "last_head_only"),
+    ("check_reach", "at_the_training_length"), ("check_sinks", "no_eviction_yet"),
+    ("check_shuffle", "full_shuffle_any_position"), ("check_shuffle", "last_token_moved_too")])
 def test_a_check_that_cannot_see_its_bug_is_weak(graded, check, style):
     r = graded["clinic", check, style]
     assert (r["status"], r["kind"], r["caught"]) == ("fail", "weak_test", [0, 1]), r["message"]
@@ -195,9 +319,11 @@ def test_a_check_that_cannot_see_its_bug_is_weak(graded, check, style):
     assert summary(r) == "fail: weak test (caught 0 of 1)"
 
 
-@pytest.mark.parametrize("check, style", [("check_angles", "one_position_too_strict"),
-                                          ("check_reach", "needle_with_content"),
-                                          ("check_sinks", "window_without_sinks")])
+@pytest.mark.parametrize("check, style", [
+    ("check_cache", "fresh_cache_every_step"), ("check_angles", "one_position_too_strict"),
+    ("check_angles", "served_equals_trained"), ("check_port", "reference_without_weights"),
+    ("check_reach", "needle_with_content"), ("check_sinks", "window_without_sinks"),
+    ("check_sinks", "text_positions"), ("check_shuffle", "asserts_unchanged")])
 def test_a_check_that_fails_the_healthy_patient_is_told_so(graded, check, style):
     r = graded["clinic", check, style]
     assert (r["status"], r["kind"]) == ("fail", "fails_reference"), r["message"]
