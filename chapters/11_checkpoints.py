@@ -70,7 +70,6 @@
 # (`GPTConfig.kernels="reference"`, the default: the code the chapters show).
 
 # %%
-import json
 import math
 import os
 import tempfile

@@ -68,29 +68,20 @@
 # runs the reference kernels (`GPTConfig.kernels="reference"`, the default).
 
 # %%
-import json
 import math
-import os
 
 import matplotlib.pyplot as plt
 
 from exercises import reveal, use
 from mini_transformer.autograd import no_grad
-from mini_transformer.backend import rng, to_numpy, xp
-from mini_transformer.experiments.common import RESULTS
+from mini_transformer.backend import rng, xp
+from mini_transformer.experiments.common import load_result  # results/NAME.json, as the run saved it
 
-
-def result(name):
-    """A committed experiment's results, from mini_transformer/experiments/results/NAME.json."""
-    with open(os.path.join(RESULTS, f"{name}.json")) as f:
-        return json.load(f)
-
-
-short_long = result("train_short_test_long")
-extension = result("context_extension")
-t5_vs_learned = result("relative_bias_generalisation")
-sinks = result("attention_sinks")
-permutation = result("permutation")
+short_long = load_result("train_short_test_long")
+extension = load_result("context_extension")
+t5_vs_learned = load_result("relative_bias_generalisation")
+sinks = load_result("attention_sinks")
+permutation = load_result("permutation")
 
 # %% [markdown]
 # ## 1. The decision guide, with the evidence beside it
