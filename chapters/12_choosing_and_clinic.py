@@ -761,6 +761,43 @@ for name, sick in [("healthy", clinic.make_patient()), ("recency_bias", clinic.m
 # </details>
 
 # %% [markdown]
+# **6.** A reader's `check_cache` compares the greedy tokens (the argmax of the logits) of the
+# cached and the full run, since generation only keeps those. The grader calls it weak: the
+# position-reset patient gets past it. How can a reset that breaks every decode step leave the
+# greedy tokens alone?
+
+# %% tags=["answer"]
+def generated(model, ids, prefill=4):
+    """Logits the way generation computes them: a prefill, then one token per call, one cache."""
+    with no_grad():
+        cache = model.new_cache()
+        steps = [model(ids[:, :prefill], cache=cache).data]
+        steps += [model(ids[:, t:t + 1], cache=cache).data for t in range(prefill, ids.shape[1])]
+    return xp.concatenate(steps, axis=1)                                   # (B, T, vocab)
+
+
+ids16 = rng(1).integers(0, 16, (2, 16))
+for name, sick in [("healthy", clinic.make_patient()), ("position_reset", clinic.make_planted("position_reset"))]:
+    with no_grad():
+        full = sick.model(ids16).data
+    cached = generated(sick.model, ids16)
+    drift = float(xp.abs(cached - full).max())
+    same = int((cached.argmax(-1) == full.argmax(-1)).sum())
+    print(f"{name:<15} largest logit change {drift:.2g} (logits up to {float(xp.abs(full).max()):.2f}); "
+          f"greedy token the same at {same} of {full.shape[0] * full.shape[1]} positions")
+    assert (drift < 1e-12 and same == 32) if name == "healthy" else (drift > 0.1 and 28 <= same < 32)
+
+# %% [markdown] tags=["answer"]
+# <details><summary>Answer</summary>
+#
+# The reset moves the logits by 0.15, more than half their size (up to 0.25), yet the greedy
+# token changes at one position of 32. The argmax is a coarse summary: a change can be large and
+# still leave the largest logit on top. The table's symptom, generation that degrades, is what
+# this does to a trained model over many steps; a check has to see the cause on any weights, so
+# compare the logits themselves, to 1e-9.
+# </details>
+
+# %% [markdown]
 # ## 7. What the clinic could not show
 #
 # The planted patients are untrained, so two of the table's checks are replaced by a check of
