@@ -15,7 +15,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from exercises.grading import cli, gradescope, instructor, notebooks
+from exercises.grading import cli, gradescope, instructor, notebooks, syllabus
 from exercises.grading.grader import exercise_module_names
 from exercises.grading.mutants import reader_tests
 
@@ -277,3 +277,30 @@ def test_the_bundle_refuses_a_folder_inside_the_workbook_or_not_empty(tmp_path):
         gradescope.bundle(tmp_path / "full", ["t5"])
     with pytest.raises(SystemExit, match="inside the workbook"):
         gradescope.bundle(ROOT / "gradescope_bundle", ["t5"])
+
+
+# ---------------------------------------------------------------------------
+# The syllabus: minutes from the chapters' exercise headings
+# ---------------------------------------------------------------------------
+
+def test_exercise_headings_give_numbers_stars_and_minutes():
+    text = ("# ### Exercise 6.2: `apply_rotary`   ★ · 10 min\n"
+            "# ### Exercises 6.8 and 6.9: `a` and `b`   ★ · 5 min each\n"
+            "# ### Exercise 7.1: `alibi_slopes`   ★★☆ · 10 min\n"
+            "# ### Exercise 0.3: `test_x`   ★★★ · 20 min\n"
+            "# ## Exercise 9.9 in prose, not a heading · 5 min\n")
+    found = syllabus.exercises_in(text)
+    assert [(e.number, e.stars, e.minutes) for e in found] == [("6.2", 1, 10), ("6.8", 1, 5), ("6.9", 1, 5),
+                                                               ("7.1", 2, 10), ("0.3", 3, 20)]
+
+
+def test_the_syllabus_lists_every_chapter_and_sums_its_minutes():
+    table = syllabus.table()
+    for name in notebooks.chapter_names():
+        assert name in table
+    rope = syllabus.exercises_in(notebooks.chapter_path("06_rope").read_text())
+    assert [e.number for e in rope] == [f"6.{i}" for i in range(1, 12)]  # every exercise of chapter 6, once
+    line = next(l for l in table.splitlines() if l.startswith("06_rope"))
+    assert line.split()[1:4] == ["11", f"{sum(e.stars == 1 for e in rope)}/{sum(e.stars == 2 for e in rope)}/"
+                                 f"{sum(e.stars == 3 for e in rope)}", str(sum(e.minutes for e in rope))]
+    assert line.split()[-1] == "rope"

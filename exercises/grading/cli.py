@@ -11,6 +11,7 @@ r"""``python -m exercises COMMAND``: the workbook's reader and instructor comman
     grade-folder DIR --out REPORT           grade a class into REPORT.csv and REPORT.json (instructors)
                  [--all-modules | --module M1 M2 ...]   one gradebook over several exercise modules
     gradescope --out DIR [--module M ...]   a Gradescope autograder bundle (setup.sh, run_autograder)
+    syllabus [-v]                           every chapter's exercises, stars and minutes (instructors)
     cards [COUNT] [--chapter N] [--seed S] [--all] [--list]   drill the interview cards
 """
 import argparse
@@ -72,6 +73,9 @@ def main(argv=None):
     p.add_argument("--visibility", default="visible",
                    choices=("visible", "hidden", "after_due_date", "after_published"),
                    help="when students see each exercise's feedback (Gradescope's visibility)")
+
+    p = sub.add_parser("syllabus", help="every chapter's exercises, stars and minutes, for planning a course")
+    p.add_argument("-v", "--verbose", action="store_true", help="list every exercise too")
 
     p = sub.add_parser("cards", help="drill the interview cards: a question, Enter, the answer")
     p.add_argument("count", nargs="?", type=int, default=None, help="how many cards (default 1)")
@@ -184,6 +188,11 @@ def _run(parser, args, timeout):
         out = gradescope.bundle(args.out, modules_named(args.module or ["all"]), timeout=timeout,
                                 visibility=args.visibility)
         print(f"wrote the autograder bundle {out} and {out.with_suffix('.zip')}; upload the .zip to Gradescope")
+        return 0
+
+    if args.command == "syllabus":
+        from exercises.grading.syllabus import table
+        print(table(args.verbose))
         return 0
 
     if args.command == "cards":

@@ -37,7 +37,8 @@ from exercises.grading.paths import ROOT
 
 # tests that need the reference, the grader's checks or the stored chapter outputs, besides those importing solutions
 INSTRUCTOR_TESTS = {"test_grader.py", "test_instructor.py", "test_notebooks.py", "test_exercise_tools.py",
-                    "test_release.py", "test_sandbox.py", "test_reader_tests.py", "test_rough_edges.py"}
+                    "test_release.py", "test_sandbox.py", "test_reader_tests.py", "test_rough_edges.py",
+                    "test_course.py"}
 LEFT_OUT = ("solutions/", "exercises/grading/checks/", "exercises/grading/stored/", "tests/wrong_implementations/",
             "chapters/expected_outputs/")
 
