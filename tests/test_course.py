@@ -304,3 +304,23 @@ def test_the_syllabus_lists_every_chapter_and_sums_its_minutes():
     assert line.split()[1:4] == ["11", f"{sum(e.stars == 1 for e in rope)}/{sum(e.stars == 2 for e in rope)}/"
                                  f"{sum(e.stars == 3 for e in rope)}", str(sum(e.minutes for e in rope))]
     assert line.split()[-1] == "rope"
+
+
+def test_all_modules_gives_full_marks_to_the_reference_and_zero_to_what_is_missing(tmp_path):
+    folder = tmp_path / "submissions"
+    (folder / "zoe" / "exercises").mkdir(parents=True)
+    for path in (ROOT / "solutions").glob("[a-z]*.py"):  # every module's reference, as a student would hand it in
+        (folder / "zoe" / "exercises" / path.name).write_text(path.read_text())
+    (folder / "yann" / "exercises").mkdir(parents=True)  # handed in nothing
+    out = _run("grade-folder", str(folder), "--out", str(tmp_path / "book"), "--all-modules", "--timeout", TIMEOUT)
+    assert out.returncode == 0, out.stdout + out.stderr
+    with open(tmp_path / "book.csv", newline="") as f:
+        rows = {r["student"]: r for r in csv.DictReader(f)}
+    n = sum(len(instructor.targets_of(m)) for m in exercise_module_names())
+    assert (rows["zoe"]["points"], rows["zoe"]["out_of"]) == (str(n), str(n))
+    assert (rows["yann"]["points"], rows["yann"]["out_of"]) == ("0", str(n))
+    exercise_cols, mutant_cols = instructor.gradebook_columns(exercise_module_names())
+    assert len(exercise_cols) == n and all(rows["yann"][c] == "fail: missing" for c in exercise_cols)
+    for c in mutant_cols:  # every test the reader writes catches all its mutants in the reference
+        caught, _, total = rows["zoe"][c].split()
+        assert caught == total and int(total) > 0
