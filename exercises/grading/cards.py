@@ -240,5 +240,8 @@ def main(count=None, chapter=None, seed=None, every=False, list_only=False):
         print(listing(chosen))
         print(f"\n{len(chosen)} cards.")
         return 0
-    run(draw(chosen, None if every else (count or 1), seed))
+    try:
+        run(draw(chosen, None if every else (count or 1), seed))
+    except KeyboardInterrupt:  # Ctrl-C at the prompt ends the drill, without a traceback
+        print()
     return 0

@@ -199,6 +199,8 @@ def _run(parser, args, timeout):
         from exercises.grading import cards
         if args.all and args.count:
             parser.error("use either a COUNT or --all, not both.")
+        if args.count is not None and args.count < 1:
+            parser.error(f"COUNT is how many cards to draw, 1 or more; got {args.count}.")
         return cards.main(count=args.count, chapter=args.chapter, seed=args.seed, every=args.all,
                           list_only=args.list)
     return 2
