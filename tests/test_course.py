@@ -324,3 +324,14 @@ def test_all_modules_gives_full_marks_to_the_reference_and_zero_to_what_is_missi
     for c in mutant_cols:  # every test the reader writes catches all its mutants in the reference
         caught, _, total = rows["zoe"][c].split()
         assert caught == total and int(total) > 0
+
+
+def test_a_single_file_in_a_several_module_gradebook_is_missing_with_a_reason(tmp_path):
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    (folder / "bob.py").write_text(course_class.partly("t5", {"5.1"}))  # one file: which module would it be?
+    book = instructor.grade_folder_modules(folder, tmp_path / "book", ["sinusoidal", "t5"], timeout=2)
+    (bob,) = book["students"]
+    assert (bob["student"], bob["points"], bob["out_of"]) == ("bob", 0, 6)
+    assert {r["kind"] for r in bob["results"].values()} == {"missing"}
+    assert "a folder per student holding exercises/t5.py" in bob["results"]["5.1 relative_position_bucket"]["message"]
