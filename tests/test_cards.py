@@ -122,6 +122,7 @@ def test_select_takes_a_chapters_file_and_the_cards_pointing_at_it():
     deck = cards.parse(GOOD, "chapters/cards/06_x.md")
     assert [c.question for c in cards.select(deck, 3)] == ["Second question?"]
     assert len(cards.select(deck, 6)) == 2 and cards.select(deck, 4) == []
+    assert len(cards.select(deck, [3, 4])) == 1 and len(cards.select(deck, [2, 6])) == 2
 
 
 class _Terminal(io.StringIO):
@@ -160,5 +161,7 @@ def test_chapter_all_and_list():
     listed = _cli("--list")
     assert listed.returncode == 0 and f"{len(deck)} cards." in listed.stdout
     assert all(c.question in listed.stdout for c in deck) and all(c.answer not in listed.stdout for c in deck)
+    both = _cli("--list", "--chapter", "2", "3")
+    assert f"{len(cards.select(deck, [2, 3]))} cards." in both.stdout
     missing = _cli("--chapter", "99")
     assert missing.returncode != 0 and "No card points at chapter 99" in missing.stderr

@@ -2,6 +2,7 @@ r"""Interview cards: parse ``chapters/cards/NN_name.md`` and drill them from the
 
     python -m exercises cards                  # one random card: the question, Enter, the answer
     python -m exercises cards 5 --chapter 6    # five of the cards that point at chapter 6
+    python -m exercises cards --all --chapter 2 3   # every card of a session on chapters 2 and 3
     python -m exercises cards --all --seed 3   # every card, in an order you can replay
     python -m exercises cards --list           # every question, by card file
 
@@ -170,10 +171,11 @@ def unresolved(cards, chapters=None):
 
 
 def select(cards, chapter=None):
-    r"""The cards of ``chapter``: those in its card file and those whose pointer names it."""
+    r"""The cards of ``chapter`` (a number or several): those in its card file and those whose pointer names it."""
     if chapter is None:
         return list(cards)
-    return [c for c in cards if c.deck == chapter or chapter in c.chapters]
+    wanted = {chapter} if isinstance(chapter, int) else set(chapter)
+    return [c for c in cards if c.deck in wanted or wanted & set(c.chapters)]
 
 
 def draw(cards, count=1, seed=None):
@@ -234,7 +236,8 @@ def main(count=None, chapter=None, seed=None, every=False, list_only=False):
     chosen = select(cards, chapter)
     if not chosen:
         decks = sorted({c.deck for c in cards} | {n for c in cards for n in c.chapters})
-        raise SystemExit(f"No card points at chapter {chapter}; chapters with cards: "
+        asked = chapter if isinstance(chapter, int) else " or ".join(map(str, chapter))
+        raise SystemExit(f"No card points at chapter {asked}; chapters with cards: "
                          f"{', '.join(map(str, decks))}.")
     if list_only:
         print(listing(chosen))

@@ -12,7 +12,7 @@ r"""``python -m exercises COMMAND``: the workbook's reader and instructor comman
                  [--all-modules | --module M1 M2 ...]   one gradebook over several exercise modules
     gradescope --out DIR [--module M ...]   a Gradescope autograder bundle (setup.sh, run_autograder)
     syllabus [-v]                           every chapter's exercises, stars and minutes (instructors)
-    cards [COUNT] [--chapter N] [--seed S] [--all] [--list]   drill the interview cards
+    cards [COUNT] [--chapter N ...] [--seed S] [--all] [--list]   drill the interview cards
 """
 import argparse
 
@@ -79,7 +79,8 @@ def main(argv=None):
 
     p = sub.add_parser("cards", help="drill the interview cards: a question, Enter, the answer")
     p.add_argument("count", nargs="?", type=int, default=None, help="how many cards (default 1)")
-    p.add_argument("--chapter", type=int, default=None, help="only the cards of chapter N")
+    p.add_argument("--chapter", type=int, nargs="+", default=None, metavar="N",
+                   help="only the cards of chapter N (or of several: --chapter 2 3)")
     p.add_argument("--seed", type=int, default=None, help="draw the same cards again")
     p.add_argument("--all", action="store_true", help="every card (of the chapter), in a random order")
     p.add_argument("--list", action="store_true", help="list every question, by chapter, and stop")
