@@ -227,7 +227,7 @@ def test_drop_token_evicts_exactly_that_token():
 
 def test_sink_settings_run_end_to_end():
     from mini_transformer.experiments import attention_sinks as a
-    setting = a.SETTINGS[-1]                                     # repetitive, 4 layers, BOS, sigmoid
+    setting = next(s for s in a.SETTINGS if s["attention"] == "sigmoid")   # repetitive, 4 layers, BOS, sigmoid
     r = a.run_setting(setting, L=16, steps=3, stream_len=24, n_stream_rows=1, W=6, seed=0, progress=False)
     assert len(r["mass_on_position_0"]) == 4 and all(len(h) == 4 for h in r["mass_on_position_0"])
     assert all(0.0 <= m <= 1.0 for h in r["mass_on_position_0"] for m in h)
