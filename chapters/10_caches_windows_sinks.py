@@ -403,7 +403,7 @@ assert max(query_positions["slot"]) == 4 + 8 and max(query_positions["text"]) ==
 # %% tags=["nbval-check-output"]
 from mini_transformer.experiments.common import RESULTS
 
-with open(os.path.join(RESULTS, "attention_sinks.json")) as f:
+with open(os.path.join(RESULTS, "attention_sinks_settings.json")) as f:
     sinks = json.load(f)
 first = sinks["settings"][0]
 print(f"{first['name']}: trained at L = {first['train_len']}, window {sinks['window']}, "
@@ -501,12 +501,24 @@ except AssertionError as e:
 # train the tiny GPT on a repetitive corpus, plot the attention on position 0 per layer, drop
 # the first token from the cache and watch the loss.
 #
-# The experiment `python -m mini_transformer.experiments.attention_sinks` does that, and more,
-# because the first edition's model (L = 64, 2000 steps on the library's source, 2 layers)
-# formed no sink: every head put 0.02 to 0.05 of its attention on position 0, less than the
-# 0.074 of uniform causal attention (that run's JSON is in the history, commit 76ca2fc). Each
-# setting trains a RoPE `TinyGPT` at L = 32 (d_model 64, 4 heads, 400 steps: the full mode is
-# sized to fit five minutes on a shared 2-core machine) and measures three things:
+# The first edition's experiment did the first half on the library's source, not a repetitive
+# corpus: one RoPE model, 2 layers, trained at L = 64 for 2000 steps (its result is kept as
+# `attention_sinks.json`, because other chapters cite it):
+
+# %% tags=["nbval-check-output"]
+with open(os.path.join(RESULTS, "attention_sinks.json")) as f:
+    first_edition = json.load(f)
+print(f"first edition, L = {first_edition['train_len']}, {first_edition['steps']} steps: share on position 0 by layer "
+      f"and head", [[round(m, 3) for m in layer] for layer in first_edition["mass_on_position_0"]],
+      f"; uniform causal attention {first_edition['uniform_mass_on_position_0']:.3f}")
+assert max(max(h) for h in first_edition["mass_on_position_0"]) < first_edition["uniform_mass_on_position_0"]
+
+# %% [markdown]
+# No sink: every head puts less on position 0 than uniform attention would. So the experiment
+# `python -m mini_transformer.experiments.attention_sinks` now tries what the sources and the
+# literature say makes sinks appear. Each setting trains a RoPE `TinyGPT` at L = 32 (d_model
+# 64, 4 heads, 2000 steps; the full mode is sized to fit five minutes on a shared 2-core
+# machine) and measures three things:
 #
 # * the share of each head's attention on position 0, averaged over queries, against uniform
 #   causal attention ($H_{32}/32 = 0.127$), and the share of heads above 0.3, the sink
@@ -542,7 +554,7 @@ for st in sinks["settings"]:
 # %% [markdown]
 # Compare the columns within a row. The eviction windows are the first 512 bytes of each held-out
 # split; for the library's source that is a module docstring, prose that these code-trained
-# models predict worse (3.09 nats) than the code the streams read (1.98).
+# models predict worse (2.69 nats) than the code the streams read (1.71).
 
 # %%
 from mini_transformer.experiments import attention_sinks
@@ -566,34 +578,32 @@ for st in sinks["settings"]:
 print("no sink in any setting: every head under 0.15, eviction of token 0 within 0.005 of keeping it")
 
 # %% [markdown]
-# **No setting formed a sink.** Every head of every setting put between 0.065 and 0.14 of its
+# **No setting formed a sink.** Every head of every setting put between 0.06 and 0.15 of its
 # attention on position 0, around the 0.127 that uniform causal attention gives and far under
 # the 0.3 of Gu et al.'s threshold. Neither the repetitive corpus (the sources' recipe), nor
-# four layers instead of two, nor a fixed first token in every row changed that: the layer
-# means stay flat with depth, where the sources expect them to grow.
+# four layers instead of two, nor a fixed first token in every row, nor four times the training
+# (8000 steps) changed that: the layer means stay flat with depth, where the sources expect
+# them to grow.
 #
 # With no sink there is nothing for eviction to break. Late queries (t >= 16, inside L) lose at
-# at most 0.002 nats when token 0 is evicted, and about as much (within 0.005) when token 1 is
-# evicted instead.
-# Over all queries, evicting token 0 does cost something (0.168 to 0.221 on the repetitive 2-layer
-# model), but evicting token 1 costs more (0.238): that is the content the first queries lose,
-# not a sink. A window of 16 streams as well with 4 sinks as without (1.976 against 1.981 on
-# text; 0.121 against 0.122 on the repetitive corpus). Slot positions matter; sinks, here, do not.
+# most 0.003 nats when token 0 is evicted, within 0.005 of what evicting token 1 instead costs.
+# Over all queries both evictions cost something, 0.05 to 0.13 nats, and evicting token 1 costs
+# about as much as evicting token 0 or more (on the repetitive 2-layer model, 0.051 for token 0
+# and 0.106 for token 1): that is content the first queries lose, not a sink. A window of 16 streams as well with 4 sinks as without (1.710 against 1.711 on
+# text; 0.113 and 0.113 on the repetitive corpus). Slot positions matter; sinks, here, do not.
 #
-# The sigmoid model formed no sink either, as Gu et al. report, but so did every softmax model,
-# so this run cannot tell whether softmax is the cause: the test of C7 needs a softmax model
-# that forms a sink first.
+# The sigmoid model formed no sink either, as Gu et al. report, but neither did any softmax
+# model, so this run cannot tell whether softmax is the cause: the test of C7 needs a softmax
+# model that forms a sink first.
 #
 # Why none formed here, as far as these runs can say: Gu et al. saw sinks emerge in models of
 # about 60M parameters only after enough optimisation on enough data. These models have 0.13M
-# (2 layers) and 0.23M parameters (4 layers) and saw 400 steps of 16 rows of 32 bytes, about
-# 0.2M bytes, in a full mode sized to fit five minutes on a shared 2-core machine. And a byte
-# model of repetitive lines always has something to read: every byte is fixed by the few before
-# it, so no head is ever left with nothing relevant, the condition the sources' explanation
-# needs. The first edition's longer run (L = 64, 2000 steps on the library's source) found the
-# same: every head under 0.05 on position 0, against 0.074 for uniform attention. To try next:
-# many more steps, a wider model, and a task in which some heads have nothing to look up (a
-# head that only fires on a rare token).
+# (2 layers) and 0.23M parameters (4 layers); the longest run saw 8000 steps of 16 rows of 32
+# bytes, about 4M bytes. And a byte model of repetitive lines always has something to read:
+# every byte is fixed by the few before it, so no head is ever left with nothing relevant, the
+# condition the sources' explanation needs. To try next: a model hundreds of times larger,
+# far more data, and a task in which some heads have nothing to look up (a head that only
+# fires on a rare token).
 
 # %% [markdown]
 # ## 8. Check yourself
@@ -657,11 +667,11 @@ print("no sink in any setting: every head under 0.15, eviction of token 0 within
 # <details><summary>Answer</summary>
 #
 # None formed: on the library's source and on a repetitive corpus, with 2 and 4 layers, with and
-# without a fixed first token, every head put 0.065 to 0.14 of its attention on position 0, around
-# uniform (0.127), none near the 0.3 threshold; evicting token 0 cost late queries at most 0.002
-# nats, about what evicting token 1 costs (section 7). So the sources' "the direction reproduces in a
+# without a fixed first token, for 2000 and for 8000 steps, every head put 0.06 to 0.15 of its
+# attention on position 0, around uniform (0.127), none near the 0.3 threshold; evicting token 0
+# cost late queries at most 0.003 nats, about what evicting token 1 costs (section 7). So the sources' "the direction reproduces in a
 # tiny model" did not hold for these tiny models and this much training. Next: train far longer and
-# wider (Gu et al. saw sinks only after enough optimisation, at about 60M parameters), give some
+# larger (Gu et al. saw sinks only after enough optimisation, at about 60M parameters), give some
 # heads nothing to look up, and only once a softmax model has a sink, swap in sigmoid attention to
 # test whether softmax is the cause.
 # </details>
@@ -673,10 +683,10 @@ print("no sink in any setting: every head under 0.15, eviction of token 0 within
 # | --- | --- | --- | --- |
 # | C1 | padding, packing, decode must give a token one logical position; when they do not, nothing crashes (survey §5.4, §11) | positions counted from the padding change learned and sinusoidal logits at once (section 2) and leave RoPE and ALiBi unchanged inside L; positions not reset in a packed row do the same; a missing block mask changes every scheme; none raises an error | reproduces |
 # | C2 | keys rotated once at write time: cached decoding equals the full pass (book §4; survey §5.4) | learned, RoPE and ALiBi: cached and full logits agree to below 1e-10 over 24 steps in float64 (section 1) | reproduces |
-# | C3 | slot positions keep rotations in range; text positions bring extrapolation back (book §2.6, §6) | text, 2 layers, streams of 4L: window + 4 sinks 2.107 at text positions, 1.981 at slot positions; full attention 2.694; the query's slot never passes 12 with 4 sinks and a window of 8, its text position reaches 39 (section 5) | reproduces |
-# | C4 | trained models put large mass on the first tokens, growing with depth (book §2.6, exercise 6) | five settings (text; repetitive corpus, 2 and 4 layers; a fixed first token; sigmoid): every head 0.065 to 0.14 on position 0 against 0.127 for uniform attention; no sink head; flat with depth (section 7) | does not reproduce (tiny models, 400 steps) |
-# | C5 | a window that evicts the first tokens collapses; 4 sinks restore it (book §2.6, §4, §5) | window 1.976, window + 4 sinks 1.981 on text; 0.121 and 0.122 on the repetitive corpus; a window of 16 does not collapse here, because no head leans on token 0 | does not reproduce |
-# | C6 | evicting position 0 raises the loss; smaller in a tiny model, same direction (book exercise 6) | late queries: at most 0.002 nats, and evicting token 1 instead costs about the same (within 0.005) | does not reproduce |
+# | C3 | slot positions keep rotations in range; text positions bring extrapolation back (book §2.6, §6) | text, 2 layers, streams of 4L: window + 4 sinks 2.442 at text positions, 1.711 at slot positions; full attention 3.480; the query's slot never passes 12 with 4 sinks and a window of 8, its text position reaches 39 (section 5) | reproduces |
+# | C4 | trained models put large mass on the first tokens, growing with depth (book §2.6, exercise 6) | six settings (text; repetitive corpus, 2 and 4 layers; a fixed first token; sigmoid; 4x the steps): every head 0.06 to 0.15 on position 0 against 0.127 for uniform attention; no sink head; flat with depth (section 7); the first edition (L = 64, 2000 steps): 0.02 to 0.05 against 0.074 | does not reproduce (models of 0.13M to 0.23M parameters, up to 8000 steps) |
+# | C5 | a window that evicts the first tokens collapses; 4 sinks restore it (book §2.6, §4, §5) | window 1.710, window + 4 sinks 1.711 on text; 0.113 and 0.113 on the repetitive corpus; a window of 16 does not collapse here, because no head leans on token 0 | does not reproduce |
+# | C6 | evicting position 0 raises the loss; smaller in a tiny model, same direction (book exercise 6) | late queries: at most 0.003 nats, and evicting token 1 instead costs about the same (within 0.005) | does not reproduce |
 # | C7 | the sink comes from softmax normalisation (book §2.6, §6) | the sigmoid model formed no sink, but no softmax model did either, so the run cannot separate the two | not tested (needs a softmax model with a sink) |
 #
 # ## 10. Where next
@@ -688,4 +698,6 @@ print("no sink in any setting: every head under 0.15, eviction of token 0 within
 #   window=W, n_sink=4, positions="slot")`. The fast attention kernel every cached step runs
 #   with `kernels="fast"` is `mini_transformer/kernels/attention.py`.
 # * The experiment: `python -m mini_transformer.experiments.attention_sinks` (`--quick` in
-#   seconds); its settings, seeds and seconds are in `mini_transformer/experiments/results/attention_sinks.json`.
+#   seconds); its settings, seeds and seconds are in
+#   `mini_transformer/experiments/results/attention_sinks_settings.json`, the first edition's run
+#   in `attention_sinks.json` beside it.
