@@ -1,7 +1,10 @@
-r"""ALiBi, attention with linear biases (Press et al., 2022) (drill only).
+r"""ALiBi, attention with linear biases (Press et al., 2022): the functions of chapter 7's exercises.
 
 No position vectors at all: head ``h`` subtracts ``m_h * (i - j)`` from the score of query
-``i`` against key ``j``, with a fixed slope ``m_h``.
+``i`` against key ``j``, with a fixed slope ``m_h``. A causal model penalises the past keys
+(``j <= i``) and leaves the future ones to the mask; a bidirectional encoder penalises the
+distance either way, ``-m_h * |i - j|``. Biases are ``(1, H, T_q, T_k)`` and broadcast against
+scores ``(B, H, T_q, T_k)``.
 """
 from mini_transformer.backend import xp
 
@@ -22,7 +25,7 @@ def alibi_slopes(n_heads):
     Returns:
         float64 array ``(n_heads,)``.
     """
-    # BEGIN SOLUTION Drill alibi.1
+    # BEGIN SOLUTION Exercise 7.1
     if n_heads < 1:
         raise ValueError(f"n_heads must be at least 1, got {n_heads}.")
     c = 1 << (n_heads.bit_length() - 1)  # largest power of two <= n_heads
@@ -51,7 +54,7 @@ def alibi_bias(n_heads, T_q, T_k):
     Returns:
         float64 array ``(1, H, T_q, T_k)``, to add to scores ``(B, H, T_q, T_k)``.
     """
-    # BEGIN SOLUTION Drill alibi.2
+    # BEGIN SOLUTION Exercise 7.2
     if T_q > T_k:
         raise ValueError(f"T_q ({T_q}) must not exceed T_k ({T_k}): queries are the last T_q keys.")
     q_pos = xp.arange(T_k - T_q, T_k)[:, None]  # (T_q, 1) absolute query positions
@@ -59,4 +62,25 @@ def alibi_bias(n_heads, T_q, T_k):
     distance = xp.maximum(q_pos - k_pos, 0).astype(xp.float64)  # (T_q, T_k) i - j, 0 for the future
     slopes = alibi_slopes(n_heads)  # (H,)
     return -slopes[None, :, None, None] * distance[None, None, :, :]  # (1, H, T_q, T_k)
+    # END SOLUTION
+
+
+def alibi_bias_symmetric(n_heads, T):
+    r"""The encoder's ALiBi bias ``-m_h * |i - j|``: every key, past or future, pays for its distance.
+
+    A bidirectional encoder has no causal mask, so the future keys are real keys and cannot be
+    left at bias 0: they would all look as close as the query itself. Worked example, one head
+    of 2 (slope 1/16) and ``T = 3``: ``[[0, -1, -2], [-1, 0, -1], [-2, -1, 0]] / 16``.
+
+    Args:
+        n_heads: number of heads ``H``; the slopes are ``alibi_slopes(n_heads)``.
+        T: sequence length (queries and keys are the same ``T`` positions).
+
+    Returns:
+        float64 array ``(1, H, T, T)``, symmetric in its last two axes.
+    """
+    # BEGIN SOLUTION Exercise 7.3
+    pos = xp.arange(T)
+    distance = xp.abs(pos[:, None] - pos[None, :]).astype(xp.float64)  # (T, T) |i - j|
+    return -alibi_slopes(n_heads)[None, :, None, None] * distance[None, None, :, :]  # (1, H, T, T)
     # END SOLUTION

@@ -94,13 +94,13 @@ def test_drift_ignores_your_code_but_not_the_interface():
 
 def test_generate_never_overwrites_your_code(tmp_path, monkeypatch):
     monkeypatch.setattr(gen, "EXERCISES", tmp_path)
-    assert gen.generate() == ["wrote exercises/rope.py"]
+    assert "wrote exercises/rope.py" in gen.generate()  # every exercise module is written; rope is the one checked here
     path = tmp_path / "rope.py"
     assert path.read_text() == gen.generated_text("rope")
     mine = path.read_text().replace('    # TODO: Exercise 6.5\n    raise NotImplementedError("Exercise 6.5")\n',
                                     "    return 2 * math.pi * base ** (2 * xp.arange(d_head // 2) / d_head)\n")
     path.write_text(mine)
-    assert "not overwritten" in gen.generate()[0] and path.read_text() == mine
+    assert any("rope.py" in line and "not overwritten" in line for line in gen.generate()) and path.read_text() == mine
     assert gen.generate(check=True) == []  # your body is yours; the interface still matches
     gen.generate(force=True)
     assert path.read_text() == gen.generated_text("rope")
