@@ -18,6 +18,7 @@ class SideBySide:
     library: list        # training loss at every step, the library's model
     yours: list          # the same with your functions inside the model
     tolerance: float     # the largest difference that still counts as equal
+    models: tuple = ()   # the two trained models, (library's, yours)
 
     @property
     def max_difference(self):
@@ -45,7 +46,7 @@ def train_side_by_side(cfg, scheme, get_batch, steps=100, lr=3e-3, seed=0, toler
     ``get_batch(rng)`` gives ``(x, y)`` from a seeded generator; both runs draw
     the same batches from the same seed and start from the same weights.
     """
-    runs = []
+    runs, models = [], []
     for swap in (False, True):
         model = TinyGPT(cfg).to_dtype("float64")
         if swap:
@@ -54,4 +55,5 @@ def train_side_by_side(cfg, scheme, get_batch, steps=100, lr=3e-3, seed=0, toler
         result = train(model, get_batch, TrainConfig(steps=steps, lr=lr, warmup=max(1, steps // 10), seed=seed,
                                                      progress=False))
         runs.append(result.losses)
-    return SideBySide(runs[0], runs[1], tolerance)
+        models.append(model)
+    return SideBySide(runs[0], runs[1], tolerance, tuple(models))

@@ -15,25 +15,16 @@ the new dtype), so training keeps working.
 """
 import math
 
+from .. import optim
 from ..backend import to_numpy, xp
 from ..optim import unflatten
 
 
-class AdamW:
+class AdamW(optim.AdamW):
     r"""``optim.AdamW`` (same arguments, same numbers) over one flat buffer of all parameters."""
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01):
-        self.params = list(params)
-        if not self.params:
-            raise ValueError("The optimiser was given no parameters.")
-        if lr <= 0:
-            raise ValueError(f"lr must be positive, got {lr}.")
-        self.lr = lr
-        self.beta1, self.beta2 = betas
-        if not (0 <= self.beta1 < 1 and 0 <= self.beta2 < 1):
-            raise ValueError(f"betas must lie in [0, 1), got {betas}.")
-        self.eps, self.weight_decay = eps, weight_decay
-        self.t = 0
+        super().__init__(params, lr, betas, eps, weight_decay)   # the checks and settings of the reference
         self.m = self.v = None
         self._gather()
         self.decayed = []    # [start, stop) stretches of the flat buffer holding matrices, neighbours merged
@@ -59,10 +50,6 @@ class AdamW:
             p.data = self.flat[offset:offset + p.size].reshape(p.shape)
             self._windows.append(p.data)
             offset += p.size
-
-    def zero_grad(self):
-        for p in self.params:
-            p.grad = None
 
     def step(self):
         if any(p.data is not w for p, w in zip(self.params, self._windows)):
