@@ -41,7 +41,7 @@ def critical_no_two_pi(d_head, base, train_len):
 
 
 def critical_unclipped(d_head, base, train_len):
-    return 2 * max(math.ceil((d_head / 2) * math.log(train_len / (2 * math.pi), base)), 0)
+    return 2 * math.ceil((d_head / 2) * math.log(train_len / (2 * math.pi), base))  # the formula, as printed
 
 
 def critical_as_float(d_head, base, train_len):

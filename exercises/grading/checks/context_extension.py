@@ -17,7 +17,8 @@ def _critical_with(slip):
         log = math.log(length) if slip == "natural_log" else math.log(length) / math.log(base)
         x = (d_head if slip == "full_dimension" else d_head / 2) * log
         pairs = math.floor(x) if slip == "floor" else math.ceil(x)
-        pairs = max(pairs, 0) if slip == "unclipped" else min(max(pairs, 0), d_head // 2)
+        if slip != "unclipped":
+            pairs = min(max(pairs, 0), d_head // 2)
         return pairs if slip == "pair_count" else 2 * pairs
     return critical
 
@@ -51,9 +52,9 @@ CRITICAL_DIMENSION = Target("critical_dimension", "float", _critical_cases, [
           "Solve base^(2i/d) = L/(2 pi) for i: i = (d/2) ln(L/2 pi) / ln(base). Divide by ln(base)."),
     _slip("full_dimension", "d instead of d/2 in front of the logarithm",
           "theta_i = base^(-2i/d): the exponent has 2i over d, so i = (d/2) log_base(L/2 pi), not d log_base(...)."),
-    _slip("unclipped", "more dimensions than the head has",
-          "When L is long enough for every pair to turn, the formula's ceiling passes d/2 pairs; a head has only "
-          "d/2 of them, so clip the count to 0 .. d/2 (d_extra to 0 .. d_head)."),
+    _slip("unclipped", "the count is not clipped to the pairs the head has",
+          "The formula can go below 0 (L shorter than one turn of pair 0: no pair turns) or past d/2 (every "
+          "pair turns). A head has pairs 0 .. d/2 - 1 only: clip the count to 0 .. d/2, d_extra to 0 .. d_head."),
 ])
 
 
