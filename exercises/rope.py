@@ -61,17 +61,10 @@ def apply_rotary(x, cos, sin):
 
 
 class RotaryEmbedding:
-    r"""The cos and sin tables of RoPE, with optional context-extension scaling.
+    r"""The cos and sin tables of RoPE.
 
     ``theta_i = base ** (-2i / d_head)`` for pair ``i``, and position ``m`` rotates pair
     ``i`` by ``m * theta_i``.
-
-    scaling:
-        ``None``: plain RoPE.
-        ``"linear"`` (position interpolation): use position ``m / factor``.
-        ``"ntk"`` (NTK-aware): keep positions, use ``base * factor ** (d_head / (d_head - 2))``.
-        Then ``theta_0 = 1`` is unchanged and the last pair's frequency shrinks by exactly
-        ``factor``.
 
     Example::
 
@@ -80,18 +73,15 @@ class RotaryEmbedding:
         q = apply_rotary(q, cos, sin)      # q: (B, H, 16, 64)
     """
 
-    def __init__(self, d_head, base=10000.0, scaling=None, factor=1.0):
+    def __init__(self, d_head, base=10000.0):
         r"""Store the settings and the frequencies.
 
         Args:
             d_head: even head dimension.
             base: the base of the geometric frequency ladder.
-            scaling: ``None``, ``"linear"`` or ``"ntk"``.
-            factor: the context-extension factor ``s`` used by the scaling.
 
-        Sets ``self.d_head``, ``self.scaling``, ``self.factor``, ``self.base`` (the base in
-        use, after NTK scaling) and ``self.inv_freq``, the ``(d_head/2,)`` float64 array
-        of ``theta_i``.
+        Sets ``self.d_head``, ``self.base`` and ``self.inv_freq``, the ``(d_head/2,)`` float64
+        array of ``theta_i``.
         """
         # TODO: Exercise 6.3
         raise NotImplementedError("Exercise 6.3")
@@ -104,8 +94,7 @@ class RotaryEmbedding:
 
         Returns:
             ``(cos, sin)``, a tuple of two float64 arrays, each ``(T, d_head)``. Row ``t``,
-            columns ``i`` and ``i + d_head/2`` hold the angle ``(offset + t) * theta_i``
-            (divided by ``factor`` first under linear scaling).
+            columns ``i`` and ``i + d_head/2`` hold the angle ``(offset + t) * theta_i``.
         """
         # TODO: Exercise 6.3
         raise NotImplementedError("Exercise 6.3")
@@ -132,6 +121,34 @@ def relative_score(q, k, m, n, rotary):
     raise NotImplementedError("Exercise 6.4")
 
 
+def test_rope_properties(apply_rotary, RotaryEmbedding):
+    r"""A test that fails on a wrong RoPE: it checks the properties that define it.
+
+    You receive an ``apply_rotary`` and a ``RotaryEmbedding`` (the signatures of Exercises 6.2
+    and 6.3) and raise ``AssertionError`` (a plain ``assert``) when they are not RoPE. Check, on
+    numbers:
+
+    * the score of a query at position ``m`` against a key at position ``n`` depends only on
+      ``n - m`` (``(3, 1)`` scores like ``(103, 101)``), and it does depend on it (unlike ``(3, 2)``);
+    * rotating keeps the length of every vector, at every position;
+    * position 0 changes nothing;
+    * at position 1, pair ``i`` (channels ``i`` and ``i + d_head/2``) turns by
+      :math:`\theta_i = \mathrm{base}^{-2i/d_{head}}`, counter-clockwise: the vector with a 1 in
+      channel ``i`` becomes ``cos theta_i`` there and ``sin theta_i`` in channel ``i + d_head/2``.
+
+    The grader runs your test on the reference, where it must pass, and on mutants, each wrong
+    in one way a reader's code can be (a sign, an offset, a layout); a good test fails on every
+    one of them.
+
+    Args:
+        apply_rotary: a function ``(x, cos, sin) -> rotated x``, as in Exercise 6.2.
+        RotaryEmbedding: a class ``(d_head, base=10000.0, ...)`` whose instances return
+            ``(cos, sin)`` tables, as in Exercise 6.3.
+    """
+    # TODO: Exercise 6.5
+    raise NotImplementedError("Exercise 6.5")
+
+
 def wavelength_table(d_head, base=10000.0):
     r"""The wavelength of every pair, in tokens: :math:`2\pi / \theta_i = 2\pi \cdot \mathrm{base}^{2i/d_{head}}`.
 
@@ -145,8 +162,30 @@ def wavelength_table(d_head, base=10000.0):
     Returns:
         float64 array ``(d_head/2,)``, entry ``i`` for pair ``i``.
     """
-    # TODO: Exercise 6.5
-    raise NotImplementedError("Exercise 6.5")
+    # TODO: Exercise 6.6
+    raise NotImplementedError("Exercise 6.6")
+
+
+def scaled_inv_freq(d_head, base=10000.0, scaling=None, factor=1.0):
+    r"""RoPE's frequencies after context-extension scaling by ``factor`` = s.
+
+    * ``None``: the plain :math:`\theta_i = \mathrm{base}^{-2i/d_{head}}`.
+    * ``"linear"`` (position interpolation): position ``m`` becomes ``m / s``, which is the
+      same angle as frequency :math:`\theta_i / s`: every frequency divided by ``s``.
+    * ``"ntk"`` (NTK-aware): the base becomes :math:`\mathrm{base}\cdot s^{d/(d-2)}`, so
+      :math:`\theta_0 = 1` stays and the last pair's frequency shrinks by exactly ``s``.
+
+    Args:
+        d_head: even head dimension (greater than 2 for NTK).
+        base: the RoPE base.
+        scaling: ``None``, ``"linear"`` or ``"ntk"``.
+        factor: the extension factor ``s`` (at least 1).
+
+    Returns:
+        float64 array ``(d_head/2,)``.
+    """
+    # TODO: Exercise 6.7
+    raise NotImplementedError("Exercise 6.7")
 
 
 def rotate_interleaved(x):
@@ -161,8 +200,8 @@ def rotate_interleaved(x):
     Returns:
         array ``(..., d)``, same dtype as ``x``. ``x`` itself is left unchanged.
     """
-    # TODO: Exercise 6.6
-    raise NotImplementedError("Exercise 6.6")
+    # TODO: Exercise 6.8
+    raise NotImplementedError("Exercise 6.8")
 
 
 def apply_rotary_interleaved(x, cos, sin):
@@ -181,8 +220,8 @@ def apply_rotary_interleaved(x, cos, sin):
     Returns:
         array with the shape and dtype of ``x``. ``x`` itself is left unchanged.
     """
-    # TODO: Exercise 6.7
-    raise NotImplementedError("Exercise 6.7")
+    # TODO: Exercise 6.9
+    raise NotImplementedError("Exercise 6.9")
 
 
 def interleaved_to_half_permutation(d_head):
@@ -206,5 +245,49 @@ def interleaved_to_half_permutation(d_head):
     Returns:
         integer array ``(d_head,)``, a permutation of ``0 .. d_head - 1``.
     """
-    # TODO: Exercise 6.8
-    raise NotImplementedError("Exercise 6.8")
+    # TODO: Exercise 6.10
+    raise NotImplementedError("Exercise 6.10")
+
+
+def causal_attention(q, k, v, q_pos, k_pos):
+    r"""Softmax attention in which each query sees only the keys at or before its own position.
+
+    Not an exercise: the attention that Exercise 6.11 decodes through, in plain arrays.
+    :math:`\mathrm{softmax}(q k^\top / \sqrt{d_{head}})\, v`, with the score of key ``j``
+    for query ``i`` set to :math:`-\infty` where ``k_pos[j] > q_pos[i]``.
+
+    Args:
+        q: ``(..., T_q, d_head)`` queries (already rotated, for RoPE).
+        k: ``(..., T_k, d_head)`` keys (already rotated).
+        v: ``(..., T_k, d_head)`` values.
+        q_pos, k_pos: integer arrays ``(T_q,)`` and ``(T_k,)``, the positions of the queries and keys.
+
+    Returns:
+        ``(..., T_q, d_head)``.
+    """
+    scores = q @ xp.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])  # (..., T_q, T_k)
+    scores = xp.where(k_pos[None, :] <= q_pos[:, None], scores, -xp.inf)  # no peeking at the future
+    weights = xp.exp(scores - scores.max(axis=-1, keepdims=True))
+    return (weights / weights.sum(axis=-1, keepdims=True)) @ v  # (..., T_q, d_head)
+
+
+def decode(q, k, v, prefill, rotary):
+    r"""Causal attention with RoPE computed as generation computes it: the prompt at once, then one token at a time.
+
+    The first ``prefill`` tokens are rotated to positions ``0 .. prefill - 1`` and attend to
+    each other together; every later token ``t`` is rotated to its own position ``t`` and
+    attends to the cache, which holds the keys and values of every token before it, each key
+    rotated once, when its token arrived. Use ``rotary(T_new, offset=...)`` for the tables,
+    ``apply_rotary`` to rotate and ``causal_attention`` to attend.
+
+    Args:
+        q, k, v: ``(B, H, T, d_head)``, the unrotated queries, keys and values of every token.
+        prefill: how many tokens the first step takes, ``1 <= prefill <= T``.
+        rotary: a ``RotaryEmbedding(d_head)``.
+
+    Returns:
+        ``(B, H, T, d_head)``: the output at every position, equal to the full causal attention
+        of the rotated ``q`` and ``k`` over all ``T`` positions.
+    """
+    # TODO: Exercise 6.11
+    raise NotImplementedError("Exercise 6.11")

@@ -71,17 +71,10 @@ def apply_rotary(x, cos, sin):
 
 
 class RotaryEmbedding:
-    r"""The cos and sin tables of RoPE, with optional context-extension scaling.
+    r"""The cos and sin tables of RoPE.
 
     ``theta_i = base ** (-2i / d_head)`` for pair ``i``, and position ``m`` rotates pair
     ``i`` by ``m * theta_i``.
-
-    scaling:
-        ``None``: plain RoPE.
-        ``"linear"`` (position interpolation): use position ``m / factor``.
-        ``"ntk"`` (NTK-aware): keep positions, use ``base * factor ** (d_head / (d_head - 2))``.
-        Then ``theta_0 = 1`` is unchanged and the last pair's frequency shrinks by exactly
-        ``factor``.
 
     Example::
 
@@ -90,30 +83,20 @@ class RotaryEmbedding:
         q = apply_rotary(q, cos, sin)      # q: (B, H, 16, 64)
     """
 
-    def __init__(self, d_head, base=10000.0, scaling=None, factor=1.0):
+    def __init__(self, d_head, base=10000.0):
         r"""Store the settings and the frequencies.
 
         Args:
             d_head: even head dimension.
             base: the base of the geometric frequency ladder.
-            scaling: ``None``, ``"linear"`` or ``"ntk"``.
-            factor: the context-extension factor ``s`` used by the scaling.
 
-        Sets ``self.d_head``, ``self.scaling``, ``self.factor``, ``self.base`` (the base in
-        use, after NTK scaling) and ``self.inv_freq``, the ``(d_head/2,)`` float64 array
-        of ``theta_i``.
+        Sets ``self.d_head``, ``self.base`` and ``self.inv_freq``, the ``(d_head/2,)`` float64
+        array of ``theta_i``.
         """
         # BEGIN SOLUTION Exercise 6.3
         if d_head % 2 != 0:
             raise ValueError(f"d_head must be even so channels can be paired, got {d_head}.")
-        if scaling not in (None, "linear", "ntk"):
-            raise ValueError(f"scaling must be None, 'linear' or 'ntk', got {scaling!r}.")
-        if scaling == "ntk" and d_head <= 2:
-            raise ValueError("NTK scaling needs d_head > 2: its exponent is d_head / (d_head - 2).")
-        self.d_head, self.scaling, self.factor = d_head, scaling, factor
-        if scaling == "ntk":
-            base = base * factor ** (d_head / (d_head - 2))  # stretch the slow pairs, keep theta_0
-        self.base = base
+        self.d_head, self.base = d_head, base
         two_i = xp.arange(0, d_head, 2, dtype=xp.float64)  # (d_head/2,) the values 2i
         self.inv_freq = base ** (-two_i / d_head)  # (d_head/2,) theta_i
         # END SOLUTION
@@ -126,13 +109,10 @@ class RotaryEmbedding:
 
         Returns:
             ``(cos, sin)``, a tuple of two float64 arrays, each ``(T, d_head)``. Row ``t``,
-            columns ``i`` and ``i + d_head/2`` hold the angle ``(offset + t) * theta_i``
-            (divided by ``factor`` first under linear scaling).
+            columns ``i`` and ``i + d_head/2`` hold the angle ``(offset + t) * theta_i``.
         """
         # BEGIN SOLUTION Exercise 6.3
         pos = xp.arange(offset, offset + T, dtype=xp.float64)  # (T,) absolute positions
-        if self.scaling == "linear":
-            pos = pos / self.factor  # squeeze the positions back into the trained range
         angles = pos[:, None] * self.inv_freq[None, :]  # (T, d_head/2) m * theta_i
         angles = xp.concatenate([angles, angles], axis=-1)  # (T, d_head) both channels of a pair
         return xp.cos(angles), xp.sin(angles)
@@ -165,6 +145,67 @@ def relative_score(q, k, m, n, rotary):
     # END SOLUTION
 
 
+def test_rope_properties(apply_rotary, RotaryEmbedding):
+    r"""A test that fails on a wrong RoPE: it checks the properties that define it.
+
+    You receive an ``apply_rotary`` and a ``RotaryEmbedding`` (the signatures of Exercises 6.2
+    and 6.3) and raise ``AssertionError`` (a plain ``assert``) when they are not RoPE. Check, on
+    numbers:
+
+    * the score of a query at position ``m`` against a key at position ``n`` depends only on
+      ``n - m`` (``(3, 1)`` scores like ``(103, 101)``), and it does depend on it (unlike ``(3, 2)``);
+    * rotating keeps the length of every vector, at every position;
+    * position 0 changes nothing;
+    * at position 1, pair ``i`` (channels ``i`` and ``i + d_head/2``) turns by
+      :math:`\theta_i = \mathrm{base}^{-2i/d_{head}}`, counter-clockwise: the vector with a 1 in
+      channel ``i`` becomes ``cos theta_i`` there and ``sin theta_i`` in channel ``i + d_head/2``.
+
+    The grader runs your test on the reference, where it must pass, and on mutants, each wrong
+    in one way a reader's code can be (a sign, an offset, a layout); a good test fails on every
+    one of them.
+
+    Args:
+        apply_rotary: a function ``(x, cos, sin) -> rotated x``, as in Exercise 6.2.
+        RotaryEmbedding: a class ``(d_head, base=10000.0, ...)`` whose instances return
+            ``(cos, sin)`` tables, as in Exercise 6.3.
+    """
+    # BEGIN SOLUTION Exercise 6.5
+    d, base = 8, 10000.0
+    rope = RotaryEmbedding(d, base)
+    g = xp.random.default_rng(0)
+    q, k = g.standard_normal(d), g.standard_normal(d)
+
+    def rotated(v, p):  # (d,) -> (d,): v at position p
+        cos, sin = rope(1, offset=p)
+        return apply_rotary(v[None, :], cos, sin)[0]
+
+    def score(m, n):
+        return float(xp.sum(rotated(q, m) * rotated(k, n)))
+
+    for m, n, shift in [(3, 1, 100), (0, 5, 37), (7, 7, 1000)]:  # only n - m counts ...
+        assert math.isclose(score(m, n), score(m + shift, n + shift), rel_tol=1e-9, abs_tol=1e-9)
+    assert not math.isclose(score(3, 1), score(3, 2), rel_tol=1e-3)  # ... and it does count
+
+    x = g.standard_normal((2, 5, d))  # (B, T, d_head) at positions 4 .. 8
+    cos, sin = rope(5, offset=4)
+    y = apply_rotary(x, cos, sin)
+    assert y.shape == x.shape
+    assert xp.allclose(xp.linalg.norm(y, axis=-1), xp.linalg.norm(x, axis=-1), rtol=1e-12)  # lengths kept
+
+    cos, sin = rope(1)
+    assert xp.allclose(apply_rotary(x[:, :1], cos, sin), x[:, :1], rtol=0, atol=1e-15)  # position 0: no turn
+
+    cos, sin = rope(1, offset=1)
+    for i in range(d // 2):  # pair i at position 1 turns by theta_i, counter-clockwise
+        e = xp.zeros((1, d))
+        e[0, i] = 1.0
+        turned = apply_rotary(e, cos, sin)[0]
+        theta = base ** (-2 * i / d)
+        assert math.isclose(float(turned[i]), math.cos(theta), abs_tol=1e-12)
+        assert math.isclose(float(turned[i + d // 2]), math.sin(theta), abs_tol=1e-12)
+    # END SOLUTION
+
+
 def wavelength_table(d_head, base=10000.0):
     r"""The wavelength of every pair, in tokens: :math:`2\pi / \theta_i = 2\pi \cdot \mathrm{base}^{2i/d_{head}}`.
 
@@ -178,9 +219,40 @@ def wavelength_table(d_head, base=10000.0):
     Returns:
         float64 array ``(d_head/2,)``, entry ``i`` for pair ``i``.
     """
-    # BEGIN SOLUTION Exercise 6.5
+    # BEGIN SOLUTION Exercise 6.6
     i = xp.arange(d_head // 2, dtype=xp.float64)  # (d_head/2,) pair index
     return 2 * math.pi * base ** (2 * i / d_head)  # (d_head/2,) 2 pi / theta_i
+    # END SOLUTION
+
+
+def scaled_inv_freq(d_head, base=10000.0, scaling=None, factor=1.0):
+    r"""RoPE's frequencies after context-extension scaling by ``factor`` = s.
+
+    * ``None``: the plain :math:`\theta_i = \mathrm{base}^{-2i/d_{head}}`.
+    * ``"linear"`` (position interpolation): position ``m`` becomes ``m / s``, which is the
+      same angle as frequency :math:`\theta_i / s`: every frequency divided by ``s``.
+    * ``"ntk"`` (NTK-aware): the base becomes :math:`\mathrm{base}\cdot s^{d/(d-2)}`, so
+      :math:`\theta_0 = 1` stays and the last pair's frequency shrinks by exactly ``s``.
+
+    Args:
+        d_head: even head dimension (greater than 2 for NTK).
+        base: the RoPE base.
+        scaling: ``None``, ``"linear"`` or ``"ntk"``.
+        factor: the extension factor ``s`` (at least 1).
+
+    Returns:
+        float64 array ``(d_head/2,)``.
+    """
+    # BEGIN SOLUTION Exercise 6.7
+    if scaling not in (None, "linear", "ntk"):
+        raise ValueError(f"scaling must be None, 'linear' or 'ntk', got {scaling!r}.")
+    if scaling == "ntk" and d_head <= 2:
+        raise ValueError("NTK scaling needs d_head > 2: its exponent is d_head / (d_head - 2).")
+    if scaling == "ntk":
+        base = base * factor ** (d_head / (d_head - 2))  # stretch the slow pairs, keep theta_0
+    two_i = xp.arange(0, d_head, 2, dtype=xp.float64)  # (d_head/2,) the values 2i
+    inv_freq = base ** (-two_i / d_head)  # (d_head/2,) theta_i
+    return inv_freq / factor if scaling == "linear" else inv_freq  # positions m / s = frequencies theta / s
     # END SOLUTION
 
 
@@ -196,7 +268,7 @@ def rotate_interleaved(x):
     Returns:
         array ``(..., d)``, same dtype as ``x``. ``x`` itself is left unchanged.
     """
-    # BEGIN SOLUTION Exercise 6.6
+    # BEGIN SOLUTION Exercise 6.8
     if x.shape[-1] % 2 != 0:
         raise ValueError(f"rotate_interleaved needs an even last axis, got shape {x.shape}.")
     x_even = x[..., 0::2]  # (..., d/2) channels 2i
@@ -221,7 +293,7 @@ def apply_rotary_interleaved(x, cos, sin):
     Returns:
         array with the shape and dtype of ``x``. ``x`` itself is left unchanged.
     """
-    # BEGIN SOLUTION Exercise 6.7
+    # BEGIN SOLUTION Exercise 6.9
     if cos.shape != x.shape[-2:] or sin.shape != x.shape[-2:]:
         raise ValueError(f"cos and sin must be (T, d_head) = {x.shape[-2:]} to match x of shape "
                          f"{x.shape}; got cos {cos.shape} and sin {sin.shape}.")
@@ -251,10 +323,66 @@ def interleaved_to_half_permutation(d_head):
     Returns:
         integer array ``(d_head,)``, a permutation of ``0 .. d_head - 1``.
     """
-    # BEGIN SOLUTION Exercise 6.8
+    # BEGIN SOLUTION Exercise 6.10
     if d_head % 2 != 0:
         raise ValueError(f"d_head must be even so channels can be paired, got {d_head}.")
     evens = xp.arange(0, d_head, 2)  # (d_head/2,) channel 2i, the first of interleaved pair i
     odds = xp.arange(1, d_head, 2)  # (d_head/2,) channel 2i + 1, its partner
     return xp.concatenate([evens, odds])  # (d_head,) 0, 2, ..., d-2, 1, 3, ..., d-1
+    # END SOLUTION
+
+
+def causal_attention(q, k, v, q_pos, k_pos):
+    r"""Softmax attention in which each query sees only the keys at or before its own position.
+
+    Not an exercise: the attention that Exercise 6.11 decodes through, in plain arrays.
+    :math:`\mathrm{softmax}(q k^\top / \sqrt{d_{head}})\, v`, with the score of key ``j``
+    for query ``i`` set to :math:`-\infty` where ``k_pos[j] > q_pos[i]``.
+
+    Args:
+        q: ``(..., T_q, d_head)`` queries (already rotated, for RoPE).
+        k: ``(..., T_k, d_head)`` keys (already rotated).
+        v: ``(..., T_k, d_head)`` values.
+        q_pos, k_pos: integer arrays ``(T_q,)`` and ``(T_k,)``, the positions of the queries and keys.
+
+    Returns:
+        ``(..., T_q, d_head)``.
+    """
+    scores = q @ xp.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])  # (..., T_q, T_k)
+    scores = xp.where(k_pos[None, :] <= q_pos[:, None], scores, -xp.inf)  # no peeking at the future
+    weights = xp.exp(scores - scores.max(axis=-1, keepdims=True))
+    return (weights / weights.sum(axis=-1, keepdims=True)) @ v  # (..., T_q, d_head)
+
+
+def decode(q, k, v, prefill, rotary):
+    r"""Causal attention with RoPE computed as generation computes it: the prompt at once, then one token at a time.
+
+    The first ``prefill`` tokens are rotated to positions ``0 .. prefill - 1`` and attend to
+    each other together; every later token ``t`` is rotated to its own position ``t`` and
+    attends to the cache, which holds the keys and values of every token before it, each key
+    rotated once, when its token arrived. Use ``rotary(T_new, offset=...)`` for the tables,
+    ``apply_rotary`` to rotate and ``causal_attention`` to attend.
+
+    Args:
+        q, k, v: ``(B, H, T, d_head)``, the unrotated queries, keys and values of every token.
+        prefill: how many tokens the first step takes, ``1 <= prefill <= T``.
+        rotary: a ``RotaryEmbedding(d_head)``.
+
+    Returns:
+        ``(B, H, T, d_head)``: the output at every position, equal to the full causal attention
+        of the rotated ``q`` and ``k`` over all ``T`` positions.
+    """
+    # BEGIN SOLUTION Exercise 6.11
+    T = q.shape[-2]
+    cache_k = cache_v = None
+    outs = []
+    for start, stop in [(0, prefill)] + [(t, t + 1) for t in range(prefill, T)]:
+        cos, sin = rotary(stop - start, offset=start)  # the new tokens sit at positions start .. stop - 1
+        q_new = apply_rotary(q[..., start:stop, :], cos, sin)
+        k_new = apply_rotary(k[..., start:stop, :], cos, sin)  # each key rotated once, as it enters the cache
+        v_new = v[..., start:stop, :]
+        cache_k = k_new if cache_k is None else xp.concatenate([cache_k, k_new], axis=-2)
+        cache_v = v_new if cache_v is None else xp.concatenate([cache_v, v_new], axis=-2)
+        outs.append(causal_attention(q_new, cache_k, cache_v, xp.arange(start, stop), xp.arange(stop)))
+    return xp.concatenate(outs, axis=-2)  # (B, H, T, d_head)
     # END SOLUTION

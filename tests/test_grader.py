@@ -81,15 +81,31 @@ def test_rotary_tables_by_hand():
     np.testing.assert_array_equal(s, sin[5:8])
 
 
-def test_rope_scaling_modes():
-    """Linear by 2 at position 8 equals none at 4; NTK keeps theta_0 and slows the last pair by the factor."""
-    plain = rope.RotaryEmbedding(64)
-    linear = rope.RotaryEmbedding(64, scaling="linear", factor=2.0)
-    np.testing.assert_allclose(to_numpy(linear(1, offset=8)[0]), to_numpy(plain(1, offset=4)[0]), atol=1e-15)
-    ntk = rope.RotaryEmbedding(64, scaling="ntk", factor=4.0)
-    assert math.isclose(float(ntk.inv_freq[0]), 1.0)
-    assert math.isclose(float(plain.inv_freq[-1] / ntk.inv_freq[-1]), 4.0, rel_tol=1e-12)
-    assert math.isclose(ntk.base, 10000.0 * 4.0 ** (64 / 62))
+def test_scaled_inv_freq_by_hand():
+    """Linear by 2 halves every frequency; NTK keeps theta_0 = 1 and slows the last pair by exactly the factor."""
+    # d_head 8, base 10000: theta = (1, 0.1, 0.01, 0.001); linear by 2 halves each
+    np.testing.assert_allclose(to_numpy(rope.scaled_inv_freq(8, 10000.0, "linear", 2.0)),
+                               [0.5, 0.05, 0.005, 0.0005], rtol=1e-12)
+    np.testing.assert_allclose(to_numpy(rope.scaled_inv_freq(8)), [1.0, 0.1, 0.01, 0.001], rtol=1e-12)
+    # NTK by 4 at d_head 64: base' = 10000 * 4^(64/62); theta'_i = base'^(-2i/64), so theta'_31 = theta_31 / 4
+    ntk = to_numpy(rope.scaled_inv_freq(64, 10000.0, "ntk", 4.0))
+    assert math.isclose(ntk[0], 1.0)
+    assert math.isclose(10000.0 ** (-62 / 64) / ntk[-1], 4.0, rel_tol=1e-12)
+    assert math.isclose(ntk[1], (10000.0 * 4.0 ** (64 / 62)) ** (-2 / 64), rel_tol=1e-12)
+
+
+def test_decode_equals_the_full_causal_attention_by_hand():
+    """One query, two keys, d_head 2: the decoded second output is the softmax average worked out by hand."""
+    # q = k = (1, 0) at both positions, v = (1, 0) then (0, 1); theta_0 = 1 for d_head 2.
+    # Position 1 query R(1)(1, 0) = (cos 1, sin 1); keys (1, 0) and (cos 1, sin 1): scores cos 1 and 1, / sqrt 2.
+    q = np.array([[[[1.0, 0.0], [1.0, 0.0]]]])
+    v = np.array([[[[1.0, 0.0], [0.0, 1.0]]]])
+    s0, s1 = math.cos(1.0) / math.sqrt(2), 1.0 / math.sqrt(2)
+    w1 = math.exp(s1) / (math.exp(s0) + math.exp(s1))
+    for prefill in (1, 2):
+        out = to_numpy(rope.decode(q, q, v, prefill, rope.RotaryEmbedding(2)))
+        np.testing.assert_allclose(out[0, 0, 0], [1.0, 0.0], atol=1e-15)     # the first token sees only itself
+        np.testing.assert_allclose(out[0, 0, 1], [1 - w1, w1], rtol=1e-12)
 
 
 def test_wavelength_table_by_hand():
@@ -256,3 +272,55 @@ def test_feedback_never_shows_the_reference_code(wrong_results):
                  if len(lines[n].strip()) > 20}
     messages = "\n".join(r["message"] for r in wrong_results[0].values())
     assert not [line for line in code if line in messages]
+
+
+def test_numbers_show_every_digit_that_differs(wrong_results):
+    """A float32 slip used to read 'yours 0.921061, expected 0.921061'; now the digits and the gap show."""
+    msg = wrong_results[0]["apply_rotary_in_float32"]["message"]
+    m = re.search(r"yours (\S+), expected (\S+) \(off by (\S+)\)", msg)
+    assert m, msg
+    yours, expected, off = m.groups()
+    assert yours != expected and float(yours) != float(expected) and 0 < abs(float(off)) < 1e-5, msg
+
+
+# ---------------------------------------------------------------------------
+# 4. Every exercise is graded, and every mutant of a reader test is wrong in the way it says
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("module", modules())
+def test_every_marked_exercise_is_graded(module):
+    from exercises.grading.knowledge import knowledge
+    marked = {q.split(".")[0] for q in gen_labels(module)}
+    k = knowledge(module)
+    assert marked == set(k.compiled) | set(k.tests), (
+        f"solutions/{module}.py marks {sorted(marked)}; the grader checks {sorted(set(k.compiled) | set(k.tests))}")
+
+
+def gen_labels(module):
+    from exercises.grading.generate import labels_of
+    return labels_of(module)
+
+
+def _mutants():
+    from exercises.grading.mutants import modules as mutant_modules, reader_tests
+    return [(m, t.name, mutant) for m in mutant_modules() for t in reader_tests(m).values() for mutant in t.mutants]
+
+
+@pytest.mark.parametrize("module, test, mutant", _mutants(), ids=[f"{t}-{m.key}" for _, t, m in _mutants()])
+def test_every_mutant_is_wrong_in_the_way_it_says(module, test, mutant):
+    """Wrap the reference, grade the result with the wrapped exercise's own checks: it must fail, as named."""
+    import importlib
+
+    from exercises.grading.checking import case_to_wire, judge
+    from exercises.grading.knowledge import knowledge
+    from exercises.grading.worker import describe, run_cases
+    reference = importlib.import_module(f"solutions.{module}")
+    wrong = mutant.make(getattr(reference, mutant.wraps))
+    check = knowledge(module).compiled[mutant.wraps]
+    report = dict(describe(wrong, check.name, check.methods),
+                  **run_cases(wrong, check.methods, [case_to_wire(c) for c in check.cases]))
+    r = judge(check, report)
+    assert r["status"] == "fail", f"mutant {mutant.key} passes the checks of {mutant.wraps}"
+    assert r["kind"] not in ("signature", "missing", "type", "raised"), r["message"]  # right signature, one slip
+    if mutant.misconception:
+        assert r["misconception"] == mutant.misconception, r["message"]

@@ -51,23 +51,24 @@ def test_apply_rotary(each_backend, d_head, T, offset):
     assert_same(rope.apply_rotary(x, cos, sin), lib.apply_rotary(x, cos, sin))
 
 
+@pytest.mark.parametrize("d_head, base", [(8, 10000.0), (64, 10000.0), (32, 500000.0)])
+@pytest.mark.parametrize("T, offset", [(6, 0), (3, 37), (1, 4095)])
+def test_rotary_embedding_tables(each_backend, d_head, base, T, offset):
+    mine, library = rope.RotaryEmbedding(d_head, base), lib.RotaryEmbedding(d_head, base)
+    for a, b in zip(mine(T, offset=offset), library(T, offset=offset)):
+        assert_same(a, b)
+    assert_same(mine.inv_freq, library.inv_freq)
+
+
 SCALINGS = [(None, 1.0), ("linear", 4.0), ("ntk", 4.0), ("linear", 2.5), ("ntk", 8.0)]
 
 
 @pytest.mark.parametrize("scaling, factor", SCALINGS, ids=[f"{s}-{f:g}" for s, f in SCALINGS])
 @pytest.mark.parametrize("d_head, base", [(8, 10000.0), (64, 10000.0), (32, 500000.0)])
-@pytest.mark.parametrize("T, offset", [(6, 0), (3, 37), (1, 4095)])
-def test_rotary_embedding_tables(each_backend, scaling, factor, d_head, base, T, offset):
-    mine = rope.RotaryEmbedding(d_head, base, scaling=scaling, factor=factor)
+def test_scaled_inv_freq(each_backend, scaling, factor, d_head, base):
+    # the library serves every scaling method through its frequencies, so the two compare directly
     library = lib.RotaryEmbedding(d_head, base, scaling=scaling, factor=factor)
-    for a, b in zip(mine(T, offset=offset), library(T, offset=offset)):
-        assert_same(a, b)
-    if scaling == "linear":
-        # The exercise divides the positions by the factor and keeps theta_i; the library folds the
-        # factor into its frequencies (rope_scaling.py serves every method through inv_freq). Same angles.
-        assert_same(mine.inv_freq / factor, library.inv_freq)
-    else:
-        assert_same(mine.inv_freq, library.inv_freq)
+    assert_same(rope.scaled_inv_freq(d_head, base, scaling, factor), library.inv_freq)
 
 
 @pytest.mark.parametrize("d_head, base", [(8, 10000.0), (128, 10000.0), (64, 500000.0)])

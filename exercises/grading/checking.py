@@ -3,18 +3,23 @@ r"""The grader's plumbing: what a check is made of, and how an output is judged.
 A checks file, ``exercises/grading/checks/<module>.py``, lists ``TARGETS``: one ``Target`` per
 function or class the reader writes. A target has cases (fixed seeds, float64 unless the case
 is the float32 one) and misconceptions: small host-NumPy implementations of the mistakes
-readers make. ``grade_candidate`` judges the reader's object against the reference in layers
-(signature, type, shape, dtype, NaN, misconception, numbers) and never quotes code.
+readers make.
+
+The grader's process turns a target into a ``Compiled`` check, which is data only: the cases'
+inputs, the reference's outputs (from ``solutions/``) and every misconception's outputs. The
+reader's code runs elsewhere (``worker.py``) and sends back what it returned; ``judge`` then
+decides here, in layers (signature, type, shape, dtype, NaN, misconception, numbers), and its
+feedback never quotes code. A student copy of the workbook ships the compiled checks instead of
+``solutions/`` and the checks files, and grades the same way.
 """
 import copy
 import inspect
 import numbers
-import traceback
 from dataclasses import dataclass, field
 
 import numpy as np  # host NumPy: the grader compares on the host
 
-from exercises.grading.generate import function_is_stub
+from exercises.grading.wire import Opaque, Recorded, decode, encode
 
 # ---------------------------------------------------------------------------
 # What a check is made of
@@ -38,6 +43,7 @@ class Misconception:
     title: str  # shown to the reader
     hint: str  # what to look at
     impl: object  # same calling convention as the target, host NumPy
+    match_tol: tuple = None  # (rtol, atol) to recognise it; default: the tolerance of the expected dtype
 
 
 @dataclass
@@ -55,15 +61,6 @@ class Target:
     def key(self):
         return f"{self.module}.{self.name}"
 
-    @property
-    def is_class(self):
-        return bool(self.methods)
-
-    def invoke(self, impl, case):
-        if self.is_class:
-            return impl(*case.args, **case.kwargs)(*case.call_args, **case.call_kwargs)
-        return impl(*case.args, **case.kwargs)
-
 
 def normal(shape, seed, dtype=np.float64):
     """Standard normal numbers from a fixed seed, as a host array."""
@@ -78,91 +75,135 @@ def show(name, a, note=""):
     return f"{name}: shape {a.shape}, {a.dtype}{', ' + note if note else ''}"
 
 
-def _type_name(x):
-    t = type(x)
-    return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__name__}"
+def invoke(impl, case, is_class):
+    """Call ``impl`` on a case, the way the reader's code is called."""
+    if is_class:
+        return impl(*case.args, **case.kwargs)(*case.call_args, **case.call_kwargs)
+    return impl(*case.args, **case.kwargs)
+
+
+def arrays_in(case):
+    """The input arrays of a case, in a fixed order (to see whether a call wrote into them)."""
+    return [a for a in list(case.args) + list(case.kwargs.values()) + list(case.call_args)
+            + list(case.call_kwargs.values()) if isinstance(a, np.ndarray)]
+
+
+def case_to_wire(case):
+    return {"label": case.label, "show": case.show,
+            "call": encode({"args": list(case.args), "kwargs": case.kwargs, "call_args": list(case.call_args),
+                            "call_kwargs": case.call_kwargs})}
+
+
+def case_from_wire(d):
+    call = decode(d["call"])
+    return Case(d["label"], tuple(call["args"]), call["kwargs"], tuple(call["call_args"]), call["call_kwargs"],
+                d["show"])
 
 
 # ---------------------------------------------------------------------------
-# The engine: signature, type/shape/dtype, NaN, misconceptions, numbers
+# Compiled checks: data only, made in the grader's process or read from a release
 # ---------------------------------------------------------------------------
 
-class _Fail(Exception):
-    def __init__(self, kind, message, misconception=None):
-        super().__init__(message)
-        self.kind, self.message, self.misconception = kind, message, misconception
-
-
-def _result(target, label, status, kind, message, misconception=None):
-    return {"target": target.key, "label": label, "status": status, "kind": kind,
-            "misconception": misconception, "message": message}
-
-
-def _signature(obj):
+def signature_of(obj):
+    """``[[name, kind, repr(default)]]`` of a callable, or None when it has no signature."""
     try:
         sig = inspect.signature(obj)
     except (TypeError, ValueError):
         return None
-    return [(p.name, p.kind, p.default) for p in sig.parameters.values()]
+    return [[p.name, int(p.kind), repr(p.default) if p.default is not p.empty else None]
+            for p in sig.parameters.values()]
 
 
-def _fmt_sig(name, obj):
+def signature_text(name, obj):
     try:
         return f"{name}{inspect.signature(obj)}"
     except (TypeError, ValueError):
         return f"{name}(?)"
 
 
-def _signature_problems(target, obj, ref):
-    pairs = [(target.name, obj, ref)] if not target.is_class else [
-        (f"{target.name}.{m}", obj.__dict__.get(m, getattr(obj, m, None)), ref.__dict__[m]) for m in target.methods]
-    out = []
-    for name, o, r in pairs:
-        if o is None or _signature(o) != _signature(r):
-            have = _fmt_sig(name, o) if o is not None else f"no {name}"
-            out.append(f"expected {_fmt_sig(name, r)}, found {have}")
+def signatures(name, obj, methods):
+    """``{qualname: {"params", "text"}}`` of a function, or of the methods of a class the reader writes."""
+    if not methods:
+        return {name: {"params": signature_of(obj), "text": signature_text(name, obj)}}
+    out = {}
+    for m in methods:
+        meth = obj.__dict__.get(m, getattr(obj, m, None)) if isinstance(obj, type) else None
+        out[f"{name}.{m}"] = ({"params": signature_of(meth), "text": signature_text(f"{name}.{m}", meth)}
+                              if meth is not None else None)
     return out
 
 
-def _is_array(x):
-    from mini_transformer.backend import is_array
-    return is_array(x) or isinstance(x, np.ndarray)
+@dataclass
+class Compiled:
+    r"""Everything the grader's process needs to judge one target, as data."""
+    module: str
+    name: str
+    label: str
+    output: str
+    methods: tuple
+    elementwise_arg: str
+    dtype_hint: str
+    signatures: dict
+    cases: list  # [Case], inputs as host objects
+    expected: list  # the reference's outputs, normalised
+    misconceptions: list  # [{"key", "title", "hint", "match_tol", "outputs": [normalised or None]}]
+
+    @property
+    def key(self):
+        return f"{self.module}.{self.name}"
+
+    @property
+    def is_class(self):
+        return bool(self.methods)
+
+    def to_json(self):
+        return {"module": self.module, "name": self.name, "label": self.label, "output": self.output,
+                "methods": list(self.methods), "elementwise_arg": self.elementwise_arg,
+                "dtype_hint": self.dtype_hint, "signatures": self.signatures,
+                "cases": [case_to_wire(c) for c in self.cases], "expected": encode(self.expected),
+                "misconceptions": [dict(m, match_tol=list(m["match_tol"]) if m["match_tol"] else None,
+                                        outputs=encode(m["outputs"])) for m in self.misconceptions]}
+
+    @classmethod
+    def from_json(cls, d):
+        return cls(d["module"], d["name"], d["label"], d["output"], tuple(d["methods"]), d["elementwise_arg"],
+                   d["dtype_hint"], d["signatures"], [case_from_wire(c) for c in d["cases"]], decode(d["expected"]),
+                   [dict(m, match_tol=tuple(m["match_tol"]) if m["match_tol"] else None,
+                         outputs=decode(m["outputs"])) for m in d["misconceptions"]])
 
 
-def _host(x):
-    from mini_transformer.backend import to_numpy
-    return to_numpy(x)
+def compile_target(target, reference, label):
+    r"""Run the reference and every misconception on the target's cases, in this process."""
+    cases = target.cases()
+    is_class = bool(target.methods)
+    expected = [_norm(target.output, invoke(reference, copy.deepcopy(c), is_class)) for c in cases]
+    mis = []
+    for m in target.misconceptions:
+        outs = []
+        for case in cases:
+            try:
+                outs.append(_norm(target.output, invoke(m.impl, copy.deepcopy(case), is_class)))
+            except Exception:  # a misconception that cannot run on this case never matches it
+                outs.append(None)
+        mis.append({"key": m.key, "title": m.title, "hint": m.hint, "match_tol": m.match_tol, "outputs": outs})
+    return Compiled(target.module, target.name, label, target.output, tuple(target.methods), target.elementwise_arg,
+                    target.dtype_hint, signatures(target.name, reference, target.methods), cases, expected, mis)
 
 
-def _form(target, out, exp):
-    """The first type, shape or dtype problem of one output, as (kind, sentence), or None."""
-    kind = target.output
-    if kind == "float":
-        ok = (isinstance(out, numbers.Real) and not isinstance(out, (bool, np.bool_))) or \
-             (_is_array(out) and getattr(out, "shape", None) == () and np.issubdtype(out.dtype, np.floating))
-        return None if ok else ("type", f"returned {_type_name(out)}{_shape_note(out)}; expected a Python float "
-                                        "(float(...) of the summed products).")
-    if kind == "cos_sin":
-        if not isinstance(out, (tuple, list)) or len(out) != 2:
-            return ("type", f"returned {_type_name(out)}{_shape_note(out)}; expected a tuple (cos, sin) of two arrays.")
-        for name, o, e in zip(("cos", "sin"), out, exp):
-            if not _is_array(o):
-                return ("type", f"{name} is {_type_name(o)}; expected an array.")
-            if o.shape != e.shape:
-                return ("shape", f"{name} has shape {o.shape}; expected (T, d_head) = {e.shape}.")
-            if o.dtype != e.dtype:
-                return ("dtype", f"{name} is {o.dtype}; expected {e.dtype}.")
-        return None
-    if not _is_array(out):
-        return ("type", f"returned {_type_name(out)}; expected an array of the active backend (xp.ndarray).")
-    if out.shape != exp.shape:
-        return ("shape", f"returned shape {out.shape}; expected {exp.shape}.")
-    if kind == "int_array":
-        if not np.issubdtype(out.dtype, np.integer):
-            return ("dtype", f"returned dtype {out.dtype}; expected an integer array.")
-    elif out.dtype != exp.dtype:
-        return ("dtype", f"returned dtype {out.dtype}; expected {exp.dtype}.")
-    return None
+# ---------------------------------------------------------------------------
+# Judging what the reader's code returned
+# ---------------------------------------------------------------------------
+
+def result(c, status, kind, message, misconception=None):
+    return {"target": c.key, "label": c.label, "status": status, "kind": kind, "misconception": misconception,
+            "message": message}
+
+
+def _type_name(x):
+    if isinstance(x, Opaque):
+        return x.type_name
+    t = type(x)
+    return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__name__}"
 
 
 def _shape_note(x):
@@ -170,110 +211,129 @@ def _shape_note(x):
     return f" of shape {shape}" if shape is not None else ""
 
 
-def _norm(target, out):
+def _big_array(x):
+    return isinstance(x, Opaque) and x.type_name == "numpy.ndarray" and x.shape is not None
+
+
+def _form(output, out, exp):
+    """The first type, shape or dtype problem of one output, as (kind, sentence), or None."""
+    if output == "float":
+        ok = (isinstance(out, numbers.Real) and not isinstance(out, (bool, np.bool_))) or \
+             (isinstance(out, np.ndarray) and out.shape == () and np.issubdtype(out.dtype, np.floating))
+        return None if ok else ("type", f"returned {_type_name(out)}{_shape_note(out)}; expected a Python float "
+                                        "(float(...) of the summed products).")
+    if output == "cos_sin":
+        if not isinstance(out, (tuple, list)) or len(out) != 2:
+            return ("type", f"returned {_type_name(out)}{_shape_note(out)}; expected a tuple (cos, sin) of two arrays.")
+        for name, o, e in zip(("cos", "sin"), out, exp):
+            if not isinstance(o, np.ndarray) and not _big_array(o):
+                return ("type", f"{name} is {_type_name(o)}; expected an array.")
+            if o.shape != e.shape:
+                return ("shape", f"{name} has shape {o.shape}; expected (T, d_head) = {e.shape}.")
+            if o.dtype != e.dtype:
+                return ("dtype", f"{name} is {o.dtype}; expected {e.dtype}.")
+        return None
+    if not isinstance(out, np.ndarray) and not _big_array(out):
+        return ("type", f"returned {_type_name(out)}; expected an array of the active backend (xp.ndarray).")
+    if out.shape != exp.shape:
+        return ("shape", f"returned shape {out.shape}; expected {exp.shape}.")
+    if output == "int_array":
+        if not np.issubdtype(out.dtype, np.integer):
+            return ("dtype", f"returned dtype {out.dtype}; expected an integer array.")
+    elif out.dtype != exp.dtype:
+        return ("dtype", f"returned dtype {out.dtype}; expected {exp.dtype}.")
+    return None
+
+
+def _norm(output, out):
     """Host copy of an output, for comparisons."""
-    if target.output == "float":
+    from mini_transformer.backend import to_numpy
+    if output == "float":
         return float(out)
-    if target.output == "cos_sin":
-        return tuple(np.array(_host(o)) for o in out)
-    return np.array(_host(out))
+    if output == "cos_sin":
+        return tuple(np.array(to_numpy(o)) for o in out)
+    return np.array(to_numpy(out))
+
+
+def _norm_or_none(output, out):
+    try:
+        return _norm(output, out)
+    except Exception:  # an output of the wrong form (an array too big to send back) matches nothing
+        return None
 
 
 def _tol(dtype):
     return (1e-5, 1e-5) if np.dtype(dtype) == np.float32 else (1e-9, 1e-9)
 
 
-def _parts(target, out):
+def _parts(output, out):
     """An output as named arrays: [('', a)] or [('cos', c), ('sin', s)]."""
-    if target.output == "cos_sin":
+    if output == "cos_sin":
         return [("cos", out[0]), ("sin", out[1])]
-    if target.output == "float":
+    if output == "float":
         return [("", np.array(out))]
     return [("", out)]
 
 
-def _close(target, a, b, dtype=None):
-    for (_, x), (_, y) in zip(_parts(target, a), _parts(target, b)):
+def _close(output, a, b, dtype=None, tol=None):
+    for (_, x), (_, y) in zip(_parts(output, a), _parts(output, b)):
         x, y = np.asarray(x), np.asarray(y)
         if x.shape != y.shape:
             return False
-        if target.output == "int_array":
+        if output == "int_array":
             if not np.array_equal(x, y):
                 return False
             continue
-        rtol, atol = _tol(dtype if dtype is not None else y.dtype)
+        rtol, atol = tol or _tol(dtype if dtype is not None else y.dtype)
         if not np.allclose(x, y, rtol=rtol, atol=atol, equal_nan=False):
             return False
     return True
 
 
-def _arrays_in(case):
-    return [a for a in list(case.args) + list(case.kwargs.values()) + list(case.call_args)
-            + list(case.call_kwargs.values()) if isinstance(a, np.ndarray)]
+def _dtype_of(output, e, case):
+    """The dtype whose tolerance applies: the output's, or for a float score its inputs'."""
+    if output == "cos_sin":
+        return e[0].dtype
+    if output == "float":
+        return np.float32 if any(a.dtype == np.float32 for a in arrays_in(case)) else np.float64
+    return e.dtype
 
 
-def _reader_traceback(exc, source_file):
-    """The frames of an exception that lie in the reader's file."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if source_file and f.filename == source_file]
-    if not frames:
-        return ""
-    return "\n" + "".join(traceback.format_list(frames[-3:])).rstrip()
-
-
-def _call(target, impl, case):
-    """Run impl on a fresh copy of the case's inputs; returns (output, inputs_after, inputs_before)."""
-    fresh = copy.deepcopy(case)
-    before = [a.copy() for a in _arrays_in(fresh)]
-    out = target.invoke(impl, fresh)
-    return out, _arrays_in(fresh), before
-
-
-def _variant_outputs(target, cases):
-    out = []
-    for m in target.misconceptions:
-        row = []
-        for case in cases:
-            try:
-                row.append(_norm(target, target.invoke(m.impl, copy.deepcopy(case))))
-            except Exception:
-                row.append(None)
-        out.append(row)
-    return out
-
-
-def _match(target, cand, expected, cases, variants):
+def _match(c, cand):
     """The first misconception whose outputs match the candidate's on every case."""
-    for m, outs in zip(target.misconceptions, variants):
+    for m in c.misconceptions:
         differs, ok = False, True
-        for c, e, v, case in zip(cand, expected, outs, cases):
-            if v is None or c is None:
+        for got, e, v, case in zip(cand, c.expected, m["outputs"], c.cases):
+            if v is None or got is None:
                 continue
-            if not _close(target, c, v, _dtype_of(target, e, case)):
+            dt = _dtype_of(c.output, e, case)
+            try:
+                same = _close(c.output, got, v, dt, m["match_tol"])
+            except (TypeError, ValueError):
+                same = False
+            if not same:
                 ok = False
                 break
-            differs = differs or not _close(target, v, e, _dtype_of(target, e, case))
+            differs = differs or not _close(c.output, v, e, dt)
         if ok and differs:
             return m
     return None
 
 
-def _dtype_of(target, e, case):
-    """The dtype whose tolerance applies: the output's, or for a float score its inputs'."""
-    if target.output == "cos_sin":
-        return e[0].dtype
-    if target.output == "float":
-        return np.float32 if any(a.dtype == np.float32 for a in _arrays_in(case)) else np.float64
-    return e.dtype
+def _num(v):
+    r"""A number with every digit it has: 0.9210609793663025, not 0.921061 (a float32 slip shows)."""
+    v = np.asarray(v)
+    return repr(float(v.item())) if v.dtype.kind == "f" else str(v.item())
 
 
-def _numbers(target, cand, expected, cases):
-    for c, e, case in zip(cand, expected, cases):
-        dt = _dtype_of(target, e, case)
-        if _close(target, c, e, dt):
+def _numbers(c, cand):
+    for got, e, case in zip(cand, c.expected, c.cases):
+        dt = _dtype_of(c.output, e, case)
+        if _close(c.output, got, e, dt):
             continue
-        for (name, x), (_, y) in zip(_parts(target, c), _parts(target, e)):
+        for (name, x), (_, y) in zip(_parts(c.output, got), _parts(c.output, e)):
             x, y = np.asarray(x), np.asarray(y)
-            if target.output == "int_array":
+            if c.output == "int_array":
                 bad = x != y
                 tol_note = "exact integers"
             else:
@@ -286,89 +346,105 @@ def _numbers(target, cand, expected, cases):
             err = float(np.max(np.abs(x.astype(np.float64) - y.astype(np.float64))))
             where = f"{name}[{', '.join(map(str, first))}]" if name else (
                 f"[{', '.join(map(str, first))}]" if first else "the value")
+            xv, yv = (x[first] if first else x), (y[first] if first else y)
+            off = float(np.asarray(xv, dtype=np.float64) - np.asarray(yv, dtype=np.float64))
             msg = (f"numbers: on case '{case.label}', {int(bad.sum())} of {bad.size} entries "
                    f"({100.0 * bad.sum() / bad.size:.1f}%) are wrong ({tol_note}); max abs error {err:.4g}. "
-                   f"First bad entry {where}: yours {_num(x[first] if first else x)}, expected "
-                   f"{_num(y[first] if first else y)}.")
-            if target.elementwise_arg and case.args and isinstance(case.args[0], np.ndarray) \
+                   f"First bad entry {where}: yours {_num(xv)}, expected {_num(yv)} (off by {off:.3g}).")
+            if c.elementwise_arg and case.args and isinstance(case.args[0], np.ndarray) \
                     and case.args[0].shape == y.shape:
-                msg += f" There {target.elementwise_arg}{list(first)} = {case.args[0][first]}."
+                msg += f" There {c.elementwise_arg}{list(first)} = {case.args[0][first]}."
             return msg + f"\nInput: {case.show}"
     return "numbers: outputs differ."
 
 
-def _num(v):
-    v = np.asarray(v)
-    return f"{v.item():.6g}" if v.dtype.kind == "f" else str(v.item())
+def judge_problems(c, report):
+    r"""The checks that come before any output: the file, the sandbox, presence, stubs, signature.
 
-
-def grade_candidate(target, obj, reference, label, source_file=None):
-    r"""Grade one reader object against the reference. Returns a result dict; never raises."""
+    Returns a result dict, or None when the reader's outputs are to be judged.
+    """
     def fail(kind, message, misconception=None):
-        return _result(target, label, "fail", kind, message, misconception)
+        return result(c, "fail", kind, message, misconception)
 
-    # 1. Is it there, and has it been touched?
-    if obj is None:
-        return fail("missing", f"{target.name} is not defined in your file.")
-    if target.is_class != isinstance(obj, type) or not callable(obj):
-        want = "a class" if target.is_class else "a function"
-        return fail("type", f"{target.name} should be {want}; found {_type_name(obj)}.")
-    stubs = {m: function_is_stub(obj.__dict__[m]) for m in target.methods if m in obj.__dict__} \
-        if target.is_class else {target.name: function_is_stub(obj)}
+    if report.get("reference_import"):
+        return fail("reference_import", "imports the reference: your code tried to use the reference solutions "
+                                        f"({report['reference_import']}). Graded code must stand on its own.")
+    if report.get("violations"):
+        return fail("sandbox", "blocked: your code tried to do something the grader does not allow: "
+                               + "; ".join(report["violations"]) + ".")
+    if report.get("import_error"):
+        return fail("import", report["import_error"])
+    found = report["found"]
+    if found == "missing":
+        return fail("missing", f"{c.name} is not defined in your file.")
+    if found not in ("function", "class") or (found == "class") != c.is_class:
+        want = "a class" if c.is_class else "a function"
+        return fail("type", f"{c.name} should be {want}; found {report['type_name']}.")
+    stubs = report["stubs"]
     if stubs and all(stubs.values()):
-        return _result(target, label, "not attempted", "not attempted", "not attempted")
+        return result(c, "not attempted", "not attempted", "not attempted")
     if any(stubs.values()):
-        left = ", ".join(f"{target.name}.{m}" for m, s in stubs.items() if s)
+        left = ", ".join(f"{c.name}.{m}" for m, s in stubs.items() if s)
         return fail("unfinished", f"{left} still raises NotImplementedError; finish it too.")
-
-    # 2. Signature.
-    problems = _signature_problems(target, obj, reference)
+    problems = []
+    for qual, want in c.signatures.items():
+        have = report["signatures"].get(qual)
+        if have is None or have["params"] != want["params"]:
+            problems.append(f"expected {want['text']}, found {have['text'] if have else 'no ' + qual}")
     if problems:
         return fail("signature", "signature: " + "; ".join(problems) + ". Keep the signature of the stub.")
+    return None
 
-    # 3. Run every case; a raise, a wrong type or a mutated input stops here.
-    cases = target.cases()
-    expected = [_norm(target, target.invoke(reference, copy.deepcopy(c))) for c in cases]
+
+def judge(c, report):
+    r"""Judge one target from the worker's report of what the reader's code did. Never raises on bad data."""
+    def fail(kind, message, misconception=None):
+        return result(c, "fail", kind, message, misconception)
+
+    early = judge_problems(c, report)
+    if early:
+        return early
+
+    # Run every case; a raise, a wrong type or a mutated input stops here.
     raw = []
-    for case, exp in zip(cases, expected):
-        try:
-            out, after, before = _call(target, obj, case)
-        except NotImplementedError as e:
-            if str(e) == label:
-                return fail("unfinished", f"your code reached the stub's NotImplementedError({label!r}) on case "
-                                          f"'{case.label}'; finish every part of {target.name}.")
-            return fail("raised", f"raised NotImplementedError: {e} on case '{case.label}'."
-                                  f"{_reader_traceback(e, source_file)}\nInput: {case.show}")
-        except (Exception, SystemExit) as e:
-            return fail("raised", f"raised {type(e).__name__}: {e} on case '{case.label}'."
-                                  f"{_reader_traceback(e, source_file)}\nInput: {case.show}")
-        form = _form(target, out, exp)
+    for i, (case, exp, call) in enumerate(zip(c.cases, c.expected, report["calls"])):
+        if "raised" in call:
+            r = call["raised"]
+            if r["type"] == "NotImplementedError" and r["message"] == c.label:
+                return fail("unfinished", f"your code reached the stub's NotImplementedError({c.label!r}) on case "
+                                          f"'{case.label}'; finish every part of {c.name}.")
+            return fail("raised", f"raised {r['type']}: {r['message']} on case '{case.label}'."
+                                  f"{r['where']}\nInput: {case.show}")
+        out = decode(call["out"])
+        form = _form(c.output, out, exp)
         if form and form[0] == "type":
             return fail("type", f"type: {form[1]} (case '{case.label}')")
-        for a, b in zip(after, before):
-            if a.shape != b.shape or a.dtype != b.dtype or not np.array_equal(a, b, equal_nan=True):
-                return fail("mutated", f"mutated its input: an input array changed during the call on case "
-                                       f"'{case.label}'. Build a new array (e.g. with xp.concatenate) instead "
-                                       f"of writing into x.\nInput: {case.show}")
+        before = arrays_in(case)
+        after = [decode(a) for a in report["after"][i]]
+        if len(after) != len(before) or any(
+                a.shape != b.shape or a.dtype != b.dtype or not np.array_equal(a, b, equal_nan=True)
+                for a, b in zip(after, before)):
+            return fail("mutated", f"mutated its input: an input array changed during the call on case "
+                                   f"'{case.label}'. Build a new array (e.g. with xp.concatenate) instead "
+                                   f"of writing into x.\nInput: {case.show}")
         raw.append(out)
+    if len(raw) != len(c.cases):
+        return fail("crashed", "the grader did not get an answer for every case.")
 
-    # 4. Shape and dtype.
-    variants = None
-    for case, out, exp in zip(cases, raw, expected):
-        form = _form(target, out, exp)
+    # Shape and dtype.
+    for case, out, exp in zip(c.cases, raw, c.expected):
+        form = _form(c.output, out, exp)
         if form:
-            variants = _variant_outputs(target, cases)
-            cand = [_norm(target, o) for o in raw]
-            m = _match(target, cand, expected, cases, variants)
-            extra = f"\nThis looks like a known mistake, {m.title}: {m.hint}" if m else ""
-            hint = f" {target.dtype_hint}" if form[0] == "dtype" and target.dtype_hint else ""
+            m = _match(c, [_norm_or_none(c.output, o) for o in raw])
+            extra = f"\nThis looks like a known mistake, {m['title']}: {m['hint']}" if m else ""
+            hint = f" {c.dtype_hint}" if form[0] == "dtype" and c.dtype_hint else ""
             return fail(form[0], f"{form[0]}: {form[1]}{hint} (case '{case.label}')\nInput: {case.show}{extra}",
-                        m.key if m else None)
-    cand = [_norm(target, o) for o in raw]
+                        m["key"] if m else None)
+    cand = [_norm(c.output, o) for o in raw]
 
-    # 5. NaN or Inf.
-    for case, c in zip(cases, cand):
-        for name, x in _parts(target, c):
+    # NaN or Inf.
+    for case, got in zip(c.cases, cand):
+        for name, x in _parts(c.output, got):
             x = np.asarray(x)
             if x.dtype.kind == "f" and not np.all(np.isfinite(x)):
                 where = tuple(int(i) for i in np.argwhere(~np.isfinite(x))[0]) if x.ndim else ()
@@ -377,15 +453,17 @@ def grade_candidate(target, obj, reference, label, source_file=None):
                                    f"(first at {list(where)}); the expected values are all finite.\n"
                                    f"Input: {case.show}")
 
-    # 6. Right?
-    if all(_close(target, c, e, _dtype_of(target, e, case)) for c, e, case in zip(cand, expected, cases)):
-        return _result(target, label, "pass", "pass", f"{target.name}: all {len(cases)} cases pass.")
+    # Right?
+    if all(_close(c.output, got, e, _dtype_of(c.output, e, case)) for got, e, case in zip(cand, c.expected, c.cases)):
+        return result(c, "pass", "pass", f"{c.name}: all {len(c.cases)} cases pass.")
 
-    # 7. A known misconception?
-    variants = variants or _variant_outputs(target, cases)
-    m = _match(target, cand, expected, cases, variants)
+    # A known misconception?
+    m = _match(c, cand)
     if m:
-        return fail("misconception", f"misconception, {m.title}: {m.hint}", m.key)
+        return fail("misconception", f"misconception, {m['title']}: {m['hint']}", m["key"])
 
-    # 8. Numbers.
-    return fail("numbers", _numbers(target, cand, expected, cases))
+    # Numbers.
+    return fail("numbers", _numbers(c, cand))
+
+
+__all__ = ["Case", "Misconception", "Target", "Recorded", "normal", "show", "Compiled", "compile_target", "judge"]

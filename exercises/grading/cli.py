@@ -4,7 +4,8 @@ r"""``python -m exercises COMMAND``: the workbook's reader and instructor comman
     drill [NAME] [--grade | --history]      timed retyping drills
     generate [--check] [--force]            regenerate exercises/ from solutions/ (authors)
     refresh-outputs [CHAPTER ...]           re-execute chapters, store their checked outputs (authors)
-    release CHAPTER --out DIR               build a student notebook without answers (instructors)
+    release CHAPTER --out DIR               a student notebook without answers or hints (instructors)
+    release --repo --out DIR                a student copy of the whole workbook, without solutions/
     grade-folder DIR --out REPORT           grade a class into REPORT.csv and REPORT.json (instructors)
 """
 import argparse
@@ -18,6 +19,7 @@ def main(argv=None):
     p = sub.add_parser("grade", help="grade your exercises and print layered feedback")
     p.add_argument("modules", nargs="*", help="exercise modules (default: all), e.g. rope")
     p.add_argument("--file", help="grade this file instead of exercises/MODULE.py (needs one MODULE)")
+    p.add_argument("--exercise", help="grade only this exercise, e.g. 6.2 (the module is found from the number)")
     p.add_argument("--timeout", type=float, default=None, help="seconds per exercise (default 10)")
 
     p = sub.add_parser("drill", help="timed drills: blank file, clock, grade, history")
@@ -36,29 +38,56 @@ def main(argv=None):
     p = sub.add_parser("refresh-outputs", help="execute chapters and store their checked outputs")
     p.add_argument("chapters", nargs="*", help="e.g. 06_rope (default: all)")
 
-    p = sub.add_parser("release", help="student notebook without answer cells or outputs")
-    p.add_argument("chapter", help="e.g. 06_rope")
+    p = sub.add_parser("release", help="a student notebook, or with --repo a student copy of the workbook")
+    p.add_argument("chapter", nargs="?", help="e.g. 06_rope (not with --repo)")
     p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--repo", action="store_true", help="write a whole student copy: no solutions/, answers and "
+                                                      "hints dropped from the chapters, stored grading data")
 
     p = sub.add_parser("grade-folder", help="grade one entry per student into CSV and JSON")
     p.add_argument("folder")
     p.add_argument("--out", required=True, help="report path without suffix; .csv and .json are written")
     p.add_argument("--module", default="rope", help="which exercise module the students wrote (default rope)")
     p.add_argument("--timeout", type=float, default=None, help="seconds per exercise (default 10)")
+    p.add_argument("--memory-mb", type=int, default=1024, help="address space of each graded process (default 1024)")
+    p.add_argument("--workers", type=int, default=None, help="students graded at once (default: the CPU count)")
+    p.add_argument("--wrap", default=None, help="a command to run each graded process under, e.g. a bwrap line "
+                                                "(see README.md, 'Grading a class')")
 
     args = parser.parse_args(argv)
     from exercises.grading.grader import DEFAULT_TIMEOUT
     timeout = getattr(args, "timeout", None) or DEFAULT_TIMEOUT
+    try:
+        return _run(parser, args, timeout)
+    except LookupError as e:  # an unknown module or chapter: a sentence, not a traceback
+        raise SystemExit(str(e.args[0] if e.args else e)) from None
 
+
+def _exercise_names(parser, modules, number):
+    """``{module: [names]}`` of the exercise labelled ``Exercise NUMBER``; a sentence if there is none."""
+    from exercises.grading.grader import label_of, targets_of
+    found = {}
+    for m in modules:
+        names = [k.split(".", 1)[1] for k in targets_of(m) if label_of(k) == f"Exercise {number}"]
+        if names:
+            found[m] = names
+    if not found:
+        parser.error(f"--exercise {number}: no exercise has that number in {', '.join(modules)}; the chapter "
+                     "shows each exercise's number in its heading, e.g. --exercise 6.2.")
+    return found
+
+
+def _run(parser, args, timeout):
     if args.command == "grade":
-        from exercises.grading.generate import EXERCISES, exercise_modules
-        from exercises.grading.grader import format_results, grade_file
-        modules = args.modules or exercise_modules()
+        from exercises.grading.grader import exercise_module_names, format_results, grade_file
+        from exercises.grading.paths import EXERCISES
+        modules = args.modules or exercise_module_names()
         if args.file and len(modules) != 1:
             parser.error("--file needs exactly one MODULE, e.g. `grade rope --file my_rope.py`.")
+        wanted = _exercise_names(parser, modules, args.exercise) if args.exercise else {m: None for m in modules}
         results = []
-        for m in modules:
-            results += grade_file(args.file or EXERCISES / f"{m}.py", m, timeout=timeout)
+        for m, names in wanted.items():
+            results += grade_file(args.file or EXERCISES / f"{m}.py", m, names=names, timeout=timeout)
         print(format_results(results))
         return 0 if all(r["status"] != "fail" for r in results) else 1
 
@@ -94,16 +123,22 @@ def main(argv=None):
         return 0
 
     if args.command == "release":
-        from exercises.grading import notebooks
-        print(f"wrote {notebooks.release(args.chapter, args.out)}")
+        from exercises.grading import release
+        if args.repo == bool(args.chapter):
+            parser.error("give either a CHAPTER (one student notebook) or --repo (a whole student copy).")
+        if args.repo:
+            print(f"wrote a student copy of the workbook to {release.repository(args.out)}")
+        else:
+            print(f"wrote {release.notebook(args.chapter, args.out)}")
         return 0
 
     if args.command == "grade-folder":
         from exercises.grading.instructor import grade_folder
-        report = grade_folder(args.folder, args.out, module=args.module, timeout=timeout)
+        from exercises.grading.sandbox import Limits
+        report = grade_folder(args.folder, args.out, module=args.module, timeout=timeout,
+                              limits=Limits(memory_mb=args.memory_mb), wrap=args.wrap, workers=args.workers)
         for s in report["students"]:
             print(f"{s['student']:<24} {s['passed']} of {s['total']}")
-        print(f"wrote {args.out}.csv and {args.out}.json")
+        print(f"wrote {report['csv']} and {report['json']}")
         return 0
     return 2
-

@@ -17,9 +17,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from exercises.grading.atomic import write_atomic
 from exercises.grading.generate import drill_text
-from exercises.grading.paths import ROOT
 from exercises.grading.grader import DEFAULT_TIMEOUT, format_results, grade_file
+from exercises.grading.paths import ROOT
 
 
 @dataclass(frozen=True)
@@ -84,13 +85,16 @@ def start(name, attempts=None, history=None):
     folder = attempts_dir(attempts)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.py"
-    if path.exists():
-        path.replace(folder / f"{name}.previous.py")  # never lose a half-finished attempt
+    moved = ""
+    if path.exists():  # never lose a half-finished attempt, and say where it went
+        previous = folder / f"{name}.previous.py"
+        path.replace(previous)
+        moved = (f"Your previous attempt was moved to {previous} (an older one there is replaced).\n")
     path.write_text(drill_text(drill.module, drill.names, name, drill.minutes))
     started = now()
     (folder / f"{name}.clock.json").write_text(json.dumps({"drill": name, "started": started}))
     best = best_time(load_history(history_path(history)), name)
-    return (f"Drill '{name}': write {', '.join(drill.names)} in\n    {path}\n"
+    return (moved + f"Drill '{name}': write {', '.join(drill.names)} in\n    {path}\n"
             f"Target {_mmss(drill.minutes * 60)}. The clock is running"
             + (f"; your best is {_mmss(best)}." if best is not None else ".")
             + f"\nWhen you are done: python -m exercises drill {name} --grade")
@@ -121,8 +125,7 @@ def grade(name, attempts=None, history=None, timeout=DEFAULT_TIMEOUT):
                  "target_s": drill.minutes * 60, "passed": passed,
                  "results": {r["label"]: r["status"] if r["status"] != "fail" else f"fail: {r['kind']}"
                              for r in results}})
-    hist_file.parent.mkdir(parents=True, exist_ok=True)
-    hist_file.write_text(json.dumps({"attempts": hist}, indent=1))
+    write_atomic(hist_file, json.dumps({"attempts": hist}, indent=1))  # never half a history
     target = drill.minutes * 60
     verdict = (f"under the target by {_mmss(target - elapsed)}" if elapsed <= target
                else f"over the target by {_mmss(elapsed - target)}")
@@ -138,18 +141,13 @@ def grade(name, attempts=None, history=None, timeout=DEFAULT_TIMEOUT):
     return passed, "\n".join(lines)
 
 
-def plot_history(name, history=None, out=None, attempts=None):
-    """Plot the attempts at one drill to a PNG; returns its path."""
+def history_figure(drill, runs):
+    """The figure of a drill's attempts: minutes per attempt, passes and fails marked, the target line."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
-    drill = _get(name)
-    runs = [a for a in load_history(history_path(history)) if a["drill"] == name]
-    if not runs:
-        raise SystemExit(f"No recorded attempts at '{name}' in {history_path(history)} yet.")
-    out = Path(out) if out else attempts_dir(attempts) / f"{name}_history.png"
-    out.parent.mkdir(parents=True, exist_ok=True)
     n = list(range(1, len(runs) + 1))
     minutes = [a["elapsed_s"] / 60 for a in runs]
     fig, ax = plt.subplots(figsize=(6, 3.5))
@@ -160,11 +158,26 @@ def plot_history(name, history=None, out=None, attempts=None):
                [m for m, a in zip(minutes, runs) if not a["passed"]], marker="x", color="C3",
                label="not passing yet", zorder=2)
     ax.axhline(drill.minutes, linestyle="--", color="k", linewidth=1, label=f"target {drill.minutes:g} min")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # attempt 1, 2, 3: never 1.5
     ax.set_xlabel("attempt")
     ax.set_ylabel("minutes")
-    ax.set_title(f"Drill '{name}'")
+    ax.set_title(f"Drill '{drill.name}'")
     ax.legend(loc="best")
     fig.tight_layout()
+    return fig
+
+
+def plot_history(name, history=None, out=None, attempts=None):
+    """Plot the attempts at one drill to a PNG; returns its path."""
+    import matplotlib.pyplot as plt
+
+    drill = _get(name)
+    runs = [a for a in load_history(history_path(history)) if a["drill"] == name]
+    if not runs:
+        raise SystemExit(f"No recorded attempts at '{name}' in {history_path(history)} yet.")
+    out = Path(out) if out else attempts_dir(attempts) / f"{name}_history.png"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig = history_figure(drill, runs)
     fig.savefig(out, dpi=100)
     plt.close(fig)
     return out

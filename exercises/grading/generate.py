@@ -20,6 +20,7 @@ import ast
 import re
 import textwrap
 
+from exercises.grading import stored
 from exercises.grading.paths import EXERCISES, SOLUTIONS
 
 _BEGIN = re.compile(r"^(?P<indent>[ \t]*)# BEGIN SOLUTION(?: (?P<label>\S.*?))?[ \t]*$")
@@ -90,24 +91,43 @@ def region_labels(text, where="<source>"):
 
 
 def solution_modules():
-    """Names of the modules in ``solutions/``."""
+    """Names of the modules in ``solutions/`` (none in a student copy)."""
     return sorted(p.stem for p in SOLUTIONS.glob("*.py") if not p.name.startswith("_"))
 
 
+def _solution_text(name):
+    return (SOLUTIONS / f"{name}.py").read_text()
+
+
 def exercise_modules():
-    """Names of the solutions modules that have numbered exercises (and so a file in ``exercises/``)."""
+    """Names of the modules that have numbered exercises (and so a file in ``exercises/``)."""
+    if not SOLUTIONS.is_dir():  # a student copy: its stored knowledge says which
+        return [m for m in stored.modules() if stored.read(m).get("exercise_text")]
     out = []
     for name in solution_modules():
-        text = (SOLUTIONS / f"{name}.py").read_text()
-        if any(lab.startswith("Exercise ") for lab, *_ in regions(text, name)):
+        if any(lab.startswith("Exercise ") for lab, *_ in regions(_solution_text(name), name)):
             out.append(name)
     return out
 
 
 def generated_text(name):
     """What ``exercises/<name>.py`` must contain."""
-    text = (SOLUTIONS / f"{name}.py").read_text()
-    return HEADER.format(name=name) + stub_source(text, f"solutions/{name}.py")
+    if not (SOLUTIONS / f"{name}.py").is_file():
+        data = stored.read(name)
+        if data and data.get("exercise_text"):
+            return data["exercise_text"]
+        raise LookupError(f"No solutions/{name}.py and no stored exercise file for {name!r}.")
+    return HEADER.format(name=name) + stub_source(_solution_text(name), f"solutions/{name}.py")
+
+
+def labels_of(name):
+    """``{qualname: label}`` of a module's exercises, from ``solutions/`` or the stored copy."""
+    if (SOLUTIONS / f"{name}.py").is_file():
+        return region_labels(_solution_text(name), f"solutions/{name}.py")
+    data = stored.read(name)
+    if data is None:
+        raise LookupError(f"No solutions/{name}.py and no stored knowledge for {name!r}.")
+    return data["region_labels"]
 
 
 # ---------------------------------------------------------------------------
@@ -248,7 +268,7 @@ def filled_in(name):
         tree = ast.parse(path.read_text())
     except SyntaxError:
         return ["(the file does not parse)"]
-    stubs = set(region_labels((SOLUTIONS / f"{name}.py").read_text(), f"solutions/{name}.py"))
+    stubs = set(labels_of(name))
     out = []
     for node in tree.body:
         pairs = [(node.name, node)] if isinstance(node, ast.FunctionDef) else (
@@ -264,6 +284,9 @@ def generate(force=False, check=False):
     Refuses to overwrite a file in which the reader has written code, unless ``force``.
     Returns a list of sentences describing what was done or what is wrong.
     """
+    if not SOLUTIONS.is_dir():
+        raise SystemExit("There is no solutions/ folder here (a student copy has none), so there is nothing to "
+                         "generate exercises/ from.")
     report = []
     for name in exercise_modules():
         if check:
@@ -281,7 +304,12 @@ def generate(force=False, check=False):
 
 def drill_text(module, names, title, minutes):
     r"""A blank drill file: the module's imports, then ``names`` with signatures and docstrings only."""
-    src = stub_source((SOLUTIONS / f"{module}.py").read_text(), f"solutions/{module}.py")
+    if not (SOLUTIONS / f"{module}.py").is_file():
+        text = (stored.read(module) or {}).get("drills", {}).get(title)
+        if text is None:
+            raise SystemExit(f"No solutions/{module}.py and no stored blank file for the drill {title!r}.")
+        return text
+    src = stub_source(_solution_text(module), f"solutions/{module}.py")
     tree, lines = ast.parse(src), src.splitlines(keepends=True)
     imports = [_segment(lines, n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
     by_name = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}

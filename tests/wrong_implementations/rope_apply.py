@@ -12,6 +12,8 @@ KNOWN_WRONG = [
     ("apply_rotary_keeps_float64", "rope.apply_rotary", "dtype", None),
     ("apply_rotary_hangs", "rope.apply_rotary", "timeout", None),
     ("apply_rotary_slightly_off", "rope.apply_rotary", "numbers", None),
+    ("apply_rotary_in_float32", "rope.apply_rotary", "numbers", None),
+    ("apply_rotary_cos_only", "rope.apply_rotary", "misconception", "missing_rotate_term"),
     ("apply_rotary_interleaved_half_pairs", "rope.apply_rotary_interleaved", "misconception", "rotate_half_pairing"),
     ("apply_rotary_interleaved_sign_error", "rope.apply_rotary_interleaved", "misconception", "sign_error"),
     ("apply_rotary_interleaved_reorders", "rope.apply_rotary_interleaved", "misconception", "tables_reordered"),
@@ -66,3 +68,12 @@ def apply_rotary_interleaved_reorders(x, cos, sin):
     i = xp.arange(d // 2)
     perm = xp.stack([i, i + d // 2], axis=-1).reshape(d)
     return (x * cos[..., perm] + _rotate_interleaved(x) * sin[..., perm]).astype(x.dtype)
+
+
+def apply_rotary_in_float32(x, cos, sin):
+    x32, c32, s32 = x.astype(xp.float32), cos.astype(xp.float32), sin.astype(xp.float32)
+    return (x32 * c32 + _rotate_half(x32) * s32).astype(x.dtype)  # float64 in, float32 precision out
+
+
+def apply_rotary_cos_only(x, cos, sin):
+    return (x * cos).astype(x.dtype)

@@ -8,25 +8,23 @@ from mini_transformer.backend import xp
 KNOWN_WRONG = [
     ("OffsetIgnored", "rope.RotaryEmbedding", "misconception", "offset_ignored"),
     ("AnglesNotDuplicated", "rope.RotaryEmbedding", "misconception", "angles_not_duplicated"),
-    ("NtkAsLinear", "rope.RotaryEmbedding", "misconception", "ntk_as_linear"),
-    ("LinearAsNtk", "rope.RotaryEmbedding", "misconception", "linear_as_ntk"),
     ("StackedTables", "rope.RotaryEmbedding", "type", None),
     ("DividesByPosition", "rope.RotaryEmbedding", "nan", None),
     ("CallNotWritten", "rope.RotaryEmbedding", "unfinished", None),
     ("ExitsTheProcess", "rope.RotaryEmbedding", "crashed", None),
+    ("Float32Frequencies", "rope.RotaryEmbedding", "misconception", "float32_tables"),
+    ("Float32Tables", "rope.RotaryEmbedding", "dtype", "float32_tables"),
+    ("PositionsFromOne", "rope.RotaryEmbedding", "misconception", "positions_from_one"),
 ]
 
 
 class _Base:
-    def __init__(self, d_head, base=10000.0, scaling=None, factor=1.0):
-        self.d_head, self.scaling, self.factor = d_head, scaling, factor
-        if scaling == "ntk":
-            base = base * factor ** (d_head / (d_head - 2))
+    def __init__(self, d_head, base=10000.0):
+        self.d_head, self.base = d_head, base
         self.inv_freq = base ** (-xp.arange(0, d_head, 2, dtype=xp.float64) / d_head)
 
     def positions(self, T, offset):
-        pos = xp.arange(offset, offset + T, dtype=xp.float64)
-        return pos / self.factor if self.scaling == "linear" else pos
+        return xp.arange(offset, offset + T, dtype=xp.float64)
 
     def __call__(self, T, offset=0):
         angles = self.positions(T, offset)[:, None] * self.inv_freq[None, :]
@@ -37,8 +35,6 @@ class _Base:
 class OffsetIgnored(_Base):
     def __call__(self, T, offset=0):
         pos = xp.arange(T, dtype=xp.float64)  # forgot the offset
-        if self.scaling == "linear":
-            pos = pos / self.factor
         angles = pos[:, None] * self.inv_freq[None, :]
         angles = xp.concatenate([angles, angles], axis=-1)
         return xp.cos(angles), xp.sin(angles)
@@ -49,27 +45,6 @@ class AnglesNotDuplicated(_Base):
         angles = self.positions(T, offset)[:, None] * self.inv_freq[None, :]
         angles = xp.repeat(angles, 2, axis=-1)  # [a0, a0, a1, a1, ...]: the interleaved layout
         return xp.cos(angles), xp.sin(angles)
-
-
-class NtkAsLinear(_Base):
-    def __init__(self, d_head, base=10000.0, scaling=None, factor=1.0):
-        self.d_head, self.scaling, self.factor = d_head, scaling, factor
-        self.inv_freq = base ** (-xp.arange(0, d_head, 2, dtype=xp.float64) / d_head)
-
-    def positions(self, T, offset):
-        pos = xp.arange(offset, offset + T, dtype=xp.float64)
-        return pos / self.factor if self.scaling in ("linear", "ntk") else pos
-
-
-class LinearAsNtk(_Base):
-    def __init__(self, d_head, base=10000.0, scaling=None, factor=1.0):
-        self.d_head, self.scaling, self.factor = d_head, scaling, factor
-        if scaling in ("ntk", "linear"):
-            base = base * factor ** (d_head / (d_head - 2))
-        self.inv_freq = base ** (-xp.arange(0, d_head, 2, dtype=xp.float64) / d_head)
-
-    def positions(self, T, offset):
-        return xp.arange(offset, offset + T, dtype=xp.float64)
 
 
 class StackedTables(_Base):
@@ -87,8 +62,8 @@ class DividesByPosition(_Base):
 
 
 class CallNotWritten:
-    def __init__(self, d_head, base=10000.0, scaling=None, factor=1.0):
-        self.d_head, self.base, self.scaling, self.factor = d_head, base, scaling, factor
+    def __init__(self, d_head, base=10000.0):
+        self.d_head, self.base = d_head, base
 
     def __call__(self, T, offset=0):
         """Still the stub."""
@@ -98,3 +73,21 @@ class CallNotWritten:
 class ExitsTheProcess(_Base):
     def __call__(self, T, offset=0):
         os._exit(3)
+
+
+class Float32Frequencies(_Base):
+    def __init__(self, d_head, base=10000.0):
+        super().__init__(d_head, base)
+        self.inv_freq = self.inv_freq.astype(xp.float32)  # the tables come out float64, a little off
+
+
+class Float32Tables(_Base):
+    def __call__(self, T, offset=0):
+        angles = self.positions(T, offset).astype(xp.float32)[:, None] * self.inv_freq.astype(xp.float32)[None, :]
+        angles = xp.concatenate([angles, angles], axis=-1)
+        return xp.cos(angles), xp.sin(angles)  # float32 tables
+
+
+class PositionsFromOne(_Base):
+    def positions(self, T, offset):
+        return super().positions(T, offset + 1)

@@ -3,7 +3,7 @@ import math
 
 import numpy as np  # host NumPy: cases and misconceptions live on the host
 
-from exercises.grading.checking import Case, Misconception, Target, normal, show
+from exercises.grading.checking import Case, Misconception, Recorded, Target, normal, show
 
 
 # ---------------------------------------------------------------------------
@@ -20,7 +20,7 @@ def _ri(x):
 
 
 def _half_to_interleaved(d):
-    """0, d/2, 1, d/2 + 1, ...: turns rotate-half tables into repeat-interleave ones (the inverse of 6.8's answer)."""
+    """0, d/2, 1, d/2 + 1, ...: turns rotate-half tables into repeat-interleave ones (the inverse of 6.10's answer)."""
     i = np.arange(d // 2)
     return np.stack([i, i + d // 2], axis=-1).reshape(d)
 
@@ -28,18 +28,17 @@ def _half_to_interleaved(d):
 class _Rope:
     """Host RoPE tables with hooks that the misconceptions override."""
 
-    def __init__(self, d_head, base=10000.0, scaling=None, factor=1.0):
-        self.d, self.base0, self.scaling, self.factor = d_head, base, scaling, factor
+    def __init__(self, d_head, base=10000.0):
+        self.d, self.base0 = d_head, base
 
     def base(self):
-        return self.base0 * self.factor ** (self.d / (self.d - 2)) if self.scaling == "ntk" else self.base0
+        return self.base0
 
     def theta(self):
         return self.base() ** (-np.arange(0, self.d, 2, dtype=np.float64) / self.d)
 
     def positions(self, T, offset):
-        pos = np.arange(offset, offset + T, dtype=np.float64)
-        return pos / self.factor if self.scaling == "linear" else pos
+        return np.arange(offset, offset + T, dtype=np.float64)
 
     def layout(self, a):
         return np.concatenate([a, a], axis=-1)
@@ -61,7 +60,7 @@ def _tables(d, T, offset=0, interleaved=False):
 
 
 # ---------------------------------------------------------------------------
-# 6.1 rotate_half and 6.6 rotate_interleaved
+# 6.1 rotate_half and 6.8 rotate_interleaved
 # ---------------------------------------------------------------------------
 
 def _rotate_cases():
@@ -112,7 +111,7 @@ ROTATE_INTERLEAVED = Target("rotate_interleaved", "array", _rotate_cases, [
 
 
 # ---------------------------------------------------------------------------
-# 6.2 apply_rotary and 6.7 apply_rotary_interleaved
+# 6.2 apply_rotary and 6.9 apply_rotary_interleaved
 # ---------------------------------------------------------------------------
 
 def _apply_cases(interleaved):
@@ -156,6 +155,10 @@ APPLY_ROTARY = Target("apply_rotary", "array", _apply_cases(False), [
                   "The unrotated part is multiplied by cos and the quarter-turned part by sin; at position 0 "
                   "(angle 0) the result must equal x.",
                   _cast(lambda x, c, s: x * s + _rh(x) * c)),
+    Misconception("missing_rotate_term", "the rotate_half(x) * sin term is missing",
+                  "x * cos alone shrinks every pair instead of turning it. A rotation also moves part of each "
+                  "channel into its partner: add rotate_half(x) * sin.",
+                  _cast(lambda x, c, s: x * c)),
 ], dtype_hint=_DTYPE_HINT_APPLY)
 
 APPLY_ROTARY_INTERLEAVED = Target("apply_rotary_interleaved", "array", _apply_cases(True), [
@@ -191,9 +194,7 @@ def _rope_cases():
             ("a long way out: offset 1000", dict(d_head=64), 3, 1000),
             ("a single pair, d_head = 2", dict(d_head=2), 3, 2),
             ("base 100", dict(d_head=8, base=100.0), 6, 0),
-            ("scaling='linear', factor 4", dict(d_head=16, scaling="linear", factor=4.0), 5, 8),
-            ("scaling='ntk', factor 4", dict(d_head=16, scaling="ntk", factor=4.0), 5, 8),
-            ("scaling='ntk', factor 2, d_head 64, offset 300", dict(d_head=64, scaling="ntk", factor=2.0), 2, 300)]:
+            ("base 500000 (Llama 3), offset 300", dict(d_head=64, base=500000.0), 2, 300)]:
         d = ctor.pop("d_head")
         kw = ", ".join(f"{k}={v!r}" for k, v in ctor.items())
         out.append(Case(label, (d,), ctor, (T,), {"offset": offset},
@@ -219,32 +220,6 @@ class _PerChannel(_Rope):
         return a
 
 
-class _NtkAsLinear(_Rope):
-    def base(self):
-        return self.base0
-
-    def positions(self, T, offset):
-        pos = np.arange(offset, offset + T, dtype=np.float64)
-        return pos / self.factor if self.scaling in ("linear", "ntk") else pos
-
-
-class _LinearAsNtk(_Rope):
-    def base(self):
-        return self.base0 * self.factor ** (self.d / (self.d - 2)) if self.scaling in ("linear", "ntk") else self.base0
-
-    def positions(self, T, offset):
-        return np.arange(offset, offset + T, dtype=np.float64)
-
-
-class _Swapped(_Rope):
-    def base(self):
-        return self.base0 * self.factor ** (self.d / (self.d - 2)) if self.scaling == "linear" else self.base0
-
-    def positions(self, T, offset):
-        pos = np.arange(offset, offset + T, dtype=np.float64)
-        return pos / self.factor if self.scaling == "ntk" else pos
-
-
 class _Inverted(_Rope):
     def theta(self):
         return self.base() ** (np.arange(0, self.d, 2, dtype=np.float64) / self.d)
@@ -255,15 +230,29 @@ class _PairIndexExponent(_Rope):
         return self.base() ** (-np.arange(self.d // 2, dtype=np.float64) / self.d)
 
 
-class _NtkExponentMissing(_Rope):
-    def base(self):
-        return self.base0 * self.factor if self.scaling == "ntk" else self.base0
-
-
 class _SinCosSwapped(_Rope):
     def __call__(self, T, offset=0):
         cos, sin = super().__call__(T, offset)
         return sin, cos
+
+
+class _PositionsFromOne(_Rope):
+    def positions(self, T, offset):
+        return super().positions(T, offset + 1)
+
+
+class _Float32Tables(_Rope):
+    """Frequencies, positions and angles in float32, cast to float64 at the end."""
+
+    def theta(self):
+        return (np.float32(self.base()) ** (-np.arange(0, self.d, 2, dtype=np.float32) / np.float32(self.d)))
+
+    def positions(self, T, offset):
+        return super().positions(T, offset).astype(np.float32)
+
+    def __call__(self, T, offset=0):
+        a = self.layout(self.positions(T, offset)[:, None] * self.theta()[None, :])  # float32 angles
+        return np.cos(a).astype(np.float64), np.sin(a).astype(np.float64)
 
 
 _DUPLICATE_HINT = ("Pair i is channel i together with channel i + d_head/2, so its angle m * theta_i must "
@@ -279,16 +268,6 @@ ROTARY_EMBEDDING = Target("RotaryEmbedding", "cos_sin", _rope_cases, [
                   "layout. " + _DUPLICATE_HINT, _RepeatInterleave),
     Misconception("angles_not_duplicated", "angles not duplicated across the two halves",
                   "You gave each of the d_head channels its own frequency. " + _DUPLICATE_HINT, _PerChannel),
-    Misconception("ntk_as_linear", "NTK scaling done as linear scaling",
-                  "For scaling='ntk' keep the positions as they are and change the base instead: "
-                  "base' = base * factor ** (d_head / (d_head - 2)). Dividing positions by factor is "
-                  "position interpolation, scaling='linear'.", _NtkAsLinear),
-    Misconception("linear_as_ntk", "linear scaling done as NTK scaling",
-                  "For scaling='linear' (position interpolation) divide the positions by factor and keep "
-                  "the base. Raising the base is what scaling='ntk' does.", _LinearAsNtk),
-    Misconception("linear_ntk_swapped", "linear and NTK scaling swapped",
-                  "scaling='linear' divides the positions by factor; scaling='ntk' keeps positions and uses "
-                  "base * factor ** (d_head / (d_head - 2)). Yours does each the other's way.", _Swapped),
     Misconception("inverted_frequencies", "frequencies grow instead of shrinking",
                   "theta_i = base ** (-2i / d_head): the exponent is negative, so pair 0 turns fastest "
                   "(theta_0 = 1) and the last pair slowest.", _Inverted),
@@ -296,11 +275,17 @@ ROTARY_EMBEDDING = Target("RotaryEmbedding", "cos_sin", _rope_cases, [
                   "theta_i = base ** (-2i / d_head) for pair i = 0 .. d_head/2 - 1 (equivalently the even "
                   "channel numbers 0, 2, 4, ... divided by d_head). The last pair must reach nearly 1/base.",
                   _PairIndexExponent),
-    Misconception("ntk_exponent_missing", "NTK base scaled by factor, without the exponent",
-                  "NTK-aware scaling uses base * factor ** (d_head / (d_head - 2)), so that the slowest pair "
-                  "stretches by exactly factor.", _NtkExponentMissing),
     Misconception("cos_sin_swapped", "returned (sin, cos)",
                   "Return the tables in the order (cos, sin); at position 0 cos is all ones.", _SinCosSwapped),
+    Misconception("positions_from_one", "positions start at offset + 1",
+                  "Row t of the tables is position offset + t, so the first row of RotaryEmbedding(d)(T) is "
+                  "position 0, where nothing turns: cos is all ones and sin all zeros.", _PositionsFromOne),
+    Misconception("float32_tables", "tables computed in float32 instead of float64",
+                  "The frequencies, positions or angles are float32 somewhere (an arange or a base without "
+                  "dtype=float64, or float32 inputs). Near position 1000, float32 numbers are 6e-5 apart, so an "
+                  "angle there is off by up to 3e-5 radians, which a long context feels. Build every step in "
+                  "float64.",
+                  _Float32Tables, match_tol=(1e-3, 1e-3)),
 ], methods=("__init__", "__call__"))
 
 
@@ -317,11 +302,14 @@ def _score_cases():
             ("same position, 0 and 0", 8, 0, 0, 22, {}, np.float64),
             ("key after the query: 5 and 9", 16, 5, 9, 23, {}, np.float64),
             ("far apart: 1000 and 2", 64, 1000, 2, 24, {}, np.float64),
-            ("NTK-scaled rotary, factor 2", 16, 40, 7, 25, {"scaling": "ntk", "factor": 2.0}, np.float64),
+            ("base 500, 40 and 7", 16, 40, 7, 25, {"base": 500.0}, np.float64),
             ("float32 q and k", 8, 6, 2, 26, {}, np.float32)]:
         q, k = normal((d,), seed, dtype), normal((d,), seed + 100, dtype)
         kw = "".join(f", {a}={b!r}" for a, b in ctor.items())
-        out.append(Case(label, (q, k, m, n, RotaryEmbedding(d, **ctor)),
+        # the reader's code gets the reference's tables for the two positions it needs, never its code
+        rotary = Recorded.of(RotaryEmbedding(d, **ctor), [((1,), {"offset": m}), ((1,), {"offset": n})],
+                             attrs=("d_head", "base", "inv_freq"))
+        out.append(Case(label, (q, k, m, n, rotary),
                         show=f"{show('q', q)}; {show('k', k)}; m = {m}, n = {n}; "
                              f"rotary = RotaryEmbedding({d}{kw})"))
     return out
@@ -348,7 +336,7 @@ RELATIVE_SCORE = Target("relative_score", "float", _score_cases, [
 
 
 # ---------------------------------------------------------------------------
-# 6.5 wavelength_table
+# 6.6 wavelength_table
 # ---------------------------------------------------------------------------
 
 def _wave_cases():
@@ -378,7 +366,118 @@ WAVELENGTH_TABLE = Target("wavelength_table", "array", _wave_cases, [
 
 
 # ---------------------------------------------------------------------------
-# 6.8 interleaved_to_half_permutation
+# 6.7 scaled_inv_freq
+# ---------------------------------------------------------------------------
+
+def _scaled_cases():
+    return [Case(f"d_head {d}, base {b:g}, scaling={sc!r}, factor {f:g}", (d, b, sc, f),
+                 show=f"scaled_inv_freq({d}, {b!r}, {sc!r}, {f!r})")
+            for d, b, sc, f in [(8, 10000.0, None, 1.0), (16, 10000.0, "linear", 4.0), (16, 10000.0, "ntk", 4.0),
+                                (64, 10000.0, "ntk", 2.0), (64, 500000.0, "linear", 8.0), (4, 100.0, "ntk", 3.0)]]
+
+
+def _freq(d, b, linear_by=1.0, base_by=1.0):
+    """base' = b * base_by; theta_i = base' ** (-2i / d) / linear_by."""
+    return (b * base_by) ** (-np.arange(0, d, 2, dtype=np.float64) / d) / linear_by
+
+
+def _scaled(rule):
+    """A host scaled_inv_freq whose linear and NTK branches follow ``rule(d, s, scaling) -> (linear_by, base_by)``."""
+    return lambda d, b=10000.0, scaling=None, factor=1.0: _freq(d, b, *(rule(d, factor, scaling) if scaling else (1, 1)))
+
+
+_NTK = lambda d, s: s ** (d / (d - 2))  # noqa: E731
+
+SCALED_INV_FREQ = Target("scaled_inv_freq", "array", _scaled_cases, [
+    Misconception("ntk_as_linear", "NTK scaling done as linear scaling",
+                  "For scaling='ntk' keep the positions, and so the plain frequency ladder, and change the base "
+                  "instead: base' = base * factor ** (d_head / (d_head - 2)). Dividing every frequency by factor "
+                  "is position interpolation, scaling='linear'.",
+                  _scaled(lambda d, s, sc: (s, 1.0))),
+    Misconception("linear_as_ntk", "linear scaling done as NTK scaling",
+                  "For scaling='linear' (position interpolation) divide the positions by factor, which divides "
+                  "every frequency by factor, and keep the base. Raising the base is what scaling='ntk' does.",
+                  _scaled(lambda d, s, sc: (1.0, _NTK(d, s)))),
+    Misconception("linear_ntk_swapped", "linear and NTK scaling swapped",
+                  "scaling='linear' divides every frequency by factor; scaling='ntk' keeps the positions and uses "
+                  "base * factor ** (d_head / (d_head - 2)). Yours does each the other's way.",
+                  _scaled(lambda d, s, sc: (1.0, _NTK(d, s)) if sc == "linear" else (s, 1.0))),
+    Misconception("ntk_exponent_missing", "NTK base scaled by factor, without the exponent",
+                  "NTK-aware scaling uses base * factor ** (d_head / (d_head - 2)), so that the slowest pair "
+                  "stretches by exactly factor. With base * factor it stretches by factor ** ((d - 2) / d).",
+                  _scaled(lambda d, s, sc: (s, 1.0) if sc == "linear" else (1.0, s))),
+    Misconception("linear_multiplies", "linear scaling multiplies the frequencies by factor",
+                  "Position interpolation squeezes positions: m becomes m / factor, so the frequencies are "
+                  "divided by factor and every wavelength grows by factor.",
+                  _scaled(lambda d, s, sc: (1.0 / s, 1.0) if sc == "linear" else (1.0, _NTK(d, s)))),
+])
+
+
+# ---------------------------------------------------------------------------
+# 6.11 decode
+# ---------------------------------------------------------------------------
+
+def _decode_cases():
+    from solutions.rope import RotaryEmbedding
+    out = []
+    for label, (B, H, T, d), prefill, seed in [("T 8, prefill 4", (2, 2, 8, 8), 4, 41),
+                                               ("prefill 1: every token on its own", (1, 2, 6, 8), 1, 42),
+                                               ("the whole prompt at once: prefill = T", (1, 1, 5, 4), 5, 43),
+                                               ("d_head 16, T 10, prefill 3", (1, 2, 10, 16), 3, 44)]:
+        q, k, v = (normal((B, H, T, d), seed + i) for i in range(3))
+        # every call a reader's loop could make, right or wrong: (prefill or 1 tokens) at any offset up to T + 1
+        calls = [((n,), {"offset": o}) for n in sorted({1, prefill}) for o in range(T + 2)]
+        rotary = Recorded.of(RotaryEmbedding(d), calls, attrs=("d_head", "base", "inv_freq"))
+        out.append(Case(label, (q, k, v, prefill, rotary),
+                        show=f"q, k, v: (B, H, T, d_head) = {(B, H, T, d)}, standard normal, seeds {seed}.."
+                             f"{seed + 2}; prefill = {prefill}; rotary = RotaryEmbedding({d})"))
+    return out
+
+
+def _host_attention(q, k, v, q_pos, k_pos):
+    scores = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])
+    scores = np.where(k_pos[None, :] <= q_pos[:, None], scores, -np.inf)
+    w = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return (w / w.sum(axis=-1, keepdims=True)) @ v
+
+
+def _host_rotate(x, rotary, n, offset):
+    cos, sin = (np.asarray(t) for t in rotary(n, offset=offset))
+    return x * cos + _rh(x) * sin
+
+
+def _decoding(position_of):
+    """A host decode whose step at token t (after the prompt) rotates it to ``position_of(t, prefill)``."""
+    def run(q, k, v, prefill, rotary):
+        T = q.shape[-2]
+        keys, outs = [], []
+        for start, stop in [(0, prefill)] + [(t, t + 1) for t in range(prefill, T)]:
+            p = 0 if start == 0 else position_of(start, prefill)
+            keys.append(_host_rotate(k[..., start:stop, :], rotary, stop - start, p))
+            q_new = _host_rotate(q[..., start:stop, :], rotary, stop - start, p)
+            outs.append(_host_attention(q_new, np.concatenate(keys, axis=-2), v[..., :stop, :],
+                                        np.arange(start, stop), np.arange(stop)))
+        return np.concatenate(outs, axis=-2)
+    return run
+
+
+DECODE = Target("decode", "array", _decode_cases, [
+    Misconception("offset_reset", "every decoded token sits at position 0",
+                  "The prompt's tokens are right and every later one is wrong: the new token's position is the "
+                  "number of tokens already in the cache (token t sits at t), not 0.",
+                  _decoding(lambda t, prefill: 0)),
+    Misconception("offset_off_by_one", "the decoded tokens are one position off",
+                  "Token t sits at position t: after the prompt's positions 0 .. prefill - 1 the next token is at "
+                  "prefill, which is the number of tokens in the cache, not one less or one more.",
+                  _decoding(lambda t, prefill: t - 1)),
+    Misconception("offset_frozen_at_prefill", "every decoded token sits at the position right after the prompt",
+                  "The offset must grow by one at every step: token t is at t, not at prefill.",
+                  _decoding(lambda t, prefill: prefill)),
+])
+
+
+# ---------------------------------------------------------------------------
+# 6.10 interleaved_to_half_permutation
 # ---------------------------------------------------------------------------
 
 def _perm_cases():
@@ -404,4 +503,5 @@ INTERLEAVED_TO_HALF = Target("interleaved_to_half_permutation", "int_array", _pe
 ], dtype_hint="A permutation is an array of integer indices; build it from integer aranges.")
 
 
-TARGETS = [ROTATE_HALF, ROTATE_INTERLEAVED, APPLY_ROTARY, APPLY_ROTARY_INTERLEAVED, ROTARY_EMBEDDING, RELATIVE_SCORE, WAVELENGTH_TABLE, INTERLEAVED_TO_HALF]
+TARGETS = [ROTATE_HALF, ROTATE_INTERLEAVED, APPLY_ROTARY, APPLY_ROTARY_INTERLEAVED, ROTARY_EMBEDDING, RELATIVE_SCORE,
+           WAVELENGTH_TABLE, SCALED_INV_FREQ, INTERLEAVED_TO_HALF, DECODE]

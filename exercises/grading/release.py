@@ -1,0 +1,153 @@
+r"""Student releases: one chapter as a notebook, or the whole workbook without the answers.
+
+    python -m exercises release 06_rope --out DIR      # DIR/06_rope.ipynb
+    python -m exercises release --repo --out DIR       # DIR: a student copy of the workbook
+
+A student notebook drops every cell tagged ``answer`` or ``hint``, clears outputs and the
+test tags, and is no longer paired with a ``.py``.
+
+A student copy is the repository without what gives the answers away, and with what grading
+needs instead:
+
+* no ``solutions/``, no ``exercises/grading/checks/`` (their misconceptions are near-answers),
+  no ``tests/wrong_implementations/``, no stored chapter outputs, and no test that needs any of
+  them (a test file that imports ``solutions``, or one listed in ``INSTRUCTOR_TESTS``);
+* each chapter as a percent-format ``.py`` without its ``answer`` and ``hint`` cells;
+* fresh stubs in ``exercises/<module>.py``;
+* ``exercises/grading/stored/<module>.json``: the compiled checks (cases, the reference's
+  outputs, every misconception's outputs), labels, the exercise file and the blank drill files.
+  ``python -m exercises grade`` and ``drill`` read them where ``solutions/`` is missing.
+
+The copy keeps ``mini_transformer/``, which implements the schemes the chapters train, and the
+stored outputs name the expected values of the graded cases: a student copy hides the answers of
+the exercises, it does not make self-grading tamper-proof. Grade assessed work with
+``grade-folder`` in your own copy, which computes everything afresh.
+"""
+import ast
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from exercises.grading import notebooks
+from exercises.grading.atomic import write_atomic
+from exercises.grading.paths import ROOT
+
+# tests that need the reference, the grader's checks or the stored chapter outputs, besides those importing solutions
+INSTRUCTOR_TESTS = {"test_grader.py", "test_instructor.py", "test_notebooks.py", "test_exercise_tools.py",
+                    "test_release.py", "test_sandbox.py", "test_reader_tests.py", "test_rough_edges.py"}
+LEFT_OUT = ("solutions/", "exercises/grading/checks/", "exercises/grading/stored/", "tests/wrong_implementations/",
+            "chapters/expected_outputs/")
+
+
+def notebook(name, out_dir):
+    r"""``out_dir/NN_name.ipynb``: the chapter for students (see ``notebooks.for_students``)."""
+    import nbformat
+    nb = notebooks.for_students(notebooks.read_chapter(name))
+    nb.metadata.pop("jupytext", None)  # a student's Jupyter must not pair it with a .py
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{notebooks.chapter_path(name).stem}.ipynb"
+    nbformat.write(nb, path)
+    return path
+
+
+def _tracked_files():
+    r"""The repository's files: git's list where there is one, else every file but caches and environments."""
+    try:
+        out = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard"], capture_output=True, timeout=60)
+        if out.returncode == 0:
+            return [f for f in out.stdout.decode().split("\0") if f and (ROOT / f).is_file()]
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    skip = {".git", "__pycache__", ".pytest_cache", "build", "student_release"}
+    files = []
+    for folder, dirs, names in os.walk(ROOT):
+        dirs[:] = [d for d in dirs if d not in skip and not d.startswith((".venv", "venv"))]
+        files += [str(Path(folder, n).relative_to(ROOT)) for n in names]
+    return files
+
+
+def _imports_solutions(text):
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return False
+    for node in ast.walk(tree):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+            [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+        if any(n == "solutions" or n.startswith("solutions.") for n in names):
+            return True
+    return False
+
+
+def _stored_knowledge(module):
+    from exercises.grading.drill import DRILLS
+    from exercises.grading.generate import drill_text, exercise_modules, generated_text, labels_of
+    from exercises.grading.knowledge import knowledge
+    data = knowledge(module).to_json()
+    data["region_labels"] = labels_of(module)
+    data["exercise_text"] = generated_text(module) if module in exercise_modules() else None
+    data["drills"] = {d.name: drill_text(d.module, d.names, d.name, d.minutes) for d in DRILLS.values()
+                      if d.module == module}
+    return data
+
+
+def repository(out_dir):
+    r"""Write a student copy of the workbook into ``out_dir`` (which must be empty or absent)."""
+    import jupytext
+    from exercises.grading.generate import exercise_modules, generated_text
+    from exercises.grading.knowledge import graded_modules
+    out = Path(out_dir).resolve()
+    if out.exists() and any(out.iterdir()):
+        raise SystemExit(f"{out} is not empty; give a new folder for the student copy.")
+    if out == ROOT or ROOT in out.parents and not _ignored(out):
+        raise SystemExit(f"{out} is inside the workbook and not ignored by git; write the copy elsewhere "
+                         "(or under student_release/, which .gitignore lists).")
+    for name in notebooks.chapter_names():  # a chapter that imports the reference would die in the copy
+        nb = notebooks.for_students(notebooks.read_chapter(name))
+        bad = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and _imports_solutions(c.source)]
+        if bad:
+            raise SystemExit(f"chapters/{name}.py imports solutions/ directly in a cell that students keep "
+                             f"(cell {bad[0]} of the student notebook); a student copy has no solutions/. Load "
+                             "exercises with use(...) and anything else from mini_transformer.")
+    modules = graded_modules()
+    for rel in _tracked_files():
+        if rel.startswith(LEFT_OUT) or rel in {f"exercises/{m}.py" for m in exercise_modules()}:
+            continue
+        src = ROOT / rel
+        if rel.startswith("tests/") and rel.endswith(".py") and (
+                Path(rel).name in INSTRUCTOR_TESTS or _imports_solutions(src.read_text(errors="replace"))):
+            continue
+        dst = out / rel
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if rel.startswith("chapters/") and Path(rel).parent == Path("chapters") and rel.endswith(".py"):
+            nb = notebooks.for_students(notebooks.read_chapter(Path(rel).stem))
+            dst.write_text(jupytext.writes(nb, fmt="py:percent"))
+        elif rel == "README.md":
+            dst.write_text(_STUDENT_NOTE + src.read_text())
+        else:
+            shutil.copy2(src, dst)
+    for m in exercise_modules():
+        (out / "exercises" / f"{m}.py").write_text(generated_text(m))
+    from exercises.grading.stored import write
+    for m in modules:
+        write(out / "exercises" / "grading" / "stored", m, _stored_knowledge(m))
+    write_atomic(out / "STUDENT_COPY", "This is a student copy of the workbook, written by "
+                                       "`python -m exercises release --repo`.\n")
+    return out
+
+
+def _ignored(path):
+    try:
+        out = subprocess.run(["git", "-C", str(ROOT), "check-ignore", "-q", str(path)], timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return out.returncode == 0
+
+
+_STUDENT_NOTE = ("> **Student copy.** This copy has no `solutions/`: an exercise you have not written tells you "
+                 "which one to write when a chapter needs it, and `python -m exercises grade` grades your "
+                 "files against stored cases and expected values (`exercises/grading/stored/`). The chapters "
+                 "have no answer or hint cells.\n\n")
+
