@@ -29,7 +29,7 @@
 # * compute the critical dimension of any RoPE model and say which of its pairs never complete
 #   a turn in training;
 # * derive NTK-aware scaling's exponent $d/(d-2)$, write it, and write a test that catches the
-#   ways it goes wrong;
+#   six ways it goes wrong;
 # * explain why dynamic NTK and a KV cache disagree, and show the fix on a model;
 # * compute YaRN's temperature and the Llama 3.1 frequencies from a published config, and check
 #   them against the model code;
@@ -60,6 +60,7 @@
 # |---|---|---|
 # | 8.1 | `critical_dimension(d_head, base, train_len)` | Liu et al.'s $d_{extra}$ |
 # | 8.2 | `ntk_base(base, factor, rotary_dim)` | NTK-aware scaling's new base |
+# | 8.3 | `test_ntk_base(ntk_base)` | a test that catches a wrong NTK base |
 # | 8.4 | `yarn_attention_factor(factor, mscale)` | YaRN's temperature, as a factor on q and k |
 # | 8.5 | `llama3_inv_freq(inv_freq, factor, low, high, L)` | the Llama 3.1 rule |
 #
@@ -315,9 +316,54 @@ for d, s in [(32, 4.0), (128, 8.0), (96, 2.5)]:
 assert math.isclose(ntk_base(10000.0, 4.0, 4), 160_000.0)
 
 # %% [markdown]
-# READER-TEST: Exercise 8.3, the property test of `ntk_base`, goes here once the grader's
-# reader-test support is in main.
+# ### Exercise 8.3: a test of your own   ★★★ · 15 min
 #
+# *Why it matters:* a wrong exponent still gives a larger base and a model that runs; only the
+# property that defines the method tells it apart.
+#
+# Write `test_ntk_base(ntk_base)` in `exercises/context_extension.py`: it receives an
+# implementation with the signature of Exercise 8.2 and must raise `AssertionError` when it is
+# wrong. The grader runs your test on the reference (it must pass) and on six wrong ones, and
+# tells you which got away. Grade it alone: `python -m exercises grade context_extension --exercise 8.3`.
+
+# %%
+test_ntk_base = use("context_extension", "test_ntk_base")
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 1: a check that checks nothing</summary>
+#
+# $\theta_0' = b'^{\,0} = 1$ for *every* base $b'$. A test of pair 0 alone passes on any answer.
+# </details>
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 2: what pins the exponent</summary>
+#
+# The slowest pair must turn exactly $s$ times slower. Check it for several rotary dimensions
+# (not only 128) and a factor that is not a whole number, and check that no pair speeds up.
+# </details>
+
+# %% tags=["answer"]
+reveal("context_extension", "test_ntk_base")
+
+# %% [markdown]
+# Your test must pass on the `ntk_base` this chapter runs and fail on each wrong one in
+# `exercises/grading/mutants/context_extension.py`. The cell runs it on each, as the grader does.
+
+# %% tags=["nbval-check-output"]
+from exercises.grading.mutants import reader_tests
+
+test_ntk_base(ntk_base)
+print("the test passes on the ntk_base this chapter runs")
+mutants = reader_tests("context_extension")["test_ntk_base"].mutants
+for m in mutants:
+    try:
+        test_ntk_base(m.make(ntk_base))
+        verdict = "got away"
+    except AssertionError:
+        verdict = "caught"
+    print(f"{m.key:<20} {verdict:<10} {m.title}")
+
+# %% [markdown]
 # The stretch per pair, $\lambda_i'/\lambda_i = \theta_i/\theta_i'$, for the methods so far, on
 # the tiny model's head ($d = 32$, $s = 4$): PI stretches every pair by 4, NTK from 1 to 4.
 

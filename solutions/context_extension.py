@@ -61,6 +61,38 @@ def ntk_base(base, factor, rotary_dim):
     # END SOLUTION
 
 
+def test_ntk_base(ntk_base):
+    r"""A test that fails on a wrong NTK-aware base: it checks the property that defines the method.
+
+    You receive an ``ntk_base`` (the signature of Exercise 8.2) and raise ``AssertionError`` (a plain
+    ``assert``) when it is wrong. Build the frequencies :math:`\theta_i' = b'^{-2i/d}` from the base it
+    returns and check, for several rotary dimensions ``d`` and factors ``s``:
+
+    * pair 0 keeps :math:`\theta_0' = 1`;
+    * the slowest pair, :math:`i = d/2 - 1`, turns exactly ``s`` times slower than with the old base;
+    * no pair turns faster than before;
+    * a hand-worked value: base 10000, ``s = 4``, ``d = 4`` gives 160000.
+
+    The grader runs your test on the reference, where it must pass, and on mutants, each wrong in
+    one way a reader's code can be (an exponent, a precedence, a constant); a good test fails on
+    every one of them.
+
+    Args:
+        ntk_base: a function ``(base, factor, rotary_dim) -> new base``, as in Exercise 8.2.
+    """
+    # BEGIN SOLUTION Exercise 8.3
+    base = 10000.0
+    for d in (4, 32, 96, 128):
+        old = base ** (-xp.arange(0, d, 2) / d)  # (d/2,) theta_i
+        for s in (1.0, 2.5, 8.0):
+            new = ntk_base(base, s, d) ** (-xp.arange(0, d, 2) / d)  # (d/2,) theta_i'
+            assert new[0] == 1.0  # pair 0 is untouched (true of every base: a weak check on its own)
+            assert math.isclose(float(old[-1] / new[-1]), s, rel_tol=1e-9)  # the slowest pair: exactly s
+            assert bool(xp.all(new <= old * (1 + 1e-12)))  # no pair turns faster
+    assert math.isclose(ntk_base(base, 4.0, 4), 160_000.0, rel_tol=1e-12)  # exponent 4 / 2 = 2
+    # END SOLUTION
+
+
 def yarn_attention_factor(factor, mscale=1.0):
     r"""YaRN's attention factor :math:`\sqrt{1/t} = 0.1\,m \ln s + 1` for ``s > 1``, and 1 for ``s <= 1``.
 
