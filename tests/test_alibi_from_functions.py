@@ -68,3 +68,11 @@ def test_gaps_and_misuse_are_refused_in_a_sentence():
         wrong_shape.score_bias(q, q, backend.asarray([2]), backend.asarray([0, 1, 2]), 0)
     with pytest.raises(ValueError, match="causal form"):
         ALiBi.from_functions(reference.alibi_slopes, reference.alibi_bias, bidirectional=True)
+
+
+def test_the_signature_names_your_function():
+    assert ALiBi.from_functions(reference.alibi_slopes).signature() == {
+        "from_functions": "solutions.alibi.alibi_slopes", "bidirectional": False}
+    assert ALiBi.from_functions(reference.alibi_slopes, reference.alibi_bias).signature()["from_functions"] == \
+        "solutions.alibi.alibi_bias"
+    assert ALiBi(4).signature() == {"bidirectional": False}

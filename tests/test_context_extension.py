@@ -134,3 +134,24 @@ def test_context_extension_quick_directions(extension_quick):
     assert m["searched"]["loss_at_4L"] < m["linear (PI)"]["loss_at_4L"] - 0.05
     # Not asserted, because it does not reproduce on this model (see the README): zero-shot PI at 4L is
     # *worse* than unscaled RoPE there, since unscaled RoPE does not collapse past L on a model this small.
+
+
+def test_dynamic_ntk_rotation_by_hand_with_and_without_a_planned_length():
+    # a model trained at 4 with factor 2: dynamic NTK's scale at length l is s = 2 l / 4 - 1, its base
+    # 10^4 s^(8/6), theta_i = base^(-2i/8), and rotate-half turns (x_i, x_{i+4}) by m theta_i
+    from mini_transformer import Tensor
+    from mini_transformer.positional.rope import RoPE
+    rope = RoPE(8, rope_scaling={"rope_type": "dynamic", "factor": 2.0}, max_position_embeddings=4)
+    a = np.random.default_rng(2).normal(size=(1, 2, 6, 8))
+    turned = np.concatenate([-a[..., 4:], a[..., :4]], axis=-1)        # [-x2, x1]
+
+    def by_hand(s):
+        theta = (1e4 * s ** (8 / 6)) ** (-np.arange(4) / 4)
+        angle = np.arange(6)[:, None] * np.concatenate([theta, theta])  # (6, 8) the angle of each channel
+        return a * np.cos(angle) + turned * np.sin(angle)
+    x, pos = Tensor(backend.asarray(a)), backend.xp.arange(6)
+    # unplanned, the length is the positions' own, 6: s = 2; planned at 40: s = 19
+    np.testing.assert_allclose(rope.rotate(x, pos, 0).numpy(), by_hand(2.0), rtol=0, atol=1e-14)
+    with rope.planned_length(40):
+        np.testing.assert_allclose(rope.rotate(x, pos, 0).numpy(), by_hand(19.0), rtol=0, atol=1e-14)
+    np.testing.assert_allclose(rope.rotate(x, pos, 0).numpy(), by_hand(2.0), rtol=0, atol=1e-14)   # plan undone

@@ -7,7 +7,9 @@ The models are built so the right number can be written down:
   for every input, so the loss on target j is ln(e^c + V - 1) - c;
 - zero query and key weights make every score 0, so causal attention is uniform
   over the prefix: query i puts 1/(i+1) on position 0;
-- a hand-written "oracle" reads the passkey exactly when it lies inside a window.
+- a hand-written "oracle" reads the passkey exactly when it lies inside a window;
+- ``HalvingModel`` (``hand_built.py``) has loss (p + 1) ln 2 at position p, so every
+  bucket, slice and boundary shows in the expected numbers.
 """
 import math
 
@@ -19,6 +21,8 @@ from mini_transformer.autograd import Tensor
 from mini_transformer.data import DIGIT_0, KEY_START, QUERY, TextCorpus, passkey_task
 from mini_transformer.model import GPTConfig, TinyEncoder, TinyGPT
 from mini_transformer.nn import Module
+
+from hand_built import LN2, HalvingModel, counting_text
 
 V = 16
 
@@ -87,7 +91,50 @@ def test_fixed_token_model_loss_is_known(target_is_favoured):
     text = np.full(100, j if target_is_favoured else 2)
     expected = math.log(math.exp(c) + V - 1) - (c if target_is_favoured else 0.0)
     result = evaluate.loss_by_position(model, text, T=12, n_batches=1, bucket=5)
-    np.testing.assert_allclose(result.loss, expected, rtol=1e-6)
+    np.testing.assert_allclose(result.loss, expected, rtol=1e-13)
+
+
+@pytest.mark.usefixtures("each_backend")
+@pytest.mark.parametrize("bucket, starts, means", [
+    # loss (t + 1) ln 2 at t = 0..9: a bucket [a, b) has mean ln 2 (a + b + 1) / 2
+    (4, [0, 4, 8], [2.5, 6.5, 9.5]),             # (1+2+3+4)/4, (5+6+7+8)/4, and the short last bucket (9+10)/2
+    (3, [0, 3, 6, 9], [2.0, 5.0, 8.0, 10.0]),    # the last bucket holds position 9 alone
+    (10, [0], [5.5]),
+    (1, list(range(10)), [t + 1.0 for t in range(10)]),
+])
+def test_loss_by_position_on_a_model_whose_loss_grows_with_position(bucket, starts, means):
+    result = evaluate.loss_by_position(HalvingModel(V), counting_text(300, V), T=10, n_batches=2, bucket=bucket,
+                                       batch_size=3)
+    assert result.starts.tolist() == starts
+    # float64 logits of size ~(t + 1) ln 2 and one log-sum-exp: a few ulps. Were x and y cut from the windows
+    # any other way than one token apart, the target would not be x + 1 and every loss would be far off
+    np.testing.assert_allclose(result.per_position, [(t + 1) * LN2 for t in range(10)], rtol=1e-13)
+    np.testing.assert_allclose(result.loss, np.array(means) * LN2, rtol=1e-13)
+
+
+def test_extrapolation_curve_splits_at_the_training_length():
+    # train_len 8; L = floor(m 8 + 1/2): 0.5 -> 4, 1 -> 8, 1.0625 -> 8.5 rounds up to 9, 1.5 -> 12, 2 -> 16 (refused)
+    model = HalvingModel(V, limit=12)                          # positions 0..11 only, like a learned table
+    curve = evaluate.extrapolation_curve(model, counting_text(300, V), train_len=8,
+                                         multiples=(0.5, 1, 1.0625, 1.5, 2), n_batches=1, batch_size=2)
+    assert curve.lengths.tolist() == [4, 8, 9, 12, 16]
+    # all positions t < L: mean of (t + 1) ln 2 is (L + 1)/2 ln 2
+    np.testing.assert_allclose(curve.loss[:4], np.array([2.5, 4.5, 5.0, 6.5]) * LN2, rtol=1e-13)
+    # positions t >= 8 only: none at L = 4 or 8; at 9 just t = 8 (loss 9 ln 2); at 12, t = 8..11 (mean of 9..12)
+    assert np.isnan(curve.loss_beyond[:2]).all()
+    np.testing.assert_allclose(curve.loss_beyond[2:4], np.array([9.0, 10.5]) * LN2, rtol=1e-13)
+    assert np.isnan(curve.loss[4]) and np.isnan(curve.loss_beyond[4])
+    assert curve.reasons[:4] == [None] * 4 and "position 15 was asked for" in curve.reasons[4]
+
+
+def test_retention_measures_both_models_at_the_training_length():
+    # before: (t + 1) ln 2, after: (t + 2) ln 2, over t = 0..5: means 3.5 ln 2 and 4.5 ln 2, one ln 2 apart
+    result = evaluate.retention(HalvingModel(V), HalvingModel(V, shift=1), counting_text(100, V), train_len=6,
+                                n_batches=2, batch_size=2)
+    assert result.train_len == 6
+    assert result.loss_before == pytest.approx(3.5 * LN2, rel=1e-13)
+    assert result.loss_after == pytest.approx(4.5 * LN2, rel=1e-13)
+    assert result.difference == pytest.approx(LN2, rel=1e-12)
 
 
 def test_loss_by_position_reads_a_text_corpus(tmp_path):
@@ -126,8 +173,8 @@ def test_retention_compares_the_same_windows():
     result = evaluate.retention(before, after, np.full(50, j), train_len=16, n_batches=1, batch_size=2)
     after_loss = math.log(math.exp(c) + V - 1) - c
     assert result.loss_before == pytest.approx(math.log(V), abs=1e-12)
-    assert result.loss_after == pytest.approx(after_loss, rel=1e-6)
-    assert result.difference == pytest.approx(after_loss - math.log(V), rel=1e-6)
+    assert result.loss_after == pytest.approx(after_loss, rel=1e-13)
+    assert result.difference == pytest.approx(after_loss - math.log(V), rel=1e-13)
 
 
 # ---------------------------------------------------------------------------
@@ -135,9 +182,10 @@ def test_retention_compares_the_same_windows():
 # ---------------------------------------------------------------------------
 
 class WindowOracle(Module):
-    """Reads the passkey perfectly when KEY_START lies within the last ``window`` positions, else says PAD (0)."""
+    """Reads the passkey perfectly when KEY_START lies within the last ``window`` positions, else says PAD (0).
 
-    causal = True
+    It has no ``causal`` flag: passkey_grid takes a model without one to be causal.
+    """
 
     def __init__(self, window):
         self.cfg, self.window = GPTConfig(vocab_size=V), window
@@ -224,30 +272,30 @@ def test_effective_context_length_on_a_hand_written_grid(rows, threshold, expect
 @pytest.mark.parametrize("k", [1, 3])
 def test_uniform_causal_attention_puts_harmonic_mass_on_the_first_tokens(k):
     T = 10
-    model = zero_query_key(TinyGPT(config("none")))
+    model = zero_query_key(TinyGPT(config("none")).to_dtype("float64"))
     result = evaluate.attention_mass(model, random_tokens(2 * T).reshape(2, T), first_k=k)
     # query i spreads 1 over i+1 keys: 1/(i+1) on position 0, min(k, i+1)/(i+1) on the first k
     first_k = (k + k * (harmonic(T) - harmonic(k))) / T
-    np.testing.assert_allclose(result.position0, np.full((2, 2), harmonic(T) / T), rtol=1e-6)
-    np.testing.assert_allclose(result.first_k, np.full((2, 2), first_k), rtol=1e-6)
+    np.testing.assert_allclose(result.position0, np.full((2, 2), harmonic(T) / T), rtol=1e-13)
+    np.testing.assert_allclose(result.first_k, np.full((2, 2), first_k), rtol=1e-13)
 
 
 def test_uniform_bidirectional_attention_puts_1_over_T_on_each_token():
     T, k = 8, 3
-    model = zero_query_key(TinyEncoder(config("none")))
+    model = zero_query_key(TinyEncoder(config("none")).to_dtype("float64"))
     result = evaluate.attention_mass(model, random_tokens(T)[None], first_k=k)
-    np.testing.assert_allclose(result.position0, 1 / T, rtol=1e-6)
-    np.testing.assert_allclose(result.first_k, k / T, rtol=1e-6)
+    np.testing.assert_allclose(result.position0, 1 / T, rtol=1e-13)
+    np.testing.assert_allclose(result.first_k, k / T, rtol=1e-13)
 
 
 def test_alibi_heads_decay_at_their_own_slope():
     T = 12
-    model = zero_query_key(TinyGPT(config("alibi")))
+    model = zero_query_key(TinyGPT(config("alibi")).to_dtype("float64"))
     result = evaluate.attention_mass(model, random_tokens(T)[None])
     for h, m in enumerate([1 / 16, 1 / 256]):                  # 2^{-8h/H} for H = 2
         # query i weights key j by e^{-m (i - j)}: position 0 gets e^{-m i} / sum_{s<=i} e^{-m s}
         expected = np.mean([math.exp(-m * i) / sum(math.exp(-m * s) for s in range(i + 1)) for i in range(T)])
-        np.testing.assert_allclose(result.position0[:, h], expected, rtol=1e-5)
+        np.testing.assert_allclose(result.position0[:, h], expected, rtol=1e-13)
 
 
 def test_attention_mass_restores_the_recording_flags():
@@ -360,3 +408,192 @@ def test_every_plot_helper_returns_its_axes():
         new_ax = plot(result)                                   # no ax given: a new figure
         assert new_ax is not None and new_ax.figure is not fig, plot.__name__
         plt.close(new_ax.figure)
+
+
+# ---------------------------------------------------------------------------
+# Defaults, boundaries and bookkeeping, on the hand-built model
+# ---------------------------------------------------------------------------
+
+def random_text(n=400, seed=5):
+    """Random ids: the next token is x + 1 only now and then, so which windows are drawn shows in the loss."""
+    return np.random.default_rng(seed).integers(0, V, n)
+
+
+def test_loss_by_position_defaults_are_4_batches_of_8_buckets_of_8_and_seed_0():
+    model = HalvingModel(V)
+    result = evaluate.loss_by_position(model, random_text(), T=16)
+    assert [c[0].shape for c in model.calls] == [(8, 16)] * 4 and result.n_sequences == 32
+    assert result.bucket == 8 and result.starts.tolist() == [0, 8]
+    again = evaluate.loss_by_position(HalvingModel(V), random_text(), T=16, n_batches=4, bucket=8, seed=0,
+                                      batch_size=8)
+    np.testing.assert_array_equal(result.per_position, again.per_position)
+    other = evaluate.loss_by_position(HalvingModel(V), random_text(), T=16, seed=1)
+    assert np.abs(other.per_position - result.per_position).max() > 1e-3
+
+
+@pytest.mark.parametrize("T, n, fits", [(10, 11, True), (10, 10, False)])
+def test_a_text_of_T_plus_1_tokens_is_exactly_enough(T, n, fits):
+    # a window is T inputs and T targets: T + 1 tokens; the only window of an (T + 1)-token text starts at 0
+    text = counting_text(n, V)
+    if fits:
+        result = evaluate.loss_by_position(HalvingModel(V), text, T=T, n_batches=1, bucket=T, batch_size=2)
+        assert result.loss[0] == pytest.approx((T + 1) / 2 * LN2, rel=1e-13)
+    else:
+        with pytest.raises(ValueError, match=rf"T={T} needs windows of T \+ 1 = {T + 1} tokens, but the text holds {n}"):
+            evaluate.loss_by_position(HalvingModel(V), text, T=T)
+
+
+@pytest.mark.parametrize("bad, message", [
+    (dict(T=True), r"T must be an integer >= 1, got True"),
+    (dict(T=4.0), r"T must be an integer >= 1, got 4\.0"),
+    (dict(tokens=b"abcdefghijkl"), r"tokens_or_corpus must be a TextCorpus or a 1-D array of integer token ids"),
+    (dict(tokens=np.zeros((3, 20), dtype=np.int64)), r"got an array of shape \(3, 20\) and dtype int64"),
+    (dict(tokens=np.zeros(20)), r"got an array of shape \(20,\) and dtype float64"),
+])
+def test_loss_by_position_refuses_bad_input_by_name(bad, message):
+    args = dict(tokens=counting_text(40, V), T=8)
+    args.update(bad)
+    with pytest.raises(ValueError, match=message):
+        evaluate.loss_by_position(HalvingModel(V), args["tokens"], T=args["T"])
+
+
+def test_every_text_measure_reads_the_val_split_of_a_corpus_by_default(tmp_path):
+    # one file per split: the val text counts up (loss (t + 1) ln 2 at t), the train text counts down
+    for i in range(4):
+        (tmp_path / f"m{i}.py").write_text(("".join(chr(32 + k % 64) for k in range(400))) if i % 2 else
+                                           ("".join(chr(95 - k % 64) for k in range(400))))
+    corpus = TextCorpus(tmp_path, val_fraction=0.5)
+    val = corpus.split("val")
+    model = HalvingModel(256)
+    by_default = evaluate.loss_by_position(model, corpus, T=8, n_batches=1, bucket=8)
+    assert by_default.loss[0] == pytest.approx(evaluate.loss_by_position(model, val, T=8, n_batches=1,
+                                                                          bucket=8).loss[0], rel=1e-15)
+    assert evaluate.extrapolation_curve(model, corpus, 8, (1,), n_batches=1).loss[0] == pytest.approx(
+        by_default.loss[0], rel=1e-15)
+    assert evaluate.retention(model, model, corpus, 8, n_batches=1).loss_before == pytest.approx(
+        by_default.loss[0], rel=1e-15)
+    train = evaluate.loss_by_position(model, corpus, T=8, n_batches=1, bucket=8, split="train")
+    assert abs(train.loss[0] - by_default.loss[0]) > 0.1
+
+
+def test_extrapolation_curve_defaults_and_the_shortest_length():
+    model = HalvingModel(V)
+    curve = evaluate.extrapolation_curve(model, counting_text(300, V), train_len=8)
+    assert curve.lengths.tolist() == [8, 12, 16, 32, 64]                     # multiples 1, 1.5, 2, 4, 8
+    assert [c[0].shape for c in model.calls][:2] == [(8, 8), (8, 8)]         # 2 batches of 8 per length
+    np.testing.assert_allclose(curve.loss, (curve.lengths + 1) / 2 * LN2, rtol=1e-13)
+    # m train_len = 0.8 rounds to 1, and a length is at least 1
+    tiny = evaluate.extrapolation_curve(HalvingModel(V), counting_text(50, V), 8, multiples=(0.1, 0.05),
+                                        n_batches=1, batch_size=1)
+    assert tiny.lengths.tolist() == [1, 1] and tiny.loss.tolist() == pytest.approx([LN2, LN2], rel=1e-13)
+
+
+def test_windows_are_drawn_from_the_seed_the_same_for_every_length_and_model():
+    text = random_text()
+    first, second = (evaluate.extrapolation_curve(HalvingModel(V), text, 8, (1, 2), n_batches=1) for _ in range(2))
+    np.testing.assert_array_equal(first.loss, second.loss)
+    assert np.abs(evaluate.extrapolation_curve(HalvingModel(V), text, 8, (1, 2), n_batches=1, seed=3).loss
+                  - first.loss).max() > 1e-3
+    # retention: 4 batches of 8 at seed 0 by default, the same windows for both models
+    before, after = HalvingModel(V), HalvingModel(V, shift=1)
+    result = evaluate.retention(before, after, text, train_len=8)
+    assert [c[0].shape for c in before.calls] == [(8, 8)] * 4
+    assert all(np.array_equal(a[0], b[0]) for a, b in zip(before.calls, after.calls))
+    again = evaluate.retention(HalvingModel(V), HalvingModel(V, shift=1), text, 8, n_batches=4, batch_size=8, seed=0)
+    assert (result.loss_before, result.loss_after) == (again.loss_before, again.loss_after)
+    assert evaluate.retention(HalvingModel(V), HalvingModel(V), text, 8, seed=2).loss_before != result.loss_before
+
+
+def test_passkey_grid_defaults_and_a_length_at_the_model_limit():
+    # a model limited to positions 0..15 decodes a 16-token task: the last digit is predicted at 15, no further
+    model = HalvingModel(32, limit=16)
+    grid = evaluate.passkey_grid(model, [16, 17], depths=(0.5,), vocab_size=20)
+    assert grid.n_trials == 8 and not np.isnan(grid.accuracy[0, 0]) and np.isnan(grid.accuracy[1, 0])
+    assert np.isnan(grid.digit_accuracy[1, 0]) and "position 16" in grid.reasons[17]
+    # defaults: 5 digits, seed 0, filler drawn below the vocab_size given. Each length: the prompt through QUERY,
+    # then the first 4 guesses fed back (the 5th is never fed); at 17 the 4th of them sits at 16 and is refused
+    prompts = [ids for ids, cached in model.calls if ids.shape[1] > 1]
+    assert prompts[0].shape == (8, 16 - 5 + 1) and len(model.calls) == (1 + 4) + (1 + 4)
+    assert prompts[0].max() < 20
+    task = passkey_task(8, 16, 0.5, 20, 0, 5)
+    np.testing.assert_array_equal(prompts[0], backend.to_numpy(task.x)[:, :12])
+
+
+@pytest.mark.parametrize("lengths, ok", [([8, 9], True), ([8, 8], False), ([8], True)])
+def test_passkey_grid_lengths_must_strictly_increase(lengths, ok):
+    make = lambda: evaluate.PasskeyGrid(lengths, [0, 1], [[1, 0]] * len(lengths))   # noqa: E731
+    if ok:
+        grid = make()
+        assert grid.depths.dtype == np.float64 and grid.accuracy.dtype == np.float64
+    else:
+        with pytest.raises(ValueError, match=r"strictly increasing"):
+            make()
+
+
+@pytest.mark.parametrize("threshold, ok", [(0.0, True), (1.0, True), (1.5, False), (-0.1, False), ("high", False)])
+def test_thresholds_from_0_to_1_are_accepted(threshold, ok):
+    rows = [[1.0, 0.9], [0.8, 0.0]]
+    if ok:
+        grid = evaluate.PasskeyGrid([8, 16], [0.0, 1.0], rows, threshold=threshold)
+        # at threshold 0 every cell passes; at 1 only a perfect row: 8 fails (0.9)
+        assert evaluate.effective_context_length(grid) == (16 if threshold == 0.0 else 0)
+        assert evaluate.effective_context_length(grid, 0.85) == 8                # an explicit threshold wins
+    else:
+        if not isinstance(threshold, str):
+            with pytest.raises(ValueError, match=r"threshold must lie in \[0, 1\]"):
+                evaluate.PasskeyGrid([8, 16], [0.0, 1.0], rows, threshold=threshold)
+        grid = evaluate.PasskeyGrid([8, 16], [0.0, 1.0], rows)
+        with pytest.raises(ValueError, match=r"threshold must lie in \[0, 1\]"):
+            evaluate.effective_context_length(grid, threshold)
+
+
+def test_attention_mass_defaults_to_the_first_token_and_allows_the_whole_sequence():
+    model = zero_query_key(TinyGPT(config("none")).to_dtype("float64"))
+    x = random_tokens(5)[None]
+    assert evaluate.attention_mass(model, x).k == 1
+    whole = evaluate.attention_mass(model, x, first_k=5)
+    np.testing.assert_allclose(whole.first_k, 1.0, rtol=1e-14)                 # every key: all of the mass
+
+
+def test_alibi_first_k_mass_per_head():
+    # one sequence, 2 heads: query i gives key j the weight e^{-m (i - j)} / sum_{s <= i} e^{-m s}; the first 2 keys
+    T, k = 7, 2
+    model = zero_query_key(TinyGPT(config("alibi")).to_dtype("float64"))
+    result = evaluate.attention_mass(model, random_tokens(T)[None], first_k=k)
+    for h, m in enumerate([1 / 16, 1 / 256]):
+        expected = np.mean([sum(math.exp(-m * (i - j)) for j in range(min(k, i + 1)))
+                            / sum(math.exp(-m * s) for s in range(i + 1)) for i in range(T)])
+        np.testing.assert_allclose(result.first_k[:, h], expected, rtol=1e-13)
+
+
+def test_decode_costs_time_each_phase_and_warm_up_first():
+    # prefill sleeps 0.1 s, each decoded token 0.01 s: the timings must be at least that, and a token no longer
+    # than the prefill; the cache holds no arrays for this model, so its bytes are 0
+    model = HalvingModel(V, delay=(0.1, 0.01))
+    costs = evaluate.decode_costs(model, [200])
+    assert costs.batch_size == 1 and costs.reasons == [None] and costs.cache_bytes.tolist() == [0]
+    assert costs.prefill_s[0] >= 0.1 and 0.01 <= costs.decode_s_per_token[0] < costs.prefill_s[0]
+    ids, cached = zip(*model.calls)
+    assert ids[0].shape == (1, 1) and not cached[0]                            # the untimed warm-up
+    assert ids[1].shape == (1, 200) and [i.shape for i in ids[2:]] == [(1, 1)] * 8 and all(cached[1:])
+    assert ids[1].min() == 0 and ids[1].max() == V - 1                        # prompt ids span the vocabulary
+    again = HalvingModel(V)
+    evaluate.decode_costs(again, [200], batch_size=1, n_decode=8, seed=0)
+    np.testing.assert_array_equal(again.calls[1][0], ids[1])
+
+
+def test_permutation_probe_bookkeeping():
+    # seed 0 shuffles 2 tokens into the identity, which moves nothing, so the probe rolls it into (1, 0)
+    assert np.random.default_rng(0).permutation(2).tolist() == [0, 1]
+    model = TinyGPT(config("none")).to_dtype("float64")
+    x = random_tokens(6).reshape(3, 2)
+    result = evaluate.permutation_sensitivity(model, x)
+    assert result.permutation.tolist() == [1, 0] and result.per_position.shape == (2,)
+    y = backend.to_numpy(model(x).data)
+    y_pi = backend.to_numpy(model(x[:, ::-1].copy()).data)[:, ::-1]
+    change = np.abs(y - y_pi)
+    assert result.max_abs == change.max() and result.mean_abs == pytest.approx(change.mean(), rel=1e-15)
+    assert result.relative == pytest.approx(change.max() / np.abs(y).max(), rel=1e-15)
+    np.testing.assert_allclose(result.per_position, change.mean(axis=(0, 2)), rtol=1e-15)
+    longer = evaluate.permutation_sensitivity(model, random_tokens(24).reshape(2, 12))
+    assert longer.permutation.tolist() == np.random.default_rng(0).permutation(12).tolist()

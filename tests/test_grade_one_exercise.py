@@ -19,4 +19,4 @@ def test_grading_one_exercise_reports_that_exercise_alone(tmp_path, capsys):
 def test_an_unknown_exercise_number_is_one_sentence(capsys):
     with pytest.raises(SystemExit):
         main(["grade", "rope", "--exercise", "6.99"])
-    assert "--exercise 6.99: no exercise has that number in rope" in capsys.readouterr().err
+    assert "no exercise 6.99 in rope" in capsys.readouterr().err

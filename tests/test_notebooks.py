@@ -99,6 +99,13 @@ def test_a_readers_scratch_cell_is_not_their_test_failure():
     assert "refresh-outputs" in notebooks.stale(CHAPTERS[0], text)[0]
 
 
+def test_an_authors_refreshed_edit_is_what_runs():
+    committed = "# %%\nprint(1)\n"
+    edited = committed + "# %%\nprint(2)\n"
+    text, note = notebooks.choose_version(edited, committed, strict=False, fresh=lambda t: t == edited)
+    assert (text, note) == (edited, None)
+
+
 def test_a_stale_committed_chapter_still_fails():
     committed = _with_scratch_cell(_guarded(CHAPTERS[0]))  # an edit committed without a refresh
     text, _ = notebooks.choose_version(committed, committed, strict=False, fresh=lambda t: False)

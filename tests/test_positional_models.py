@@ -49,18 +49,23 @@ def logits(model, x, **kw):
         return backend.to_numpy(model(x, **kw).data)
 
 
+# Measured worst relative error through a whole model with O(1) weights (layer norms give large curvature, and the
+# Richardson step leaves O(h^4) of it): 6e-9. GRAD_TOL leaves a factor of 15.
+GRAD_TOL = 1e-7
+
+
 @pytest.mark.parametrize("cls", [TinyGPT, TinyEncoder])
 @pytest.mark.parametrize("name,extra", VARIANTS, ids=IDS)
 def test_whole_model_gradcheck_in_float64(cls, name, extra):
     model = build(cls, name, extra, max_len=8)
     x = ids(T=8)
-    # a relative table has rows no pair at T = 8 reaches (their gradient is exactly 0), so sample it more
-    # densely: two picks could both land on such rows, and a relative error over zeros measures only noise
+    # every entry of the scheme's own parameters (what this test is about; rows no pair at T = 8 reaches must get
+    # exactly 0), and 8 entries of each of the others, whose ops are checked entry by entry in their own tests
     scheme = {id(p) for p in model.positional.parameters()}
     rest = [p for p in model.parameters() if id(p) not in scheme]
-    assert_gradcheck(lambda *ps: model(x), rest, tol=1e-6, max_elements=2)
+    assert_gradcheck(lambda *ps: model(x), rest, tol=GRAD_TOL, max_elements=8)
     if scheme:
-        assert_gradcheck(lambda *ps: model(x), model.positional.parameters(), tol=1e-6, max_elements=16)
+        assert_gradcheck(lambda *ps: model(x), model.positional.parameters(), tol=GRAD_TOL)
 
 
 @pytest.mark.parametrize("name,extra", VARIANTS, ids=IDS)
@@ -71,7 +76,7 @@ def test_cached_decoding_equals_the_full_forward_at_every_step(name, extra):
     cache = model.new_cache()
     steps = [logits(model, x[:, :3], cache=cache)]              # prefill 3 tokens, then one at a time
     steps += [logits(model, x[:, t:t + 1], cache=cache) for t in range(3, 10)]
-    assert np.abs(np.concatenate(steps, axis=1) - full).max() <= 1e-6
+    assert np.abs(np.concatenate(steps, axis=1) - full).max() <= 1e-12
 
 
 def _permutation_gap(model, perm):
@@ -120,7 +125,7 @@ def test_transformer_xl_segments_with_full_memory_equal_one_long_forward():
     x = ids(T=12, seed=5)
     cache = model.new_cache(window=model.positional.mem_len)
     segments = [logits(model, x[:, s:s + 4], cache=cache) for s in (0, 4, 8)]
-    assert np.abs(np.concatenate(segments, axis=1) - logits(model, x)).max() <= 1e-6
+    assert np.abs(np.concatenate(segments, axis=1) - logits(model, x)).max() <= 1e-12
 
 
 def test_transformer_xl_memory_is_a_constant_to_the_gradient():
@@ -133,8 +138,8 @@ def test_transformer_xl_memory_is_a_constant_to_the_gradient():
     # a training step on segment 2 reads the memory; its gradient must be that of a fixed memory, which is
     # what central differences see when every evaluation starts from the same copied memory
     seg2 = x[:, 4:]
-    assert_gradcheck(lambda *ps: model(seg2, cache=copy.deepcopy(memory)), model.parameters(), tol=1e-6,
-                     max_elements=2)
+    assert_gradcheck(lambda *ps: model(seg2, cache=copy.deepcopy(memory)), model.parameters(), tol=GRAD_TOL,
+                     max_elements=8)
     # and the memory does matter: without it segment 2 gives other logits
     assert np.abs(logits(model, seg2, cache=copy.deepcopy(memory)) - logits(model, seg2, offset=4)).max() > 1e-3
     # the real step: backward runs, reaches every XL parameter, writes nothing into the memory it read,
@@ -221,4 +226,4 @@ def test_dynamic_ntk_rope_asks_the_cache_to_re_turn_its_keys():
     logits(model, x[:, :2], cache=cache)
     for t in range(2, 9):
         step = logits(model, x[:, t:t + 1], cache=cache)
-        assert np.abs(step[:, 0] - logits(model, x[:, :t + 1])[:, -1]).max() <= 1e-6
+        assert np.abs(step[:, 0] - logits(model, x[:, :t + 1])[:, -1]).max() <= 1e-12

@@ -46,7 +46,7 @@ def test_the_copy_holds_no_answers(copy):
                  "tests/test_grader.py"):
         assert not (copy / gone).exists(), gone
     assert (copy / "exercises" / "rope.py").read_text() == generated_text("rope")
-    given = "".join(generated_text(m) for m in ("rope",)) + "".join(
+    given = "".join(generated_text(m) for m in exercise_modules()) + "".join(
         drill_text(d.module, d.names, d.name, d.minutes) for d in DRILLS.values())  # signatures and docstrings
     answer_lines = set()
     for path in SOLUTIONS.glob("*.py"):
@@ -124,8 +124,8 @@ def test_a_reader_test_waits_for_its_implementations_in_the_copy(copy, tmp_path)
 def test_the_copys_own_exercise_tests_pass(copy):
     done = _in_copy(copy, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_exercises.py")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    n_exercises = sum(len(set(region_labels((SOLUTIONS / f"{m}.py").read_text()).values()))
-                      for m in exercise_modules())             # one skipped "not attempted" per exercise
+    # one skipped "not attempted" per exercise of every module
+    n_exercises = sum(len(set(region_labels((SOLUTIONS / f"{m}.py").read_text()).values())) for m in exercise_modules())
     assert re.search(rf"\d+ passed, {n_exercises} skipped", done.stdout), done.stdout
 
 

@@ -242,12 +242,13 @@ LLAMA3_OK = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high
 
 @pytest.mark.parametrize("kwargs, message", [
     (dict(rope_scaling={"rope_type": "spline"}), r"Unknown rope_type 'spline'.*default.*ntk_by_parts.*llama3"),
-    (dict(rope_scaling={"type": "su"}), r"'su'.*longrope"),
+    (dict(rope_scaling={"type": "su"}), r"'su'.*Older Phi-3 configs call LongRoPE 'su'; use 'longrope'\.$"),
+    (dict(rope_scaling={}), None),                                              # an empty dict is the default
     (dict(rope_scaling={"rope_type": "yarn", "type": "linear", "factor": 2}), r"disagree"),
     (dict(rope_scaling={"rope_type": "linear", "factor": 0.5}), r"'factor'.*0\.5.*at least 1"),
     (dict(rope_scaling={"rope_type": "linear"}), r"'linear' needs rope_scaling\['factor'\]"),
     (dict(rope_scaling={"rope_type": "linear", "factor": "2"}), r"'factor'.*'2'.*number"),
-    (dict(rope_scaling={**LONGROPE_OK, "short_factor": [1.0] * 3}), r"'short_factor'.*3 entries.*needs 4"),
+    (dict(rope_scaling={**LONGROPE_OK, "short_factor": [1.0] * 3}), r"'short_factor'.*3 entries.*needs 4 \(one"),
     (dict(rope_scaling={**LONGROPE_OK, "long_factor": [1.0] * 5}), r"'long_factor'.*5 entries.*needs 4"),
     (dict(rope_scaling={k: v for k, v in LONGROPE_OK.items() if k != "original_max_position_embeddings"}),
      r"'longrope' needs rope_scaling\['original_max_position_embeddings'\]"),
@@ -265,6 +266,10 @@ LLAMA3_OK = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high
     (dict(rope_theta=1.0), r"rope_theta is 1\.0"),
 ])
 def test_bad_input_raises_a_sentence(kwargs, message):
+    if message is None:
+        np.testing.assert_allclose(host(rope_inv_freq(8, **{"rope_theta": 10000.0, **kwargs})[0]), THETA_8,
+                                   rtol=1e-15)
+        return
     with pytest.raises(ValueError, match=message):
         rope_inv_freq(8, **{"rope_theta": 10000.0, **kwargs})
 
@@ -288,8 +293,8 @@ def test_unknown_key_warns_but_a_clean_config_does_not():
 
 def test_wavelengths_and_rotations(on_backend):
     np.testing.assert_allclose(host(wavelengths(8, 1e4)), [2 * math.pi * 10 ** i for i in range(4)], rtol=1e-13)
-    # rho_i * lambda_i = L: turns times tokens per turn is the length.
-    np.testing.assert_allclose(host(rotations_within(128, 1e4, 4096)) * host(wavelengths(128, 1e4)), 4096, rtol=1e-12)
+    # rho_i = L theta_i / (2 pi): at L = 200 pi the four pairs turn 100, 10, 1 and 0.1 times
+    np.testing.assert_allclose(host(rotations_within(8, 1e4, 200 * math.pi)), [100.0, 10.0, 1.0, 0.1], rtol=1e-13)
 
 
 def test_llama2_critical_dimension_is_92(on_backend):
@@ -350,9 +355,22 @@ def test_every_model_describes_itself_with_a_source(name, on_backend):
     info = describe_model(name)
     assert info["source"] and info["summary"] and info["mechanism"] == MODELS[name]["mechanism"]
     if info["mechanism"].startswith("rope"):
-        inv_freq = host(info["inv_freq"])
-        assert inv_freq.shape == (info["rotary_dim"] // 2,)
-        np.testing.assert_allclose(host(info["wavelengths"]) * inv_freq, 2 * np.pi, rtol=1e-13)
+        # unscaled, from the formula: theta_i = base^(-2i/r), lambda_i = 2 pi base^(2i/r), r the rotary width
+        r, base = info["rotary_dim"], MODELS[name]["rope_theta"]
+        two_i_over_r = 2 * np.arange(r // 2) / r
+        theta, lam = base ** -two_i_over_r, 2 * np.pi * base ** two_i_over_r
+        np.testing.assert_allclose(host(info["base_wavelengths"]), lam, rtol=1e-13)
+        inv_freq, scaled_lam = host(info["inv_freq"]), host(info["wavelengths"])
+        if not info["frequencies_scaled"]:
+            np.testing.assert_allclose(inv_freq, theta, rtol=1e-13)
+            np.testing.assert_allclose(scaled_lam, lam, rtol=1e-13)
+        else:
+            # every stored method keeps the fastest pair and slows the others by at most the factor
+            s = info["rope_scaling"]["factor"]
+            assert inv_freq[0] == 1.0 and scaled_lam[0] == pytest.approx(2 * np.pi, rel=1e-15)
+            assert np.all(inv_freq <= theta * (1 + 1e-13)) and np.all(inv_freq >= theta / s * (1 - 1e-13))
+            assert np.all(scaled_lam >= lam * (1 - 1e-13)) and np.all(scaled_lam <= lam * s * (1 + 1e-13))
+            assert inv_freq[-1] == pytest.approx(theta[-1] / s, rel=1e-12)   # and the slowest by all of it
         assert 0 <= info["critical_dimension"].pair <= info["rotary_dim"] // 2
 
 
@@ -392,3 +410,134 @@ def test_non_rope_entry_says_what_it_is():
 def test_unknown_model_suggests_close_names():
     with pytest.raises(ValueError, match=r"No stored model named 'Llama-3.1'.*Did you mean.*Llama-3.1-8B"):
         describe_model("Llama-3.1")
+
+
+# ---------------------------------------------------------------------------
+# Boundaries and defaults, each a number worked by hand (found by mutation testing)
+# ---------------------------------------------------------------------------
+
+def test_defaults_are_the_papers():
+    # base 10000; linear by 1 is no scaling at all; a factor of exactly 1 is allowed
+    np.testing.assert_allclose(host(rope_inv_freq(8)[0]), THETA_8, rtol=1e-15)
+    np.testing.assert_allclose(host(rope_inv_freq(8, 1e4, {"rope_type": "linear", "factor": 1.0})[0]), THETA_8,
+                               rtol=1e-15)
+    # a base of 1.5 is unusual but legal: theta_i = 1.5^(-2i/8)
+    np.testing.assert_allclose(host(rope_inv_freq(8, 1.5)[0]), [1.5 ** (-i / 4) for i in range(4)], rtol=1e-15)
+    # YaRN's ramp: beta_fast 32, beta_slow 1, truncated to whole pairs, as in BY_PARTS_8: kept share (1, 1, .5, 0)
+    np.testing.assert_allclose(host(by_parts_ramp(8, 1e4, 2048)), [1.0, 1.0, 0.5, 0.0], rtol=1e-15)
+
+
+@pytest.mark.parametrize("train_len, base, gamma", [
+    # i(n) = d ln(L / (2 pi n)) / (2 ln base), low = max(floor i(32), 0), high = min(ceil i(1), d - 1); the kept
+    # share is 1 - clip((i - low) / (high - low), 0, 1)
+    # L 200: i(32) = log10(0.995) < 0 -> low 0; i(1) = log10(31.8) = 1.50 -> high 2: ramp (0, .5, 1, 1)
+    (200.0, 1e4, [1.0, 0.5, 0.0, 0.0]),
+    # base 10, L 630: i(n) = 4 log10(L / (2 pi n)): i(32) = 1.98 -> low 1; i(1) = 8.005 -> 9, capped at d - 1 = 7:
+    # ramp (i - 1) / 6 = (0, 0, 1/6, 2/6)
+    (630.0, 10.0, [1.0, 1.0, 5 / 6, 4 / 6]),
+    # L 5: i(1) = log10(0.80) = -0.1 -> high 0 = low: the zero-width ramp gets high = 0.001, so only pair 0 is kept
+    (5.0, 1e4, [1.0, 0.0, 0.0, 0.0]),
+    # L 2e9: i(32) = log10(9.95e6) = 7.0 -> low 7; i(1) -> 9, capped at 7: again zero width, high = 7.001, and every
+    # pair (i <= 3) lies below the ramp, so all are kept
+    (2e9, 1e4, [1.0, 1.0, 1.0, 1.0]),
+])
+def test_by_parts_ramp_edges_by_hand(train_len, base, gamma):
+    np.testing.assert_allclose(host(by_parts_ramp(8, base, train_len)), gamma, rtol=1e-12, atol=1e-15)
+
+
+def test_a_wavelength_equal_to_the_training_length_counts_as_reaching_it():
+    # lambda_2 = 2 pi / 0.01 = 200 pi exactly as computed; pairs 0 and 1 fall short of L = 200 pi, pair 2 reaches it
+    assert float(host(wavelengths(8, 1e4))[2]) == 2 * math.pi * 100
+    assert critical_dimension(8, 1e4, 2 * math.pi * 100) == (2, 4)
+
+
+def test_the_pretraining_base_defaults_to_10000():
+    # L = 628.33 lies between lambda_2 = 2 pi 100 = 628.319 (base 10^4) and 2 pi 10001^(1/2) = 628.350, so only
+    # base 10^4 gives d_extra = 6: T_extra = 2 pi 10^4^(6/8) = 2000 pi, and beta = (T / 2 pi)^(8/6)
+    assert extrapolation_bound(8, 1e4, 628.33) == pytest.approx(2000 * math.pi, rel=1e-14)
+    assert base_for_length(8, 1e5, 628.33) == pytest.approx((1e5 / (2 * math.pi)) ** (8 / 6), rel=1e-12)
+    with pytest.raises(ValueError, match=r"With train_len=6 no pair completes a turn"):
+        base_for_length(8, 100, 6)
+    assert base_for_length(8, 100, 7) == pytest.approx((100 / (2 * math.pi)) ** (8 / 2), rel=1e-12)   # d_extra 2
+
+
+def test_wavelength_table_marks_pairs_strictly_above_the_threshold():
+    # head_dim 8, base 10^4: lambda = 2 pi (1, 10); a wavelength equal to the threshold is not above it
+    rows = wavelength_table(head_dim=8, pairs=(0, 1), threshold=2 * math.pi)
+    assert [(r["pair"], r["theta"], r["above_threshold"], r["first_above_threshold"]) for r in rows] == [
+        (0, 1.0, False, False), (1, 0.1, True, True)]
+    assert not any(r["first_above_threshold"] for r in wavelength_table(threshold=1e9))     # none above: no extra row
+    # the default threshold is 8192: a base that puts lambda_1 = 2 pi b^(1/2) at 8192.5 marks pair 1
+    b = (8192.5 / (2 * math.pi)) ** 2
+    assert [r["above_threshold"] for r in wavelength_table(head_dim=4, base=b, pairs=(0, 1))] == [False, True]
+
+
+def test_longrope_attention_factor_edges_and_explicit_values():
+    assert longrope_attention_factor(1.0, 4096) == 1.0
+    assert longrope_attention_factor(1.5, 4096) == pytest.approx(math.sqrt(1 + math.log(1.5) / math.log(4096)),
+                                                                  rel=1e-15)
+    cfg = {**LONGROPE_OK, "short_factor": [1.0] * 4, "long_factor": [1.0] * 4}
+    assert rope_inv_freq(8, 1e4, {**cfg, "attention_factor": 0.9}, max_position_embeddings=16384)[1] == 0.9
+    # an explicit factor 8 beats max_position_embeddings / L = 4: sqrt(1 + ln 8 / ln 4096) = sqrt(1 + 3/12)
+    assert rope_inv_freq(8, 1e4, {**cfg, "factor": 8.0}, max_position_embeddings=16384)[1] == pytest.approx(
+        math.sqrt(1.25), rel=1e-15)
+
+
+def test_llama3_with_a_low_factor_other_than_1():
+    # L 1000, low 2, high 4, factor 2: lambda = 2 pi (1, 10, 100, 1000) = 6.3, 62.8, 628, 6283. Kept below
+    # L / 4 = 250 (pairs 0, 1), divided by 2 above L / 2 = 500 (pairs 2, 3)
+    cfg = {"rope_type": "llama3", "factor": 2.0, "low_freq_factor": 2.0, "high_freq_factor": 4.0,
+           "original_max_position_embeddings": 1000}
+    np.testing.assert_allclose(host(rope_inv_freq(8, 1e4, cfg)[0]), [1.0, 0.1, 0.005, 0.0005], rtol=1e-15)
+
+
+def test_ntk_by_parts_reads_the_trained_length_from_max_position_embeddings():
+    cfg = {"rope_type": "ntk_by_parts", "factor": 2.0}
+    np.testing.assert_allclose(host(rope_inv_freq(8, 1e4, cfg, max_position_embeddings=2048)[0]), BY_PARTS_8,
+                               rtol=1e-12)
+
+
+LLAMA3_NEEDS = {"rope_type": "llama3", "factor": 2.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8}
+
+
+@pytest.mark.parametrize("cfg, extra, message", [
+    ({"rope_type": t}, dict(seq_len=10, max_position_embeddings=8),
+     rf"^rope_type '{t}' needs rope_scaling\['factor'\], which is missing\. Copy it from the model's config\.json\.$")
+    for t in ("ntk", "dynamic", "ntk_by_parts", "yarn", "llama3")
+] + [
+    (LLAMA3_NEEDS, {}, r"^rope_type 'llama3' needs rope_scaling\['low_freq_factor'\], which is missing"),
+    ({**LLAMA3_NEEDS, "low_freq_factor": 0.0}, {}, r"low_freq_factor=0\.0 and high_freq_factor=4\.0; llama3 needs 0 <"),
+    ({**LLAMA3_NEEDS, "low_freq_factor": 4.0}, {}, r"low_freq_factor=4\.0 and high_freq_factor=4\.0; llama3 needs"),
+    ({**YARN_2, "beta_fast": 4, "beta_slow": 4}, {}, r"beta_fast=4\.0 and beta_slow=4\.0; beta_fast counts"),
+    ({**LONGROPE_OK, "short_factor": [True, 1, 1, 1]}, {}, r"'short_factor'\] must hold positive numbers"),
+    ({**LONGROPE_OK, "short_factor": ["2", 1, 1, 1]}, {}, r"'short_factor'\] must hold positive numbers"),
+    ({**LONGROPE_OK, "long_factor": [0, 1, 1, 1]}, {}, r"'long_factor'\] must hold positive numbers"),
+    ({"rope_type": "default", "partial_rotary_factor": 0.5}, {}, r"carries rope_theta or partial_rotary_factor"),
+    ({"rope_type": "ntk", "factor": 2.0}, dict(head_dim=2),
+     r"^rope_type 'ntk' rescales the base by s\^\(d/\(d-2\)\), which needs a rotary dimension above 2; got 2\.$"),
+    ({"rope_type": "dynamic", "factor": 2.0}, dict(head_dim=2, seq_len=4, max_position_embeddings=2),
+     r"^rope_type 'dynamic' rescales the base"),
+    (None, dict(head_dim=True), r"^head_dim must be an integer >= 1, got True\.$"),
+    (None, dict(head_dim=8.0), r"^head_dim must be an integer >= 1, got 8\.0\.$"),
+    (None, dict(head_dim=0), r"^head_dim must be an integer >= 1, got 0\.$"),
+    (None, dict(partial_rotary_factor=0), r"partial_rotary_factor must be in \(0, 1\], got 0\.$"),
+    (None, dict(partial_rotary_factor=1.5), r"partial_rotary_factor must be in \(0, 1\], got 1\.5\.$"),
+    (None, dict(head_dim=2, partial_rotary_factor=0.4), r"head_dim=2 with partial_rotary_factor=0\.4 gives rotary_dim=0"),
+], ids=lambda v: v if isinstance(v, str) else None)
+def test_each_refusal_names_the_method_and_the_setting(cfg, extra, message):
+    kwargs = {"head_dim": 8, **extra}
+    with pytest.raises(ValueError, match=message):
+        rope_inv_freq(kwargs.pop("head_dim"), 1e4, cfg, **kwargs)
+
+
+def test_ntk_needs_more_than_one_pair_but_two_are_enough():
+    # d 4: base' = 10^4 2^(4/2), theta_1 = base'^(-1/2) = 0.01 / 2
+    np.testing.assert_allclose(host(rope_inv_freq(4, 1e4, {"rope_type": "ntk", "factor": 2.0})[0]), [1.0, 0.005],
+                               rtol=1e-15)
+
+
+@pytest.mark.parametrize("head_dim", [0, True, 8.0, 7])
+def test_thetas_refuse_a_head_that_is_not_a_positive_even_integer(head_dim):
+    with pytest.raises(ValueError, match=rf"^head_dim must be an integer >= 2 and even, got {head_dim!r} \(RoPE "
+                                         r"rotates pairs of channels\)\.$"):
+        thetas(head_dim, 1e4)

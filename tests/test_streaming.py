@@ -7,11 +7,14 @@ from mini_transformer.kv_cache import KVCache
 from mini_transformer.model import GPTConfig, TinyGPT
 from mini_transformer.streaming import stream_loss
 
+from hand_built import LN2, HalvingModel, counting_text
+
 SCHEMES = ["none", "sinusoidal", "learned", "rope"]
 
 
-def model_for(positional, max_len=32, **kw):
-    cfg = GPTConfig(vocab_size=16, d_model=16, n_layers=2, n_heads=2, max_len=max_len, positional=positional, **kw)
+def model_for(positional, max_len=32, n_layers=2, **kw):
+    cfg = GPTConfig(vocab_size=16, d_model=16, n_layers=n_layers, n_heads=2, max_len=max_len, positional=positional,
+                    **kw)
     model = TinyGPT(cfg).to_dtype("float64")
     draw = np.random.default_rng(1)
     for p in model.parameters():
@@ -103,6 +106,33 @@ def test_stream_loss_with_a_full_cache_equals_the_full_forward_loss():
     assert np.abs(recomputed.losses - expected).max() <= 1e-12
 
 
+# HalvingModel's loss at position p is (p + 1) ln 2, so the losses of a stream spell out the position each step's
+# query was given. Ten tokens, step t = 0..9 predicts token t + 1 (nine losses); the cache holds n_sink + window.
+STEPS = [
+    ("full cache, text positions", dict(),
+     [1, 2, 3, 4, 5, 6, 7, 8, 9], [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]),
+    ("window 4, text positions: evicting keeps the place in the text", dict(window=4),
+     [1, 2, 3, 4, 5, 6, 7, 8, 9], [1, 2, 3, 4, 4, 4, 4, 4, 4, 4]),
+    ("window 4, slots: the query sits after the 4 kept, at slot 4", dict(window=4, positions="slot"),
+     [1, 2, 3, 4, 5, 5, 5, 5, 5], [1, 2, 3, 4, 4, 4, 4, 4, 4, 4]),
+    ("2 sinks + window 4, slots: at slot 6 at most", dict(window=4, n_sink=2, positions="slot"),
+     [1, 2, 3, 4, 5, 6, 7, 7, 7], [1, 2, 3, 4, 5, 6, 6, 6, 6, 6]),
+    ("window 1, slots: one token kept, the query at slot 1", dict(window=1, positions="slot"),
+     [1, 2, 2, 2, 2, 2, 2, 2, 2], [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]),
+    ("recompute over the last 4 tokens: the query is at 3 at most", dict(window=4, recompute=True),
+     [1, 2, 3, 4, 4, 4, 4, 4, 4], [1, 2, 3, 4, 4, 4, 4, 4, 4, 4]),
+]
+
+
+@pytest.mark.parametrize("policy, losses, held", [s[1:] for s in STEPS], ids=[s[0] for s in STEPS])
+def test_stream_loss_gives_each_query_the_position_its_policy_promises(policy, losses, held):
+    text = np.stack([counting_text(10, 16), counting_text(10, 16)])     # (2, 10): batch rows are averaged
+    result = stream_loss(HalvingModel(16), text, **policy)
+    np.testing.assert_allclose(result.losses, np.array(losses) * LN2, rtol=1e-13)
+    assert result.mean_loss == pytest.approx(np.mean(losses) * LN2, rel=1e-13)
+    assert result.cache_tokens.tolist() == held
+
+
 def test_generation_through_a_sink_cache_runs_past_the_trained_length():
     model = model_for("rope", max_len=16)
     out = backend.to_numpy(model.generate(stream(4), 60, greedy=True, window=8, n_sink=4, positions="slot"))
@@ -125,3 +155,18 @@ def test_bad_cache_settings_are_refused_clearly():
     model(stream(3), cache=cache)
     with pytest.raises(ValueError, match="offset=0 disagrees with the cache"):
         model(stream(1), offset=0, cache=cache)
+
+
+@pytest.mark.parametrize("policy", [dict(window=3, positions="slot"), dict(window=3, n_sink=2, positions="slot")])
+def test_a_slot_cache_after_eviction_is_a_fresh_forward_over_the_kept_tokens(policy):
+    # one layer: a cached key and value depend on their token alone, and slot positions number the kept tokens
+    # 0, 1, ..., so each step's logits are those of a forward pass over the kept tokens followed by the new one
+    model = model_for("rope", max_len=16, n_layers=1)
+    x = stream(12, seed=4)
+    cache = model.new_cache(**policy)
+    sinks, window = policy.get("n_sink", 0), policy["window"]
+    for t in range(12):
+        step = model(x[:, t:t + 1], cache=cache).numpy()[:, -1]
+        kept = list(range(min(t, sinks))) + list(range(max(sinks, t - window), t))   # before this step's eviction
+        fresh = model(x[:, kept + [t]]).numpy()[:, -1]
+        assert np.abs(step - fresh).max() <= 1e-12, (t, kept)

@@ -1,6 +1,7 @@
 r"""``python -m exercises COMMAND``: the workbook's reader and instructor commands.
 
     grade [MODULE ...] [--file PATH]        grade your exercises (or one file) and print feedback
+          [--exercise N.M]                  only this exercise, e.g. 6.2
     drill [NAME] [--grade | --history]      timed retyping drills
     generate [--check] [--force]            regenerate exercises/ from solutions/ (authors)
     refresh-outputs [CHAPTER ...]           re-execute chapters, store their checked outputs (authors)
@@ -19,7 +20,8 @@ def main(argv=None):
     p = sub.add_parser("grade", help="grade your exercises and print layered feedback")
     p.add_argument("modules", nargs="*", help="exercise modules (default: all), e.g. rope")
     p.add_argument("--file", help="grade this file instead of exercises/MODULE.py (needs one MODULE)")
-    p.add_argument("--exercise", help="grade only this exercise, e.g. 6.2 (the module is found from the number)")
+    p.add_argument("--exercise", action="append", default=[], metavar="N.M",
+                   help="grade only this exercise, e.g. 6.2 (repeat for more)")
     p.add_argument("--timeout", type=float, default=None, help="seconds per exercise (default 10)")
 
     p = sub.add_parser("drill", help="timed drills: blank file, clock, grade, history")
@@ -63,18 +65,11 @@ def main(argv=None):
         raise SystemExit(str(e.args[0] if e.args else e)) from None
 
 
-def _exercise_names(parser, modules, number):
-    """``{module: [names]}`` of the exercise labelled ``Exercise NUMBER``; a sentence if there is none."""
-    from exercises.grading.grader import label_of, targets_of
-    found = {}
-    for m in modules:
-        names = [k.split(".", 1)[1] for k in targets_of(m) if label_of(k) == f"Exercise {number}"]
-        if names:
-            found[m] = names
-    if not found:
-        parser.error(f"--exercise {number}: no exercise has that number in {', '.join(modules)}; the chapter "
-                     "shows each exercise's number in its heading, e.g. --exercise 6.2.")
-    return found
+def _names_of_exercises(module, numbers):
+    """The names graded under the labels ``numbers`` ('6.2' or 'Exercise 6.2') in ``module``."""
+    from exercises.grading.knowledge import knowledge
+    tails = {n.split()[-1] for n in numbers}
+    return [name for name, label in knowledge(module).labels.items() if label.split()[-1] in tails]
 
 
 def _run(parser, args, timeout):
@@ -84,10 +79,15 @@ def _run(parser, args, timeout):
         modules = args.modules or exercise_module_names()
         if args.file and len(modules) != 1:
             parser.error("--file needs exactly one MODULE, e.g. `grade rope --file my_rope.py`.")
-        wanted = _exercise_names(parser, modules, args.exercise) if args.exercise else {m: None for m in modules}
         results = []
-        for m, names in wanted.items():
+        for m in modules:
+            names = _names_of_exercises(m, args.exercise) if args.exercise else None
+            if names == []:
+                continue
             results += grade_file(args.file or EXERCISES / f"{m}.py", m, names=names, timeout=timeout)
+        if args.exercise and not results:
+            parser.error(f"no exercise {', '.join(args.exercise)} in {', '.join(modules)}; "
+                         "give the number the chapter uses, e.g. --exercise 6.2.")
         print(format_results(results))
         return 0 if all(r["status"] != "fail" for r in results) else 1
 

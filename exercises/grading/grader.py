@@ -166,7 +166,7 @@ def _job_payload(job, own_results):
     siblings = [n for n in k.compiled if n != c.name]
     return {"index": job["index"], "kind": "target", "attr": job["attr"], "name": c.name, "methods": list(c.methods),
             "cases": [case_to_wire(case) for case in c.cases],
-            "siblings": {"names": siblings, "source": k.reference_source(siblings, exclude=[c.name])}}
+            "siblings": k.reference_source(siblings, exclude=[c.name])}
 
 
 def _judge(job, report, load):

@@ -14,6 +14,8 @@ cell never turns ``python -m pytest`` red:
 
 * with ``PE_MAINTAINER=1`` or ``CI`` set (``.ci/run`` sets ``PE_MAINTAINER=1``), the working copy
   itself, exactly as it is: stale outputs fail;
+* otherwise the working copy when its stored outputs were made from it (an author who edited the
+  chapter and ran ``refresh-outputs``);
 * otherwise, in a git checkout, the version in ``HEAD``: uncommitted edits to a chapter are
   yours, the tests run and check the committed chapter and say so in a warning; a committed
   chapter whose outputs are stale still fails;
@@ -119,7 +121,7 @@ def choose_version(working, committed, strict, fresh):
     ``working``/``committed``: the file now and in ``HEAD`` (None without git); ``strict``: maintainer
     mode; ``fresh(text)``: whether the stored outputs match ``text``. None means "skip, see the note".
     """
-    if strict or committed == working:
+    if strict or committed == working or fresh(working):  # fresh: an author's edit, its outputs refreshed
         return working, None
     if committed is not None:
         return committed, ("the chapter has edits that are not committed; the tests run and check the committed "

@@ -104,12 +104,11 @@ class Worker:
         if report["found"] not in ("function", "class") or any(report["stubs"].values()):
             return report
         obj = self.module.__dict__[job["attr"]]
-        siblings = job["siblings"]
         # While this exercise runs, the other exercises of the file are the reference's, so an
         # unfinished rotate_half cannot fail apply_rotary (in a student copy there is no source).
-        with saved(self.module.__dict__, siblings["names"] if siblings["source"] else []):
-            if siblings["source"]:
-                exec(compile(siblings["source"], "<the reference's other exercises>", "exec"), self.module.__dict__)
+        with saved(self.module.__dict__):  # the whole module comes back as the reader wrote it
+            if job["siblings"]:
+                exec(compile(job["siblings"], "<the reference's other exercises>", "exec"), self.module.__dict__)
             report.update(run_cases(obj, methods, job["cases"], self.where))
         return report
 

@@ -63,7 +63,7 @@ class ALiBi(PositionalScheme):
         return cls(cfg.n_heads, bidirectional=not causal)
 
     def signature(self):
-        return {"bidirectional": self.bidirectional}
+        return {**super().signature(), "bidirectional": self.bidirectional}
 
     def score_bias(self, q, k, q_pos, k_pos, layer):
         return _bias(self.slopes, q_pos, k_pos, self.bidirectional, q.dtype)   # (1, H, T_q, T_k)
@@ -91,11 +91,7 @@ class _FunctionALiBi(ALiBi):
 
     def __init__(self, slopes_fn, bias_fn, bidirectional):
         self.slopes_fn, self.bias_fn, self.bidirectional = slopes_fn, bias_fn, bidirectional
-
-    def signature(self):
-        fn = self.bias_fn or self.slopes_fn
-        return {"from_functions": f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__name__', '?')}",
-                "bidirectional": self.bidirectional}
+        self.made_from = "bias_fn" if bias_fn is not None else "slopes_fn"
 
     def score_bias(self, q, k, q_pos, k_pos, layer):
         H, T_q, T_k = q.shape[1], q_pos.shape[0], k_pos.shape[0]

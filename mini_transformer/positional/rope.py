@@ -239,13 +239,14 @@ class _FunctionRoPE(RoPE):
 
     settings = {}
     config_fields = {}
+    made_from = "turn"
 
     def __init__(self, rotary, apply_rotary):
         self.rotary_tables, self.turn = rotary, apply_rotary
         self.rerotate_keys = False
 
     def signature(self):
-        return {"from_functions": f"{getattr(self.turn, '__module__', '?')}.{getattr(self.turn, '__name__', '?')}"}
+        return {"from_functions": super().signature()["from_functions"]}
 
     @contextlib.contextmanager
     def planned_length(self, n):

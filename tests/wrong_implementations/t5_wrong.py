@@ -1,4 +1,4 @@
-"""Wrong relative_position_bucket, as readers write them."""
+"""Wrong relative_position_bucket and swin_relative_index, as readers write them."""
 import math
 
 from mini_transformer.backend import xp
@@ -9,6 +9,10 @@ KNOWN_WRONG = [
     ("bucket_not_halved", "t5.relative_position_bucket", "misconception", "not_halved"),
     ("bucket_causal_abs", "t5.relative_position_bucket", "misconception", "causal_abs"),
     ("bucket_float", "t5.relative_position_bucket", "dtype", None),
+    ("swin_x_first", "t5.swin_relative_index", "misconception", "x_first"),
+    ("swin_key_minus_query", "t5.swin_relative_index", "misconception", "sign_reversed"),
+    ("swin_stride_w", "t5.swin_relative_index", "misconception", "stride_w"),
+    ("swin_float_rows", "t5.swin_relative_index", "dtype", None),
 ]
 
 
@@ -53,3 +57,32 @@ def bucket_float(relative_position, bidirectional=True, num_buckets=32, max_dist
         num_buckets //= 2
         return (n < 0) * num_buckets + _log_buckets(xp.abs(n), num_buckets, max_distance)
     return _log_buckets(xp.maximum(n, 0), num_buckets, max_distance)
+
+
+def swin_x_first(window):
+    p = xp.arange(window * window)
+    y, x = p // window, p % window
+    dy, dx = y[:, None] - y[None, :], x[:, None] - x[None, :]
+    return (dx + window - 1) * (2 * window - 1) + (dy + window - 1)  # columns first
+
+
+def swin_key_minus_query(window):
+    p = xp.arange(window * window)
+    y, x = p // window, p % window
+    dy, dx = y[None, :] - y[:, None], x[None, :] - x[:, None]  # key minus query
+    return (dy + window - 1) * (2 * window - 1) + (dx + window - 1)
+
+
+def swin_stride_w(window):
+    p = xp.arange(window * window)
+    y, x = p // window, p % window
+    dy, dx = y[:, None] - y[None, :], x[:, None] - x[None, :]
+    return (dy + window - 1) * window + (dx + window - 1)  # one row per w: offsets collide
+
+
+def swin_float_rows(window):
+    p = xp.arange(window * window)
+    y = xp.floor(p / window)  # float division, floored: float rows
+    x = p - y * window
+    dy, dx = y[:, None] - y[None, :], x[:, None] - x[None, :]
+    return (dy + window - 1) * (2 * window - 1) + (dx + window - 1)

@@ -1,4 +1,4 @@
-r"""Checks of ``solutions/t5.py`` (drill): T5's relative position buckets and their known mistakes."""
+r"""Checks of ``solutions/t5.py`` (chapter 5): T5's relative position buckets, Swin's 2-D index, their mistakes."""
 import math
 
 import numpy as np
@@ -72,4 +72,54 @@ T5_BUCKET = Target("relative_position_bucket", "int_array", _t5_cases, [
 ], elementwise_arg="relative_position")
 
 
-TARGETS = [T5_BUCKET]
+
+
+# ---------------------------------------------------------------------------
+# Exercise 5.2: swin_relative_index
+# ---------------------------------------------------------------------------
+
+def _swin_cases():
+    return [Case(f"window {w}", (w,), show=f"window = {w}" + note)
+            for w, note in [(2, " (the worked example)"), (1, " (one token)"), (3, ""), (7, " (Swin's window)"),
+                            (4, "")]]
+
+
+def _swin_with(slip):
+    """Swin's index with one reader's slip in it, keyed by the misconception's name."""
+    def index(window):
+        w = window
+        p = np.arange(w * w)
+        y, x = p // w, p % w
+        dy, dx = y[:, None] - y[None, :], x[:, None] - x[None, :]
+        if slip == "sign_reversed":
+            dy, dx = -dy, -dx
+        if slip == "no_shift":
+            return dy * (2 * w - 1) + dx
+        if slip == "x_first":
+            dy, dx = dx, dy
+        stride = w if slip == "stride_w" else 2 * w - 1
+        return (dy + w - 1) * stride + (dx + w - 1)
+    return index
+
+
+SWIN_INDEX = Target("swin_relative_index", "int_array", _swin_cases, [
+    Misconception("x_first", "the column offset leads instead of the row offset",
+                  "Swin's table is row-offset-major: (dy + w - 1) * (2w - 1) + (dx + w - 1). With dx leading the "
+                  "bias is still translation-invariant, but a Swin checkpoint's table no longer fits it.",
+                  _swin_with("x_first")),
+    Misconception("sign_reversed", "the offset is (y_j - y_i, x_j - x_i)",
+                  "The offset of the pair (i, j) is (y_i - y_j, x_i - x_j), query minus key, as in Swin's "
+                  "coords[:, :, None] - coords[:, None, :]. Reversed, every pair reads its mirror's row.",
+                  _swin_with("sign_reversed")),
+    Misconception("no_shift", "the offsets are not shifted by w - 1",
+                  "dy and dx run from -(w - 1) to w - 1; add w - 1 to each so they run from 0 to 2w - 2 before "
+                  "combining them. Otherwise rows are negative and distinct offsets collide.",
+                  _swin_with("no_shift")),
+    Misconception("stride_w", "the row offset multiplied by w instead of 2w - 1",
+                  "dx + w - 1 takes 2w - 1 values, so the row offset must step by 2w - 1. With a step of w two "
+                  "different offsets share a row: (0, w - 1) and (1, -(w - 1)), for one.",
+                  _swin_with("stride_w")),
+], dtype_hint="Table rows are integers: build them from integer aranges with // and %.")
+
+
+TARGETS = [T5_BUCKET, SWIN_INDEX]

@@ -1,0 +1,750 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 5. Buckets: T5's relative bias and the 2-D bias of windowed image attention
+#
+# Chapter 4 ended on Transformer-XL's term (d): a number per head and distance, added to the
+# scores, with no content in it. T5 (Raffel et al., 2020) keeps only that: one learned scalar
+# per head and distance *bucket*, exact for near distances and logarithmically coarser for far
+# ones. Swin (Liu et al., 2021) does the same in two dimensions, inside a small window of image
+# patches. You build both, train a model on your buckets, test what defines them, and measure
+# what the sources say about them: the size, the cost, and what happens past the training
+# length.
+#
+# **By the end you can**
+#
+# * compute T5's bucket of a distance by hand: exact near, logarithmic far, one last bucket past
+#   `max_distance`, causal or bidirectional;
+# * implement the buckets and Swin's 2-D index, and train a model on your buckets;
+# * test a bias for translation invariance, and say what that test cannot catch;
+# * count what the bias costs: parameters for a whole model, and a materialised
+#   `(H, T_q, T_k)` array per layer;
+# * read the train-at-8, run-at-16 experiment and say what it shows past the training length,
+#   and why.
+#
+# ## The claim ledger
+#
+# Before you run anything, write down for each claim: true on this workbook's tiny model, yes or
+# no? Section 11 settles them with the numbers this chapter prints.
+#
+# | # | claim (source) | your prediction | settled in |
+# | --- | --- | --- | --- |
+# | C1 | With 32 buckets and a maximum distance of 128, the first 8 offsets in each direction are exact, larger ones logarithmic, and every distance past 128 shares the final bucket (book, §2.3; survey, §4.3) | | §2 |
+# | C2 | The bias is translation-invariant: the bias at $(i, j) = (2, 5)$ equals the bias at $(6, 9)$ (book, §3.2) | | §3 |
+# | C3 | One table of `(num_buckets, H)`, shared by all layers of a stack: a few thousand parameters for an entire model (book, §2.3) | | §4 |
+# | C4 | The bias is materialised as `(H, T_q, T_k)` and added to the scores, which costs memory traffic and blocks fused attention; ALiBi's can be folded into a kernel as a formula (book, §2.3 and §4 "Cost") | | §6 |
+# | C5 | Trained at length 8 and run at 16, the relative-bias model gives sensible output, "because every offset it encounters maps into a bucket it trained on"; the learned absolute model "produces garbage or raises an index error" (book, §7 exercise 4) | | §7 |
+# | C6 | Swin: a table of $(2w - 1)^2$ rows for a $w \times w$ window, 169 for $7 \times 7$; the bias is translation-invariant in the window; per window, because a whole $224 \times 224$ image would need 199 809 rows (book, §7 exercise 5; book, §2.3) | | §8 |
+
+# %% [markdown]
+# ## The exercises
+#
+# You write them in [`exercises/t5.py`](../exercises/t5.py), each where this chapter has taught
+# what it needs. Stars: ★ a formula into code, ★★ a design choice or an edge case, ★★★ a test or a
+# derivation of your own.
+#
+# | Exercise | Function | | minutes |
+# |---|---|---|---|
+# | 5.1 | `relative_position_bucket(relative_position, bidirectional, num_buckets, max_distance)`: T5's bucket of every relative position | ★★ | 20 |
+# | 5.2 | `swin_relative_index(window)`: Swin's table row of every pair of tokens in a window | ★★ | 15 |
+# | 5.3 | `test_buckets(relative_position_bucket, swin_relative_index)`: a test of your own, scored against wrong versions | ★★★ | 25 |
+#
+# How to work: read a section, write the function, grade it alone with
+# `python -m exercises grade t5 --exercise 5.N`, then rerun the section here. Each section loads
+# its function with `use(...)`, which prints whether the chapter runs **yours** or the
+# **reference**. Until you write a function the reference stands in, so the chapter always runs
+# top to bottom. Hints open one at a time; the reference sits in the box after them.
+#
+# Layout: scores are `(B, H, T_q, T_k)`, and a bias is `(1, H, T_q, T_k)`, one for every batch
+# element. The models run the reference kernels (`GPTConfig.kernels="reference"`, the default).
+
+# %%
+import math
+
+import matplotlib.pyplot as plt
+
+from exercises import reveal, use
+from mini_transformer import data
+from mini_transformer.autograd import no_grad
+from mini_transformer.backend import asarray, rng, to_numpy, xp
+from mini_transformer.model import GPTConfig, TinyEncoder, TinyGPT
+
+g = rng(0)  # one seeded generator for the whole chapter
+
+# %% [markdown]
+# ## 1. From vectors to scalars
+#
+# T5 adds to the score of query $i$ against key $j$ one learned number per head $h$ (survey,
+# eq. 26):
+#
+# $$S_{ij} = \frac{q_i \cdot k_j}{\sqrt{d_{head}}} + b_{h,\,\mathrm{bucket}(j - i)}.$$
+#
+# A number per distance would need $2T - 1$ of them per head and would know nothing about a
+# distance it never saw. A number per *bucket* needs `num_buckets` (32 by default), and the
+# buckets get wider with the distance: the model learns "near" precisely and "far away" as a
+# few broad concepts (book, §2.3). The table is `(num_buckets, H)`, and the whole scheme is the
+# bucket function plus a lookup.
+#
+# ## 2. The buckets
+#
+# The book's recipe, in five steps, for `relative_position` $= j - i$ (key minus query):
+#
+# 1. Take $n = i - j$, positive for a key in the past.
+# 2. **Bidirectional** (an encoder): halve `num_buckets`; a key in the future ($n < 0$) gets the
+#    upper half (add the halved count); go on with $|n|$. **Causal** (a decoder): a future key
+#    becomes $n = 0$, bucket 0, since the mask removes it anyway; all buckets go to the past.
+# 3. `max_exact` = half the buckets of one direction: each $n$ below it is its own bucket.
+# 4. Larger $n$ get
+#    $\mathrm{max\_exact} + \left\lfloor \frac{\ln(n / \mathrm{max\_exact})}{\ln(\mathrm{max\_distance} / \mathrm{max\_exact})}\,(\mathrm{buckets} - \mathrm{max\_exact}) \right\rfloor$,
+#    a logarithmic interpolation from `max_exact` up to the last bucket;
+# 5. capped at the last bucket of the direction.
+#
+# By hand, with the defaults (bidirectional, 32 buckets, `max_distance` 128): 16 buckets a side,
+# `max_exact` 8, so $n = 1 \dots 7$ are buckets 1 to 7. A key 16 back gets
+# $8 + \lfloor \ln 2 / \ln 16 \cdot 8 \rfloor = 8 + 2 = 10$; 128 back gets $8 + 8 = 16$, capped at
+# 15; 200 back, 15 too. One key ahead is bucket $16 + 1 = 17$. Causal, all 32 buckets are for the
+# past and `max_exact` is 16: a key 32 back gets $16 + \lfloor \ln 2 / \ln 8 \cdot 16 \rfloor = 21$.
+#
+# ### Exercise 5.1: `relative_position_bucket`   ★★ · 20 min
+# *Why it matters:* this is the function an interviewer means by "how does T5 encode
+# position"; it is also a drill (`python -m exercises drill t5`, target 12 minutes).
+#
+# Write `relative_position_bucket(relative_position, bidirectional=True, num_buckets=32,
+# max_distance=128)`: an integer array of any shape in, int64 bucket ids of the same shape out.
+
+# %%
+relative_position_bucket = use("t5", "relative_position_bucket")
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 1: a nudge</summary>
+#
+# Work with `n = -relative_position` throughout; in the bidirectional case keep the half offset
+# in a separate array (`(n < 0) * num_buckets` after halving) and add it at the end.
+# </details>
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 2: the key idea</summary>
+#
+# The logarithm of 0 is undefined, and `xp.where` evaluates both branches: compute the
+# logarithmic bucket from `max(n, max_exact)`, then pick `n` where `n < max_exact`. Floor with
+# `.astype(int64)` (every value is non-negative), and add `1e-6` inside the logarithm: a
+# distance that sits exactly on a boundary (8 with 18 buckets) must not round into the bucket
+# below.
+# </details>
+
+# %% tags=["answer"]
+reveal("t5", "relative_position_bucket")
+
+# %% [markdown]
+# Grade it with `python -m exercises grade t5 --exercise 5.1`. Check the hand-worked values, and
+# look at the whole function: integer buckets drawn as markers, one panel per form, with
+# `max_distance` marked. The exact region is a staircase of unit steps; the logarithmic one
+# widens; past `max_distance` it is flat (C1).
+
+# %% tags=["nbval-check-output"]
+worked = xp.asarray([-1, -7, -8, -16, -128, -200, 1])
+print("bidirectional, j - i =", [int(r) for r in worked], "->", [int(b) for b in relative_position_bucket(worked)])
+assert [int(b) for b in relative_position_bucket(worked)] == [1, 7, 8, 10, 15, 15, 17]
+causal = xp.asarray([-1, -15, -16, -32, -128, 5])
+print("causal,        j - i =", [int(r) for r in causal], "->",
+      [int(b) for b in relative_position_bucket(causal, bidirectional=False)])
+assert [int(b) for b in relative_position_bucket(causal, bidirectional=False)] == [1, 15, 16, 21, 31, 0]
+rel = xp.arange(-200, 201)
+both = relative_position_bucket(rel)
+back = [int(both[200 - d]) for d in range(20)]  # keys 0, 1, ..., 19 back
+print("keys 0..19 back:", back)
+print("keys 128..200 back:", sorted(set(int(b) for b in both[:73])), "| keys 1..7 ahead:",
+      [int(both[200 + d]) for d in range(1, 8)])
+assert back[:8] == list(range(8)) and back[8] == back[9] == back[10] == 8 and set(int(b) for b in both[:73]) == {15}
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(11, 3.2), sharey=True)
+for ax, bidirectional in zip(axes, (True, False)):
+    ax.plot(to_numpy(rel), to_numpy(relative_position_bucket(rel, bidirectional)), ".", ms=3)
+    for x in (-128, 128) if bidirectional else (-128,):
+        ax.axvline(x, color="gray", ls=":", lw=1)
+    ax.set(xlabel="relative position j - i (key minus query)", title=f"bidirectional={bidirectional}")
+axes[0].set_ylabel("bucket")
+axes[0].text(-126, 25, "max_distance", fontsize=8, color="gray")
+fig.suptitle("T5 buckets: 32 buckets, max_distance 128 (dotted)")
+fig.tight_layout()
+
+# %% [markdown]
+# ## 3. The bias, and translation invariance
+#
+# The scheme looks up one scalar per head and pair: `table[bucket(k_pos - q_pos)]`, a
+# `(T_q, T_k, H)` gather, laid out as `(1, H, T_q, T_k)`. It depends on the positions only
+# through $j - i$, so it is constant along every diagonal: the bias at $(2, 5)$ must equal the
+# bias at $(6, 9)$ (C2, the test the book asks for; in the causal form those keys are in the
+# future, bucket 0, so check $(5, 2)$ against $(9, 6)$ too). Build it with **your** buckets
+# (`RelativePositionBias.from_functions`) and a table whose entry for bucket $b$ is $b$ itself,
+# so the picture shows the buckets.
+
+# %%
+from mini_transformer.positional.t5 import RelativePositionBias
+
+pictures = {}
+for bidirectional in (True, False):
+    t5 = RelativePositionBias.from_functions(relative_position_bucket, n_heads=1, num_buckets=16, max_distance=24,
+                                             bidirectional=bidirectional)
+    t5.table.data = xp.arange(16, dtype="float64")[:, None]  # (num_buckets, H = 1): bucket b holds b
+    pictures[bidirectional] = t5.bias(32, 32).data[0, 0]  # (T_q, T_k)
+
+# %% tags=["nbval-check-output"]
+for bidirectional, b in pictures.items():
+    toeplitz = all(xp.array_equal(xp.diagonal(b, d)[1:], xp.diagonal(b, d)[:-1]) for d in range(-31, 32))
+    print(f"bidirectional={bidirectional!s:<5}: bias(2, 5) = {float(b[2, 5]):>2.0f}, bias(6, 9) = {float(b[6, 9]):>2.0f}, "
+          f"bias(5, 2) = {float(b[5, 2]):.0f}, bias(9, 6) = {float(b[9, 6]):.0f}; constant along every diagonal: {toeplitz}")
+    assert b[2, 5] == b[6, 9] and b[5, 2] == b[9, 6] and toeplitz
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(9, 3.8))
+for ax, (bidirectional, b) in zip(axes, pictures.items()):
+    im = ax.imshow(to_numpy(b), cmap="viridis")
+    ax.set(xlabel="key j", ylabel="query i", title=f"bucket of (i, j), bidirectional={bidirectional}")
+    fig.colorbar(im, ax=ax, shrink=0.8)
+fig.suptitle("16 buckets, max_distance 24: exact near the diagonal, wide bands far from it")
+fig.tight_layout()
+
+# %% [markdown]
+# Translation invariance is a good test, but a weak one on its own: any function of $j - i$
+# passes it, a bucket function with past and future swapped included. Exercise 5.3 asks you for
+# a test that also knows which way is which.
+#
+# ## 4. One table for the whole stack
+#
+# T5 computes the bias once, in the first layer, and hands it to every other layer: one
+# `(num_buckets, H)` table per stack (book, §2.3). Here each layer asks the scheme and gets the
+# same numbers from the same table, so the gradients of all layers add up in it. Count the
+# parameters, check that every layer of a four-layer `TinyGPT` adds the same bias, and compare
+# with what a learned absolute table would cost.
+
+# %%
+cfg = GPTConfig(vocab_size=16, d_model=32, n_layers=4, n_heads=4, max_len=64, positional="t5")
+model = TinyGPT(cfg)
+seen = []
+library_bias = model.positional.score_bias
+
+
+def recording(q, k, q_pos, k_pos, layer):
+    out = library_bias(q, k, q_pos, k_pos, layer)
+    seen.append((layer, out.data))
+    return out
+
+
+model.positional.score_bias = recording  # listen to every layer's call
+with no_grad():
+    model(asarray(g.host.integers(0, 16, size=(2, 24))))
+del model.positional.score_bias  # the class's own method again
+
+# %% tags=["nbval-check-output"]
+print("layers that asked for the bias:", [layer for layer, _ in seen])
+print("every layer got the same (1, H, T, T) bias:", all(xp.array_equal(b, seen[0][1]) for _, b in seen))
+assert len(seen) == 4 and all(xp.array_equal(b, seen[0][1]) for _, b in seen)
+print(f"T5's positional parameters for the whole model: {model.positional.num_parameters()} "
+      f"(num_buckets {model.positional.num_buckets} x H {cfg.n_heads})")
+learned = TinyGPT(GPTConfig(vocab_size=16, d_model=32, n_layers=4, n_heads=4, max_len=64, positional="learned"))
+print(f"a learned absolute table at max_len 64: {learned.positional.num_parameters()} (max_len x d_model)")
+for name, H in [("T5-base", 12), ("T5-large", 16)]:
+    print(f"{name}: 32 buckets x {H} heads = {32 * H} per stack, {2 * 32 * H} for encoder and decoder")
+assert model.positional.num_parameters() == 32 * 4
+
+# %% [markdown]
+# Causal against bidirectional is a setting of the same table: a `TinyGPT` masks the future and
+# spends all its buckets on the past (`bidirectional=False`, `max_exact` 16); a `TinyEncoder`
+# sees both directions and splits them (`bidirectional=True`, 8 exact a side).
+
+# %% tags=["nbval-check-output"]
+for cls in (TinyGPT, TinyEncoder):
+    scheme = cls(cfg).positional
+    b = scheme.bucket(xp.arange(-20, 21))
+    print(f"{cls.__name__:<12} bidirectional={scheme.bidirectional!s:<5} buckets used by j - i = -20..20: "
+          f"{len(set(int(x) for x in b))}, future keys in bucket 0 only: {bool(xp.all(b[21:] == 0))}")
+
+# %% [markdown]
+# ## 5. Your buckets inside the model
+#
+# `RelativePositionBias.from_functions(relative_position_bucket, like=...)` is the library's
+# scheme with **your** buckets, starting from the same table as a model built by the library.
+# `train_side_by_side` trains both in float64 on the same batches: with correct buckets the two
+# loss curves agree to rounding. A bucket outside $0 \dots$ `num_buckets - 1` would be refused
+# in a sentence (NumPy would read bucket $-1$ as the last row, silently).
+
+# %%
+from mini_transformer.side_by_side import train_side_by_side
+
+
+def lookback_batches(gen, T=16):
+    b = data.lookback_task(8, T, 3, vocab_size=16, seed=int(gen.host.integers(2**31)))
+    return b.x, b.y
+
+
+small = GPTConfig(vocab_size=16, d_model=16, n_layers=2, n_heads=2, max_len=16, positional="t5",
+                  extra={"num_buckets": 8, "max_distance": 12})
+yours = RelativePositionBias.from_functions(relative_position_bucket, like=TinyGPT(small).positional).to_dtype("float64")
+res = train_side_by_side(small, yours, lookback_batches, steps=30)
+
+# %% tags=["nbval-check-output"]
+print("your buckets in TinyGPT:", "the curves agree" if res.first_difference is None else "the curves part")
+assert res.first_difference is None
+
+# %% [markdown]
+# And a wrong one: the buckets with past and future swapped. In a causal model every key in the
+# past then lands in bucket 0, so the model cannot tell distances apart at all. It still trains,
+# without an error.
+
+# %%
+def buckets_flipped(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
+    return relative_position_bucket(-relative_position, bidirectional, num_buckets, max_distance)
+
+
+wrong = train_side_by_side(small, RelativePositionBias.from_functions(buckets_flipped, like=TinyGPT(small).positional)
+                           .to_dtype("float64"), lookback_batches, steps=30)
+print(res.report())
+print(wrong.report())
+assert wrong.first_difference is not None and wrong.first_difference <= 2
+fig, axes = plt.subplots(1, 2, figsize=(10, 3))
+for ax, (r, title) in zip(axes, [(res, "your buckets"), (wrong, "past and future swapped")]):
+    ax.plot(r.library, lw=3, alpha=0.5, label="library")
+    ax.plot(r.yours, "--", label="yours")
+    ax.set(xlabel="step", ylabel="training loss (nats)", title=title)
+    ax.legend()
+fig.tight_layout()
+
+# %% [markdown]
+# ## 6. What it costs
+#
+# Claim C4. The bias is an array of `(1, H, T_q, T_k)`, built from the table and added to the
+# scores, $B H T^2$ numbers of memory traffic per layer once it meets the batch. A fused kernel
+# (FlashAttention) never forms the `(T_q, T_k)` score matrix, so it would have to read this
+# array in, or recompute the buckets inside the kernel. Here the library rebuilds it in every
+# layer (section 4), and during cached decoding every step builds a new row of it. Measure the
+# bytes each scheme's hooks allocate in one forward of the workbook model (two layers, batch 1,
+# float32, `bench_positional`).
+
+# %%
+from mini_transformer import bench_positional
+
+cost = bench_positional.run(["none", "t5", "alibi", "rope"], Ts=(64, 256), repeats=1)
+print(f"{'scheme':<8}{'extra params':>13}{'hook KiB, T=64':>16}{'hook KiB, T=256':>17}{'ratio':>8}")
+growth = {}
+for row in cost["rows"][1:]:
+    kib = [row["T"][T]["hook_bytes"] / 1024 for T in (64, 256)]
+    growth[row["scheme"]] = kib[1] / kib[0]
+    print(f"{row['scheme']:<8}{row['extra_params']:>13}{kib[0]:>16.0f}{kib[1]:>17.0f}{growth[row['scheme']]:>8.1f}")
+assert growth["t5"] > 12 and growth["rope"] < 5
+
+# %% [markdown]
+# The bias grows with $T^2$ (about sixteen times the bytes for four times the length), RoPE's
+# tables with $T$. Be careful with the ALiBi row: in this library ALiBi's bias is materialised
+# too, and costs the same as T5's. The difference the book names is not in the bytes but in
+# what a fused kernel can do: ALiBi's bias is $-m_h (i - j)$, a formula of the indices that a
+# kernel computes on the fly (FlashAttention supports it), while T5's needs a table lookup per
+# pair. This workbook's fast kernels (`mini_transformer/kernels/attention.py`) take a bias array
+# for both, so that part of the claim is not measured here.
+#
+# ## 7. Trained at 8, run at 16
+#
+# The sources' exercise 4: train on length 8, evaluate at 16, T5's bias against a learned
+# absolute table. The task is *look back*: each token repeats the one three places back, so the
+# answer at position $t$ is the token at $t - 2$, a fixed offset at every position. Both models
+# have `max_len = 16`, so the learned table has a row for every test position, but training at
+# 8 only ever reads rows 0 to 7. Run one seed here, with the reference kernels; the experiment
+# below repeats it over ten.
+
+# %%
+from mini_transformer.data import IGNORE
+from mini_transformer.experiments import relative_bias_generalisation as rbg
+from mini_transformer.train import TrainConfig, train
+
+
+def accuracy_by_position(model, batch):
+    """Accuracy at each position of a lookback batch (NaN where nothing is scored)."""
+    with no_grad():
+        pred = to_numpy(model(batch.x).data).argmax(-1)  # (B, T)
+    y = to_numpy(batch.y)
+    scored = y != IGNORE
+    return [float((pred[:, t] == y[:, t])[scored[:, t]].mean()) if scored[:, t].any() else math.nan
+            for t in range(y.shape[1])]
+
+
+def train_at_8(positional, steps=300, seed=0):
+    """A TinyGPT trained on look-3-back at length 8; (model, table before training)."""
+    model = TinyGPT(GPTConfig(vocab_size=rbg.VOCAB, max_len=rbg.TEST_LEN, positional=positional, seed=seed, **rbg.MODEL))
+    table = model.positional.table if positional == "t5" else model.positional.weight
+    before = table.data.copy()
+    train(model, rbg.train_batches(32), TrainConfig(steps=steps, lr=3e-3, warmup=steps // 10, min_lr=3e-4, seed=seed,
+                                                    progress=False))
+    return model.eval(), before
+
+
+test16 = data.lookback_task(256, rbg.TEST_LEN, rbg.K, rbg.VOCAB, seed=10_016)
+trained = {name: train_at_8(name) for name in ("t5", "learned")}
+for name, (model, _) in trained.items():
+    acc, _ = rbg.score(model, test16)
+    beyond, _ = rbg.score(model, test16, from_position=rbg.TRAIN_LEN)
+    print(f"{name:<8} accuracy at length 16: {acc:.2f}, on positions 8..15 only: {beyond:.2f}")
+
+# %%
+fig, ax = plt.subplots(figsize=(6.5, 3.2))
+for name, (model, _) in trained.items():
+    ax.plot(range(rbg.TEST_LEN), accuracy_by_position(model, test16), "o-", label=name)
+ax.axvline(rbg.TRAIN_LEN - 0.5, color="gray", ls=":", lw=1)
+ax.text(rbg.TRAIN_LEN - 0.3, 0.05, "training length", fontsize=8, color="gray")
+ax.axhline(1 / (rbg.VOCAB - 5), color="gray", ls="--", lw=0.8)
+ax.text(2, 1 / (rbg.VOCAB - 5) + 0.02, "chance", fontsize=8, color="gray")
+ax.set(xlabel="position", ylabel="accuracy", ylim=(0, 1.05), title="Look 3 back, trained at length 8, run at 16")
+ax.legend()
+fig.tight_layout()
+
+# %% [markdown]
+# The full experiment, `python -m mini_transformer.experiments.relative_bias_generalisation`,
+# runs ten seeds of 600 steps (the fast kernels, the same numbers); it takes about a minute, so
+# the chapter reads its committed result.
+
+# %%
+import json
+import os
+
+from mini_transformer.experiments.common import RESULTS
+
+with open(os.path.join(RESULTS, "relative_bias_generalisation.json")) as f:
+    rb = json.load(f)
+s = rb["summary"]
+print(f"{len(rb['seeds'])} seeds, {rb['steps']} steps, trained at {rb['train_len']}, run at {rb['test_len']}")
+for name in ("t5", "learned"):
+    print(f"{name:<8} accuracy at 8: {s[name]['accuracy_8']['mean']:.2f}   at 16: {s[name]['accuracy_16']['mean']:.2f} "
+          f"+- {s[name]['accuracy_16']['std']:.2f}   on 8..15: {s[name]['accuracy_beyond_8']['mean']:.2f} "
+          f"+- {s[name]['accuracy_beyond_8']['std']:.2f}")
+fig = rbg.plot(rb)
+plt.show()
+
+# %%
+assert s["t5"]["accuracy_16"]["min"] == 1.0 and s["learned"]["accuracy_8"]["min"] == 1.0
+assert abs(s["learned"]["accuracy_16"]["mean"] - 0.69) < 0.005 and abs(s["learned"]["accuracy_beyond_8"]["mean"] - 0.45) < 0.005
+assert s["learned"]["accuracy_beyond_8"]["min"] > 3 / (rb["environment"]["vocab_size"] - 5)  # well above chance
+print("T5 is right everywhere; the learned table is far worse past 8, and far above chance (0.09)")
+
+# %% [markdown]
+# The result reproduces. The book's *reason* does not, and the table shows why. With 32 causal
+# buckets, distances 0 to 15 each have an exact bucket of their own. Training at length 8 only
+# reaches distances 0 to 7, so buckets 8 to 15 are never read: they keep their starting values
+# (weight decay shrinks them by a hair). At length 16, a query at position 15 meets keys 8 to 15
+# back in buckets that never trained. T5 is right anyway because the one distance that matters,
+# 2, has a trained bucket, and the untrained ones stay near zero, too small to pull attention
+# away from it. The learned table is the same story in absolute terms: rows 8 to 15 never
+# trained, and this time the model needs them.
+
+# %%
+t5_model, t5_before = trained["t5"]
+moved = to_numpy(abs(t5_model.positional.table.data - t5_before).max(axis=1))  # (num_buckets,)
+lr_model, lr_before = trained["learned"]
+rows_moved = to_numpy(abs(lr_model.positional.weight.data - lr_before).max(axis=1))  # (max_len,)
+fig, axes = plt.subplots(1, 2, figsize=(10, 2.8))
+axes[0].bar(range(len(moved)), moved)
+axes[0].set(xlabel="bucket (causal: bucket = distance up to 15)", ylabel="largest change in training",
+            title="T5's table after training at length 8")
+axes[1].bar(range(len(rows_moved)), rows_moved, color="C1")
+axes[1].axvline(rbg.TRAIN_LEN - 0.5, color="gray", ls=":", lw=1)
+axes[1].set(xlabel="position (row of the table)", title="the learned table after training at length 8")
+fig.tight_layout()
+
+# %% tags=["nbval-check-output"]
+print("T5 buckets 0..7 moved by more than 0.02 in training:", bool(moved[:8].min() > 0.02),
+      "| buckets 8..31 by less than 0.001:", bool(moved[8:].max() < 1e-3))
+print("learned rows 0..7 moved by more than 0.02:", bool(rows_moved[:8].min() > 0.02),
+      "| rows 8..15 by less than 0.001:", bool(rows_moved[8:].max() < 1e-3))
+assert moved[:8].min() > 0.02 and moved[8:].max() < 1e-3 and rows_moved[:8].min() > 0.02 and rows_moved[8:].max() < 1e-3
+
+# %% [markdown]
+# And "raises an index error": that is what a learned table does when it has no row at all. With
+# `max_len = 8` the model refuses length 16 in a sentence.
+
+# %% tags=["nbval-check-output"]
+short = TinyGPT(GPTConfig(vocab_size=16, d_model=32, n_layers=2, n_heads=4, max_len=8, positional="learned"))
+try:
+    short(test16.x)
+except ValueError as e:
+    print(str(e).split(" (")[0])
+
+# %% [markdown]
+# One more number, from text rather than a synthetic rule. In the committed run of
+# `train_short_test_long` (chapter 4, section 11: trained on Python source at $L = 64$), T5's causal
+# buckets cover distances up to 64 in training; at $2L$ to $8L$ the model meets distances in
+# buckets 27 to 31, never trained, and its loss climbs. A relative bias generalises only as far
+# as its trained buckets reach.
+
+# %% tags=["nbval-check-output"]
+with open(os.path.join(RESULTS, "train_short_test_long.json")) as f:
+    t5_text = json.load(f)["results"]["t5"]["loss"]
+print("T5 on text, nats per byte at 1, 2, 4, 8 x L:", [round(x, 2) for x in t5_text])
+assert t5_text[-1] > t5_text[0] + 0.5
+
+# %% [markdown]
+# ## 8. Two dimensions: Swin's window bias
+#
+# Swin Transformer attends within windows of $w \times w$ image patches ($w = 7$) and adds a
+# learned bias per head and 2-D offset. Token $p$ of a window sits at row $y = p // w$ and
+# column $x = p \bmod w$ (raster order). Between two tokens the offset
+# $(\Delta y, \Delta x) = (y_i - y_j,\ x_i - x_j)$ takes $2w - 1$ values on each axis, so the
+# table has $(2w - 1)^2$ rows: $13 \times 13 = 169$ for $w = 7$. Swin numbers them row offset
+# first (book, §7 exercise 5):
+#
+# $$\mathrm{row}(\Delta y, \Delta x) = (\Delta y + w - 1)(2w - 1) + (\Delta x + w - 1).$$
+#
+# ### Exercise 5.2: `swin_relative_index`   ★★ · 15 min
+# *Why it matters:* the same bucket-and-table idea in two dimensions, and an index whose
+# convention must match a checkpoint's exactly.
+#
+# Write `swin_relative_index(window)`: the `(w * w, w * w)` integer array whose entry $(i, j)$
+# is the row of the offset of token $i$ from token $j$.
+
+# %%
+swin_relative_index = use("t5", "swin_relative_index")
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 1: a nudge</summary>
+#
+# `p = xp.arange(w * w)`, then `y, x = p // w, p % w`; broadcast `y[:, None] - y[None, :]` for
+# every pair at once.
+# </details>
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 2: the key idea</summary>
+#
+# Shift both offsets by $w - 1$ so they run from 0 to $2w - 2$, then combine them with a stride
+# of $2w - 1$ (not $w$: the column offset takes $2w - 1$ values). Query minus key, row first.
+# </details>
+
+# %% tags=["answer"]
+reveal("t5", "swin_relative_index")
+
+# %% [markdown]
+# Grade it with `python -m exercises grade t5 --exercise 5.2`. Check the worked example of
+# $w = 2$, the book's pair of pairs, and translation invariance: in a $7 \times 7$ window, every
+# pair of tokens with the same offset must share one row, in both directions of the window at
+# once, and all 169 rows must be used.
+
+# %% tags=["nbval-check-output"]
+print("window 2:", to_numpy(swin_relative_index(2)).tolist())
+assert to_numpy(swin_relative_index(2)).tolist() == [[4, 3, 1, 0], [5, 4, 2, 1], [7, 6, 4, 3], [8, 7, 5, 4]]
+w = 7
+idx = swin_relative_index(w)  # (49, 49)
+
+
+def token(y, x):
+    return y * w + x
+
+
+print("(2,3)-(4,5) and (0,1)-(2,3), both offset (-2, -2):", int(idx[token(2, 3), token(4, 5)]),
+      int(idx[token(0, 1), token(2, 3)]))
+assert idx[token(2, 3), token(4, 5)] == idx[token(0, 1), token(2, 3)] == (-2 + 6) * 13 + (-2 + 6)
+p = xp.arange(w * w)
+ys, xs = p // w, p % w
+offsets = {}
+for a in range(w * w):
+    for c in range(w * w):
+        offsets.setdefault((int(ys[a] - ys[c]), int(xs[a] - xs[c])), set()).add(int(idx[a, c]))
+print(f"{len(offsets)} offsets, each with exactly one row: {all(len(r) == 1 for r in offsets.values())}; "
+      f"rows used: {len(set(int(r) for r in idx.reshape(-1)))} of {(2 * w - 1) ** 2}")
+assert len(offsets) == 169 and all(len(r) == 1 for r in offsets.values()) and len(set(int(r) for r in idx.reshape(-1))) == 169
+
+# %% [markdown]
+# The bias of one head for the whole window, `table[idx]`: a $49 \times 49$ matrix made of
+# $7 \times 7$ blocks, one per pair of patch rows, each itself constant along its diagonals.
+# Build it with **your** index inside the library's scheme, `RelativePositionBias2D`, and check
+# it equals the library's own.
+
+# %%
+from mini_transformer.positional.relative_2d import RelativePositionBias2D
+
+library2d = RelativePositionBias2D(n_heads=2, window_size=w, rng=rng(1))
+yours2d = RelativePositionBias2D.from_functions(swin_relative_index, like=library2d)
+bias2d = yours2d.bias(w * w).data[0]  # (H, 49, 49)
+print("your 2-D bias equals the library's:", bool(xp.array_equal(bias2d, library2d.bias(w * w).data[0])))
+assert xp.array_equal(bias2d, library2d.bias(w * w).data[0])
+fig, axes = plt.subplots(1, 2, figsize=(9.5, 4))
+axes[0].imshow(to_numpy(idx), cmap="viridis")
+axes[0].set(xlabel="key token j", ylabel="query token i", title="swin_relative_index(7): the table row")
+axes[1].imshow(to_numpy(bias2d[0]), cmap="coolwarm")
+axes[1].set(xlabel="key token j", ylabel="query token i", title="the bias of head 0 (a random table)")
+fig.tight_layout()
+
+# %% [markdown]
+# In a model: a `TinyGPT` whose 9 positions are the tokens of one $3 \times 3$ window, trained
+# side by side with your index and with the library's.
+
+# %% tags=["nbval-check-output"]
+window_cfg = GPTConfig(vocab_size=16, d_model=16, n_layers=2, n_heads=2, max_len=9, positional="relative_2d",
+                       extra={"window_size": 3})
+res2d = train_side_by_side(window_cfg, RelativePositionBias2D.from_functions(
+    swin_relative_index, like=TinyGPT(window_cfg).positional).to_dtype("float64"),
+    lambda gen: lookback_batches(gen, T=9), steps=20)
+print("your Swin index in TinyGPT:", "the curves agree" if res2d.first_difference is None else "the curves part")
+assert res2d.first_difference is None
+
+# %% [markdown]
+# Why per window (C6)? The table grows as $(2w - 1)^2$ with the side of the area it covers.
+
+# %% tags=["nbval-check-output"]
+for side in (7, 12, 224):
+    print(f"a {side} x {side} area: (2 x {side} - 1)^2 = {(2 * side - 1) ** 2:>7} rows per head")
+assert (2 * 7 - 1) ** 2 == 169 and (2 * 224 - 1) ** 2 == 199809
+
+# %% [markdown]
+# ## 9. A test of your own
+#
+# ### Exercise 5.3: a test of your own   ★★★ · 25 min
+# *Why it matters:* section 3 showed that translation invariance cannot tell past from future;
+# a test that can is what stands between a swapped convention and a model that quietly learns
+# less.
+#
+# Write `test_buckets(relative_position_bucket, swin_relative_index)`: it receives two
+# implementations and raises `AssertionError` when either is wrong. For a few settings of
+# `bidirectional`, `num_buckets` and `max_distance`, check: integer ids in range; the exact
+# region; buckets never decrease with the distance; the last bucket from `max_distance` on; past
+# in the lower half and future in the upper one (bidirectional), future in bucket 0 (causal);
+# a few buckets by hand. For the Swin index: integers, every row used, one row per offset, the
+# worked example. The grader runs your test on the reference (it must pass) and on wrong
+# versions, and reports how many it caught and which got away. Grade it with
+# `python -m exercises grade t5 --exercise 5.3`.
+
+# %%
+test_buckets = use("t5", "test_buckets")
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 1: a nudge</summary>
+#
+# Defaults hide mistakes: a function that ignores `max_distance`, or `bidirectional`, passes
+# every check made with the defaults. Loop over settings.
+# </details>
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 2: the key idea</summary>
+#
+# For `rel = arange(-300, 301)`, the buckets of the past are `b[rel <= 0][::-1]` (distance 0, 1,
+# 2, ... back): their first `max_exact` entries must be `arange(max_exact)`, they must never
+# decrease, and from `max_distance` on they must all be the last bucket. For Swin, compute the
+# row of every pair from its offset by hand and compare.
+# </details>
+
+# %% tags=["answer"]
+reveal("t5", "test_buckets")
+
+# %% tags=["nbval-check-output"]
+test_buckets(relative_position_bucket, swin_relative_index)
+print("test_buckets passes on the functions above")
+
+# %% [markdown]
+# ## 10. Check yourself on this chapter
+#
+# Answer out loud, or on paper, before you open an answer.
+#
+# **1.** In section 2, why is a key 128 back in bucket 15 and not 16, and what would the causal
+# form give it?
+
+# %% [markdown] tags=["answer"]
+# <details><summary>Answer</summary>
+#
+# Bidirectional, one direction has 16 buckets (0 to 15) and `max_exact` 8, so 128 back gives
+# $8 + \lfloor \ln 16 / \ln 16 \cdot 8 \rfloor = 16$, one past the last bucket of the past half,
+# and the cap puts it in 15: every distance from `max_distance` on shares it. Without the cap it
+# would read bucket 16, the first bucket of the *future*. Causal, all 32 buckets belong to the
+# past and `max_exact` is 16: $16 + \lfloor \ln 8 / \ln 8 \cdot 16 \rfloor = 32$, capped at 31.
+# </details>
+
+# %% [markdown]
+# **2.** Section 4 counted 128 positional parameters for a four-layer `TinyGPT` with T5's bias,
+# and 2048 for a learned table at `max_len` 64. What does each number grow with?
+
+# %% [markdown] tags=["answer"]
+# <details><summary>Answer</summary>
+#
+# T5's with `num_buckets` times the number of heads, and nothing else: not the length, not the
+# width, not the depth (one table per stack). The learned table with `max_len` times `d_model`:
+# twice the context, twice the table. For a 128k-token context at `d_model` 8192 that is
+# $131\,072 \times 8192 \approx 1.07$ billion parameters (the book, §2.2, says 100 M; the product
+# is ten times that); T5's table stays at `num_buckets` x `H`.
+# </details>
+
+# %% [markdown]
+# **3.** In section 7 the learned table got 0.45 on positions 8 to 15 (ten seeds), not the
+# "garbage" the book predicts. Why is it far above chance, and why far below T5?
+
+# %% [markdown] tags=["answer"]
+# <details><summary>Answer</summary>
+#
+# Rows 8 to 15 of the table never trained and are small (they start at standard deviation 0.02),
+# so at those positions the input is almost the token embedding alone. The model still has the
+# causal mask and its content attention, and the look-back sequence is periodic, so it can often
+# find a matching earlier token without knowing where it is: above chance (0.09). But the rule
+# it learned is written in the trained rows ("the query at 5 looks at 3"), and for positions 8
+# to 15 there is nothing written. T5 learned the rule as "2 back", in a bucket that every length
+# uses.
+# </details>
+
+# %% [markdown]
+# **4.** Your bucket function returns bucket $-1$ for some distance. What does NumPy do with
+# `table[-1]`, and how does this workbook catch it?
+
+# %% [markdown] tags=["answer"]
+# <details><summary>Answer</summary>
+#
+# NumPy reads a negative index from the end: `table[-1]` is the last bucket's row, silently, so
+# a model built on that function trains and never reports anything. `from_functions` checks the
+# ids before the lookup (integers, the right shape, in $0 \dots$ `num_buckets - 1`) and refuses
+# anything else in a sentence; the grader names the usual causes (past and future swapped,
+# `num_buckets` not halved).
+# </details>
+
+# %% [markdown]
+# **5.** Swap $\Delta y$ and $\Delta x$ in the Swin index. Does the bias stay
+# translation-invariant? What breaks?
+
+# %% [markdown] tags=["answer"]
+# <details><summary>Answer</summary>
+#
+# It stays translation-invariant, and every offset still gets its own row: as a freshly
+# trained model it is just as good. What breaks is the convention: a Swin checkpoint's table
+# has row $(\Delta y + 6) \cdot 13 + (\Delta x + 6)$ for each offset, so loading it into the
+# swapped index hands every pair the bias of its transposed offset. Only a test with the
+# worked rows, not a property, catches it.
+# </details>
+
+# %% [markdown]
+# ## 11. The ledger, settled
+#
+# | # | claim (source) | what this chapter measured | verdict |
+# | --- | --- | --- | --- |
+# | C1 | 32 buckets to 128: 8 exact each way, logarithmic beyond, everything past 128 in the last bucket (book, §2.3) | keys 0 to 7 back are buckets 0 to 7, one each; 8 to 11 back share bucket 8, 12 to 15 bucket 9, 16 back is bucket 10; every key from 128 to 200 back is in bucket 15; 1 to 7 ahead are buckets 17 to 23 (§2) | reproduces |
+# | C2 | translation-invariant: bias(2, 5) = bias(6, 9) (book, §3.2) | equal, and the whole `(32, 32)` bias is constant along every diagonal, causal and bidirectional (§3) | reproduces |
+# | C3 | one table per stack, a few thousand parameters (book, §2.3) | every layer of a four-layer model gets the same bias from one table of 32 x 4 = 128 parameters; T5-base 384 per stack (§4) | reproduces |
+# | C4 | the bias is materialised, $BHT^2$ traffic, no fused kernel; ALiBi folds into one (book, §2.3, §4) | T5's hook bytes grow about sixteenfold from $T = 64$ to 256, RoPE's under four; in this library ALiBi's bias is materialised too and costs the same, so the kernel half of the claim is not measured here (§6) | partly |
+# | C5 | trained at 8, run at 16: T5 sensible "because every offset maps into a trained bucket"; learned gives garbage or an index error (book, §7 ex. 4) | T5 1.00 at 16 on every one of 10 seeds; learned 0.69 +- 0.03 overall, 0.45 +- 0.06 on positions 8..15, far above chance (0.09), and a refusal with `max_len` 8. But T5's buckets 8..15 never trained (they moved less than 0.001): it is right because the distance that matters has a trained bucket, not because every offset does; on text, where far distances matter, T5 goes from 1.55 nats at $L$ to 2.53 at $8L$ (§7) | partly: the result reproduces, the reason does not |
+# | C6 | Swin: 169 rows for 7 x 7, translation-invariant in the window, 199 809 for a 224 x 224 image (book, §7 ex. 5) | 169 offsets, one row each, all used; the book's pairs share a row; $(2 \cdot 224 - 1)^2 = 199\,809$ (§8) | reproduces |
+#
+# ## 12. Where next
+#
+# * The exercises: [`exercises/t5.py`](../exercises/t5.py), 5.1 to 5.3, graded with
+#   `python -m exercises grade t5`. The drill: `python -m exercises drill t5` writes a blank
+#   `relative_position_bucket` and starts a 12-minute clock; `python -m exercises drill t5 --grade`
+#   stops it.
+# * The library's forms: `mini_transformer/positional/t5.py` (`RelativePositionBias.bias`,
+#   `bias_at`) and `mini_transformer/positional/relative_2d.py`. The bias they make goes into the
+#   attention of `mini_transformer/functional.py`; the fast kernel,
+#   `mini_transformer/kernels/attention.py`, takes the same bias array.
+# * The experiment: `python -m mini_transformer.experiments.relative_bias_generalisation`
+#   (`--quick` for three seeds).
+# * The interview questions of this chapter: [`chapters/cards/05_buckets.md`](cards/05_buckets.md).
+# * Next, chapter 6: RoPE, which gets relative behaviour without any bias at all.
