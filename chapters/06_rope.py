@@ -565,6 +565,39 @@ test_rope_properties(apply_rotary, RotaryEmbedding)
 print("the test passes on the RoPE this chapter runs")
 
 # %% [markdown]
+# Now the grader's own loop, here in the chapter: your test on every wrong RoPE the grader uses,
+# beside a weak test that checks only the relative property, at $(3, 1)$ against $(103, 101)$ and
+# $(3, 2)$.
+
+# %% tags=["nbval-check-output"]
+from exercises.grading.reader_tests import scoreboard
+
+
+def weak_test(apply_rotary, RotaryEmbedding):
+    rope = RotaryEmbedding(8)
+    q, k = xp.arange(8.0) / 8, xp.ones(8)
+
+    def score(m, n):
+        (cm, sm), (cn, sn) = rope(1, offset=m), rope(1, offset=n)
+        return float(xp.sum(apply_rotary(q[None], cm, sm) * apply_rotary(k[None], cn, sn)))
+    assert math.isclose(score(3, 1), score(103, 101), rel_tol=1e-9)
+    assert not math.isclose(score(3, 1), score(3, 2), rel_tol=1e-3)
+
+
+runs = scoreboard("rope", "test_rope_properties", {"apply_rotary": apply_rotary, "RotaryEmbedding": RotaryEmbedding},
+                  {"your test": test_rope_properties, "weak test": weak_test})
+assert all(r["reference"]["result"] == "passed" for r in runs.values())
+
+# %% [markdown]
+# The relative property alone lets four mistakes through, each for a reason you can state: a
+# rotation that runs backwards, and cos and sin swapped, are still functions of the offset alone;
+# positions counted from 1 move every position by one and leave every offset as it was; and a
+# scale that grows with the position never shows when each call rotates one position. It does
+# catch the mistakes that break relativity itself: the other pairing, a dropped term, the wrong
+# layout, the offset ignored. What makes a function RoPE is that it *rotates*: lengths kept on a
+# call with several positions, position 0 untouched, pair $i$ turning by $\theta_i$ the right way.
+
+# %% [markdown]
 # ## 5. The wavelength ladder
 #
 # Pair $i$ turns once every

@@ -1,8 +1,19 @@
-r"""The sinusoidal positional encoding of "Attention Is All You Need" (drill only).
+r"""The sinusoidal positional encoding of "Attention Is All You Need": chapter 2's exercises.
+
+Position ``t`` gets one point on each of ``d_model/2`` clocks. Pair ``i`` (columns
+``2i`` and ``2i + 1``) turns at the frequency
+
+.. math:: \omega_i = \mathrm{base}^{-2i/d_{model}}, \quad i = 0, \dots, d_{model}/2 - 1,
+
+and holds the sine and the cosine of the angle ``t * omega_i``:
 
 .. math::
-    PE_{t, 2i} = \sin(t \cdot \mathrm{base}^{-2i/d}), \qquad PE_{t, 2i+1} = \cos(t \cdot \mathrm{base}^{-2i/d})
+    PE_{t, 2i} = \sin(t\,\omega_i), \qquad PE_{t, 2i+1} = \cos(t\,\omega_i).
+
+A row of the table is one position, ``(d_model,)``; the table is ``(T, d_model)``.
 """
+import math
+
 from mini_transformer.backend import xp
 
 
@@ -21,7 +32,7 @@ def sinusoidal_positional_encoding(T, d_model, base=10000.0):
     Returns:
         float64 array ``(T, d_model)``; row ``t`` encodes position ``t``.
     """
-    # BEGIN SOLUTION Drill sinusoidal.1
+    # BEGIN SOLUTION Exercise 2.1
     if d_model % 2 != 0:
         raise ValueError(f"d_model must be even (sin and cos come in pairs), got {d_model}.")
     pos = xp.arange(T, dtype=xp.float64)[:, None]  # (T, 1)
@@ -29,4 +40,80 @@ def sinusoidal_positional_encoding(T, d_model, base=10000.0):
     omega = base ** (-two_i / d_model)  # (d_model/2,) omega_i
     angles = pos * omega[None, :]  # (T, d_model/2) t * omega_i
     return xp.stack([xp.sin(angles), xp.cos(angles)], axis=-1).reshape(T, d_model)  # sin even, cos odd
+    # END SOLUTION
+
+
+def shift_rotation(k, d_model, base=10000.0):
+    r"""The ``(d_model, d_model)`` matrix :math:`M_k` with :math:`PE(t + k) = M_k\,PE(t)` for every ``t``.
+
+    It is block-diagonal. Pair ``i`` (channels ``2i`` and ``2i + 1``) holds
+    :math:`(\sin t\omega_i, \cos t\omega_i)`; moving ``k`` positions on turns it by the angle
+    :math:`k\omega_i`, and the angle-addition formulas give its ``2 x 2`` block:
+
+    .. math::
+        \begin{bmatrix}\cos k\omega_i & \sin k\omega_i \\ -\sin k\omega_i & \cos k\omega_i\end{bmatrix}
+
+    in rows and columns ``2i, 2i + 1``. Every entry outside the blocks is 0. ``k`` may be
+    any integer: ``M_0`` is the identity and ``M_{-k}`` turns back.
+
+    With the table's rows as row vectors, ``pe[t + k] == M_k @ pe[t]``, so for the whole table
+    ``pe[k:] == pe[:-k] @ M_k.T``.
+
+    Args:
+        k: the offset, an integer.
+        d_model: even model width.
+        base: the encoding's base.
+
+    Returns:
+        float64 array ``(d_model, d_model)``.
+    """
+    # BEGIN SOLUTION Exercise 2.2
+    omega = base ** (-xp.arange(0, d_model, 2, dtype=xp.float64) / d_model)  # (d_model/2,) omega_i
+    c, s = xp.cos(k * omega), xp.sin(k * omega)  # (d_model/2,) each
+    even = xp.arange(0, d_model, 2)  # (d_model/2,) the sin channel of each pair
+    M = xp.zeros((d_model, d_model), dtype=xp.float64)
+    M[even, even], M[even, even + 1] = c, s  # new sin = sin * cos(k w) + cos * sin(k w)
+    M[even + 1, even], M[even + 1, even + 1] = -s, c  # new cos = cos * cos(k w) - sin * sin(k w)
+    return M
+    # END SOLUTION
+
+
+def test_sinusoidal_properties(sinusoidal_positional_encoding, shift_rotation):
+    r"""A test that fails on a wrong sinusoidal table or a wrong shift matrix.
+
+    You receive a ``sinusoidal_positional_encoding`` and a ``shift_rotation`` (the signatures of
+    Exercises 2.1 and 2.2) and raise ``AssertionError`` (a plain ``assert``) when they are not
+    what chapter 2 derives. Check, on numbers you work out by hand:
+
+    * row 0 of the table is ``[0, 1, 0, 1, ...]``: position 0 is the angle 0 on every clock;
+    * row 1 holds ``sin(omega_i)`` and ``cos(omega_i)`` in columns ``2i`` and ``2i + 1``, with
+      :math:`\omega_i = \mathrm{base}^{-2i/d_{model}}` (for ``d_model = 8`` and base 10000:
+      1, 0.1, 0.01, 0.001);
+    * :math:`PE(t + k) = M_k\,PE(t)` for every ``t``, that is ``pe[k:] == pe[:-k] @ M.T``,
+      for more than one ``k`` and for a base other than 10000 too.
+
+    The grader runs your test on the reference, where it must pass, and on mutants, each wrong
+    in one way a reader's code can be (a swapped layout, a wrong exponent, a block that turns
+    backwards); a good test fails on every one of them.
+
+    Args:
+        sinusoidal_positional_encoding: a function ``(T, d_model, base=10000.0) -> (T, d_model)``,
+            as in Exercise 2.1.
+        shift_rotation: a function ``(k, d_model, base=10000.0) -> (d_model, d_model)``, as in
+            Exercise 2.2.
+    """
+    # BEGIN SOLUTION Exercise 2.3
+    d = 8
+    pe = sinusoidal_positional_encoding(40, d)  # (40, 8)
+    assert pe.shape == (40, d)
+    assert xp.allclose(pe[0], xp.asarray([0.0, 1.0] * (d // 2)))  # position 0: sin 0, cos 0 on every clock
+    for i, omega in enumerate([1.0, 0.1, 0.01, 0.001]):  # 10000^(-2i/8), by hand
+        assert math.isclose(float(pe[1, 2 * i]), math.sin(omega), abs_tol=1e-12)
+        assert math.isclose(float(pe[1, 2 * i + 1]), math.cos(omega), abs_tol=1e-12)
+    for base in (10000.0, 100.0):  # another base: a table that ignores it no longer matches M_k
+        pe = sinusoidal_positional_encoding(40, d, base)
+        for k in (1, 3, 17):  # k = 1 alone cannot tell k * omega from omega
+            M = shift_rotation(k, d, base)  # (d, d)
+            assert M.shape == (d, d)
+            assert xp.allclose(pe[k:], pe[:-k] @ M.T, atol=1e-12)  # PE(t + k) = M_k PE(t), every t
     # END SOLUTION

@@ -597,3 +597,120 @@ def test_permutation_probe_bookkeeping():
     np.testing.assert_allclose(result.per_position, change.mean(axis=(0, 2)), rtol=1e-15)
     longer = evaluate.permutation_sensitivity(model, random_tokens(24).reshape(2, 12))
     assert longer.permutation.tolist() == np.random.default_rng(0).permutation(12).tolist()
+
+
+# ---------------------------------------------------------------------------
+# What each plot shows: its numbers, where the training length sits, its labels (cosmetics are not checked)
+# ---------------------------------------------------------------------------
+
+@pytest.fixture
+def ax():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots()
+    yield axes
+    plt.close(fig)
+
+
+def _legend(ax):
+    return [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+def _labels(ax):
+    return ax.get_xlabel(), ax.get_ylabel(), ax.get_title()
+
+
+def test_plot_loss_by_position_draws_each_bucket_over_its_positions(ax):
+    result = evaluate.PositionLoss(T=6, bucket=4, starts=np.array([0, 4]), loss=np.array([2.0, 1.0]),
+                                   per_position=np.arange(6) / 2, n_sequences=1)
+    evaluate.plot_loss_by_position(result, ax)
+    values, edges, baseline = ax.patches[0].get_data()
+    assert values.tolist() == [2.0, 1.0] and edges.tolist() == [0, 4, 6] and baseline is None
+    assert ax.lines[0].get_xdata().tolist() == list(range(6)) and ax.lines[0].get_ydata().tolist() == [0, .5, 1, 1.5, 2, 2.5]
+    assert _labels(ax) == ("position t", "loss (nats)", "Loss by position, T = 6")
+    assert _legend(ax) == ["bucket mean", "per position"]
+
+
+def test_plot_extrapolation_curve_marks_the_training_length_and_refusals(ax):
+    result = evaluate.ExtrapolationCurve(train_len=8, lengths=np.array([8, 16, 32, 64]),
+                                         loss=np.array([1.0, 2.0, np.nan, np.nan]),
+                                         loss_beyond=np.array([np.nan, 3.0, np.nan, np.nan]),
+                                         reasons=[None, None, "refused", "refused"])
+    evaluate.plot_extrapolation_curve(result, ax)
+    lines = [(np.asarray(ln.get_xdata()).tolist(), np.asarray(ln.get_ydata()).tolist()) for ln in ax.lines]
+    np.testing.assert_array_equal(lines[0][1], [1.0, 2.0, np.nan, np.nan])
+    np.testing.assert_array_equal(lines[1][1], [np.nan, 3.0, np.nan, np.nan])
+    assert lines[0][0] == lines[1][0] == [8, 16, 32, 64]
+    assert [x for x, _ in lines[2:]] == [[8, 8], [32, 32], [64, 64]]              # training length, then refusals
+    assert ax.get_xscale() == "log" and ax.xaxis.get_transform().base == 2
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["8", "16", "32", "64"]
+    assert _labels(ax) == ("evaluation length L", "mean loss (nats)", "Extrapolation")
+    assert _legend(ax) == ["all positions", "positions >= 8", "training length", "model refused"]
+
+
+def test_plot_passkey_grid_shows_each_cell_and_the_effective_length(ax):
+    grid = evaluate.PasskeyGrid([8, 16], [0.0, 1.0], [[1.0, 0.5], [np.nan, 0.0]])
+    evaluate.plot_passkey_grid(grid, ax)
+    image = ax.images[0]
+    np.testing.assert_array_equal(image.get_array(), [[1.0, np.nan], [0.5, 0.0]])    # lengths across, depths down
+    assert image.get_clim() == (0.0, 1.0)
+    assert [(t.get_position(), t.get_text()) for t in ax.texts] == [((0, 0), "1.00"), ((0, 1), "0.50"),
+                                                                    ((1, 0), "-"), ((1, 1), "0.00")]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["8", "16"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["0.00", "1.00"]
+    # 8 passes at the grid's threshold 0.5 (0.5 counts); 16 fails. An explicit threshold of 0.6 fails 8 too
+    assert _labels(ax) == ("context length", "depth of the key", "Passkey accuracy (effective length 8)")
+    assert len(ax.figure.axes) == 2                                                # the colour bar
+    ax.cla()
+    evaluate.plot_passkey_grid(grid, ax, threshold=0.6)
+    assert ax.get_title() == "Passkey accuracy (effective length 0)"
+
+
+def test_plot_retention_attention_mass_decode_costs_and_permutation_draw_their_numbers(ax):
+    evaluate.plot_retention(evaluate.Retention(8, 2.0, 2.5, 0.5), ax)
+    assert [p.get_height() for p in ax.patches] == [2.0, 2.5]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["before", "after"]
+    assert _labels(ax) == ("", "loss (nats)", "Retention at T = 8 (diff +0.500)")
+    ax.figure.clf()
+    ax = ax.figure.add_subplot()
+    mass = np.array([[0.1, 0.9], [0.5, 0.2]])
+    evaluate.plot_attention_mass(evaluate.AttentionMass(mass, mass, 1), ax)
+    np.testing.assert_array_equal(ax.images[0].get_array(), mass)                  # layers down, heads across
+    assert ax.images[0].get_clim() == (0.0, 1.0) and len(ax.figure.axes) == 2
+    assert _labels(ax) == ("head", "layer", "Mean attention on position 0")
+    ax.figure.clf()
+    ax = ax.figure.add_subplot()
+    costs = evaluate.DecodeCosts(np.array([4, 8]), np.array([0.002, 0.004]), np.array([0.001, 0.003]),
+                                 np.array([2 ** 20, 2 ** 21]), 2, [None, None])
+    evaluate.plot_decode_costs(costs, ax)
+    assert [ln.get_ydata().tolist() for ln in ax.lines] == [[2.0, 4.0], [1.0, 3.0]]   # milliseconds
+    right = [a for a in ax.figure.axes if a is not ax][0]
+    assert right.lines[0].get_ydata().tolist() == [1.0, 2.0] and right.get_ylabel() == "KV cache (MiB)"   # MiB
+    assert _labels(ax) == ("prompt length L", "milliseconds", "Decode costs, batch 2")
+    assert _legend(ax) == ["prefill", "decode, per token"] and _legend(right) == ["KV cache"]
+    for max_abs, scale in [(1e-3, "log"), (0.0, "linear")]:
+        ax.figure.clf()
+        ax = ax.figure.add_subplot()
+        probe = evaluate.PermutationSensitivity(np.array([1, 0]), max_abs, 0.0, 0.0, np.array([max_abs, max_abs / 2]))
+        evaluate.plot_permutation_sensitivity(probe, ax)
+        assert [p.get_height() for p in ax.patches] == [max_abs, max_abs / 2] and ax.get_yscale() == scale
+        assert _labels(ax) == ("position t", "mean |change|", f"Permutation probe (max {max_abs:.2e})")
+
+
+@pytest.mark.parametrize("env, backend_after", [({}, "agg"), ({"MPLBACKEND": "svg"}, "svg")])
+def test_a_plot_without_axes_picks_a_headless_backend_only_when_none_was_chosen(env, backend_after):
+    # a fresh process: no pyplot yet. Without MPLBACKEND the helper chooses Agg; with it, it leaves the choice alone
+    import os
+    import subprocess
+    import sys
+    code = ("import numpy as np, matplotlib\n"
+            "from mini_transformer import evaluate\n"
+            "r = evaluate.Retention(8, 1.0, 1.0, 0.0)\n"
+            "ax = evaluate.plot_retention(r)\n"
+            "print(matplotlib.get_backend().lower(), ax.figure.get_size_inches().tolist(), "
+            "ax.figure.get_layout_engine().__class__.__name__)\n")
+    clean = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
+    out = subprocess.run([sys.executable, "-c", code], env={**clean, **env}, capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out[0] == backend_after and " ".join(out[1:]) == "[3.5, 3.5] ConstrainedLayoutEngine"

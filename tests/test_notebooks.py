@@ -29,7 +29,7 @@ BUDGET_S = 60  # a chapter must execute in under a minute on two cores
 
 
 def _nbval(path, timeout=240):
-    env = dict(os.environ, MPLBACKEND="Agg", PE_USE_REFERENCE="1", PYDEVD_DISABLE_FILE_VALIDATION="1")
+    env = dict(os.environ, **notebooks.RUN_SETTINGS)
     return subprocess.run([sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-current-env", "-q",
                            "-p", "no:cacheprovider", "-o", "addopts=", "--rootdir", str(path.parent), str(path)],
                           capture_output=True, text=True, env=env, timeout=timeout, cwd=str(path.parent))

@@ -32,13 +32,34 @@ def copy(tmp_path_factory):
     done = subprocess.run([sys.executable, "-m", "exercises", "release", "--repo", "--out", str(out)],
                           capture_output=True, text=True, cwd=ROOT, timeout=240)
     assert done.returncode == 0, done.stdout + done.stderr
+    _student_python(out.parent / "venv")
     return out
+
+
+def _student_python(venv):
+    """A virtual environment that sees this one's packages but not this repository.
+
+    The README's install puts the repository itself on every path (``pip install -e .``), so this
+    interpreter would import ``solutions`` from here whatever the copy holds. The student's
+    environment lists this one's import folders, less this repository, as plain paths: their
+    packages import, and the ``.pth`` files in them (the editable install among them) never run.
+    """
+    python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+        ours = [p for p in sys.path if p and os.path.isdir(p) and ROOT not in (Path(p).resolve(), *Path(p).resolve().parents)]
+        theirs = subprocess.run([str(python), "-c", "import site; print(site.getsitepackages()[0])"],
+                                capture_output=True, text=True, check=True).stdout.strip()
+        Path(theirs, "workbook_dependencies.pth").write_text("\n".join(ours) + "\n")
+    return python
 
 
 def _in_copy(copy, *args, timeout=240):
     env = dict(os.environ, PYTHONPATH=str(copy), MPLBACKEND="Agg")
     env.pop("PE_USE_REFERENCE", None)
-    return subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=copy, env=env, timeout=timeout)
+    env.pop("VIRTUAL_ENV", None)
+    python = _student_python(copy.parent / "venv")
+    return subprocess.run([str(python), *args], capture_output=True, text=True, cwd=copy, env=env, timeout=timeout)
 
 
 def test_the_copy_holds_no_answers(copy):
@@ -137,7 +158,7 @@ def test_the_released_chapter_runs_and_names_the_exercise_to_write(copy, tmp_pat
     nb.cells = nb.cells[:needs_it + 1]
     path = tmp_path / "first_cells.ipynb"
     nbformat.write(nb, path)
-    done = _in_copy(copy, "-m", "jupyter", "nbconvert", "--to", "notebook", "--execute", "--allow-errors",
+    done = _in_copy(copy, "-m", "nbconvert", "--to", "notebook", "--execute", "--allow-errors",
                     "--output", str(tmp_path / "ran.ipynb"), str(path), timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     ran = nbformat.read(tmp_path / "ran.ipynb", as_version=4)

@@ -437,9 +437,12 @@ def test_defaults_are_the_papers():
     (630.0, 10.0, [1.0, 1.0, 5 / 6, 4 / 6]),
     # L 5: i(1) = log10(0.80) = -0.1 -> high 0 = low: the zero-width ramp gets high = 0.001, so only pair 0 is kept
     (5.0, 1e4, [1.0, 0.0, 0.0, 0.0]),
-    # L 2e9: i(32) = log10(9.95e6) = 7.0 -> low 7; i(1) -> 9, capped at 7: again zero width, high = 7.001, and every
-    # pair (i <= 3) lies below the ramp, so all are kept
-    (2e9, 1e4, [1.0, 1.0, 1.0, 1.0]),
+    # L 4e9: i(32) = log10(1.99e7) = 7.3 -> low 7; i(1) = 8.8 -> 9, capped at 7: again zero width, high = 7.001, and
+    # every pair (i <= 3) lies below the ramp, so all are kept
+    (4e9, 1e4, [1.0, 1.0, 1.0, 1.0]),
+    # L 789 (= 2 pi 10^2.1): i(1) = 2.1 -> high 3, while beta_slow = 2 would give i(2) = 1.8 -> 2; i(32) = 0.59 ->
+    # low 0: ramp i / 3 = (0, 1/3, 2/3, 1)
+    (789.0, 1e4, [1.0, 2 / 3, 1 / 3, 0.0]),
 ])
 def test_by_parts_ramp_edges_by_hand(train_len, base, gamma):
     np.testing.assert_allclose(host(by_parts_ramp(8, base, train_len)), gamma, rtol=1e-12, atol=1e-15)

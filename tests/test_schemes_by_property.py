@@ -535,3 +535,17 @@ def test_transformer_xl_reads_the_config_s_sinusoidal_base():
     got = N(scheme.score_bias(q, q, P([0, 1, 2]), P([0, 1, 2]), 0))[0, 0]
     np.testing.assert_allclose(got, [[math.sin((i - j) / 10) / 2 for j in range(3)] for i in range(3)],
                                rtol=0, atol=1e-15)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_rope_from_your_functions_turns_like_the_library_at_any_offset(dtype):
+    # the chapter's side-by-side scheme: tables from RotaryEmbedding, the turn from the public apply_rotary
+    from mini_transformer.positional.rope import RoPE, RotaryEmbedding, apply_rotary
+    mine = RoPE.from_functions(RotaryEmbedding(4), apply_rotary)
+    library = make("rope", d_model=4, n_heads=1)
+    x = Tensor(backend.asarray(np.random.default_rng(2).normal(size=(1, 1, 3, 4)).astype(dtype)))
+    for pos in ([5, 6, 7], [0]):
+        got = mine.rotate(x[:, :, :len(pos)], P(pos), 0)
+        assert str(got.dtype) == dtype
+        np.testing.assert_allclose(N(got), N(library.rotate(x[:, :, :len(pos)], P(pos), 0)), rtol=0,
+                                   atol=1e-15 if dtype == "float64" else 1e-6)

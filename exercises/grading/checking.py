@@ -35,6 +35,7 @@ class Case:
     call_args: tuple = ()
     call_kwargs: dict = field(default_factory=dict)
     show: str = ""  # the input, as the feedback prints it
+    raises: str = ""  # the exception the reference raises here ("ValueError"); the reader's must too (last case only)
 
 
 @dataclass
@@ -89,7 +90,7 @@ def arrays_in(case):
 
 
 def case_to_wire(case):
-    return {"label": case.label, "show": case.show,
+    return {"label": case.label, "show": case.show, "raises": case.raises,
             "call": encode({"args": list(case.args), "kwargs": case.kwargs, "call_args": list(case.call_args),
                             "call_kwargs": case.call_kwargs})}
 
@@ -97,7 +98,7 @@ def case_to_wire(case):
 def case_from_wire(d):
     call = decode(d["call"])
     return Case(d["label"], tuple(call["args"]), call["kwargs"], tuple(call["call_args"]), call["call_kwargs"],
-                d["show"])
+                d["show"], d.get("raises", ""))
 
 
 # ---------------------------------------------------------------------------
@@ -176,7 +177,9 @@ def compile_target(target, reference, label):
     r"""Run the reference and every misconception on the target's cases, in this process."""
     cases = target.cases()
     is_class = bool(target.methods)
-    expected = [_norm(target.output, invoke(reference, copy.deepcopy(c), is_class)) for c in cases]
+    if any(c.raises for c in cases[:-1]):  # the worker stops at the first raise, so only the last case may
+        raise ValueError(f"{target.key}: only the last case may expect an error (raises=...).")
+    expected = [_expected(target, reference, c, is_class) for c in cases]
     mis = []
     for m in target.misconceptions:
         outs = []
@@ -188,6 +191,19 @@ def compile_target(target, reference, label):
         mis.append({"key": m.key, "title": m.title, "hint": m.hint, "match_tol": m.match_tol, "outputs": outs})
     return Compiled(target.module, target.name, label, target.output, tuple(target.methods), target.elementwise_arg,
                     target.dtype_hint, signatures(target.name, reference, target.methods), cases, expected, mis)
+
+
+def _expected(target, reference, case, is_class):
+    """The reference's normalised output on a case, or None on a case where it must raise ``case.raises``."""
+    if not case.raises:
+        return _norm(target.output, invoke(reference, copy.deepcopy(case), is_class))
+    try:
+        invoke(reference, copy.deepcopy(case), is_class)
+    except Exception as e:
+        if type(e).__name__ == case.raises:
+            return None
+        raise
+    raise ValueError(f"{target.key}, case {case.label!r}: the reference returns instead of raising {case.raises}.")
 
 
 # ---------------------------------------------------------------------------
@@ -304,6 +320,18 @@ def _match(c, cand):
     for m in c.misconceptions:
         differs, ok = False, True
         for got, e, v, case in zip(cand, c.expected, m["outputs"], c.cases):
+            if case.raises:  # where an error is due: a misconception that returns matches a candidate that returns it
+                if v is None:
+                    continue
+                try:
+                    same = got is not None and _close(c.output, got, v, None, m["match_tol"])
+                except (TypeError, ValueError):
+                    same = False
+                if not same:
+                    ok = False
+                    break
+                differs = True
+                continue
             if v is None or got is None:
                 continue
             dt = _dtype_of(c.output, e, case)
@@ -328,6 +356,8 @@ def _num(v):
 
 def _numbers(c, cand):
     for got, e, case in zip(cand, c.expected, c.cases):
+        if case.raises:
+            continue
         dt = _dtype_of(c.output, e, case)
         if _close(c.output, got, e, dt):
             continue
@@ -413,9 +443,16 @@ def judge(c, report):
             if r["type"] == "NotImplementedError" and r["message"] == c.label:
                 return fail("unfinished", f"your code reached the stub's NotImplementedError({c.label!r}) on case "
                                           f"'{case.label}'; finish every part of {c.name}.")
-            return fail("raised", f"raised {r['type']}: {r['message']} on case '{case.label}'."
+            if case.raises and r["type"] == case.raises:
+                raw.append(None)  # refused, as it must
+                continue
+            must = f" It must raise {case.raises} here." if case.raises else ""
+            return fail("raised", f"raised {r['type']}: {r['message']} on case '{case.label}'.{must}"
                                   f"{r['where']}\nInput: {case.show}")
         out = decode(call["out"])
+        if case.raises:  # returned where it must raise: judged after the other cases
+            raw.append(out)
+            continue
         form = _form(c.output, out, exp)
         if form and form[0] == "type":
             return fail("type", f"type: {form[1]} (case '{case.label}')")
@@ -433,6 +470,8 @@ def judge(c, report):
 
     # Shape and dtype.
     for case, out, exp in zip(c.cases, raw, c.expected):
+        if case.raises:
+            continue
         form = _form(c.output, out, exp)
         if form:
             m = _match(c, [_norm_or_none(c.output, o) for o in raw])
@@ -440,11 +479,13 @@ def judge(c, report):
             hint = f" {c.dtype_hint}" if form[0] == "dtype" and c.dtype_hint else ""
             return fail(form[0], f"{form[0]}: {form[1]}{hint} (case '{case.label}')\nInput: {case.show}{extra}",
                         m["key"] if m else None)
-    cand = [_norm(c.output, o) for o in raw]
+    cand = [(_norm_or_none(c.output, o) if o is not None else None) if case.raises else _norm(c.output, o)
+            for case, o in zip(c.cases, raw)]
+    no_error = [(case, o) for case, o in zip(c.cases, raw) if case.raises and o is not None]
 
     # NaN or Inf.
     for case, got in zip(c.cases, cand):
-        for name, x in _parts(c.output, got):
+        for name, x in _parts(c.output, got) if got is not None else []:
             x = np.asarray(x)
             if x.dtype.kind == "f" and not np.all(np.isfinite(x)):
                 where = tuple(int(i) for i in np.argwhere(~np.isfinite(x))[0]) if x.ndim else ()
@@ -454,7 +495,8 @@ def judge(c, report):
                                    f"Input: {case.show}")
 
     # Right?
-    if all(_close(c.output, got, e, _dtype_of(c.output, e, case)) for got, e, case in zip(cand, c.expected, c.cases)):
+    if not no_error and all(case.raises or _close(c.output, got, e, _dtype_of(c.output, e, case))
+                            for got, e, case in zip(cand, c.expected, c.cases)):
         return result(c, "pass", "pass", f"{c.name}: all {len(c.cases)} cases pass.")
 
     # A known misconception?
@@ -462,7 +504,12 @@ def judge(c, report):
     if m:
         return fail("misconception", f"misconception, {m['title']}: {m['hint']}", m["key"])
 
-    # Numbers.
+    # Numbers, or the error that never came.
+    if no_error and all(case.raises or _close(c.output, got, e, _dtype_of(c.output, e, case))
+                        for got, e, case in zip(cand, c.expected, c.cases)):
+        case, out = no_error[0]
+        return fail("no_error", f"no error: returned {_type_name(out)}{_shape_note(out)} on case '{case.label}', "
+                                f"where {c.name} must raise {case.raises}.\nInput: {case.show}")
     return fail("numbers", _numbers(c, cand))
 
 

@@ -129,7 +129,7 @@ class _Run:
         if kill:
             try:
                 os.killpg(self.proc.pid, 9)  # its whole session: anything it started dies with it
-            except OSError:
+            except (OSError, AttributeError):  # no process groups (Windows), or already gone
                 self.proc.kill()
         try:
             self.proc.wait(timeout=STARTUP_GRACE)

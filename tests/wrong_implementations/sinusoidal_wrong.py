@@ -7,6 +7,7 @@ KNOWN_WRONG = [
     ("sinusoidal_halves", "sinusoidal.sinusoidal_positional_encoding", "misconception", "halves_layout"),
     ("sinusoidal_exponent", "sinusoidal.sinusoidal_positional_encoding", "misconception", "frequency_exponent"),
     ("sinusoidal_half_width", "sinusoidal.sinusoidal_positional_encoding", "shape", None),
+    ("sinusoidal_fixed_base", "sinusoidal.sinusoidal_positional_encoding", "misconception", "base_ignored"),
 ]
 
 
@@ -33,3 +34,8 @@ def sinusoidal_exponent(T, d_model, base=10000.0):
 
 def sinusoidal_half_width(T, d_model, base=10000.0):
     return xp.sin(_angles(T, d_model, base))  # (T, d_model/2): forgot the cosines
+
+
+def sinusoidal_fixed_base(T, d_model, base=10000.0):
+    a = _angles(T, d_model, 10000.0)  # the paper's constant, whatever base says
+    return xp.stack([xp.sin(a), xp.cos(a)], axis=-1).reshape(T, d_model)

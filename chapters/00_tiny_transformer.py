@@ -1,0 +1,894 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 0. The tiny Transformer you will train
+#
+# Every later chapter puts one positional scheme into the same small model and measures what it
+# does. This chapter opens that model up, in about an hour: an array that remembers how it was
+# made, one operation whose backward you write right under its forward and check against the
+# definition of a derivative, the attention every scheme plugs into, one training step, and the
+# lines of code where position can enter. Nothing here is about position yet; everything after
+# stands on it.
+#
+# **By the end you can**
+#
+# * write a masked softmax that cannot overflow, derive its backward, and check any backward against
+#   central differences;
+# * write a test that a wrong backward cannot pass, and say why its weights must be random;
+# * read a loss in nats against the $\ln V$ of a model that knows nothing;
+# * run a training step of `TinyGPT`, say which kernels ran it, and show the fast ones agree;
+# * point at the four lines where a positional scheme can act, and at the mask, a fifth.
+#
+# You write four functions in [`exercises/engine.py`](../exercises/engine.py):
+#
+# | Exercise | Function | What it does |
+# |---|---|---|
+# | 0.1 | `softmax(x, mask)` | attention weights from scores, masked, without overflow |
+# | 0.2 | `softmax_backward(y, gy)` | the gradient of the softmax, from its output |
+# | 0.3 | `test_softmax_and_its_gradient(softmax, softmax_backward)` | a test that catches wrong versions of both |
+# | 0.4 | `cross_entropy(logits, targets)` | the training loss, in nats |
+#
+# Each section loads its function with `use(...)`, which prints whether the chapter runs **yours** or
+# the **reference**. Until you write a function the reference stands in, so the chapter always runs
+# top to bottom. Grade everything with `python -m exercises grade engine`.
+
+# %% [markdown]
+# ## The claims this chapter tests
+#
+# Before you run anything, write down whether you expect each claim to hold. The last section
+# settles every row with the numbers the chapter prints.
+#
+# | # | claim (source) | your prediction | settled in |
+# | --- | --- | --- | --- |
+# | C1 | A softmax row sums to 1 whatever the scores, so attention must put its mass somewhere (book, §2.6 attention sinks; interview question 6) | yes / no | §2 |
+# | C2 | Central differences are accurate to $O(h^2)$, one-sided ones only to $O(h)$, and rounding, about $10^{-16}/h$, stops both from improving as $h$ shrinks (this book, `gradcheck.py`'s docstring) | yes / no | §4 |
+# | C3 | A model that knows nothing scores $\ln V$ nats per token, and an untrained `TinyGPT` starts there (this book) | yes / no | §7 |
+# | C4 | The fast kernels give the reference's numbers and gradients to $10^{-10}$ (this book, README "Reference and fast") | yes / no | §9 |
+# | C5 | Position can enter in four places: added to the input, added to the scores, rotating $q$ and $k$, or through the causal mask (book, TL;DR; survey §8 names the first three) | yes / no | §8 |
+
+# %%
+import inspect
+import math
+
+import matplotlib.pyplot as plt
+
+from exercises import reveal, use
+from mini_transformer.backend import rng, to_numpy, xp
+
+g = rng(0)  # one seeded generator for the whole chapter
+
+
+def randn(*shape):
+    """Standard normal float64 numbers on the active backend."""
+    return g.normal(size=shape, dtype="float64")
+
+
+# %% [markdown]
+# ## 1. A `Tensor` remembers how it was made
+#
+# `mini_transformer.autograd.Tensor` wraps an array. Every operation on tensors records its inputs
+# and a small function, `backward`, that turns the gradient of the loss with respect to the output,
+# `gy`, into gradients with respect to the inputs, `gx`. Calling `.backward()` on the loss walks the
+# recorded graph from the end to the start and hands each tensor its `.grad`.
+#
+# Try it on $y = a b + a$ with $a = 2$, $b = 3$. By hand, $\partial y/\partial a = b + 1 = 4$ and
+# $\partial y/\partial b = a = 2$. The $+1$ comes from the second use of $a$: a tensor used twice
+# receives both gradients, added up.
+
+# %%
+from mini_transformer.autograd import Tensor
+
+a = Tensor(xp.asarray(2.0), requires_grad=True)
+b = Tensor(xp.asarray(3.0), requires_grad=True)
+y = a * b + a
+y.backward()
+
+# %% tags=["nbval-check-output"]
+print(f"y = {float(y.data):g}, dy/da = {float(a.grad):g}, dy/db = {float(b.grad):g}")
+assert float(a.grad) == 4.0 and float(b.grad) == 2.0
+
+# %% [markdown]
+# Every op in the engine is written the same way: the forward computes the output, and right under
+# it a closure `backward(gy)` returns one `gx` per input. The docstring states the local derivative.
+# Here is the whole of `exp`:
+
+# %%
+from mini_transformer import autograd
+
+print(inspect.getsource(autograd.exp))
+
+# %% [markdown]
+# `_op(data, parents, backward)` wraps the output and records the parents and the closure. That is
+# all an op needs. You now write the op that attention is built on.
+#
+# ## 2. The softmax
+#
+# Attention turns a row of scores $x_1, \dots, x_T$, one per key, into weights that are positive and
+# sum to 1:
+#
+# $$y_j = \frac{e^{x_j}}{\sum_k e^{x_k}} = \frac{e^{x_j - c}}{\sum_k e^{x_k - c}} \quad\text{for any } c.$$
+#
+# The two forms are equal, because $e^{-c}$ cancels. On a computer they are not: $e^{1000}$ is
+# `inf` in float64, and `inf / inf` is `NaN`. With $c = \max_k x_k$ the largest exponent is $e^0 = 1$
+# and nothing overflows.
+#
+# A **mask** says which keys a query may look at (True) and which it may not (False). A causal
+# model masks the future: query $i$ may look at keys $j \le i$. A masked score becomes $-\infty$
+# before the exponential, so its weight is $e^{-\infty} = 0$ exactly.
+#
+# First, the formula as written, on scores near 1000:
+
+# %% tags=["nbval-check-output"]
+big = xp.asarray([1000.0, 1001.0, 1002.0])
+with xp.errstate(over="ignore", invalid="ignore"):
+    naive = xp.exp(big) / xp.exp(big).sum()
+print("exp(x) / sum(exp(x)) on [1000, 1001, 1002]:", [float(v) for v in naive])
+assert bool(xp.isnan(naive).all())
+
+# %% [markdown]
+# ### Exercise 0.1: `softmax`   ★☆☆ · 10 min
+#
+# *Why it matters:* every attention layer in this book calls it, and the mask is the only thing that
+# separates a decoder from an encoder (chapter 1).
+#
+# Write `softmax(x, mask=None)` in [`exercises/engine.py`](../exercises/engine.py): the softmax over
+# the last axis of `x` `(..., T_k)`. `mask` is `None` or a boolean array that broadcasts to `x`'s
+# shape, True where a query may look; every row keeps at least one key. Return the shape and dtype of
+# `x`, with masked entries exactly 0. Do not write into `x`.
+
+# %%
+softmax = use("engine", "softmax")
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 1: a nudge</summary>
+#
+# Do it in three steps: put $-\infty$ where the mask is False (`xp.where`), subtract each row's
+# maximum, then exponentiate and divide by the row's sum. Keep the reduced axis (`keepdims=True`) so
+# the row statistics broadcast back.
+# </details>
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 2: the key idea</summary>
+#
+# Take the maximum *after* masking. Every row keeps one key, so its maximum is finite, the kept
+# exponents are at most $e^0 = 1$, and the masked ones are $e^{-\infty} = 0$.
+# </details>
+
+# %% tags=["answer"]
+reveal("engine", "softmax")
+
+# %% [markdown]
+# Grade it alone with `python -m pytest tests/test_exercises.py -k 0.1-softmax`. Then check it here: the
+# worked example from the docstring, the same scores near 1000, and a causal mask.
+
+# %% tags=["nbval-check-output"]
+print("softmax([0, ln 2, ln 3]) =", [round(float(v), 6) for v in softmax(xp.asarray([0.0, math.log(2), math.log(3)]))])
+print("softmax([1000, 1001, 1002]) =", [round(float(v), 6) for v in softmax(big)])
+T = 6
+causal = xp.tril(xp.ones((T, T), dtype=bool))  # (T, T) key j <= query i
+scores = randn(2, 3, T, T)  # (B, H, T, T)
+weights = softmax(scores, causal)  # (B, H, T, T)
+print("every row sums to 1:", bool(xp.allclose(weights.sum(axis=-1), 1.0)))
+print("every weight on a future key is 0:", bool((weights[..., ~causal] == 0).all()))
+print("first query, one key: its weight is", float(weights[0, 0, 0, 0]))
+assert xp.allclose(softmax(xp.asarray([0.0, math.log(2), math.log(3)])), xp.asarray([1 / 6, 2 / 6, 3 / 6]))
+assert xp.allclose(weights.sum(axis=-1), 1.0) and (weights[..., ~causal] == 0).all()
+
+# %% [markdown]
+# The same weights as a picture: one head's $T \times T$ matrix, queries down, keys across. The upper
+# triangle is exactly 0, and every row, however short, sums to 1. Row 0 has a single key, so all
+# of its weight, 1.0, sits there: a softmax cannot say "none of these". That is claim C1. The sources
+# build on it: a head with nothing to look at must still put its weight somewhere, so trained models
+# park it on the first tokens, the *attention sinks* that a later chapter tests on this model.
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(8, 3.4))
+for ax, w, title in [(axes[0], softmax(scores[0, 0]), "no mask"), (axes[1], weights[0, 0], "causal mask")]:
+    im = ax.imshow(to_numpy(w), cmap="viridis", vmin=0, vmax=1)
+    ax.set(xlabel="key j", ylabel="query i", title=f"softmax weights, {title}")
+fig.colorbar(im, ax=axes, shrink=0.8, label="weight")
+plt.show()
+
+# %% [markdown]
+# ## 3. The backward of the softmax
+#
+# Every output of a row depends on every input of that row. Differentiate $y_i = e^{x_i} / S$ with
+# $S = \sum_k e^{x_k}$:
+#
+# $$\frac{\partial y_i}{\partial x_j} = \frac{\delta_{ij} e^{x_i}}{S} - \frac{e^{x_i} e^{x_j}}{S^2} = y_i(\delta_{ij} - y_j).$$
+#
+# The backward receives $gy = \partial L / \partial y$ and returns $gx = \partial L/\partial x$, a sum
+# over every output the input fed:
+#
+# $$gx_j = \sum_i gy_i\, y_i(\delta_{ij} - y_j) = y_j\Big(gy_j - \sum_i gy_i\, y_i\Big).$$
+#
+# It needs only the output $y$, which the forward already computed. A masked entry has $y_j = 0$ and
+# so gets no gradient, as it must: its score was thrown away.
+#
+# ### Exercise 0.2: `softmax_backward`   ★★☆ · 15 min
+#
+# *Why it matters:* the one-line formula hides the classic mistake, keeping only the diagonal
+# $y_j(1 - y_j)$ of the Jacobian, and you are about to build a check that catches it.
+#
+# Write `softmax_backward(y, gy)`: `y` is the softmax's output `(..., T_k)`, `gy` the gradient with
+# respect to it, same shape; return `gx` with the shape and dtype of `y`. Do not write into `gy`.
+
+# %%
+softmax_backward = use("engine", "softmax_backward")
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 1: a nudge</summary>
+#
+# $\sum_i gy_i\, y_i$ is one number per row: a sum over the last axis, kept as a column
+# (`keepdims=True`), so it broadcasts against the row.
+# </details>
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 2: the key idea</summary>
+#
+# Check the worked example by hand before you trust the code: $y = (0.5, 0.5)$, $gy = (1, 0)$ gives
+# $\sum_i gy_i y_i = 0.5$ and $gx = (0.5 \cdot 0.5, 0.5 \cdot (-0.5)) = (0.25, -0.25)$.
+# </details>
+
+# %% tags=["answer"]
+reveal("engine", "softmax_backward")
+
+# %% [markdown]
+# Grade it alone with `python -m pytest tests/test_exercises.py -k 0.2-softmax_backward`. Now put the two halves
+# together into one op of the engine, forward and backward side by side, exactly as `exp` is written
+# above (and as `mini_transformer/functional.py` writes its own `softmax`):
+
+# %%
+from mini_transformer.autograd import _op
+
+
+def softmax_op(x, mask=None):
+    r"""Your softmax as an op of the engine: y = softmax(x), gx = softmax_backward(y, gy)."""
+    y = softmax(x.data, mask)
+
+    def backward(gy):
+        return (softmax_backward(y, gy),)
+    return _op(y, (x,), backward)
+
+
+# %% tags=["nbval-check-output"]
+hand = softmax_backward(xp.asarray([0.5, 0.5]), xp.asarray([1.0, 0.0]))
+print("softmax_backward(y=[0.5, 0.5], gy=[1, 0]) =", [float(v) for v in hand])
+assert xp.allclose(hand, xp.asarray([0.25, -0.25]))
+
+# %% [markdown]
+# ## 4. Checking a backward: central differences
+#
+# A backward is easy to get subtly wrong and hard to see wrong: the shapes come out right either way.
+# The definition of a derivative gives an independent answer. Nudge one input by $\pm h$ and watch
+# the loss:
+#
+# $$D_{\mathrm{central}}(h) = \frac{L(x + h e_j) - L(x - h e_j)}{2h} = \frac{\partial L}{\partial x_j} + \frac{h^2}{6} L''' + O(h^4),
+# \qquad D_{\mathrm{forward}}(h) = \frac{L(x + h e_j) - L(x)}{h} = \frac{\partial L}{\partial x_j} + \frac{h}{2} L'' + O(h^2).$$
+#
+# The symmetric form cancels the $h$ term, so it is accurate to $O(h^2)$. Smaller $h$ is not always
+# better: $L$ is known only to about $10^{-16}$ relative, so the difference quotient carries a
+# rounding error of about $10^{-16}/h$. The best $h$ balances the two.
+#
+# For the loss take $L(x) = \sum_j w_j\,\mathrm{softmax}(x)_j$ with **random** weights $w$. (Why not
+# plain $\sum_j \mathrm{softmax}(x)_j$? It is 1 for every $x$, so its gradient is 0, and a backward
+# that returns zeros would pass. Keep that in mind for Exercise 0.3.)
+
+# %%
+x_row = randn(5)  # one row of scores
+w_row = randn(5)  # random weights, so every output matters
+
+
+def L(x):
+    return float((w_row * softmax(x)).sum())
+
+
+def difference_quotient(x, j, h, central=True):
+    """The derivative of L along input j by differences, central or forward."""
+    up, down = x.copy(), x.copy()
+    up[j] += h
+    down[j] -= h
+    return (L(up) - L(down)) / (2 * h) if central else (L(up) - L(x)) / h
+
+
+exact = softmax_backward(softmax(x_row), w_row)  # (5,) the analytic gradient of L
+steps = [10.0 ** -e for e in range(1, 14)]
+errors = {kind: [max(abs(difference_quotient(x_row, j, h, kind == "central") - float(exact[j])) for j in range(5))
+                 for h in steps] for kind in ("central", "forward")}
+
+# %%
+fig, ax = plt.subplots(figsize=(6, 3.6))
+for kind, marker in [("central", "o"), ("forward", "s")]:
+    ax.loglog(steps, errors[kind], marker=marker, label=f"{kind} difference")
+ax.set(xlabel="step h", ylabel="largest error against softmax_backward",
+       title="Difference quotients: rounding (left) against truncation (right)")
+ax.legend()
+plt.show()
+for kind in errors:
+    at = min(range(len(steps)), key=lambda n: errors[kind][n])
+    print(f"{kind:>8}: smallest error {errors[kind][at]:.1e}, at h = {steps[at]:.0e}")
+
+# %% tags=["nbval-check-output"]
+best = {kind: min(errors[kind]) for kind in errors}
+print(f"central differences at h = 1e-5: error below 1e-9: {errors['central'][4] < 1e-9}")
+print(f"forward differences at h = 1e-5: error above 1e-7: {errors['forward'][4] > 1e-7}")
+print(f"best central error is at least 100 times smaller than the best forward one: {best['central'] * 100 < best['forward']}")
+assert errors["central"][4] < 1e-9 < 1e-7 < errors["forward"][4] and best["central"] * 100 < best["forward"]
+
+# %% [markdown]
+# Read the plot from the right. At large $h$ the forward error falls by one decade per decade of $h$
+# and the central error by two: slopes 1 and 2, the $O(h)$ and $O(h^2)$ of the formulas. Further left
+# rounding takes over and both errors climb again, as $10^{-16}/h$. The central quotient bottoms out
+# near $h = 10^{-5}$, with an error of a few times $10^{-12}$ on this row; the forward one bottoms out
+# near $h = 10^{-7}$ and cannot do better than a few times $10^{-9}$. That is claim C2.
+#
+# The library's `mini_transformer.gradcheck.assert_gradcheck` does this for every input of any
+# function of tensors, with one more trick (a Richardson step that also cancels the $h^2$ term). Run
+# it on your op, with a causal mask, in float64:
+
+# %% tags=["nbval-check-output"]
+from mini_transformer.gradcheck import assert_gradcheck
+
+x = Tensor(randn(2, 4, 4), requires_grad=True)  # (B, T, T) scores
+err = assert_gradcheck(lambda t: softmax_op(t, xp.tril(xp.ones((4, 4), dtype=bool))), [x], tol=1e-7)
+print("your softmax op passes gradcheck (relative error below 1e-7):", err < 1e-7)
+
+# %% [markdown]
+# ## 5. A test that a wrong softmax cannot pass
+#
+# ### Exercise 0.3: `test_softmax_and_its_gradient`   ★★★ · 20 min
+#
+# *Why it matters:* "how would you test it?" follows every implementation question, and a test is
+# only as good as the wrong versions it catches.
+#
+# Write `test_softmax_and_its_gradient(softmax, softmax_backward)`. It receives two implementations
+# with the signatures of Exercises 0.1 and 0.2 and must raise `AssertionError` (a plain `assert`) when
+# either is wrong, and pass when both are right. The grader runs your test on the reference (it must
+# pass) and on a set of **mutants**, versions that are wrong in one realistic way each: it reports how
+# many your test catches and which get away. Decide for yourself what to check; the hints list what a
+# good test looks at.
+
+# %%
+test_softmax_and_its_gradient = use("engine", "test_softmax_and_its_gradient")
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 1: a nudge</summary>
+#
+# Check the forward by its defining properties (rows sum to 1, masked entries are 0, adding a
+# constant to every score changes nothing, even a constant of 1000), and the backward against central
+# differences, entry by entry.
+# </details>
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 2: the key idea</summary>
+#
+# Make the test hard to fool: several rows at once (a batch, not a single row), a mask, scores that
+# are not square, and random weights `gy`. With `gy` all ones the true gradient is 0, and a backward
+# that returns zeros would pass.
+# </details>
+
+# %% tags=["answer"]
+reveal("engine", "test_softmax_and_its_gradient")
+
+# %% [markdown]
+# Grade it with `python -m pytest tests/test_exercises.py -k 0.3-test_softmax_and_its_gradient`. Here it runs on the `softmax` and
+# `softmax_backward` this chapter uses (yours once you have written them, the reference until then),
+# where it must pass, and on one wrong backward written the classic way, keeping only the diagonal of
+# the Jacobian, where it must fail:
+
+# %% tags=["nbval-check-output"]
+test_softmax_and_its_gradient(softmax=softmax, softmax_backward=softmax_backward)
+print("on the chapter's softmax and softmax_backward: passes")
+
+
+def diagonal_only(y, gy):
+    return gy * y * (1 - y)  # dy_j/dx_j alone
+
+
+try:
+    test_softmax_and_its_gradient(softmax=softmax, softmax_backward=diagonal_only)
+    caught = False
+except AssertionError:
+    caught = True
+print("on a backward that keeps only the diagonal: caught =", caught)
+assert caught
+
+# %% [markdown]
+# ## 6. Attention, the reference
+#
+# With the softmax in hand, attention is four lines. For queries $Q$, keys $K$ and values $V$ of one
+# head, in the book's layout `(B, H, T, d_head)`,
+#
+# $$S = \frac{Q K^\top}{\sqrt{d_{head}}} + \text{bias}, \qquad P = \mathrm{softmax}(S \text{ masked}), \qquad Y = P V.$$
+#
+# `mini_transformer.functional.scaled_dot_product_attention` is exactly that; its weights come from
+# `attention_weights`:
+
+# %%
+from mini_transformer import functional as F
+
+print(inspect.getsource(F.attention_weights))
+
+# %% [markdown]
+# Two checks you can do in your head. If every key is the same vector, every score in a row is the
+# same, the weights are uniform, and each output is the mean of the values it may see: the mean of
+# all of them without a mask, and under a causal mask the mean of values $0..i$ for query $i$ (so the
+# first query returns $v_0$ itself). Then gradcheck the whole op.
+
+# %% tags=["nbval-check-output"]
+B, H, T, d_head = 1, 2, 5, 4
+q = Tensor(randn(B, H, T, d_head))
+k = Tensor(xp.broadcast_to(randn(1, 1, 1, d_head), (B, H, T, d_head)).copy())  # one key, repeated
+v = Tensor(randn(B, H, T, d_head))
+mask = xp.tril(xp.ones((T, T), dtype=bool))
+y_full = F.scaled_dot_product_attention(q, k, v).data
+y_causal = F.scaled_dot_product_attention(q, k, v, mask=mask).data
+running_mean = xp.cumsum(v.data, axis=2) / xp.arange(1, T + 1)[:, None]  # (B, H, T, d_head)
+print("identical keys, no mask: every output is the mean of all values:",
+      bool(xp.allclose(y_full, v.data.mean(axis=2, keepdims=True))))
+print("identical keys, causal: output i is the mean of values 0..i:", bool(xp.allclose(y_causal, running_mean)))
+qkv = [Tensor(randn(1, 2, 3, 4), requires_grad=True) for _ in range(3)]
+err = assert_gradcheck(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, mask=xp.tril(xp.ones((3, 3), dtype=bool))),
+                       qkv, tol=1e-7)
+print("attention passes gradcheck:", err < 1e-7)
+assert xp.allclose(y_full, v.data.mean(axis=2, keepdims=True)) and xp.allclose(y_causal, running_mean)
+
+# %% [markdown]
+# The causal check has a consequence that chapter 1 turns into a whole argument: under the mask,
+# query $i$ averages over exactly $i + 1$ keys, so the mask alone already tells a token something
+# about where it sits.
+#
+# ## 7. Reading a loss in nats
+#
+# A language model outputs, for every position, a row of *logits* $z_1, \dots, z_V$, one per token of
+# the vocabulary; the softmax turns them into probabilities. The training loss is the average
+# negative log-probability of the token that actually came next,
+#
+# $$L = -\frac{1}{N}\sum_{n=1}^{N} \ln p_n(t_n), \qquad \ln \mathrm{softmax}(z)_t = z_t - c - \ln \sum_v e^{z_v - c}.$$
+#
+# With the natural logarithm the unit is the **nat**. Three numbers make a loss readable:
+#
+# * **The baseline.** A model that knows nothing spreads probability $1/V$ over the vocabulary and
+#   scores exactly $-\ln(1/V) = \ln V$: 2.77 for $V = 16$, 5.55 for the 256 byte values. Its accuracy is
+#   $1/V$.
+# * **Perplexity**, $e^{L}$: the number of equally likely tokens the model is, on average, hesitating
+#   between. At the baseline it is $V$ itself.
+# * **Bits**: $L / \ln 2$. A byte-level model at 1.50 nats per byte needs 2.16 bits per byte, against
+#   8 for the baseline.
+#
+# ### Exercise 0.4: `cross_entropy`   ★☆☆ · 10 min
+#
+# *Why it matters:* every number in this book's tables is this function, in these units.
+#
+# Write `cross_entropy(logits, targets)`: `logits` `(..., V)`, integer `targets` `(...)`; return the
+# mean loss in nats as a Python float. Use the log-sum-exp form, never `log(softmax(...))`: a
+# probability of $e^{-800}$ is 0 in float64, and $\ln 0 = -\infty$.
+
+# %%
+cross_entropy = use("engine", "cross_entropy")
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 1: a nudge</summary>
+#
+# Compute the log-softmax of every row first, `(..., V)`, then pick the entry of each row's target
+# with `xp.take_along_axis(log_p, targets[..., None], axis=-1)`.
+# </details>
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 2: the key idea</summary>
+#
+# The worked example: logits $(0, \ln 3)$ give probabilities $(1/4, 3/4)$, so target 1 costs
+# $\ln(4/3) = 0.288$ nats and target 0 costs $\ln 4 = 1.386$. Their mean is 0.837.
+# </details>
+
+# %% tags=["answer"]
+reveal("engine", "cross_entropy")
+
+# %% [markdown]
+# Grade it alone with `python -m pytest tests/test_exercises.py -k 0.4-cross_entropy`. Check it against the
+# baseline and against the library's `F.cross_entropy`, the op the model trains with:
+
+# %% tags=["nbval-check-output"]
+V = 16
+uniform = xp.zeros((4, V))
+targets = g.integers(0, V, (4,))
+print(f"uniform logits, V = {V}: {cross_entropy(uniform, targets):.4f} nats; ln V = {math.log(V):.4f}")
+print(f"worked example: {cross_entropy(xp.asarray([[0.0, math.log(3)], [0.0, math.log(3)]]), xp.asarray([1, 0])):.4f} nats")
+z = randn(2, 5, V)
+t = g.integers(0, V, (2, 5))
+agrees = math.isclose(cross_entropy(z, t), float(F.cross_entropy(Tensor(z), t).data), rel_tol=1e-12)
+print("agrees with F.cross_entropy:", agrees)
+assert math.isclose(cross_entropy(uniform, targets), math.log(V), rel_tol=1e-12) and agrees
+
+# %% [markdown]
+# Now the model. `TinyGPT` is a decoder-only Transformer: token embeddings, `n_layers` pre-norm blocks
+# (attention, then an MLP, each added back to a residual stream), a final norm and a linear head to
+# `vocab_size` logits. `GPTConfig` holds its sizes, and two fields you will meet again:
+# `positional`, the scheme (here the default, `"rope"`), and `kernels`, which set of ops runs it. The
+# default, `kernels="reference"`, runs the textbook code of `functional.py`, the code this chapter
+# shows; section 9 runs the fast set.
+#
+# Its weights start small (the head's are drawn with standard deviation 0.02), so every logit starts
+# near 0 and every row of probabilities near uniform: the untrained model should sit on the baseline.
+# Measure it on a batch of the *copy* task (a row of random symbols, a separator, the same symbols
+# again; only the copy is scored), then take one step of AdamW on that batch.
+
+# %%
+from mini_transformer import data
+from mini_transformer.model import GPTConfig, TinyGPT
+
+cfg = GPTConfig(vocab_size=16, d_model=16, n_layers=2, n_heads=2, max_len=16)  # small: a step takes milliseconds
+model = TinyGPT(cfg)
+batch = data.copy_task(16, 8, vocab_size=16, seed=0)  # x, y: (16, 16); y is -1 where nothing is scored
+print(f"positional = {cfg.positional!r}, kernels = {cfg.kernels!r}; the model runs the {model.kernels.name} set")
+
+# %% tags=["nbval-check-output"]
+optimiser = model.kernels.AdamW(model.parameters(), lr=3e-3)
+before = model.loss(batch.x, batch.y)  # a Tensor holding one number
+model.zero_grad()
+before.backward()  # every parameter gets its .grad
+optimiser.step()  # and moves against it
+after = float(model.loss(batch.x, batch.y).item())
+print(f"untrained: {float(before.item()):.3f} nats; ln 16 = {math.log(16):.3f}; one step later: {after:.2f}")
+print(f"parameters: {model.num_parameters()}")
+assert abs(float(before.item()) - math.log(16)) < 0.05 and after < float(before.item())
+
+# %% [markdown]
+# Claim C3 holds: 2.772 against $\ln 16 = 2.773$, within a thousandth of a nat of knowing nothing (the
+# random weights already tilt the probabilities a little, and on this batch the tilt happens to help).
+# One step moves the loss down. A hundred and fifty steps on fresh batches, with the
+# book's training loop (`mini_transformer.train.train`: AdamW, warmup and cosine decay, clipping),
+# and the loss falls far below the baseline:
+
+# %%
+from mini_transformer.train import TrainConfig, train
+
+
+def copy_batches(gen):
+    b = data.copy_task(16, 8, vocab_size=16, seed=int(gen.host.integers(2**31)))
+    return b.x, b.y
+
+
+run = train(TinyGPT(cfg), copy_batches, TrainConfig(steps=150, lr=1e-2, warmup=10, seed=0, progress=False))
+
+# %%
+fig, ax = plt.subplots(figsize=(6, 3.4))
+ax.plot(run.losses, label="training loss")
+ax.axhline(math.log(16), color="grey", linestyle="--", label="ln V: a model that knows nothing")
+ax.set(xlabel="step", ylabel="loss (nats per token)", title="TinyGPT (rope) on the copy task, V = 16")
+ax.legend()
+plt.show()
+print(f"step 0: {run.losses[0]:.2f} nats, perplexity {math.exp(run.losses[0]):.1f};"
+      f" step {len(run.losses) - 1}: {run.losses[-1]:.2f} nats, perplexity {math.exp(run.losses[-1]):.2f}")
+
+# %% [markdown]
+# The book's experiments train byte-level models ($V = 256$) on the Python standard library and
+# report held-out losses in nats per byte; the committed results of
+# `python -m mini_transformer.experiments.train_short_test_long` read, at the training length:
+
+# %% tags=["nbval-check-output"]
+import json
+import os
+
+from mini_transformer.experiments.common import RESULTS
+
+with open(os.path.join(RESULTS, "train_short_test_long.json")) as f:
+    short_long = json.load(f)
+print(f"baseline ln 256 = {math.log(256):.2f} nats per byte = 8.00 bits per byte")
+for name, r in short_long["results"].items():
+    nats = r["loss"][0]
+    print(f"{name:>15}: {nats:.2f} nats per byte = {nats / math.log(2):.2f} bits, perplexity {math.exp(nats):.1f}")
+assert all(r["loss"][0] < math.log(256) / 2 for r in short_long["results"].values())
+
+# %% [markdown]
+# Every scheme ends below half the baseline; the spread between them, 1.50 to 2.04 nats, is what the
+# later chapters are about. (The row with no positional scheme at all, `none`, is chapter 1's subject.)
+#
+# ## 8. Where position can enter
+#
+# The model never asks which positional scheme it has. It calls four hooks of one object,
+# `model.positional`, at four fixed places, and each scheme overrides the ones it uses
+# (`mini_transformer/positional/base.py`; the defaults do nothing). These are the lines, printed from
+# the source:
+
+# %%
+from mini_transformer.attention import MultiHeadAttention
+from mini_transformer.model import Transformer
+
+
+def lines_calling(fn, needles):
+    """(file, line number, text) of every line of fn's source that contains one of the needles."""
+    source, first = inspect.getsourcelines(fn)
+    name = os.path.basename(inspect.getsourcefile(fn))
+    return [(name, first + n, line.strip()) for n, line in enumerate(source) if any(s in line for s in needles)]
+
+
+places = lines_calling(Transformer._run, ["positional.embed", "self.causal else"]) + \
+    lines_calling(MultiHeadAttention.forward, ["scheme.rotate(q", "scheme.score_bias", "scheme.needs_probs"]) + \
+    lines_calling(MultiHeadAttention._attend_with_output_term, ["scheme.output_term"])
+for name, number, text in places:
+    print(f"{name}:{number:<4} {text}")
+found = " ".join(text for _, _, text in places)
+assert all(h in found for h in ("embed(", "rotate(", "score_bias(", "output_term(", "k_pos[None, :] <= q_pos"))
+
+# %% [markdown]
+# In the order a token meets them:
+#
+# 1. **the input**, `embed`: add a vector to each token embedding before the first block (sinusoidal,
+#    learned);
+# 2. **a rotation of $q$ and $k$**, `rotate`: turn queries and keys by angles that depend on their
+#    positions (RoPE);
+# 3. **the scores**, `score_bias`: add a term to $Q K^\top / \sqrt{d_{head}}$ before the softmax
+#    (T5, ALiBi, Transformer-XL, Shaw's keys);
+# 4. **the output**, `output_term`: add a term computed from the attention weights (Shaw's values);
+#
+# and, not a hook but always there in `TinyGPT`, **the causal mask** (`k_pos <= q_pos`).
+#
+# Which scheme uses which hook? Ask each class which of them it overrides:
+
+# %%
+from mini_transformer.positional import SCHEMES, PositionalScheme
+
+HOOKS = ("embed", "rotate", "score_bias", "output_term")
+
+
+def overrides(cls, hook):
+    """True if cls (or a parent other than the base) defines the hook itself."""
+    return any(hook in vars(c) for c in cls.__mro__ if issubclass(c, PositionalScheme) and c is not PositionalScheme)
+
+
+table = [[overrides(cls, h) for h in HOOKS] for cls in SCHEMES.values()]
+
+# %% tags=["nbval-check-output"]
+print(f"{'scheme':<16}" + "".join(f"{h:>13}" for h in HOOKS))
+for name, row in zip(SCHEMES, table):
+    print(f"{name:<16}" + "".join(f"{'yes' if used else '.':>13}" for used in row))
+assert not any(table[list(SCHEMES).index("none")])  # no position at all
+assert all(any(row) for name, row in zip(SCHEMES, table) if name != "none")
+
+# %%
+fig, ax = plt.subplots(figsize=(5.5, 4))
+ax.imshow([[float(u) for u in row] for row in table], cmap="Greens", vmin=0, vmax=1.4, aspect="auto")
+ax.set_xticks(range(len(HOOKS)), HOOKS)
+ax.set_yticks(range(len(SCHEMES)), list(SCHEMES))
+ax.set(xlabel="hook", ylabel="scheme (GPTConfig.positional)", title="Where each scheme puts position")
+plt.show()
+
+# %% [markdown]
+# Claim C5, the book's list of injection points, holds, with one place it leaves out: Shaw's relative
+# *values* are added to the attention's output, a fourth hook. Transformer-XL, T5, ALiBi, the 2-D bias
+# and MLA-style decoupled RoPE all act on the scores (decoupled RoPE computes its rotary part as a
+# score term), and `none` touches nothing. With `none`, what is left is the mask, and chapter 1
+# measures what the mask alone can do.
+#
+# ## 9. Reference and fast kernels
+#
+# The reference ops are written to be read: one equation, one thread, no tricks. The ops that are
+# slow that way also have a **fast kernel** in `mini_transformer/kernels/` with the same signature
+# (attention's is `mini_transformer/kernels/attention.py`: scores stored key-major, rows in blocks over
+# the cores). One switch chooses the set: `GPTConfig(kernels="fast")`, read once by the model through
+# `mini_transformer.kernels.select`. The experiments run the fast set; the chapters run the
+# reference. Check that they compute the same thing, value and gradient, on one attention call and on
+# a whole model:
+
+# %%
+import dataclasses
+
+from mini_transformer import kernels
+
+q, k, v = (Tensor(randn(2, 4, 8, 16), requires_grad=True) for _ in range(3))  # (B, H, T, d_head)
+mask = xp.tril(xp.ones((8, 8), dtype=bool))
+gy = randn(2, 4, 8, 16)
+outputs, grads = {}, {}
+for name in kernels.NAMES:
+    ops = kernels.select(name)
+    for t_ in (q, k, v):
+        t_.grad = None
+    y_ = ops.attention(q, k, v, mask=mask)
+    (y_ * Tensor(gy)).sum().backward()
+    outputs[name], grads[name] = y_.data, [t_.grad for t_ in (q, k, v)]
+value_gap = float(xp.abs(outputs["reference"] - outputs["fast"]).max())
+grad_gap = max(float(xp.abs(a_ - b_).max()) for a_, b_ in zip(grads["reference"], grads["fast"]))
+logits = {name: TinyGPT(dataclasses.replace(cfg, kernels=name))
+          .to_dtype("float64")(batch.x).data for name in kernels.NAMES}
+model_gap = float(xp.abs(logits["reference"] - logits["fast"]).max())
+
+# %% tags=["nbval-check-output"]
+print("attention", kernels.REFERENCE.attention.__module__, "against", kernels.FAST.attention.__module__)
+print("  outputs agree to 1e-10:", value_gap < 1e-10, "| gradients agree to 1e-10:", grad_gap < 1e-10)
+print("a whole TinyGPT in float64, same weights: logits agree to 1e-10:", model_gap < 1e-10)
+assert value_gap < 1e-10 and grad_gap < 1e-10 and model_gap < 1e-10
+
+# %% [markdown]
+# C4 holds: here the gaps are at the level of rounding, about $10^{-15}$ (print `value_gap` to see
+# it). The fast kernels add up the same numbers in a different order, so they cannot match bit for
+# bit, and nothing more than that separates them.
+#
+# ## 10. Your softmax inside the model
+#
+# The reference attention calls `functional.softmax`. Swap in yours: build an attention function whose
+# softmax is your forward with a backward you choose, give it to every layer of a `TinyGPT` through its
+# kernel set (`dataclasses.replace` copies the reference set with one entry changed), and train it
+# beside the library's model on the same batches, from the same weights, in float64. With your
+# `softmax_backward` the two loss curves must be the same curve; with `diagonal_only` from section 5
+# they must part.
+
+# %%
+def attention_using(backward_of_softmax):
+    """The reference attention, normalised by your softmax, differentiated by backward_of_softmax."""
+    def softmax_op_with(x, mask):
+        y = softmax(x.data, mask)
+        return _op(y, (x,), lambda gy: (backward_of_softmax(y, gy),))
+
+    def attention(q, k, v, bias=None, mask=None, scale=None, return_weights=False):
+        s = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+        scores = (q @ k.transpose(0, 1, 3, 2)) * s  # (B, H, T, T_k)
+        if bias is not None:
+            scores = scores + bias
+        p = softmax_op_with(scores, mask)  # (B, H, T, T_k)
+        y_ = p @ v  # (B, H, T, d_head)
+        return (y_, p.data) if return_weights else y_
+    return attention
+
+
+def train_with(attention, steps=30):
+    m = TinyGPT(cfg).to_dtype("float64")
+    ops = dataclasses.replace(m.kernels, name="yours", attention=attention)
+    for block in m.blocks:
+        block.attn.kernels = ops
+    return train(m, copy_batches, TrainConfig(steps=steps, lr=1e-2, warmup=3, seed=0, progress=False)).losses
+
+
+curves = {"library": train_with(kernels.REFERENCE.attention),
+          "your softmax_backward": train_with(attention_using(softmax_backward)),
+          "diagonal_only": train_with(attention_using(diagonal_only))}
+gaps = {name: [abs(a_ - b_) for a_, b_ in zip(curves["library"], c)] for name, c in curves.items()}
+parts = next((step for step, gap in enumerate(gaps["diagonal_only"]) if gap > 1e-6), None)
+
+# %% tags=["nbval-check-output"]
+print(f"{len(curves['library'])} steps; with your softmax_backward the losses agree to 1e-10 at every step: "
+      f"{max(gaps['your softmax_backward']) < 1e-10}")
+print(f"with diagonal_only, the same forward: step 0 agrees ({gaps['diagonal_only'][0] < 1e-10}); "
+      f"the curves part at step {parts}")
+assert max(gaps["your softmax_backward"]) < 1e-10 and parts == 1
+
+# %%
+fig, (ax_loss, ax_gap) = plt.subplots(1, 2, figsize=(11, 3.4))
+for (name, curve), style, color in zip(curves.items(), ["-", "--", ":"], ["C0", "C1", "C2"]):
+    ax_loss.plot(curve, style, color=color, label=name, linewidth=3 if name == "library" else 1.5,
+                 alpha=0.5 if name == "library" else 1)
+    if name != "library":
+        ax_gap.semilogy(range(len(curve)), [max(gap, 1e-17) for gap in gaps[name]], style, color=color, marker=".",
+                        label=name)
+ax_loss.set(xlabel="step", ylabel="training loss (nats)", title="Three softmax ops: the loss curves")
+ax_gap.set(xlabel="step", ylabel="|loss - library's loss|", title="...and how far each is from the library's")
+ax_loss.legend(fontsize=8)
+ax_gap.legend(fontsize=8)
+plt.show()
+print(f"diagonal_only: {gaps['diagonal_only'][1]:.0e} from the library at step 1, {max(gaps['diagonal_only']):.0e} at most")
+
+# %% [markdown]
+# The three loss curves look like one. Only the differences tell them apart: yours is the library's to
+# the last bit (its differences are 0, drawn at the floor of the plot), while the diagonal-only
+# backward leaves the library's curve at step 1 by a few millionths of a nat and drifts to about
+# $10^{-3}$ by step 30. A wrong gradient is often still a descent direction, so the loss still falls:
+# a loss curve alone never proves a backward right. Central differences do.
+#
+# ## 11. Check yourself
+#
+# Answer out loud, or on paper, before you open an answer.
+#
+# **1.** The first row of a causal attention matrix has a single nonzero weight. What is it, and what
+# would change if the softmax could return weights that sum to less than 1?
+
+# %% [markdown] tags=["answer"]
+# <details><summary>Answer</summary>
+#
+# It is 1.0, on key 0 (section 2): the first query may see only itself, and the weights of a row
+# must sum to 1. A softmax cannot say "nothing here". If it could, a head with nothing useful in view
+# would put no mass anywhere; as it is, the sources report that trained models park the mass on early
+# tokens (attention sinks). Whether this book's tiny model does is measured in a later chapter, not
+# here.
+# </details>
+
+# %% [markdown]
+# **2.** Your gradient test uses $L = \sum_j w_j \mathrm{softmax}(x)_j$ with random $w$. What goes wrong
+# with $w = 1$?
+
+# %% [markdown] tags=["answer"]
+# <details><summary>Answer</summary>
+#
+# $\sum_j \mathrm{softmax}(x)_j = 1$ for every $x$, so its gradient is exactly 0, and the central
+# differences are 0 too (to rounding). A backward that returns zeros, or any backward that is right
+# only in the direction of the constant vector, passes. The grader's `zero_gradient` mutant is that
+# backward. Random weights make every output, and every entry of the Jacobian, matter.
+# </details>
+
+# %% [markdown]
+# **3.** On the plot of section 4, why does the error of the central difference rise again to the
+# left of $h \approx 10^{-5}$, and why is the best forward error about $10^{-8}$?
+
+# %% [markdown] tags=["answer"]
+# <details><summary>Answer</summary>
+#
+# $L$ is computed with a relative error of about $10^{-16}$, and dividing the difference of two such
+# numbers by $h$ magnifies that to about $10^{-16}/h$. Truncation falls as $h^2$ (central) or $h$
+# (forward) while rounding grows as $1/h$: the forward sum $h + 10^{-16}/h$ is smallest near
+# $h = 10^{-8}$, where it is about $10^{-8}$ (section 4 measured a few times $10^{-9}$ at $h = 10^{-7}$;
+# the constants in front of each term move the minimum a little); the central sum $h^2 + 10^{-16}/h$
+# is smallest near $h = 10^{-5}$, a few times $10^{-12}$ here. That is why `gradcheck.py` uses central differences with
+# $h = 10^{-4}$ and a Richardson step, in float64.
+# </details>
+
+# %% [markdown]
+# **4.** An untrained `TinyGPT` with `vocab_size = 16` reports a loss of 2.78. Is it broken? What
+# would a loss of 4.5 at step 0 tell you?
+
+# %% [markdown] tags=["answer"]
+# <details><summary>Answer</summary>
+#
+# It is fine: the baseline is $\ln 16 = 2.77$ nats, and small initial weights give near-uniform
+# probabilities (section 7 measured 2.772). A loss well above $\ln V$ at step 0 means the model is
+# confidently wrong before it has learned anything: logits far too large at initialisation (a head
+# initialised with standard deviation 1, say), or a bug that feeds the wrong targets. A loss in bits
+# would also be too large, by the factor $1/\ln 2 = 1.44$.
+# </details>
+
+# %% [markdown]
+# **5.** A colleague's model with `positional="none"` is said to "use no position at all". Using the
+# hook table of section 8, where can order still reach its outputs?
+
+# %% [markdown] tags=["answer"]
+# <details><summary>Answer</summary>
+#
+# Through the causal mask, the one place in the table that no scheme controls: query $i$ sees keys
+# $0..i$ and nothing else (section 6's running means). In a `TinyEncoder`, which has no mask,
+# `none` really does leave no trace of order; chapter 1 measures both to rounding.
+# </details>
+
+# %% [markdown]
+# **6.** In section 10 the model with the diagonal-only backward trains for 30 steps within $10^{-3}$
+# nats of the correct one. Why is that no comfort, and what would have caught the bug first?
+
+# %% [markdown] tags=["answer"]
+# <details><summary>Answer</summary>
+#
+# The loss still falls because a wrong gradient is often still a descent direction, and at the start
+# of training the attention weights are nearly uniform, where the dropped off-diagonal terms
+# $-y_i y_j$ are small; the two runs part at step 1 and drift apart from there. A bug that costs
+# little on a toy run can cost a great deal on a long one, and nothing in the curve says which.
+# Central differences catch it at once and say where: section 5's test fails on it, and so would
+# `assert_gradcheck` on the op.
+# </details>
+
+# %% [markdown]
+# ## 12. The claims, settled
+#
+# | # | claim (source) | what this chapter measured | verdict |
+# | --- | --- | --- | --- |
+# | C1 | A softmax row sums to 1 whatever the scores (book, §2.6 and interview question 6) | every row of a causal $6 \times 6$ softmax sums to 1, the one-key row puts 1.0 on its only key (§2) | reproduces |
+# | C2 | Central differences are $O(h^2)$, one-sided ones $O(h)$, and rounding limits both (`gradcheck.py`) | slopes 2 and 1 on the plot, then both errors rise again as $h$ shrinks; central error below $10^{-9}$ at $h = 10^{-5}$, forward error above $10^{-7}$; the best central error at least 100 times below the best forward one (§4) | reproduces |
+# | C3 | An untrained `TinyGPT` starts at $\ln V$ (this book) | 2.772 nats against $\ln 16 = 2.773$ (§7) | reproduces |
+# | C4 | The fast kernels give the reference's numbers to $10^{-10}$ (README) | attention outputs and gradients, and a whole model's logits, agree to $10^{-10}$ in float64 (§9) | reproduces |
+# | C5 | Position enters through the input, the scores, a rotation of $q$ and $k$, or the causal mask (book, TL;DR; survey §8) | the model calls `embed`, `rotate`, `score_bias` and `output_term` and applies the mask; every scheme but `none` overrides at least one hook (§8) | reproduces, with one more place: Shaw's values enter through the output, which the book's list leaves out |
+#
+# ## 13. Where next
+#
+# * The exercises: [`exercises/engine.py`](../exercises/engine.py), 0.1 to 0.4. Grade them with
+#   `python -m exercises grade engine`; one you have not touched is reported as "not attempted".
+# * The fast kernels of what this chapter taught: attention in `mini_transformer/kernels/attention.py`,
+#   cross-entropy in `mini_transformer/kernels/cross_entropy.py`, AdamW in
+#   `mini_transformer/kernels/adamw.py`; `tests/test_kernels.py` holds every one to its reference.
+# * Next, chapter 1 (`01_order_blind.py`): take position away completely and prove, then measure,
+#   that attention cannot tell a sequence from its shuffle, and what the causal mask gives back.

@@ -1,0 +1,767 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 2. Clocks: the sinusoidal encoding
+#
+# Attention cannot see order (chapter 1), so the original Transformer writes each token's
+# position into its embedding: a vector of sines and cosines, added to the token's vector before
+# the first layer. Why sines and cosines, and why pairs of them? You start from a binary counter
+# and end with a table whose rows turn like clocks. Then you check what the sources claim for
+# it: that a shift is a rotation, that adding it to the embedding does no harm, and that it
+# carries the model past the length it was trained on.
+#
+# **By the end you can**
+#
+# * build the sinusoidal table and say which column holds what (Exercise 2.1);
+# * derive the matrix $M_k$ with $PE(t + k) = M_k\,PE(t)$ from the angle-addition formulas, and
+#   build it (Exercise 2.2);
+# * write a property test that catches a wrong table or a wrong $M_k$ (Exercise 2.3);
+# * measure, on a trained model, what adding the table to the embeddings costs, and what happens
+#   past the training length.
+#
+# ## The claim ledger
+#
+# The sources (the book chapter, "book", and the survey, "survey") make these claims about the
+# sinusoidal encoding. Write down your prediction for each before you run anything; section 11
+# fills in what this workbook measured.
+#
+# | # | claim (source) | your prediction | settled in |
+# | --- | --- | --- | --- |
+# | C1 | A binary counter encodes position with square waves, but a shift is not a fixed linear map of its bits; smooth waves fix that (book §1) | | §1, §4 |
+# | C2 | $PE(t + k)$ is a fixed rotation of $PE(t)$: one matrix for every $t$ (book §2.1, survey §3.2.2) | | §4 |
+# | C3 | $PE(m)\cdot PE(n) = \sum_i \cos((m - n)\omega_i)$ depends only on $m - n$ (survey §3.2.2) | | §5 |
+# | C4 | The dot product peaks at $s = t$ and decays with distance (book §1) | | §3 |
+# | C5 | The wavelengths run from $2\pi \approx 6.3$ tokens to about $2\pi\cdot 10000 \approx 63000$ (book §2.1) | | §2 |
+# | C6 | Adding the encoding to the embedding instead of concatenating "mostly does not" cause interference (book §2.1) | | §7 |
+# | C7 | Sinusoids were chosen in the hope that they extrapolate past the training length; in practice extrapolation is weaker (book §2.1 and §5, survey §3.2.2) | | §9 |
+#
+# ## The exercises
+#
+# You write them in [`exercises/sinusoidal.py`](../exercises/sinusoidal.py), each where this
+# chapter has taught what it needs. Stars: ★ a formula into code, ★★ a design choice or an edge
+# case, ★★★ a test or a derivation of your own.
+#
+# | Exercise | Function | | minutes |
+# |---|---|---|---|
+# | 2.1 | `sinusoidal_positional_encoding(T, d_model, base)`: the `(T, d_model)` table | ★ | 6 |
+# | 2.2 | `shift_rotation(k, d_model, base)`: the matrix $M_k$ with $PE(t + k) = M_k\,PE(t)$ | ★★ | 12 |
+# | 2.3 | `test_sinusoidal_properties(sinusoidal_positional_encoding, shift_rotation)`: a test of your own, scored against wrong tables and matrices | ★★★ | 20 |
+#
+# How to work: read a section, write the function, grade it alone with
+# `python -m exercises grade sinusoidal --exercise 2.N`, then rerun the section here. Each section
+# loads its function with `use(...)`, which prints whether the chapter runs **yours** or the
+# **reference**. Until you write a function the reference stands in, so the chapter always runs
+# top to bottom. Hints open one at a time; the reference sits in the box after them.
+
+# %%
+import json
+import math
+import os
+
+import matplotlib.pyplot as plt
+
+from exercises import reveal, use
+from mini_transformer.backend import asarray, to_numpy, xp
+
+# %% [markdown]
+# ## 1. Counting in binary
+#
+# Write the positions in binary. Bit $b$ of $t$ is $\lfloor t / 2^b \rfloor \bmod 2$: the lowest
+# bit flips at every step, the next every two steps, the next every four. Each bit is a square
+# wave, bit $b$ with a period of $2^{b+1}$ positions, and together the bits name every position
+# exactly.
+
+# %%
+def bits(T, n_bits):
+    """The (T, n_bits) table of the binary digits of 0 .. T-1, lowest bit first, as floats."""
+    t = xp.arange(T)[:, None]  # (T, 1)
+    return ((t >> xp.arange(n_bits)[None, :]) & 1).astype("float64")  # (T, n_bits)
+
+
+# %% tags=["nbval-check-output"]
+B = bits(64, 6)
+for t in range(8):
+    print(f"{t}: {''.join(str(int(b)) for b in B[t, 2::-1])}")  # highest of the three bits first, as written
+assert [int(b) for b in B[5, :3]] == [1, 0, 1]  # 5 = 101
+
+# %%
+fig, ax = plt.subplots(figsize=(8, 1.8))
+ax.imshow(to_numpy(B).T, aspect="auto", cmap="gray_r", interpolation="nearest")
+ax.set(xlabel="position t", ylabel="bit b", title="Binary counter: bit b is a square wave of period 2^(b+1)")
+fig.tight_layout()
+
+# %% [markdown]
+# A model needs relative moves: "the token three back", the same rule at every position. For a
+# code it can use directly, a move by $k$ should be one fixed linear map, the same matrix at
+# every $t$. Is there a matrix $A$ with $\mathrm{bits}(t + 1) = A\,\mathrm{bits}(t)$ for all $t$?
+# Fit the best one by least squares and look at the worst error.
+
+# %% tags=["nbval-check-output"]
+X, Y = B[:-1], B[1:]  # bits(t) and bits(t + 1), t = 0 .. 62
+A_T = xp.linalg.lstsq(X, Y, rcond=None)[0]  # (6, 6): the best Y ~ X @ A^T
+binary_error = float(xp.abs(X @ A_T - Y).max())
+print(f"best linear map bits(t) -> bits(t + 1): worst error {binary_error:.3f} (a bit is 0 or 1)")
+assert binary_error > 0.5
+
+# %% [markdown]
+# The best linear map gets some bit wrong by a whole unit. The carry is the reason: whether bit 3
+# flips depends on bits 0 to 2 all being 1, an AND, which no linear map computes. Section 4
+# shows that smooth waves in (sin, cos) pairs make the move exactly linear.
+#
+# ## 2. Clocks
+#
+# Replace each square wave by a clock hand: a point on the unit circle, written as its sine and
+# cosine. Pair $i$ turns at the frequency $\omega_i$, and position $t$ puts its hand at the angle
+# $t\,\omega_i$:
+#
+# $$PE_{t, 2i} = \sin(t\,\omega_i), \qquad PE_{t, 2i+1} = \cos(t\,\omega_i), \qquad
+# \omega_i = \mathrm{base}^{-2i/d_{model}}, \quad i = 0, \dots, d_{model}/2 - 1,$$
+#
+# with $\mathrm{base} = 10000$. Pair 0 turns one radian per position; each next pair turns
+# slower by the factor $\mathrm{base}^{2/d_{model}}$. Pair $i$ comes back to where it started
+# after its wavelength, $\lambda_i = 2\pi/\omega_i$ tokens: the fast clocks tell neighbours apart,
+# the slow ones tell far positions apart.
+#
+# ### Exercise 2.1: `sinusoidal_positional_encoding`   ★ · 6 min
+#
+# *Why it matters:* it is the table the original Transformer adds to every input, and the one
+# the model of section 8 trains on.
+#
+# Write `sinusoidal_positional_encoding(T, d_model, base=10000.0)`: the float64 table of shape
+# `(T, d_model)` whose row $t$ encodes position $t$, sines in the even columns and cosines in the
+# odd ones. Grade it alone:
+# `python -m exercises grade sinusoidal --exercise 2.1`.
+
+# %%
+sinusoidal_positional_encoding = use("sinusoidal", "sinusoidal_positional_encoding")
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 1: a nudge</summary>
+#
+# Build the angles first, a `(T, d_model/2)` array: positions as a column times frequencies as a
+# row. Then place their sines and cosines.
+# </details>
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 2: the key idea</summary>
+#
+# `xp.arange(0, d_model, 2)` gives the values $2i$ directly, so the exponent is
+# `-two_i / d_model` (not `-2 * two_i / d_model`). To interleave, stack sin and cos on a new
+# last axis, `(T, d_model/2, 2)`, and reshape to `(T, d_model)`; or assign `pe[:, 0::2]` and
+# `pe[:, 1::2]`.
+# </details>
+
+# %% tags=["answer"]
+reveal("sinusoidal", "sinusoidal_positional_encoding")
+
+# %% [markdown]
+# Check it by hand. Position 0 is the angle 0 on every clock: $[0, 1, 0, 1, \dots]$. For
+# $d_{model} = 4$ the frequencies are $1$ and $10000^{-1/2} = 0.01$, so row 1 is
+# $[\sin 1, \cos 1, \sin 0.01, \cos 0.01]$. For $d_{model} = 8$ they are
+# $10000^{-i/4}$: exactly $1, 0.1, 0.01, 0.001$ (survey §3.2.1).
+
+# %% tags=["nbval-check-output"]
+pe4 = sinusoidal_positional_encoding(2, 4)
+print("row 0:", [round(float(v), 6) for v in pe4[0]])
+print("row 1:", [round(float(v), 6) for v in pe4[1]])
+assert xp.allclose(pe4[0], asarray([0.0, 1.0, 0.0, 1.0]))
+assert xp.allclose(pe4[1], asarray([math.sin(1), math.cos(1), math.sin(0.01), math.cos(0.01)]))
+pe8 = sinusoidal_positional_encoding(2, 8)
+omega8 = [math.atan2(float(pe8[1, 2 * i]), float(pe8[1, 2 * i + 1])) for i in range(4)]  # the angle at t = 1
+print("omega_i for d_model = 8, read back from row 1:", [f"{w:.4g}" for w in omega8])
+assert all(math.isclose(w, 10.0 ** -i) for i, w in enumerate(omega8))
+
+# %% [markdown]
+# **C5, the wavelengths.** Pair 0 has $\lambda_0 = 2\pi \approx 6.3$ tokens. The last pair,
+# $i = d_{model}/2 - 1$, has $\lambda = 2\pi\cdot\mathrm{base}^{(d_{model}-2)/d_{model}}$: not quite
+# $2\pi\cdot\mathrm{base}$, because the exponent stops one pair short of 1. How short, for the
+# widths of this workbook's models and of the original Transformer?
+
+# %% tags=["nbval-check-output"]
+def wavelengths(d_model, base=10000.0):
+    """2 pi / omega_i for every pair, (d_model/2,)."""
+    return 2 * math.pi * base ** (xp.arange(0, d_model, 2, dtype="float64") / d_model)
+
+
+for d_model in (32, 64, 512):
+    lam = wavelengths(d_model)
+    print(f"d_model {d_model:>3}: pair 0 {float(lam[0]):.2f} tokens, last pair {float(lam[-1]):>8.0f} tokens "
+          f"({float(lam[-1]) / (2 * math.pi * 10000):.0%} of 2 pi base)")
+assert math.isclose(float(wavelengths(64)[0]), 2 * math.pi)
+assert 47000 < float(wavelengths(64)[-1]) < 47200 and 60500 < float(wavelengths(512)[-1]) < 60700
+
+# %% [markdown]
+# So the book's "about 63000" is the limit of a wide model: at $d_{model} = 512$ the slowest
+# clock needs 60 611 tokens for a turn, at 64 it needs 47 117.
+#
+# ## 3. The table, drawn
+#
+# Left, the table for $T = 100$ and $d_{model} = 64$, the book's figure: the first columns
+# oscillate fast, the last ones hardly move in 100 positions. Right, $PE_t\cdot PE_s$ against
+# $s$ for three positions $t$.
+
+# %%
+pe = sinusoidal_positional_encoding(100, 64)  # (100, 64)
+fig, (ax_t, ax_d) = plt.subplots(1, 2, figsize=(11, 3.6))
+im = ax_t.imshow(to_numpy(pe), aspect="auto", cmap="RdBu", vmin=-1, vmax=1, interpolation="nearest")
+ax_t.set(xlabel="column (2i: sin, 2i + 1: cos)", ylabel="position t", title="PE, T = 100, d_model = 64")
+fig.colorbar(im, ax=ax_t)
+for t in (10, 50, 80):
+    ax_d.plot(range(100), to_numpy(pe @ pe[t]), ".", ms=4, label=f"t = {t}")
+ax_d.set(xlabel="position s", ylabel="PE_t . PE_s", title="Dot products of rows")
+ax_d.legend(fontsize=8)
+fig.tight_layout()
+
+# %% [markdown]
+# **C4.** The dot product peaks at $s = t$, where it is $\lVert PE_t\rVert^2 = d_{model}/2 = 32$
+# (every pair is a unit vector). Does it *decay* with distance? Walk away from $t$ and see
+# whether it ever goes up again.
+
+# %% tags=["nbval-check-output"]
+pe200 = sinusoidal_positional_encoding(200, 64)
+dots = to_numpy(pe200 @ pe200[0])  # PE_0 . PE_k, k = 0 .. 199
+rises = [k for k in range(1, 200) if dots[k] > dots[k - 1]]
+print("PE_0 . PE_k for k = 0..8:", [round(float(v), 2) for v in dots[:9]])
+print(f"first k where it goes up again: {rises[0]}; it goes up at {len(rises)} of 199 steps")
+print(f"lowest over k < 100: {dots[:100].min():.2f} at k = {int(dots[:100].argmin())}")
+assert dots.argmax() == 0 and math.isclose(dots[0], 32.0) and rises[0] == 6
+
+# %% [markdown]
+# It falls on average, not monotonically: from $k = 5$ to $6$ it rises, because pair 0, with a
+# wavelength of $2\pi \approx 6.3$, comes back almost to where it started. The peak claim holds;
+# "decays" holds only as a trend.
+#
+# ## 4. A shift is a rotation
+#
+# Fix an offset $k$ and look at one pair. With $u_i(t) = (\sin t\omega_i, \cos t\omega_i)$, the
+# angle-addition formulas give
+#
+# $$\begin{aligned}
+# \sin((t + k)\omega_i) &= \sin(t\omega_i)\cos(k\omega_i) + \cos(t\omega_i)\sin(k\omega_i),\\
+# \cos((t + k)\omega_i) &= \cos(t\omega_i)\cos(k\omega_i) - \sin(t\omega_i)\sin(k\omega_i),
+# \end{aligned}$$
+#
+# which is a matrix times $u_i(t)$:
+#
+# $$u_i(t + k) = \begin{bmatrix}\cos k\omega_i & \sin k\omega_i\\ -\sin k\omega_i & \cos k\omega_i\end{bmatrix} u_i(t).$$
+#
+# The matrix depends on $k$, not on $t$. Stack one block per pair on the diagonal and you have
+# $M_k$, with $PE(t + k) = M_k\,PE(t)$ for every $t$ (book §2.1, survey eq. 19). Note the signs:
+# the pair is (sin, cos), sine first, so the block is the *transpose* of the textbook rotation
+# $R(\varphi) = \begin{bmatrix}\cos\varphi & -\sin\varphi\\ \sin\varphi & \cos\varphi\end{bmatrix}$
+# of chapter 6.
+#
+# ### Exercise 2.2: `shift_rotation`   ★★ · 12 min
+#
+# *Why it matters:* this matrix is the reason the sources give for choosing sinusoids ("the
+# model can implement look $k$ back as a fixed linear map"), and writing it down is the
+# derivation an interviewer asks for.
+#
+# Write `shift_rotation(k, d_model, base=10000.0)`: the float64 `(d_model, d_model)` matrix $M_k$,
+# the block above in rows and columns $2i, 2i + 1$ for each pair, zero elsewhere. The rows of the
+# table are row vectors in code, so the check is `pe[k:] == pe[:-k] @ M.T`. Grade it alone:
+# `python -m exercises grade sinusoidal --exercise 2.2`.
+
+# %%
+shift_rotation = use("sinusoidal", "shift_rotation")
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 1: a nudge</summary>
+#
+# Start from `xp.zeros((d_model, d_model))` and fill four entries per pair. Check $M_0$ (the
+# identity) and $d_{model} = 2$ (one block) by hand before anything larger.
+# </details>
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 2: the key idea</summary>
+#
+# Read the block off the formulas row by row: the new sine (row $2i$) is
+# $\cos k\omega_i \cdot \sin + \sin k\omega_i \cdot \cos$, so row $2i$ holds
+# $(\cos k\omega_i, \sin k\omega_i)$ in columns $2i, 2i+1$; the new cosine (row $2i+1$) holds
+# $(-\sin k\omega_i, \cos k\omega_i)$. With `even = xp.arange(0, d_model, 2)` you can fill all
+# blocks at once: `M[even, even] = c`, `M[even, even + 1] = s`, ...
+# </details>
+
+# %% tags=["answer"]
+reveal("sinusoidal", "shift_rotation")
+
+# %% [markdown]
+# Check every claim of the derivation on numbers: $M_k$ moves every row of the table $k$ places
+# on, near position 0 and near position 1000 alike; it is orthogonal; shifts add up,
+# $M_a M_b = M_{a+b}$; and $M_{-k} = M_k^\top$ turns back.
+
+# %% tags=["nbval-check-output"]
+d_model = 16
+table = sinusoidal_positional_encoding(1100, d_model)  # (1100, 16)
+M5 = shift_rotation(5, d_model)
+errors = {
+    "PE(t + 5) = M_5 PE(t), t = 0 .. 1094": float(xp.abs(table[5:] - table[:-5] @ M5.T).max()),
+    "M_5^T M_5 = I": float(xp.abs(M5.T @ M5 - xp.eye(d_model)).max()),
+    "M_2 M_3 = M_5": float(xp.abs(shift_rotation(2, d_model) @ shift_rotation(3, d_model) - M5).max()),
+    "M_-5 = M_5^T": float(xp.abs(shift_rotation(-5, d_model) - M5.T).max()),
+}
+for name, err in errors.items():
+    print(f"{name:<38} largest error {err:.0e}")
+assert all(err < 1e-12 for err in errors.values())
+print("same matrix at t = 3 and at t = 1003:", bool(xp.allclose(M5 @ table[3], table[8])
+                                                    and xp.allclose(M5 @ table[1003], table[1008])))
+
+# %% [markdown]
+# **C1 and C2, side by side.** Fit the best linear map from row $t$ to row $t + 1$ by least
+# squares, as for the bits in section 1, now on a sinusoidal table of the same 64 positions.
+
+# %% tags=["nbval-check-output"]
+S = sinusoidal_positional_encoding(64, 6)
+A_T = xp.linalg.lstsq(S[:-1], S[1:], rcond=None)[0]
+sin_error = float(xp.abs(S[:-1] @ A_T - S[1:]).max())
+print(f"best linear map, binary bits:    worst error {binary_error:.3f}")
+print(f"best linear map, sinusoids:      worst error {sin_error:.1e}")
+print("and the fit is M_1:", bool(xp.allclose(A_T.T, shift_rotation(1, 6), atol=1e-9)))
+assert sin_error < 1e-12 and xp.allclose(A_T.T, shift_rotation(1, 6), atol=1e-9)
+
+# %% [markdown]
+# The least-squares fit finds $M_1$ itself: the map exists, it is exact, and it is the one you
+# derived.
+#
+# ## 5. The dot product sees only the offset
+#
+# Two rows at the same frequency are unit vectors at the angles $m\omega_i$ and $n\omega_i$, so
+# $u_i(m)\cdot u_i(n) = \cos((m - n)\omega_i)$, and summed over the pairs
+#
+# $$PE(m)\cdot PE(n) = \sum_{i} \cos\big((m - n)\,\omega_i\big)$$
+#
+# (survey eq. 20 and 21). It depends on the positions only through $m - n$, and, since cosine is
+# even, only through $|m - n|$.
+
+# %% tags=["nbval-check-output"]
+pe = sinusoidal_positional_encoding(64, 32)  # (64, 32)
+G = pe @ pe.T  # (64, 64) all dot products
+omega = 10000.0 ** (-xp.arange(0, 32, 2) / 32)  # (16,)
+by_formula = xp.cos((xp.arange(64)[:, None, None] - xp.arange(64)[None, :, None]) * omega).sum(-1)
+print("PE(m) . PE(n) equals sum_i cos((m - n) omega_i):", bool(xp.allclose(G, by_formula)))
+print(f"(m, n) = (3, 1): {float(G[3, 1]):.6f}, (50, 48): {float(G[50, 48]):.6f}, (1, 3): {float(G[1, 3]):.6f}")
+assert xp.allclose(G, by_formula) and math.isclose(float(G[3, 1]), float(G[50, 48]))
+assert math.isclose(float(G[3, 1]), float(G[1, 3]))  # two back and two ahead look the same
+
+# %%
+fig, ax = plt.subplots(figsize=(4.2, 3.6))
+im = ax.imshow(to_numpy(G), cmap="viridis", interpolation="nearest")
+ax.set(xlabel="position n", ylabel="position m", title="PE(m) . PE(n): constant on every diagonal")
+fig.colorbar(im, ax=ax)
+fig.tight_layout()
+
+# %% [markdown]
+# The raw dot product cannot tell "two back" from "two ahead". Attention does not use it raw: its
+# score is $PE(m)^\top W_q W_k^\top PE(n)$ (plus the content terms), and a learned $W_q W_k^\top$
+# need not be symmetric. With $W_q W_k^\top$ chosen as $M_k$ the score of position $m$ against $n$
+# is $PE(m)^\top M_k PE(n) = PE(m)\cdot PE(n + k)$, which peaks where $n = m - k$: a head that
+# looks $k$ back, at every position. That is what "a linear layer can implement look $k$ back"
+# (book §2.1) means.
+
+# %% tags=["nbval-check-output"]
+k = 3
+scores = pe @ shift_rotation(k, 32) @ pe.T  # (64, 64): query m against key n through W_q W_k^T = M_k
+best = [int(xp.argmax(scores[m, :m + 1])) for m in range(k, 64)]  # the best key among those a causal head sees
+print(f"with W_q W_k^T = M_{k}, the best key of queries {k}..63 is {k} back for",
+      sum(b == m - k for b, m in zip(best, range(k, 64))), f"of {64 - k}")
+assert all(b == m - k for b, m in zip(best, range(k, 64)))
+
+# %% [markdown]
+# ## 6. A test you write
+#
+# You now know properties of the table that hold whatever the numbers: row 0, the frequencies,
+# $PE(t + k) = M_k\,PE(t)$. Turned into assertions, they make a test that catches a wrong table
+# or a wrong $M_k$ before a model ever trains on it.
+#
+# ### Exercise 2.3: a test of your own   ★★★ · 20 min
+#
+# *Why it matters:* the property you derived is not enough on its own. Many wrong tables satisfy
+# $PE(t+k) = M_k PE(t)$ too; a good test pins down what the property leaves free, and the grader
+# measures how well yours does.
+#
+# Write `test_sinusoidal_properties(sinusoidal_positional_encoding, shift_rotation)` in
+# `exercises/sinusoidal.py`: it receives two implementations and raises `AssertionError` (a plain
+# `assert`) when they are wrong. The grader runs it on the reference, where it must pass, and on
+# nine *mutants*, each the reference with one realistic mistake (a swapped layout, a wrong
+# exponent, a block that turns backwards, ...), and reports which ones your test lets through.
+# Grade it alone:
+# `python -m exercises grade sinusoidal --exercise 2.3`.
+
+# %%
+test_sinusoidal_properties = use("sinusoidal", "test_sinusoidal_properties")
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 1: a nudge</summary>
+#
+# Shift every row of a correct table by one position: does $PE(t + k) = M_k\,PE(t)$ still hold?
+# Use a base other than 10000 in both functions: does a table that ignores its base still pass?
+# Each "yes" is a mutant your test must catch some other way.
+# </details>
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 2: the key idea</summary>
+#
+# Pin the absolute numbers by hand, then check the relation widely. Row 0 is $[0, 1, 0, 1, \dots]$;
+# for $d_{model} = 8$ row 1 holds $\sin$ and $\cos$ of $1, 0.1, 0.01, 0.001$; and
+# `pe[k:] == pe[:-k] @ M.T` for several $k$ (not only 1) and for base 100 as well as 10000.
+# </details>
+
+# %% tags=["answer"]
+reveal("sinusoidal", "test_sinusoidal_properties")
+
+# %% [markdown]
+# Run your test here on the chapter's two functions, then on every mutant the grader uses, beside
+# a weak test that checks only the defining property, with $k = 1$ and the default base.
+
+# %% tags=["nbval-check-output"]
+from exercises.grading.reader_tests import scoreboard
+
+impls = {"sinusoidal_positional_encoding": sinusoidal_positional_encoding, "shift_rotation": shift_rotation}
+
+
+def weak_test(sinusoidal_positional_encoding, shift_rotation):
+    pe = sinusoidal_positional_encoding(20, 8)
+    assert xp.allclose(pe[1:], pe[:-1] @ shift_rotation(1, 8).T)
+
+
+runs = scoreboard("sinusoidal", "test_sinusoidal_properties", impls,
+                  {"your test": test_sinusoidal_properties, "weak test": weak_test})
+assert all(r["reference"]["result"] == "passed" for r in runs.values())
+
+# %% [markdown]
+# The weak test misses three mutants, and each for a reason you can state: a table shifted by one
+# position still turns by $M_k$ from row to row; a table that ignores its base is right at the
+# default base; and with $k = 1$, "turn by $k\omega_i$" and "turn by $\omega_i$" are the same
+# matrix. The defining property tells you the family; the hand-worked rows tell you the member.
+#
+# ## 7. Added, not concatenated
+#
+# The encoding is *added* to the token embedding, $x_t = e_{\mathrm{tok}(t)} + PE_t$, so content
+# and position share the same $d_{model}$ channels. The alternative is to concatenate, giving
+# each its own channels. The book says adding "looks like it should cause interference and
+# mostly does not" (§2.1). Two things decide how much they interfere: the directions the two
+# summands take, and their sizes. Start with the sizes, in the model you train below, `TinyGPT`
+# with its default `kernels="reference"` (the fast kernels live in `mini_transformer/kernels/`):
+# token rows are drawn with standard deviation 0.02, as in GPT-2, and every row of the table has
+# norm $\sqrt{d_{model}/2}$.
+
+# %% tags=["nbval-check-output"]
+from mini_transformer import data
+from mini_transformer.model import GPTConfig, TinyGPT
+
+cfg = GPTConfig(vocab_size=16, d_model=32, n_layers=2, n_heads=4, max_len=8, positional="sinusoidal", seed=0)
+token_norm = float(xp.linalg.norm(TinyGPT(cfg).tok.weight.data, axis=1).mean())
+pe_norm = float(xp.linalg.norm(sinusoidal_positional_encoding(8, 32), axis=1).mean())
+print(f"d_model 32 at initialisation: a token row has norm {token_norm:.2f}, a position row {pe_norm:.2f} "
+      f"({pe_norm / token_norm:.0f} times larger)")
+assert math.isclose(pe_norm, 4.0) and 25 < pe_norm / token_norm < 45
+
+# %% [markdown]
+# At initialisation the input is almost all position. Does that matter, and does concatenating
+# help? Train four small models on *look 3 back* (`data.lookback_task`: every token repeats the
+# one three places earlier, so the answer at position $t$ is the token at $t - 2$; chance is
+# $\ln 11 = 2.40$ nats) at length 8, for 100 steps each:
+#
+# * **added**: $x = e + PE$, the library's scheme;
+# * **concatenated**: the first 16 channels of $e$, then a 16-channel table, $x = [e_{:16}, PE]$,
+#   the same width;
+# * both again with the table scaled by 0.1.
+#
+# The scaled table is your function times 0.1, in the model through
+# `SinusoidalPositionalEncoding.from_functions` (section 8 says more about it). The
+# concatenation is a small scheme of its own: it overrides the `embed` hook, the place where an
+# input scheme adds its vectors.
+
+# %%
+from mini_transformer.autograd import concat
+from mini_transformer.positional.base import PositionalScheme
+from mini_transformer.positional.sinusoidal import SinusoidalPositionalEncoding
+from mini_transformer.train import TrainConfig, train
+
+
+class ConcatenatedSinusoids(PositionalScheme):
+    """x = [the first d_model/2 channels of the token embedding, scale * a d_model/2-wide table]."""
+
+    def __init__(self, scale=1.0):
+        self.scale = scale
+
+    def embed(self, x, offset):
+        B, T, d_model = x.shape
+        pe = self.scale * sinusoidal_positional_encoding(offset + T, d_model // 2)[offset:]  # (T, d_model/2)
+        return concat([x[:, :, :d_model // 2], xp.broadcast_to(pe.astype(x.dtype), (B, T, d_model // 2))], axis=2)
+
+
+def lookback_batches(g, T=8):
+    b = data.lookback_task(32, T, 3, vocab_size=16, seed=int(g.host.integers(2**31)))
+    return b.x, b.y
+
+
+def train_inputs(scheme, steps=100, seed=0):
+    """Train the look-3-back model of `cfg` with `scheme` in place of the library's; return the losses."""
+    model = TinyGPT(cfg)
+    if scheme is not None:
+        scheme.kernels = model.kernels
+        model.positional = scheme
+    return train(model, lookback_batches, TrainConfig(steps=steps, lr=3e-3, warmup=10, seed=seed, progress=False)).losses
+
+
+def scaled(c):
+    return SinusoidalPositionalEncoding.from_functions(lambda T, d, base=10000.0: c * sinusoidal_positional_encoding(T, d, base))
+
+
+variants = {"added": None, "concatenated": ConcatenatedSinusoids(1.0),
+            "added, x 0.1": scaled(0.1), "concatenated, x 0.1": ConcatenatedSinusoids(0.1)}
+curves = {name: train_inputs(scheme) for name, scheme in variants.items()}
+
+# %% tags=["nbval-check-output"]
+for name, losses in curves.items():
+    print(f"{name:<20} loss after 100 steps {sum(losses[-10:]) / 10:.2f} nats (mean of the last 10)")
+last = {name: sum(losses[-10:]) / 10 for name, losses in curves.items()}
+assert last["added"] > 2.3 and last["concatenated"] > 2.3  # at chance, ln 11 = 2.40
+assert last["added, x 0.1"] < 2.0 and last["concatenated, x 0.1"] < 2.0
+assert abs(last["added, x 0.1"] - last["concatenated, x 0.1"]) < 0.3
+
+# %%
+fig, ax = plt.subplots(figsize=(6.5, 3.4))
+for name, losses in curves.items():
+    ax.plot(losses, label=name, ls="-" if name.startswith("added") else "--")
+ax.axhline(math.log(11), color="gray", lw=0.8, ls=":")
+ax.text(99, math.log(11) + 0.03, "chance", ha="right", fontsize=8, color="gray")
+ax.set(xlabel="step", ylabel="training loss (nats)", title="Look 3 back at length 8: how position enters")
+ax.legend(fontsize=8)
+fig.tight_layout()
+
+# %% [markdown]
+# Adding and concatenating end within a tenth of a nat of each other, both at full scale (2.41
+# and 2.41) and at a tenth (1.71 and 1.79). What decides is the scale: at full size the table
+# drowns the tokens and both models sit at chance for all 100 steps; at a tenth both learn. (The
+# long run of section 9 does learn with the full-size table, given 1500 steps on text: 1.69 nats
+# at its training length, against 1.61 for a learned table.) The original paper
+# multiplies the token embeddings by $\sqrt{d_{model}}$, which brings them to the table's size
+# from the other side. So C6 holds in the sense that sharing channels costs nothing measurable
+# here, and fails in the sense that adding an unscaled table to GPT-2-sized embeddings costs a
+# great deal. These are single seeds of a 100-step run: read them as directions.
+#
+# ## 8. Your encoding inside the model
+#
+# `SinusoidalPositionalEncoding.from_functions(sinusoidal_positional_encoding)` builds the
+# scheme from your function: every forward pass asks it for the table and adds the rows of the
+# tokens' positions. `train_side_by_side` trains the library's model and one running your
+# function, in float64, on the same batches from the same start. With a correct function the two
+# loss curves agree to rounding; with a wrong one the cell says at which step they part, and the
+# plot shows both.
+
+# %%
+from mini_transformer.side_by_side import train_side_by_side
+
+small = GPTConfig(vocab_size=16, d_model=16, n_layers=2, n_heads=2, max_len=8, positional="sinusoidal", seed=0)
+yours = SinusoidalPositionalEncoding.from_functions(sinusoidal_positional_encoding)
+side = train_side_by_side(small, yours, lookback_batches, steps=40)
+
+# %% tags=["nbval-check-output"]
+print(side.report())
+assert side.first_difference is None
+
+# %%
+fig, ax = plt.subplots(figsize=(6, 3))
+ax.plot(side.library, label="library", lw=3, alpha=0.5)
+ax.plot(side.yours, label="your function", ls="--")
+if side.first_difference is not None:
+    ax.axvline(side.first_difference, color="red", ls=":", label="the curves part")
+ax.set(xlabel="step", ylabel="training loss (nats)", title="The same model, two sources of the table")
+ax.legend()
+fig.tight_layout()
+
+# %% [markdown]
+# ## 9. Past the training length
+#
+# The formula gives a row for any $t$, so a sinusoidal model runs at any length. But rows past
+# the training length $L$ are vectors the model never saw. How far are they from the rows it did
+# see? For $L = 64$ and $d_{model} = 64$ (the model below), take each position $t$ up to $8L$
+# and find the most similar row among positions $0 \dots L - 1$ other than itself, by cosine.
+
+# %%
+L, d_model = 64, 64
+pe = sinusoidal_positional_encoding(8 * L, d_model)  # (512, 64)
+unit = pe / xp.linalg.norm(pe, axis=1, keepdims=True)
+similar = unit @ unit[:L].T  # (512, 64)
+similar[xp.arange(L), xp.arange(L)] = -1.0  # a row is not its own neighbour
+nearest = to_numpy(similar.max(axis=1))  # (512,)
+
+fig, ax = plt.subplots(figsize=(7, 3))
+ax.plot(range(8 * L), nearest, ".", ms=3)
+ax.axvline(L, color="k", ls=":", lw=1)
+ax.text(L + 4, 0.3, "training length L", fontsize=8)
+ax.set(xlabel="position t", ylabel="best cosine with a row t' < L",
+       title="How close each row comes to a trained one (d_model = 64)")
+fig.tight_layout()
+
+# %% tags=["nbval-check-output"]
+print(f"inside L: every row has a neighbour at cosine {nearest[:L].min():.3f} or more")
+print(f"past L:   the best match averages {nearest[L:].mean():.3f}; the worst is {nearest[L:].min():.3f}")
+assert nearest[:L].min() > 0.95 and nearest[L:].mean() < 0.6
+
+# %% [markdown]
+# Inside $L$ each row has a neighbour at cosine 0.97; past $L$ the nearest trained row is
+# typically at 0.49. The slow clocks have moved to angles no training position had.
+#
+# What the model makes of that is measured by the experiment
+# `python -m mini_transformer.experiments.train_short_test_long`: one `TinyGPT` per scheme
+# ($d_{model} = 64$, 2 layers), trained on the standard library's source at $L = 64$ for 1500
+# steps, then evaluated at $1\times$ to $8\times L$. It takes minutes, so the chapter reads the
+# committed result.
+
+# %% tags=["nbval-check-output"]
+from mini_transformer.experiments import train_short_test_long
+from mini_transformer.experiments.common import RESULTS
+
+with open(os.path.join(RESULTS, "train_short_test_long.json")) as f:
+    stl = json.load(f)
+print(f"trained at L = {stl['train_len']} for {stl['steps']} steps; held-out loss in nats per byte")
+print(f"{'scheme':<12}" + "".join(f"{f'{m}x':>9}" for m in stl["multiples"]) + f"{'t >= L at 2x':>15}")
+for name in ("none", "sinusoidal", "learned", "rope", "alibi"):
+    r = stl["results"][name]
+    cells = "".join(f"{v:>9.2f}" if math.isfinite(v) else f"{'refused':>9}" for v in r["loss"])
+    beyond = r["loss_beyond"][1]
+    print(f"{name:<12}{cells}{beyond:>15.2f}" if math.isfinite(beyond) else f"{name:<12}{cells}{'-':>15}")
+sin, none = stl["results"]["sinusoidal"], stl["results"]["none"]
+assert [round(v, 2) for v in sin["loss"]] == [1.69, 2.62, 3.25, 3.43]
+assert all(s > n for s, n in zip(sin["loss"][1:], none["loss"][1:]))  # past L: worse than no position at all
+
+# %%
+fig = train_short_test_long.plot(stl)
+plt.show()
+
+# %% [markdown]
+# At $L$ the sinusoidal model is far better than no position at all (1.69 against 2.04 nats).
+# Past $L$ it is far *worse* than no position: 2.62 at $2L$ against 2.08, and on the positions
+# past $L$ alone 3.56 against 2.12. Its attention was fitted to the rows it saw; the new rows
+# send it somewhere else. The source's "weaker than the argument suggests" is, on this model,
+# an understatement: the hope that sinusoids extrapolate does not survive the measurement.
+#
+# ## 10. Check yourself on this chapter
+#
+# Answer out loud, or on paper, before you open an answer.
+#
+# **1.** The best linear map from $\mathrm{bits}(t)$ to $\mathrm{bits}(t+1)$ gets a bit wrong by
+# about 1.0 (section 1). Which positions are hard for it, and what operation would it need?
+
+# %% [markdown] tags=["answer"]
+# <details><summary>Answer</summary>
+#
+# The positions where a carry runs: from 7 (0111) to 8 (1000) every low bit flips and bit 3
+# turns on. Bit $b$ of $t + 1$ flips exactly when bits $0 \dots b-1$ of $t$ are all 1, an AND of
+# several inputs, and no linear (or affine) map computes an AND; least squares spreads the error
+# and still misses by a whole unit somewhere. The sinusoidal pairs have no carry: each pair turns
+# on its own, by a fixed angle, and section 4 found the exact map, $M_1$, to $10^{-15}$.
+# </details>
+
+# %% [markdown]
+# **2.** Your `shift_rotation` uses the block $\begin{bmatrix}\cos & -\sin\\ \sin & \cos\end{bmatrix}$
+# of chapter 6's $R(\varphi)$. Which position does $M_k\,PE(t)$ encode, and which of the grader's
+# named mistakes is this?
+
+# %% [markdown] tags=["answer"]
+# <details><summary>Answer</summary>
+#
+# Position $t - k$. The pair is (sin, cos), sine first; $R(\varphi)$ turns (cos, sin) forward, so
+# on (sin, cos) it turns backward. The grader names it "the block turns the wrong way"
+# (`rotates_backwards`). The check that catches it is the one in section 4:
+# `pe[k:] == pe[:-k] @ M.T` with $k \ne 0$.
+# </details>
+
+# %% [markdown]
+# **3.** $PE_0\cdot PE_k$ goes *up* from $k = 5$ to $k = 6$ for $d_{model} = 64$ (section 3).
+# Why there?
+
+# %% [markdown] tags=["answer"]
+# <details><summary>Answer</summary>
+#
+# Pair 0 turns one radian per token, so its term $\cos(k)$ is back near 1 at $k = 6 \approx 2\pi$
+# after bottoming out near $k = 3$; the slower pairs have hardly moved in 6 tokens, so pair 0
+# decides the step. The sum of cosines falls on average (the phases spread out) but every single
+# term is periodic, which is why "decays with distance" holds only as a trend (C4).
+# </details>
+
+# %% [markdown]
+# **4.** In section 7 the full-size table kept the look-3-back model at chance (2.40 nats) for
+# 100 steps, added or concatenated, while a table scaled by 0.1 learned. Explain with the two
+# norms the chapter printed.
+
+# %% [markdown] tags=["answer"]
+# <details><summary>Answer</summary>
+#
+# A position row has norm $\sqrt{d_{model}/2} = 4$; a token row, drawn with standard deviation
+# 0.02, about 0.11, 35 times shorter. After the first LayerNorm the token's identity
+# is a small wobble on a large positional vector, so attention and the MLP see nearly the same
+# input for every token at a given position, and the gradient that would grow the token rows is
+# small. Concatenating does not help, because LayerNorm normalises over all channels together.
+# Scaling the table by 0.1 (or, as the original paper does, scaling the embeddings by
+# $\sqrt{d_{model}}$) puts the two on the same footing, and both layouts then learn at the same
+# pace.
+# </details>
+
+# %% [markdown]
+# **5.** In the committed run the sinusoidal model is *worse* than the model without any position
+# at twice the training length (2.62 against 2.08 nats). How can extra information hurt?
+
+# %% [markdown] tags=["answer"]
+# <details><summary>Answer</summary>
+#
+# The none model never relied on position, so nothing changes for it past $L$ except longer
+# contexts. The sinusoidal model learned attention patterns on the rows of positions $0 \dots 63$;
+# past them it receives rows unlike any it saw (section 9: best cosine to a trained row about
+# 0.49, against 0.97 inside), and its heads, fitted to the old rows, attend to the wrong places
+# with confidence. Information the model misreads is worse than none.
+# </details>
+
+# %% [markdown]
+# **6.** The dot product $PE(m)\cdot PE(n)$ is the same for $n = m - 2$ and $n = m + 2$. How can
+# a head still attend to "two back" and not "two ahead"?
+
+# %% [markdown] tags=["answer"]
+# <details><summary>Answer</summary>
+#
+# The score is not the raw dot product but $PE(m)^\top W_q W_k^\top PE(n)$, and $W_q W_k^\top$
+# need not be symmetric. With $W_q W_k^\top = M_k$ the score is $PE(m)\cdot PE(n + k)$, which
+# peaks at $n = m - k$: section 5 found that key, $k = 3$ back, for every query. In a decoder the
+# causal mask also removes the keys ahead.
+# </details>
+
+# %% [markdown]
+# ## 11. The ledger, settled
+#
+# | # | claim (source) | what this workbook measured | verdict |
+# | --- | --- | --- | --- |
+# | C1 | A shift is not a fixed linear map of binary bits; smooth waves fix that (book §1) | best linear map of the bits: worst error 1.01; of the sinusoids: $10^{-15}$, and it is $M_1$ (§1, §4) | reproduces |
+# | C2 | $PE(t + k)$ is a fixed rotation of $PE(t)$ (book §2.1, survey §3.2.2) | one $M_5$ moves every row of a 1100-row table, error below $10^{-12}$; orthogonal, $M_2 M_3 = M_5$ (§4) | reproduces |
+# | C3 | $PE(m)\cdot PE(n) = \sum_i\cos((m-n)\omega_i)$, a function of $m - n$ (survey §3.2.2) | equal to the formula at every $(m, n) < 64$; symmetric in $m - n$ as well (§5) | reproduces |
+# | C4 | The dot product peaks at $s = t$ and decays with distance (book §1) | peak 32 at $s = t$; falls on average but rises at 82 of 199 steps, first from $k = 5$ to 6 (§3) | partly |
+# | C5 | Wavelengths from $2\pi$ to about 63 000 tokens (book §2.1) | $2\pi$ to $2\pi\cdot\mathrm{base}^{(d-2)/d}$: 47 117 at $d_{model} = 64$, 60 611 at 512 (§2) | partly: the top is a wide model's |
+# | C6 | Adding mostly does not interfere (book §2.1) | added and concatenated within 0.1 nat of each other (2.41 and 2.41; 1.71 and 1.79); but a full-size table drowns GPT-2-sized embeddings: both at chance after 100 steps, both learn at a tenth of the scale (§7) | partly |
+# | C7 | Sinusoids may extrapolate; in practice weaker (book §2.1, §5) | 1.69, 2.62, 3.25, 3.43 nats at 1, 2, 4, 8 $L$; worse than no position past $L$ (2.08 at $2L$) (§9) | the hope does not reproduce; "weaker" does, strongly |
+#
+# ## 12. Where next
+#
+# * Grade your exercises: `python -m exercises grade sinusoidal`. A function you have not touched
+#   is "not attempted"; a wrong one gets layered feedback, down to the name of the mistake when it
+#   is a known one.
+# * Drill the table from a blank file against the clock: `python -m exercises drill sinusoidal`
+#   (target 6 minutes), then `python -m exercises drill sinusoidal --grade`.
+# * The library's version is `mini_transformer/positional/sinusoidal.py`; it has no fast kernel,
+#   since adding a table costs nothing next to attention.
+# * The interview questions this chapter answers are in
+#   [`chapters/cards/02_sinusoidal.md`](cards/02_sinusoidal.md).
+# * Chapter 3 replaces the formula with a table the model learns, and meets the limit a formula
+#   does not have.

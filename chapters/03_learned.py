@@ -1,0 +1,685 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 3. Tables: learned absolute positions
+#
+# Chapter 2 computed each position's vector from a formula. GPT-2 and BERT do something
+# simpler: they keep a table with one learned row per position and add row $t$ to the token at
+# position $t$. No assumption about clocks or periods; the model learns whatever it needs. You
+# build the lookup, then find out what the simplicity costs: parameters, rows that training
+# never touches, a hard wall at the end of the table, and a decoding bug that fails silently.
+#
+# **By the end you can**
+#
+# * look up the rows of any positions, and refuse the ones the table does not have
+#   (Exercise 3.1);
+# * show, on a trained model, that rows past the training length get exactly zero gradient;
+# * decode through a KV cache with the right offsets and prove it against the full forward pass
+#   (Exercise 3.2), and write the test that catches the wrong ones (Exercise 3.3);
+# * read the measured cost of a learned table against T5's relative bias and the sinusoids.
+#
+# ## The claim ledger
+#
+# Predict before you run. Section 11 settles each claim with this workbook's numbers.
+#
+# | # | claim (source) | your prediction | settled in |
+# | --- | --- | --- | --- |
+# | C1 | A table costs $T_{max}\cdot d$ parameters: 0.8M for GPT-2 small, negligible (book §2.2) | | §1 |
+# | C2 | ... and 100M for a 128k-context model at $d = 8192$, not negligible (book §2.2) | | §1 |
+# | C3 | Rows in the tail of the table are updated rarely, since most sequences are shorter than $T_{max}$; untrained positions have no reliable representation (book §2.2, survey §3.1) | | §3 |
+# | C4 | A learned table cannot run one position past $T_{max}$: a hard architectural limit (book TL;DR, §2.2) | | §4 |
+# | C5 | Learned positions are slightly better in-distribution than sinusoids (book TL;DR and §4) | | §9 |
+# | C6 | Trained at length 8 and run at 16, a relative bias works while the learned table "produces garbage or raises an index error" (book §7, exercise 4) | | §5, §9 |
+# | C7 | Nothing ties neighbouring rows together: "adjacent position differences are not structurally constrained" (survey §3.1) | | §5 |
+# | C8 | Decoding with the wrong position is silent: "generation looks fine for a few tokens and then degrades" (book §2.2) | | §6 |
+#
+# ## The exercises
+#
+# You write them in [`exercises/learned.py`](../exercises/learned.py), each where this chapter has
+# taught what it needs. Stars: ★ a formula into code, ★★ a design choice or an edge case, ★★★ a
+# test or a derivation of your own.
+#
+# | Exercise | Function | | minutes |
+# |---|---|---|---|
+# | 3.1 | `position_rows(weight, T, offset)`: the `(1, T, d_model)` rows of positions `offset .. offset + T - 1`, and the refusal past the table | ★ | 5 |
+# | 3.2 | `cached_decode(params, ids, prefill, step)`: logits of every position, decoded one token at a time through a cache | ★★ | 15 |
+# | 3.3 | `test_learned_positions(position_rows, cached_decode)`: a test of your own, scored against wrong lookups and decoding loops | ★★★ | 20 |
+#
+# How to work: read a section, write the function, grade it alone with
+# `python -m exercises grade learned --exercise 3.N`, then rerun the section here. Each section
+# loads its function with `use(...)`, which prints whether the chapter runs **yours** or the
+# **reference**. Until you write a function the reference stands in, so the chapter always runs
+# top to bottom. Hints open one at a time; the reference sits in the box after them.
+
+# %%
+import json
+import math
+import os
+
+import matplotlib.pyplot as plt
+
+from exercises import reveal, use
+from mini_transformer.backend import asarray, rng, to_numpy, xp
+
+g = rng(0)  # one seeded generator for the whole chapter
+
+# %% [markdown]
+# ## 1. One row per position
+#
+# The table is $P \in \mathbb{R}^{T_{max}\times d_{model}}$, trained with everything else. The
+# token at position $t$ enters the first layer as
+#
+# $$x_t = e_{\mathrm{tok}(t)} + P_t .$$
+#
+# It costs $T_{max}\cdot d_{model}$ parameters. Check the book's two figures.
+
+# %% tags=["nbval-check-output"]
+tables = {"GPT-2 small": (1024, 768), "BERT-base": (512, 768), "128k context, d = 8192": (128 * 1024, 8192)}
+for name, (T_max, d) in tables.items():
+    print(f"{name:<24} T_max {T_max:>7} x d {d:>5} = {T_max * d:>13,} parameters")
+print(f"the book's 100M at d = 8192 is a table of {100e6 / 8192:,.0f} rows")
+assert 1024 * 768 == 786_432 and 128 * 1024 * 8192 > 10 * 100e6
+
+# %% [markdown]
+# GPT-2's 0.8M is right. The 128k figure is not: $131072 \times 8192 = 1.07$ billion parameters,
+# ten times the book's 100M (which is the size of a 12k-row table). At two bytes a parameter
+# that is 2 GiB of positions, and another reason nobody trains a 128k learned table.
+#
+# ## 2. Looking up rows
+#
+# A batch of $T$ tokens starting at position `offset` needs rows `offset .. offset + T - 1`.
+# During training `offset` is 0; during decoding it is the position of the new token. A
+# position at or past $T_{max}$ has no row at all.
+#
+# ### Exercise 3.1: `position_rows`   ★ · 5 min
+#
+# *Why it matters:* this is the whole scheme, and the `offset` argument is where the decoding
+# bug of section 6 lives.
+#
+# Write `position_rows(weight, T, offset=0)`: the rows of positions `offset .. offset + T - 1` as
+# `(1, T, d_model)`, so they broadcast over a batch. Raise `ValueError` with a sentence when a
+# position falls outside the table. Use slicing only: inside the model `weight` is a `Parameter`,
+# and a slice is what carries each row's gradient back to its row. Grade it alone:
+# `python -m exercises grade learned --exercise 3.1`.
+
+# %%
+position_rows = use("learned", "position_rows")
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 1: a nudge</summary>
+#
+# `weight[offset:offset + T]` is `(T, d_model)`. What does indexing with `None` in front do?
+# </details>
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 2: the key idea</summary>
+#
+# Check first, slice second: NumPy does not complain when a slice runs past the end, it returns
+# fewer rows. `T_max = weight.shape[0]`; refuse when `offset < 0 or offset + T > T_max`; then
+# `return weight[None, offset:offset + T]`.
+# </details>
+
+# %% tags=["answer"]
+reveal("learned", "position_rows")
+
+# %% [markdown]
+# Check it on a table whose row $t$ holds $4t, \dots, 4t + 3$, so you can read the position off
+# the numbers: three rows from offset 5 are rows 5, 6, 7; the last row is there; one past it is
+# refused.
+
+# %% tags=["nbval-check-output"]
+w = xp.arange(40.0).reshape(10, 4)  # T_max = 10, d_model = 4
+rows = position_rows(w, 3, 5)
+print("position_rows(w, 3, 5):", tuple(rows.shape), [[int(v) for v in r] for r in rows[0]])
+assert rows.shape == (1, 3, 4) and xp.array_equal(rows[0], w[5:8])
+assert xp.array_equal(position_rows(w, 1, 9)[0, 0], asarray([36.0, 37.0, 38.0, 39.0]))
+try:
+    position_rows(w, 1, 10)
+    raise AssertionError("position 10 of a 10-row table must be refused")
+except ValueError as e:
+    print("position_rows(w, 1, 10) refuses:", e)
+
+# %% [markdown]
+# ## 3. The rows training never reaches
+#
+# The gradient of a slice is the incoming gradient scattered back into zeros: row $t$ receives
+# exactly the gradient of the token at position $t$, summed over the batch, and a row that no
+# token used receives exactly 0. So if every training sequence is shorter than the table, the
+# rows past the training length never receive anything.
+#
+# Train `TinyGPT` (the default `kernels="reference"`, the textbook code) with a 16-row table on
+# sequences of length 8. The task is *look 3 back* (`data.lookback_task`): every token repeats
+# the one three places earlier, so the answer at position $t$ is the token at $t - 2$. First one
+# backward pass, and the largest gradient entry of each row:
+
+# %%
+from mini_transformer import data
+from mini_transformer.autograd import no_grad
+from mini_transformer.model import GPTConfig, TinyGPT
+from mini_transformer.optim import cosine_lr
+from mini_transformer.train import TrainConfig, train
+
+cfg = GPTConfig(vocab_size=16, d_model=32, n_layers=2, n_heads=4, max_len=16, positional="learned", seed=0)
+TRAIN_LEN = 8
+
+
+def lookback_batches(g, T=TRAIN_LEN):
+    b = data.lookback_task(32, T, 3, vocab_size=16, seed=int(g.host.integers(2**31)))
+    return b.x, b.y
+
+
+model = TinyGPT(cfg)
+table_at_start = to_numpy(model.positional.weight.data).copy()  # (16, 32)
+x, y = lookback_batches(rng(1))
+model.loss(x, y).backward()
+row_grad = to_numpy(abs(model.positional.weight.grad).max(axis=1))  # (16,) largest |gradient| of each row
+model.zero_grad()
+
+# %% tags=["nbval-check-output"]
+print("largest |gradient| per row:")
+print("  rows 0..7: ", " ".join(f"{v:.3f}" for v in row_grad[:TRAIN_LEN]))
+print("  rows 8..15:", " ".join(f"{v:.3f}" for v in row_grad[TRAIN_LEN:]))
+assert (row_grad[:TRAIN_LEN] > 0).all() and (row_grad[TRAIN_LEN:] == 0).all()  # exactly zero, not small
+
+# %% [markdown]
+# Exactly zero. Now train for 150 steps and compare the table with its starting values. AdamW's
+# weight decay (0.01, applied to matrices) still shrinks every row a little at each step; with a
+# zero gradient that is all that happens to a row, so the untouched rows should come out as
+# their starting values times one common factor.
+
+# %%
+result = train(model, lookback_batches, TrainConfig(steps=150, lr=3e-3, warmup=10, seed=0, progress=False))
+table_after = to_numpy(model.positional.weight.data)  # (16, 32)
+moved = ((table_after - table_at_start) ** 2).sum(axis=1) ** 0.5 / (table_at_start ** 2).sum(axis=1) ** 0.5
+ratio = table_after[TRAIN_LEN:] / table_at_start[TRAIN_LEN:]
+
+# %% tags=["nbval-check-output"]
+print(f"final training loss {result.losses[-1]:.3f}")
+print("how far each row moved, relative to its start:")
+print("  rows 0..7: ", " ".join(f"{v:.2f}" for v in moved[:TRAIN_LEN]))
+print("  rows 8..15:", " ".join(f"{v:.4f}" for v in moved[TRAIN_LEN:]))
+print(f"rows 8..15, after / before, every entry: {ratio.min():.5f} .. {ratio.max():.5f}")
+decay = math.prod(1 - 0.01 * cosine_lr(step, 3e-3, 10, 150, 3e-4) for step in range(150))  # weight decay alone
+print(f"weight decay alone over the 150 steps of the schedule: {decay:.5f}")
+assert moved[:TRAIN_LEN].min() > 0.5 and abs(ratio - decay).max() < 2e-5
+
+# %%
+fig, ax = plt.subplots(figsize=(6, 3))
+ax.bar(range(16), moved, color=["C0"] * TRAIN_LEN + ["C3"] * (16 - TRAIN_LEN))
+ax.axvline(TRAIN_LEN - 0.5, color="k", ls=":", lw=1)
+ax.text(TRAIN_LEN - 0.3, 0.3, "training length", fontsize=8)
+ax.set(xlabel="row (position)", ylabel="|after - before| / |before|", yscale="log",
+       title="150 steps at length 8: rows 8..15 only decay")
+fig.tight_layout()
+
+# %% [markdown]
+# Rows 0 to 7 moved by roughly their own size; rows 8 to 15 are their starting values times
+# 0.99751, every entry alike, which is exactly what weight decay alone does over this schedule:
+# $\prod_s (1 - \eta_s\lambda)$ with the learning rate $\eta_s$ of each step and
+# $\lambda = 0.01$. The book says the tail is updated
+# "rarely". With sequences that never reach it, it is never updated.
+#
+# ## 4. The wall at $T_{max}$
+#
+# A table with 16 rows has no row 16. The model checks before it looks anything up.
+
+# %% tags=["nbval-check-output"]
+too_long = data.lookback_task(1, 17, 3, vocab_size=16, seed=0).x  # (1, 17)
+try:
+    model(too_long)
+    raise AssertionError("a 16-row table must refuse position 16")
+except ValueError as e:
+    print(e)
+
+# %% [markdown]
+# This is an architectural limit, not a quality problem: no amount of data moves it. Every
+# other scheme in this workbook runs at any length (well or badly); the learned table refuses.
+#
+# ## 5. What the table learned, and what it did not
+#
+# Rows 8 to 15 do exist in this model, random and untrained, so it *can* run at length 16.
+# What does it do there? Accuracy of the next-token prediction at every position, on held-out
+# sequences of length 16:
+
+# %%
+test = data.lookback_task(512, 16, 3, vocab_size=16, seed=10_016)
+with no_grad():
+    pred = to_numpy(model(test.x).data).argmax(-1)  # (512, 16)
+target = to_numpy(test.y)
+scored = target >= 0
+accuracy = (((pred == target) & scored).sum(axis=0) / scored.sum(axis=0).clip(1))  # (16,)
+
+fig, ax = plt.subplots(figsize=(6.5, 3))
+ax.plot(range(2, 16), accuracy[2:], "o")
+ax.axvline(TRAIN_LEN - 0.5, color="k", ls=":", lw=1)
+ax.axhline(1 / 11, color="gray", ls=":", lw=0.8)
+ax.text(15, 1 / 11 + 0.02, "chance", ha="right", fontsize=8, color="gray")
+ax.text(TRAIN_LEN - 0.3, 0.5, "training length", fontsize=8)
+ax.set(xlabel="position t", ylabel="accuracy", ylim=(0, 1.05), title="Look 3 back, trained at length 8, run at 16")
+fig.tight_layout()
+
+# %% tags=["nbval-check-output"]
+print("accuracy, positions 2..7:  ", " ".join(f"{v:.2f}" for v in accuracy[2:TRAIN_LEN]))
+print("accuracy, positions 8..15: ", " ".join(f"{v:.2f}" for v in accuracy[TRAIN_LEN:]))
+print(f"mean past the training length {accuracy[TRAIN_LEN:].mean():.2f} (chance {1 / 11:.2f})")
+assert accuracy[2:TRAIN_LEN].min() > 0.95 and accuracy[TRAIN_LEN:].mean() < 0.6
+
+# %% [markdown]
+# Perfect inside the training length; past it, far worse, though not the "garbage" the book
+# predicts: the random rows leave some positions better off than chance. Section 9 shows the
+# same over ten seeds.
+#
+# **C7, the rows among themselves.** A formula ties neighbouring positions together; a table
+# does not have to. Compare each trained row with every other by cosine.
+
+# %%
+trained = table_after[:TRAIN_LEN]
+unit = trained / ((trained ** 2).sum(axis=1, keepdims=True)) ** 0.5
+cosines = unit @ unit.T  # (8, 8)
+fig, ax = plt.subplots(figsize=(4, 3.4))
+im = ax.imshow(cosines, cmap="RdBu", vmin=-1, vmax=1)
+ax.set(xlabel="position", ylabel="position", title="Cosine between trained rows")
+fig.colorbar(im, ax=ax)
+fig.tight_layout()
+
+# %% tags=["nbval-check-output"]
+neighbours = [float(cosines[t, t + 1]) for t in range(TRAIN_LEN - 1)]
+three_apart = [float(cosines[t, t + 3]) for t in range(TRAIN_LEN - 3)]
+print("cosine with the next row:      ", " ".join(f"{v:+.2f}" for v in neighbours))
+print("cosine with the row 3 further: ", " ".join(f"{v:+.2f}" for v in three_apart))
+print("cosine of row 0 with rows 1..7:", " ".join(f"{float(v):+.2f}" for v in cosines[0, 1:]))
+assert max(neighbours) < 0 < 0.3 < min(three_apart)
+
+# %% [markdown]
+# Neighbouring rows point away from each other (cosine $-0.31$ to $-0.51$); rows three apart
+# point the same way ($0.41$ to $0.94$). The table learned the task's period, 3, and nothing like
+# "nearby positions look alike": nothing in a table asks for that, and nothing carries what it
+# learned past row 7.
+#
+# ## 6. The position of a cached token
+#
+# Generation adds one token at a time. A KV cache keeps the keys and values of the tokens so far,
+# so each step computes only the new token's. With a learned table the new token needs *its* row,
+# the one of its position in the text: the number of tokens before it. Give it row 0 and nothing
+# crashes; the numbers are just wrong (book §2.2).
+#
+# `TinyGPT` does not let you make this mistake: with a cache, it takes the offset from the cache
+# (`cache.seen`) and refuses any other. So the exercise uses a small model that takes the offset
+# from you: one causal attention layer over token embeddings plus a learned table, in plain
+# arrays, given in `exercises/learned.py`. `table_lm_params(seed)` makes its weights and
+# `table_lm_step(params, ids, cache, offset)` runs it on new tokens `ids` at positions
+# `offset, offset + 1, ...`, attending to the cached tokens and to themselves.
+
+# %%
+from exercises.learned import table_lm_params, table_lm_step  # given code in your exercises file
+
+params = table_lm_params(seed=0)  # vocab 16, d_model 16, T_max 32
+ids = g.integers(0, 16, size=(2, 10))  # (B, T) = (2, 10)
+full, _ = table_lm_step(params, ids)  # the full forward pass, positions 0 .. 9
+print("full forward:", tuple(full.shape))
+
+# %% [markdown]
+# ### Exercise 3.2: `cached_decode`   ★★ · 15 min
+#
+# *Why it matters:* this loop is what every generate function runs; getting its offset wrong is
+# the bug the book calls common and silent.
+#
+# Write `cached_decode(params, ids, prefill, step=None)`: run the first `prefill` tokens in one
+# call with an empty cache, then the others one per call, each with the cache the previous call
+# returned and its own position as `offset`. Call the model as
+# `logits, cache = step(params, ids_new, cache, offset)` (with `step = table_lm_step` when it is
+# None), and return every call's logits joined along the time axis, `(B, T, vocab_size)`. Grade it
+# alone: `python -m exercises grade learned --exercise 3.2`.
+
+# %%
+cached_decode = use("learned", "cached_decode")
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 1: a nudge</summary>
+#
+# After the prefill call, how many tokens are in the cache? That number is the position of the
+# next token. Does it depend on the batch size?
+# </details>
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 2: the key idea</summary>
+#
+# `logits, cache = step(params, ids[:, :prefill], None, 0)`, then
+# `for t in range(prefill, T): logits, cache = step(params, ids[:, t:t + 1], cache, t)`, keeping
+# each `logits`; `xp.concatenate(..., axis=1)` at the end.
+# </details>
+
+# %% tags=["answer"]
+reveal("learned", "cached_decode")
+
+# %% [markdown]
+# The check that catches every cache bug: the cached logits equal the full forward pass at every
+# position. Pass a `step` that records the offsets it receives, so you see the arithmetic too.
+
+# %% tags=["nbval-check-output"]
+seen = []
+
+
+def recording_step(params, ids_new, cache=None, offset=0):
+    seen.append((ids_new.shape[1], offset))
+    return table_lm_step(params, ids_new, cache, offset)
+
+
+cached = cached_decode(params, ids, 4, step=recording_step)
+print("calls (tokens, offset):", seen)
+print("largest |cached - full|:", f"{float(abs(cached - full).max()):.1e}")
+assert seen == [(4, 0)] + [(1, t) for t in range(4, 10)] and xp.allclose(cached, full, atol=1e-10)
+
+# %% [markdown]
+# Now the bug. Reset every decoded token to offset 0 (the `step` below ignores the offset it is
+# given once there is a cache) and compare, position by position.
+
+# %% tags=["nbval-check-output"]
+def reset_step(params, ids_new, cache=None, offset=0):
+    return table_lm_step(params, ids_new, cache, 0 if cache is not None else offset)
+
+
+wrong = cached_decode(params, ids, 4, step=reset_step)
+error = to_numpy(abs(wrong - full).max(axis=(0, 2)))  # (T,) largest error at each position
+print("position:           ", " ".join(f"{t:>5}" for t in range(10)))
+print("|wrong - full| max: ", " ".join(f"{v:>5.2f}" for v in error))
+assert (error[:4] < 1e-10).all() and (error[4:] > 0.1).all()
+
+# %% [markdown]
+# The prefill is right and every decoded position is wrong, by 0.40 to 0.62 in the logits. A test
+# that only checks the first forward pass passes.
+#
+# **C8, on the trained model.** Does generation "look fine for a few tokens"? Take the
+# look-3-back model of section 3, give it the first 3 tokens of held-out sequences and let it
+# generate 5 more through its cache, greedily. Then swap in a lookup that ignores the offset,
+# `LearnedPositionalEmbedding.from_functions` with a function that always returns the first rows
+# (section 8 says more about `from_functions`): the uncached forward pass always starts at 0, so
+# only the cached steps see the bug.
+
+# %%
+from mini_transformer.positional.learned import LearnedPositionalEmbedding
+
+held_out = data.lookback_task(256, TRAIN_LEN, 3, vocab_size=16, seed=777).x  # (256, 8)
+library_scheme = model.positional
+generated = {}
+for name, lookup in [("right offsets", position_rows), ("offset ignored", lambda weight, T, offset=0: weight[None, :T])]:
+    model.positional = LearnedPositionalEmbedding.from_functions(lookup, library_scheme.weight.data)
+    out = to_numpy(model.generate(held_out[:, :3], 5, greedy=True))  # (256, 8)
+    generated[name] = (out[:, 3:] == to_numpy(held_out)[:, 3:]).mean(axis=0)  # accuracy at positions 3..7
+model.positional = library_scheme
+
+# %% tags=["nbval-check-output"]
+print("generated position:", " ".join(f"{t:>5}" for t in range(3, 8)))
+for name, acc in generated.items():
+    print(f"{name:<18}", " ".join(f"{v:>5.2f}" for v in acc))
+assert (generated["right offsets"] > 0.99).all()
+assert generated["offset ignored"][:2].min() > 0.99 and generated["offset ignored"][2:4].max() < 0.3
+
+# %% [markdown]
+# The first two generated tokens are right, the next two nearly all wrong, and the fifth right
+# again. The first token comes from the prefill, which is correct. The second is predicted by the
+# token at position 3 read with row 0, and section 5 showed that rows 0 and 3 nearly agree (the
+# table learned period 3), so the mistake is invisible. Positions 4 and 5 read row 0 where they
+# need rows that point elsewhere, and fail; position 6 is 0 again modulo 3. So C8 reproduces,
+# with a twist: *how* silent the bug is depends on what the table learned.
+#
+# ## 7. A test you write
+#
+# Section 6's comparison, cached against full at every position, is the test that catches
+# decoding bugs. Make it a function, add the lookup's own properties, and let the grader measure
+# it.
+#
+# ### Exercise 3.3: a test of your own   ★★★ · 20 min
+#
+# *Why it matters:* "assert cached logits equal full-forward logits at each step" is the book's
+# check for the decoding bug (§4), and it is only as good as the cases you run it on.
+#
+# Write `test_learned_positions(position_rows, cached_decode)` in `exercises/learned.py`: it
+# receives two implementations and raises `AssertionError` when they are wrong. The model it
+# decodes with, `table_lm_params` and `table_lm_step`, is in the same file. The grader runs your
+# test on the reference, where it must pass, and on nine mutants: lookups with the offset ignored,
+# one row late, without the batch axis or without the refusal; decoding loops with the offset
+# reset, one ahead, counted in calls, counted in batch rows, or without the cache. Grade it alone:
+# `python -m exercises grade learned --exercise 3.3`.
+
+# %%
+test_learned_positions = use("learned", "test_learned_positions")
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 1: a nudge</summary>
+#
+# For each mutant, ask which input shows it. Offsets counted in calls equal offsets counted in
+# tokens when every call brings one token. Offsets counted in batch rows are right when the batch
+# has one sequence. A missing refusal shows only when you ask for a row that is not there.
+# </details>
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 2: the key idea</summary>
+#
+# On a table whose row $t$ holds $4t \dots 4t + 3$, check rows from several offsets up to the last
+# row, and check that positions past the end raise `ValueError` (`try` / `except ValueError` /
+# `else: raise AssertionError`). Then compare `cached_decode(params, ids, prefill)` with
+# `table_lm_step(params, ids)[0]` for a batch of two sequences and prefills of 1, 4 and the whole
+# length.
+# </details>
+
+# %% tags=["answer"]
+reveal("learned", "test_learned_positions")
+
+# %% [markdown]
+# Your test on the chapter's functions, then on every mutant, beside a weak test: rows from one
+# offset, and cached decoding of one sequence with a one-token prefill.
+
+# %% tags=["nbval-check-output"]
+from exercises.grading.reader_tests import scoreboard
+
+impls = {"position_rows": position_rows, "cached_decode": cached_decode}
+
+
+def weak_test(position_rows, cached_decode):
+    w = xp.arange(40.0).reshape(10, 4)
+    assert xp.array_equal(position_rows(w, 3, 5)[0], w[5:8])
+    one = ids[:1, :6]  # one sequence
+    assert xp.allclose(cached_decode(params, one, 1), table_lm_step(params, one)[0])
+
+
+runs = scoreboard("learned", "test_learned_positions", impls,
+                  {"your test": test_learned_positions, "weak test": weak_test})
+assert all(r["reference"]["result"] == "passed" for r in runs.values())
+
+# %% [markdown]
+# The weak test lets three mutants through, and the reasons are the hints': a one-token prefill
+# makes calls and tokens the same count, a batch of one makes batch rows and tokens the same
+# count, and it never asks for a row past the end. Exactly the cases a real decoding loop meets
+# first: a prompt of several tokens, several prompts at once, a conversation that runs long.
+#
+# ## 8. Your lookup inside the model
+#
+# `LearnedPositionalEmbedding.from_functions(position_rows, weight)` builds the scheme from
+# your function and a starting table. Give it a copy of the library model's starting table, and
+# `train_side_by_side` trains the library's model and yours in float64 on the same batches. With
+# a correct lookup the loss curves agree to rounding; with a wrong one the cell says where they
+# part.
+
+# %%
+from mini_transformer.side_by_side import train_side_by_side
+
+small = GPTConfig(vocab_size=16, d_model=16, n_layers=2, n_heads=2, max_len=16, positional="learned", seed=0)
+start = TinyGPT(small).positional.weight.data  # the table both models start from
+side = train_side_by_side(small, LearnedPositionalEmbedding.from_functions(position_rows, start), lookback_batches,
+                          steps=40)
+
+# %% tags=["nbval-check-output"]
+print(side.report())
+assert side.first_difference is None
+
+# %%
+fig, ax = plt.subplots(figsize=(6, 3))
+ax.plot(side.library, label="library", lw=3, alpha=0.5)
+ax.plot(side.yours, label="your position_rows", ls="--")
+if side.first_difference is not None:
+    ax.axvline(side.first_difference, color="red", ls=":", label="the curves part")
+ax.set(xlabel="step", ylabel="training loss (nats)", title="The same model, two lookups of one table")
+ax.legend()
+fig.tight_layout()
+
+# %% [markdown]
+# ## 9. The measured record
+#
+# Two committed experiments put numbers on the claims; each takes minutes, so the chapter reads
+# their results. `python -m mini_transformer.experiments.relative_bias_generalisation` trains the
+# look-3-back model of section 3 with a 16-row learned table and, beside it, with T5's bucketed
+# relative bias (chapter 5), at length 8, and tests both at 16, over ten seeds:
+
+# %% tags=["nbval-check-output"]
+from mini_transformer.experiments import relative_bias_generalisation
+from mini_transformer.experiments.common import RESULTS
+
+with open(os.path.join(RESULTS, "relative_bias_generalisation.json")) as f:
+    rbg = json.load(f)
+summary = rbg["summary"]
+print(f"{rbg['task']}, trained at {rbg['train_len']}, tested at {rbg['test_len']}, {len(rbg['seeds'])} seeds")
+print(f"{'scheme':<9}{'acc at 8':>10}{'acc at 16':>16}{'acc, 8..15':>16}{'loss at 16':>16}")
+for name in ("t5", "learned"):
+    s = summary[name]
+    print(f"{name:<9}{s['accuracy_8']['mean']:>10.2f}"
+          + "".join(f"{s[k]['mean']:>9.2f} ± {s[k]['std']:.2f}" for k in ("accuracy_16", "accuracy_beyond_8", "loss_16")))
+assert summary["t5"]["accuracy_beyond_8"]["min"] == 1.0
+assert 0.40 < summary["learned"]["accuracy_beyond_8"]["mean"] < 0.50 and summary["learned"]["accuracy_8"]["min"] == 1.0
+
+# %%
+fig = relative_bias_generalisation.plot(rbg)
+plt.show()
+
+# %% [markdown]
+# T5's bias is perfect at 16 in every seed: the distance that matters, 2, is a bucket it trained.
+# The learned table is perfect at 8 and gets 0.45 past it, the same picture as section 5's single
+# run (0.38), well above chance (0.09) and well below T5. With an 8-row table it would not run at
+# all (section 4). And at its own length, on text? The train-short-test-long experiment of
+# chapter 2 (a model with $d_{model} = 64$ trained on the standard library's source at
+# $L = 64$):
+
+# %% tags=["nbval-check-output"]
+with open(os.path.join(RESULTS, "train_short_test_long.json")) as f:
+    stl = json.load(f)
+for name in ("learned", "sinusoidal", "none"):
+    r = stl["results"][name]
+    cells = "  ".join(f"{v:.2f}" if math.isfinite(v) else "refused" for v in r["loss"])
+    print(f"{name:<11} at 1x, 2x, 4x, 8x L: {cells}")
+print("why learned stops:", stl["results"]["learned"]["reasons"][1])
+learned_L, sinusoidal_L = stl["results"]["learned"]["loss"][0], stl["results"]["sinusoidal"]["loss"][0]
+assert learned_L < sinusoidal_L and all(math.isnan(v) for v in stl["results"]["learned"]["loss"][1:])
+
+# %% [markdown]
+# At $L$ the learned table beats the sinusoids, 1.61 against 1.69 nats per byte: the book's
+# "slightly better in-distribution", on one seed. Past $L$ it refuses.
+#
+# ## 10. Check yourself on this chapter
+#
+# Answer out loud, or on paper, before you open an answer.
+#
+# **1.** After 150 steps at length 8, rows 8 to 15 were their starting values times 0.99751
+# (section 3). Where does that number come from, and why is it the same for every entry?
+
+# %% [markdown] tags=["answer"]
+# <details><summary>Answer</summary>
+#
+# From AdamW's decoupled weight decay. A row no token used gets a zero gradient, so Adam's
+# moments stay zero and the Adam part of the update is zero; what remains is
+# $p \leftarrow p - \eta_s\lambda p = (1 - \eta_s\lambda)\,p$ at every step $s$. The product of
+# those factors over the 150 steps of the learning-rate schedule ($\lambda = 0.01$, peak
+# $\eta = 3\cdot 10^{-3}$) is 0.99751, the number section 3 computed beside the measured ratio,
+# and it multiplies every entry alike because it does not depend on the entry. With
+# `weight_decay=0` the rows would come out as they went in.
+# </details>
+
+# %% [markdown]
+# **2.** In section 6, decoding with every offset reset to 0 gave wrong logits from position 4 on
+# but the right ones at positions 0 to 3. Why is a test on the prefill alone blind to the bug?
+
+# %% [markdown] tags=["answer"]
+# <details><summary>Answer</summary>
+#
+# The prefill call runs at offset 0 whatever the bug, and positions 0 to 3 are exactly the
+# positions it computes, with the right rows. The bug is in the arithmetic of the *later* calls,
+# which a prefill-only test never makes. The test that catches it compares cached decoding with
+# the full forward pass at every position, with more than one decoded token.
+# </details>
+
+# %% [markdown]
+# **3.** Your `cached_decode` uses `offset = number of calls made so far`. With `prefill=1` the
+# check against the full forward pass passes. Why, and which case exposes it?
+
+# %% [markdown] tags=["answer"]
+# <details><summary>Answer</summary>
+#
+# With a prefill of one token, each call brings one token, so calls and tokens are the same
+# count: call $n$ is the token at position $n$. Any prefill longer than 1 breaks the equality:
+# after a 4-token prefill the next token is at position 4, but only 1 call has been made. The
+# grader names this `counted_in_calls`; a test with one prefill length lets it through.
+# </details>
+
+# %% [markdown]
+# **4.** In section 6 the model with the offset-ignoring lookup generated the token at position 4
+# correctly but those at 5 and 6 wrongly. What about the learned table explains the pattern?
+
+# %% [markdown] tags=["answer"]
+# <details><summary>Answer</summary>
+#
+# The token at position $p$ is predicted from the token at $p - 1$, which the buggy cache reads
+# with row 0 instead of row $p - 1$. Section 5 showed the table learned the task's period: rows 3
+# and 6 point the same way as row 0 (cosine $+0.65$ and $+0.63$), rows 4 and 5 away from it
+# ($-0.26$ and $-0.20$). So the predictions made from positions 3 and 6 (for 4 and 7) survive and
+# those made from 4 and 5 (for 5 and 6) fail.
+# </details>
+
+# %% [markdown]
+# **5.** The book expects the learned model run at length 16 to produce "garbage". The committed
+# run has 0.45 accuracy past position 8, with chance at 0.09. Where does the 0.45 come from?
+
+# %% [markdown] tags=["answer"]
+# <details><summary>Answer</summary>
+#
+# Rows 8 to 15 are small random vectors (standard deviation 0.02, the initialisation), not
+# garbage of the same size as the trained rows. At those positions the model sees mostly the
+# token itself, plus whatever its attention makes of keys at trained positions, which still carry
+# their trained rows. Some positions happen to land near a useful pattern (section 5's run: 0.87
+# at position 10, 0.10 at 14). The result is "far worse and erratic", not "garbage"; an 8-row
+# table would have refused.
+# </details>
+
+# %% [markdown]
+# ## 11. The ledger, settled
+#
+# | # | claim (source) | what this workbook measured | verdict |
+# | --- | --- | --- | --- |
+# | C1 | $T_{max}\cdot d$ parameters, 0.8M for GPT-2 small (book §2.2) | $1024 \times 768 = 786\,432$ (§1) | reproduces |
+# | C2 | 100M for a 128k context at $d = 8192$ (book §2.2) | $131\,072 \times 8192 = 1.07$ billion, 10.7 times more; 100M is a 12k-row table (§1) | does not: the figure is off by ten |
+# | C3 | The tail is updated rarely; untrained positions have no reliable representation (book §2.2, survey §3.1) | rows past the training length get exactly zero gradient; after 150 steps they are their start times 0.99751 (weight decay), while trained rows moved by about their own size (§3) | reproduces, and stronger: never, not rarely |
+# | C4 | No position past $T_{max}$ (book TL;DR, §2.2) | `TinyGPT` refuses position 16 of a 16-row table; the committed run refuses 2x, 4x, 8x $L$ (§4, §9) | reproduces |
+# | C5 | Slightly better in-distribution than sinusoids (book TL;DR, §4) | 1.61 against 1.69 nats at $L = 64$, one seed (§9) | reproduces, on one seed |
+# | C6 | At 16 after training at 8, relative bias works and the learned table gives garbage or raises (book §7) | T5 1.00 in all ten seeds; learned 1.00 at 8, 0.69 ± 0.03 at 16, 0.45 ± 0.06 past 8 (chance 0.09); our run 0.38 (§5, §9) | partly: far worse than T5, not garbage |
+# | C7 | Neighbouring rows are not tied together (survey §3.1) | neighbouring rows at cosine $-0.31$ to $-0.51$; rows three apart $+0.41$ to $+0.94$ (§5) | reproduces: the table learns the task's structure, not nearness |
+# | C8 | A wrong decode offset is silent: fine for a few tokens, then worse (book §2.2) | prefill exact, every decoded position off by 0.40 to 0.62 in the logits; on the trained model 1.00, 1.00, then 0.08, 0.08, then 1.00 (§6) | reproduces, with a twist: how long it hides depends on the table |
+#
+# ## 12. Where next
+#
+# * Grade your exercises: `python -m exercises grade learned`.
+# * The library's table is `mini_transformer/positional/learned.py` (`LearnedPositionalEmbedding.rows`
+#   is Exercise 3.1); its cache, which decides every offset so that you cannot get it wrong, is
+#   `mini_transformer/kv_cache.py`. A table lookup needs no fast kernel.
+# * The interview questions this chapter answers are in
+#   [`chapters/cards/03_learned.md`](cards/03_learned.md).
+# * Chapter 4 moves position from the input to the attention scores, where a distance can be
+#   learned once and used at every position.
