@@ -225,6 +225,8 @@ def report(res):
     print(f"\npositions L..{res['context_use_length'] - 1} of {res['context_use_length']}-token windows: "
           f"loss with the whole prefix, with the last L = {res['train_len']} only")
     for name, r in res["results"].items():
+        if "context_use" not in r:        # a result file that measured it for some schemes only
+            continue
         u = r["context_use"]
         print(f"{name:<15}{_fmt(u['full_mean']):>8}{_fmt(u['window_mean']):>8}")
     env = res["environment"]
