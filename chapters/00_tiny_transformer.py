@@ -578,13 +578,11 @@ print(f"step 0: {run.losses[0]:.2f} nats, perplexity {math.exp(run.losses[0]):.1
 # `python -m mini_transformer.experiments.train_short_test_long` read, at the training length:
 
 # %% tags=["nbval-check-output"]
-import json
 import os
 
-from mini_transformer.experiments.common import RESULTS
+from mini_transformer.experiments.common import load_result
 
-with open(os.path.join(RESULTS, "train_short_test_long.json")) as f:
-    short_long = json.load(f)
+short_long = load_result("train_short_test_long")
 print(f"baseline ln 256 = {math.log(256):.2f} nats per byte = 8.00 bits per byte")
 for name, r in short_long["results"].items():
     nats = r["loss"][0]

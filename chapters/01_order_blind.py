@@ -61,9 +61,7 @@
 # | C8 | "Model ignores position entirely": cause, an encoding added after the projection or zeroed by a norm; check, shuffle the input, outputs must change (book §4, failure table) | yes / no | §7 |
 
 # %%
-import json
 import math
-import os
 
 import matplotlib.pyplot as plt
 
@@ -539,10 +537,9 @@ assert accuracy["TinyGPT, no BOS"].mean() < 0.5
 # standard library's source for 1500 steps at length 64; its committed result:
 
 # %%
-from mini_transformer.experiments.common import RESULTS
+from mini_transformer.experiments.common import load_result
 
-with open(os.path.join(RESULTS, "train_short_test_long.json")) as f:
-    short_long = json.load(f)
+short_long = load_result("train_short_test_long")
 losses = {name: r["loss"] for name, r in short_long["results"].items()}
 
 # %% tags=["nbval-check-output"]
@@ -569,8 +566,7 @@ assert losses["none"][0] > max(others) + 0.3
 # %%
 from mini_transformer.experiments import permutation as permutation_experiment
 
-with open(os.path.join(RESULTS, "permutation.json")) as f:
-    perm_result = json.load(f)
+perm_result = load_result("permutation")
 table = perm_result["relative_change"]
 
 # %% tags=["nbval-check-output"]

@@ -65,9 +65,7 @@
 # top to bottom. Hints open one at a time; the reference sits in the box after them.
 
 # %%
-import json
 import math
-import os
 
 import matplotlib.pyplot as plt
 
@@ -574,14 +572,7 @@ print(side.report())
 assert side.first_difference is None
 
 # %%
-fig, ax = plt.subplots(figsize=(6, 3))
-ax.plot(side.library, label="library", lw=3, alpha=0.5)
-ax.plot(side.yours, label="your function", ls="--")
-if side.first_difference is not None:
-    ax.axvline(side.first_difference, color="red", ls=":", label="the curves part")
-ax.set(xlabel="step", ylabel="training loss (nats)", title="The same model, two sources of the table")
-ax.legend()
-fig.tight_layout()
+side.plot(yours="your function", title="The same model, two sources of the table");
 
 # %% [markdown]
 # ## 9. Past the training length
@@ -624,10 +615,9 @@ assert nearest[:L].min() > 0.95 and nearest[L:].mean() < 0.6
 
 # %% tags=["nbval-check-output"]
 from mini_transformer.experiments import train_short_test_long
-from mini_transformer.experiments.common import RESULTS
+from mini_transformer.experiments.common import load_result
 
-with open(os.path.join(RESULTS, "train_short_test_long.json")) as f:
-    stl = json.load(f)
+stl = load_result("train_short_test_long")
 print(f"trained at L = {stl['train_len']} for {stl['steps']} steps; held-out loss in nats per byte")
 print(f"{'scheme':<12}" + "".join(f"{f'{m}x':>9}" for m in stl["multiples"]) + f"{'t >= L at 2x':>15}")
 for name in ("none", "sinusoidal", "learned", "rope", "alibi"):

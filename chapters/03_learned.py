@@ -63,9 +63,7 @@
 # top to bottom. Hints open one at a time; the reference sits in the box after them.
 
 # %%
-import json
 import math
-import os
 
 import matplotlib.pyplot as plt
 
@@ -525,14 +523,7 @@ print(side.report())
 assert side.first_difference is None
 
 # %%
-fig, ax = plt.subplots(figsize=(6, 3))
-ax.plot(side.library, label="library", lw=3, alpha=0.5)
-ax.plot(side.yours, label="your position_rows", ls="--")
-if side.first_difference is not None:
-    ax.axvline(side.first_difference, color="red", ls=":", label="the curves part")
-ax.set(xlabel="step", ylabel="training loss (nats)", title="The same model, two lookups of one table")
-ax.legend()
-fig.tight_layout()
+side.plot(yours="your position_rows", title="The same model, two lookups of one table");
 
 # %% [markdown]
 # ## 9. The measured record
@@ -544,10 +535,9 @@ fig.tight_layout()
 
 # %% tags=["nbval-check-output"]
 from mini_transformer.experiments import relative_bias_generalisation
-from mini_transformer.experiments.common import RESULTS
+from mini_transformer.experiments.common import load_result
 
-with open(os.path.join(RESULTS, "relative_bias_generalisation.json")) as f:
-    rbg = json.load(f)
+rbg = load_result("relative_bias_generalisation")
 summary = rbg["summary"]
 print(f"{rbg['task']}, trained at {rbg['train_len']}, tested at {rbg['test_len']}, {len(rbg['seeds'])} seeds")
 print(f"{'scheme':<9}{'acc at 8':>10}{'acc at 16':>16}{'acc, 8..15':>16}{'loss at 16':>16}")
@@ -571,8 +561,7 @@ plt.show()
 # $L = 64$):
 
 # %% tags=["nbval-check-output"]
-with open(os.path.join(RESULTS, "train_short_test_long.json")) as f:
-    stl = json.load(f)
+stl = load_result("train_short_test_long")
 for name in ("learned", "sinusoidal", "none"):
     r = stl["results"][name]
     cells = "  ".join(f"{v:.2f}" if math.isfinite(v) else "refused" for v in r["loss"])

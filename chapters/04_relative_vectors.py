@@ -751,14 +751,10 @@ assert isinstance(long_runs["learned"][1], str)
 # there without a memory, one plain forward over the whole window like every other scheme.
 
 # %%
-import json
-import os
-
 from mini_transformer.experiments import train_short_test_long
-from mini_transformer.experiments.common import RESULTS
+from mini_transformer.experiments.common import load_result
 
-with open(os.path.join(RESULTS, "train_short_test_long.json")) as f:
-    stl = json.load(f)
+stl = load_result("train_short_test_long")
 print(f"held-out loss in nats per byte, trained at L = {stl['train_len']}")
 print(f"{'scheme':<16}" + "".join(f"{f'{m}L':>8}" for m in stl["multiples"]))
 for name in ("learned", "sinusoidal", "rope", "shaw", "transformer_xl"):

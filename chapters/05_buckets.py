@@ -414,13 +414,9 @@ fig.tight_layout()
 # the chapter reads its committed result.
 
 # %%
-import json
-import os
+from mini_transformer.experiments.common import load_result
 
-from mini_transformer.experiments.common import RESULTS
-
-with open(os.path.join(RESULTS, "relative_bias_generalisation.json")) as f:
-    rb = json.load(f)
+rb = load_result("relative_bias_generalisation")
 s = rb["summary"]
 print(f"{len(rb['seeds'])} seeds, {rb['steps']} steps, trained at {rb['train_len']}, run at {rb['test_len']}")
 for name in ("t5", "learned"):
@@ -486,8 +482,7 @@ except ValueError as e:
 # as its trained buckets reach.
 
 # %% tags=["nbval-check-output"]
-with open(os.path.join(RESULTS, "train_short_test_long.json")) as f:
-    t5_text = json.load(f)["results"]["t5"]["loss"]
+t5_text = load_result("train_short_test_long")["results"]["t5"]["loss"]
 print("T5 on text, nats per byte at 1, 2, 4, 8 x L:", [round(x, 2) for x in t5_text])
 assert t5_text[-1] > t5_text[0] + 0.5
 

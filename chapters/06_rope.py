@@ -1051,14 +1051,7 @@ print(side.report())
 assert side.first_difference is None
 
 # %%
-fig, ax = plt.subplots(figsize=(6, 3))
-ax.plot(side.library, label="library RoPE", linewidth=3, alpha=0.5)
-ax.plot(side.yours, label="your RoPE", linestyle="--")
-if side.first_difference is not None:
-    ax.axvline(side.first_difference, color="red", linestyle=":", label="the curves part")
-ax.set(xlabel="step", ylabel="training loss (nats)", yscale="log", title="copy task, float64, same batches")
-ax.legend()
-fig.tight_layout()
+side.plot(yours="your RoPE", title="copy task, float64, same batches", log=True);
 
 # %% [markdown]
 # Write `apply_rotary` wrong on purpose (flip the sign of `sin`) and rerun the two cells above:
@@ -1143,13 +1136,9 @@ assert on_offset[layer_best][head_best] > 0.5
 # interpolation, PI) and **NTK**; chapter 8 reads the rest of the table.
 
 # %%
-import json
-import os
+from mini_transformer.experiments.common import load_result
 
-from mini_transformer.experiments.common import RESULTS
-
-with open(os.path.join(RESULTS, "context_extension.json")) as f:
-    ext = json.load(f)
+ext = load_result("context_extension")
 L = ext["train_len"]
 taught = {"unscaled": ext["methods"]["none"], "linear (PI)": ext["methods"]["linear (PI)"],
           "NTK": ext["methods"]["ntk"]}

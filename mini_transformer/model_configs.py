@@ -129,6 +129,22 @@ MODELS = {
                  "from the revision you use. original_max_position_embeddings is copied into "
                  "rope_scaling here because rope_inv_freq reads it from there.",
     },
+    "Phi-2": {
+        "mechanism": "rope",
+        "hidden_size": 2560,
+        "num_attention_heads": 32,
+        "head_dim": 80,
+        "partial_rotary_factor": 0.4,
+        "rope_theta": 10000.0,
+        "max_position_embeddings": 2048,
+        "source": "microsoft/phi-2 config.json as mirrored in several public repositories (hidden_size 2560, "
+                  "num_attention_heads 32, partial_rotary_factor 0.4, rope_theta 10000.0, "
+                  "max_position_embeddings 2048).",
+        "notes": "Partial rotary: only int(80 * 0.4) = 32 of each head's 80 channels turn; the other 48 carry "
+                 "no position. The survey names partial rotary among the settings a checkpoint must record "
+                 "(section 9.1) but lists no such model; this entry is the example. head_dim is "
+                 "hidden_size / num_attention_heads, written out.",
+    },
     "Gemma-7B": {
         "mechanism": "rope",
         "head_dim": 256,
@@ -142,12 +158,17 @@ MODELS = {
         "qk_rope_head_dim": 64,
         "qk_nope_head_dim": 128,
         "rope_theta": 10000.0,
+        "num_attention_heads": 16,
+        "kv_lora_rank": 512,
+        "v_head_dim": 128,
         "rope_scaling": {"type": "yarn", "factor": 40, "original_max_position_embeddings": 4096,
                          "beta_fast": 32, "beta_slow": 1, "mscale": 0.707, "mscale_all_dim": 0.707},
         "absent": ["max_position_embeddings"],
         "source": "deepseek-ai/DeepSeek-V2-Lite config.json as mirrored in several public "
                   "repositories (qk_rope_head_dim 64, qk_nope_head_dim 128, rope_theta 10000, the "
-                  "yarn block above); DeepSeek-V2 report (decoupled RoPE in MLA); survey Table 4.",
+                  "yarn block above); DeepSeek-V2 report (decoupled RoPE in MLA); survey Table 4. "
+                  "num_attention_heads 16, kv_lora_rank 512 and v_head_dim 128 from MaxText's "
+                  "checkpoint converter (convert_deepseek_family_ckpt.py, deepseek2-16b).",
         "notes": "The full DeepSeek-V2 is left out: public copies of its config disagree on "
                  "mscale (0.707 or 1.0). With mscale == mscale_all_dim the factor on cos/sin is 1.",
     },
@@ -156,16 +177,42 @@ MODELS = {
         "qk_rope_head_dim": 64,
         "qk_nope_head_dim": 128,
         "rope_theta": 10000.0,
+        "num_attention_heads": 128,
+        "kv_lora_rank": 512,
+        "v_head_dim": 128,
         "max_position_embeddings": 163840,
         "rope_scaling": {"type": "yarn", "factor": 40, "original_max_position_embeddings": 4096,
                          "beta_fast": 32, "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 1.0},
         "source": "deepseek-ai/DeepSeek-V3 config.json as quoted in NVIDIA/Megatron-LM issue #1418 "
                   "(the yarn block above, max_position_embeddings 163840); DeepSeek-V3 inference/model.py "
                   "defaults (qk_rope_head_dim 64, rope_theta 10000, rope_factor 40, beta_fast 32, "
-                  "beta_slow 1, mscale 1.0, original_seq_len 4096); survey Table 4.",
+                  "beta_slow 1, mscale 1.0, original_seq_len 4096); survey Table 4. num_attention_heads 128, "
+                  "kv_lora_rank 512 and v_head_dim 128 from MaxText's checkpoint converter "
+                  "(convert_deepseek_family_ckpt.py, deepseek3-671b).",
         "notes": "Only 64 of each query/key head's 192 dimensions are rotated; the other 128 carry "
                  "no position. The attention code multiplies the softmax scale by "
-                 "(0.1 ln 40 + 1)^2, YaRN's temperature, instead of scaling cos and sin.",
+                 "(0.1 ln 40 + 1)^2, YaRN's temperature, instead of scaling cos and sin. MLA caches, per "
+                 "token and layer, the kv_lora_rank = 512 numbers of the compressed latent and the 64 of "
+                 "the one shared rotary key.",
+    },
+    "LongCat-Flash": {
+        "mechanism": "rope_decoupled",
+        "qk_rope_head_dim": 64,
+        "qk_nope_head_dim": 128,
+        "rope_theta": 10000000.0,
+        "max_position_embeddings": 131072,
+        "source": "survey Table 4: LongCat-Flash follows MLA, with a 64-dimensional RoPE subspace, a "
+                  "128-dimensional NoPE subspace, theta 10^7 and maximum position 131K in the official "
+                  "configuration of its first version (LongCat-Flash-Chat config.json); 131K is read as "
+                  "131072.",
+        "notes": "The survey also reports that the 2601 version's public configuration sets theta to 10^6.",
+    },
+    "Kimi-K3": {
+        "mechanism": "nope",
+        "source": "survey Table 4: no explicit position encoding in MLA's queries and keys; position "
+                  "sensitivity comes implicitly from Kimi Delta Attention's recursive gating and decay, "
+                  "and the report states the design continues training to a 1M context without RoPE "
+                  "rescaling or interpolation.",
     },
 }
 
@@ -181,6 +228,8 @@ _SUMMARIES = {
             "depend on the offset only.",
     "rope_decoupled": "Decoupled RoPE (MLA): a small separate slice of each query/key head is "
                       "rotated; the compressed content part carries no position.",
+    "nope": "No positional encoding in attention (NoPE): queries and keys are never rotated and no "
+            "bias is added; order reaches attention only through other layers.",
 }
 
 
@@ -193,7 +242,8 @@ def describe_model(name):
     r"""A dict describing ``name``'s positional scheme, with numbers for RoPE models.
 
     Every result has ``name``, ``mechanism``, ``summary``, ``source`` and the stored fields.
-    RoPE entries add ``rotary_dim``, ``inv_freq`` ($\theta_i'$ after ``rope_scaling``, at
+    RoPE entries add ``rotary_dim`` (``qk_rope_head_dim``, else ``head_dim`` times any
+    ``partial_rotary_factor``), ``inv_freq`` ($\theta_i'$ after ``rope_scaling``, at
     ``seq_len`` = ``max_position_embeddings``), ``attention_factor``, ``wavelengths``
     ($2\pi/\theta_i'$) and ``critical_dimension`` (of the unscaled RoPE at ``train_len``, the
     trained length: ``original_max_position_embeddings`` when there is scaling), plus
@@ -208,7 +258,7 @@ def describe_model(name):
     out = {"name": name, "summary": _SUMMARIES[entry["mechanism"]], **entry}
     if entry["mechanism"] not in ("rope", "rope_decoupled"):
         return out
-    rotary_dim = entry.get("qk_rope_head_dim", entry.get("head_dim"))
+    rotary_dim = entry.get("qk_rope_head_dim") or int(entry["head_dim"] * entry.get("partial_rotary_factor", 1.0))
     scaling = entry.get("rope_scaling")
     max_pos = entry.get("max_position_embeddings")
     train_len = (scaling or {}).get("original_max_position_embeddings", max_pos)

@@ -39,6 +39,18 @@ class SideBySide:
         return (f"the curves part at step {s}: library {self.library[s]:.6f}, yours {self.yours[s]:.6f}; "
                 f"look at the functions this model runs")
 
+    def plot(self, ax=None, yours="your functions", title="the same model, the same batches", log=False):
+        """Both loss curves on one axis, the step where they part marked; returns the axis."""
+        from .evaluate import _axes
+        ax = _axes(ax, figsize=(6, 3))
+        ax.plot(self.library, label="library", linewidth=3, alpha=0.5)
+        ax.plot(self.yours, label=yours, linestyle="--")
+        if self.first_difference is not None:
+            ax.axvline(self.first_difference, color="red", linestyle=":", label="the curves part")
+        ax.set(xlabel="step", ylabel="training loss (nats)", title=title, yscale="log" if log else "linear")
+        ax.legend()
+        return ax
+
 
 def train_side_by_side(cfg, scheme, get_batch, steps=100, lr=3e-3, seed=0, tolerance=1e-6):
     r"""Train ``TinyGPT(cfg)`` twice in float64, the second with ``model.positional = scheme``; return a ``SideBySide``.

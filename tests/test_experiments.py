@@ -155,3 +155,13 @@ def test_sinks_at_their_text_positions_are_worse_than_at_slot_positions(sinks):
 def test_rope_window_does_not_care_how_positions_are_numbered(sinks):
     # RoPE scores depend on distances only, and a plain window keeps them. Difference seen: 1e-8 .. 3e-8
     assert abs(sinks["window"] - sinks["window (slot positions)"]) < 1e-4
+
+
+def test_load_result_reads_the_committed_json_and_names_a_missing_one(tmp_path):
+    import json
+    from mini_transformer.experiments.common import load_result
+    (tmp_path / "demo.json").write_text(json.dumps({"loss": [1.5, 2.0]}))
+    assert load_result("demo", folder=str(tmp_path)) == {"loss": [1.5, 2.0]}
+    with pytest.raises(FileNotFoundError, match=r"no committed result .*absent\.json; run python -m "
+                                                r"mini_transformer\.experiments\.absent"):
+        load_result("absent", folder=str(tmp_path))

@@ -70,3 +70,24 @@ def test_defaults_that_depend_on_the_model_are_resolved_from_it():
     assert TinyGPT(config("transformer_xl")).positional.mem_len == 9                 # max_len
     assert TinyGPT(config("relative_2d")).positional.window_size == 3                # the smallest w with w^2 >= 9
     assert TinyGPT(config("decoupled_rope")).positional.d_rope == 4                  # d_head 8: half, even
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMES))
+def test_a_float32_model_stays_float32_whatever_its_scheme(name):
+    # a scheme that built its tables in float64 and mixed them in would turn the scores, and the logits, to float64
+    from mini_transformer import backend
+    cfg = GPTConfig(vocab_size=16, d_model=16, n_layers=1, n_heads=2, max_len=16, positional=name)
+    ids = backend.asarray([[3, 1, 4, 1, 5, 9, 2, 6, 5]])
+    assert TinyGPT(cfg)(ids).data.dtype == "float32"
+
+
+def test_refusals_name_the_positions_asked_for_and_the_ones_there_are():
+    # hand-worked: a table of 8 rows asked for 3 rows from offset 6 (positions 6, 7, 8); a 3 x 3 window holds 0..8
+    from mini_transformer.positional.learned import LearnedPositionalEmbedding
+    from mini_transformer.positional.relative_2d import RelativePositionBias2D
+    with pytest.raises(ValueError, match=r"^LearnedPositionalEmbedding has T_max=8 positions, but positions 6\.\.8 were "
+                                         r"asked for \(position 8 is at or past T_max=8\)\.$"):
+        LearnedPositionalEmbedding(8, 4).rows(3, offset=6)
+    with pytest.raises(ValueError, match=r"^RelativePositionBias2D: position 9 lies outside a window of window_size=3, "
+                                         r"which holds positions 0\.\.8 in raster order\.$"):
+        RelativePositionBias2D(2, 3).check_positions(9)

@@ -38,3 +38,12 @@ def test_positions_with_a_gap_are_refused_in_a_sentence():
     x = Tensor(backend.rng(0).normal(size=(1, 1, 2, 4)))
     with pytest.raises(ValueError, match="consecutive positions"):
         scheme.rotate(x, backend.asarray([0, 5]), 0)
+
+
+def test_the_plot_marks_where_the_curves_part():
+    from mini_transformer.side_by_side import SideBySide
+    ax = SideBySide(library=[3.0, 2.0, 1.0], yours=[3.0, 2.5, 2.0], tolerance=1e-6).plot(yours="mine")
+    assert [line.get_label() for line in ax.get_lines()] == ["library", "mine", "the curves part"]
+    assert list(ax.get_lines()[2].get_xdata()) == [1, 1]                      # the vertical line at step 1
+    ax = SideBySide(library=[1.0, 0.5], yours=[1.0, 0.5], tolerance=1e-6).plot(log=True)
+    assert len(ax.get_lines()) == 2 and ax.get_yscale() == "log"

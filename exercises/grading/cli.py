@@ -7,7 +7,12 @@ r"""``python -m exercises COMMAND``: the workbook's reader and instructor comman
     refresh-outputs [CHAPTER ...]           re-execute chapters, store their checked outputs (authors)
     release CHAPTER --out DIR               a student notebook without answers or hints (instructors)
     release --repo --out DIR                a student copy of the whole workbook, without solutions/
+    release CH1 CH2 ... --out DIR           several chapters; release --all --out DIR: every chapter
     grade-folder DIR --out REPORT           grade a class into REPORT.csv and REPORT.json (instructors)
+                 [--all-modules | --module M1 M2 ...]   one gradebook over several exercise modules
+    gradescope --out DIR [--module M ...]   a Gradescope autograder bundle (setup.sh, run_autograder)
+    syllabus [-v]                           every chapter's exercises, stars and minutes (instructors)
+    cards [COUNT] [--chapter N ...] [--seed S] [--all] [--list]   drill the interview cards
 """
 import argparse
 
@@ -40,21 +45,45 @@ def main(argv=None):
     p = sub.add_parser("refresh-outputs", help="execute chapters and store their checked outputs")
     p.add_argument("chapters", nargs="*", help="e.g. 06_rope (default: all)")
 
-    p = sub.add_parser("release", help="a student notebook, or with --repo a student copy of the workbook")
-    p.add_argument("chapter", nargs="?", help="e.g. 06_rope (not with --repo)")
+    p = sub.add_parser("release", help="student notebooks, or with --repo a student copy of the workbook")
+    p.add_argument("chapters", nargs="*", metavar="chapter", help="e.g. 06_rope, or several (not with --repo)")
     p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--all", action="store_true", help="a student notebook of every chapter")
     p.add_argument("--repo", action="store_true", help="write a whole student copy: no solutions/, answers and "
                                                       "hints dropped from the chapters, stored grading data")
 
     p = sub.add_parser("grade-folder", help="grade one entry per student into CSV and JSON")
     p.add_argument("folder")
     p.add_argument("--out", required=True, help="report path without suffix; .csv and .json are written")
-    p.add_argument("--module", default="rope", help="which exercise module the students wrote (default rope)")
+    p.add_argument("--module", nargs="+", default=None, metavar="MODULE",
+                   help="which exercise module the students wrote (default rope); several, or `all`, give one "
+                        "gradebook over all of them")
+    p.add_argument("--all-modules", action="store_true", help="one gradebook over every exercise module")
     p.add_argument("--timeout", type=float, default=None, help="seconds per exercise (default 10)")
     p.add_argument("--memory-mb", type=int, default=1024, help="address space of each graded process (default 1024)")
     p.add_argument("--workers", type=int, default=None, help="students graded at once (default: the CPU count)")
     p.add_argument("--wrap", default=None, help="a command to run each graded process under, e.g. a bwrap line "
                                                 "(see README.md, 'Grading a class')")
+
+    p = sub.add_parser("gradescope", help="write a Gradescope autograder bundle (instructors)")
+    p.add_argument("--out", required=True, help="an empty or new folder; DIR.zip is written beside it")
+    p.add_argument("--module", nargs="+", default=None, metavar="MODULE",
+                   help="the exercise modules graded (default: every one)")
+    p.add_argument("--timeout", type=float, default=None, help="seconds per exercise (default 10)")
+    p.add_argument("--visibility", default="visible",
+                   choices=("visible", "hidden", "after_due_date", "after_published"),
+                   help="when students see each exercise's feedback (Gradescope's visibility)")
+
+    p = sub.add_parser("syllabus", help="every chapter's exercises, stars and minutes, for planning a course")
+    p.add_argument("-v", "--verbose", action="store_true", help="list every exercise too")
+
+    p = sub.add_parser("cards", help="drill the interview cards: a question, Enter, the answer")
+    p.add_argument("count", nargs="?", type=int, default=None, help="how many cards (default 1)")
+    p.add_argument("--chapter", type=int, nargs="+", default=None, metavar="N",
+                   help="only the cards of chapter N (or of several: --chapter 2 3)")
+    p.add_argument("--seed", type=int, default=None, help="draw the same cards again")
+    p.add_argument("--all", action="store_true", help="every card (of the chapter), in a random order")
+    p.add_argument("--list", action="store_true", help="list every question, by chapter, and stop")
 
     args = parser.parse_args(argv)
     from exercises.grading.grader import DEFAULT_TIMEOUT
@@ -124,21 +153,55 @@ def _run(parser, args, timeout):
 
     if args.command == "release":
         from exercises.grading import release
-        if args.repo == bool(args.chapter):
-            parser.error("give either a CHAPTER (one student notebook) or --repo (a whole student copy).")
+        if sum([args.repo, args.all, bool(args.chapters)]) != 1:
+            parser.error("give CHAPTER names (student notebooks), --all (every chapter) or --repo (a whole "
+                         "student copy), one of the three.")
         if args.repo:
             print(f"wrote a student copy of the workbook to {release.repository(args.out)}")
         else:
-            print(f"wrote {release.notebook(args.chapter, args.out)}")
+            for path in release.notebooks_for(args.chapters or None, args.out):
+                print(f"wrote {path}")
         return 0
 
     if args.command == "grade-folder":
-        from exercises.grading.instructor import grade_folder
+        from exercises.grading.instructor import grade_folder, grade_folder_modules, modules_named
         from exercises.grading.sandbox import Limits
-        report = grade_folder(args.folder, args.out, module=args.module, timeout=timeout,
-                              limits=Limits(memory_mb=args.memory_mb), wrap=args.wrap, workers=args.workers)
+        limits = Limits(memory_mb=args.memory_mb)
+        if args.all_modules and args.module:
+            parser.error("use either --all-modules or --module, not both.")
+        if args.all_modules or (args.module and (len(args.module) > 1 or args.module == ["all"])):
+            book = grade_folder_modules(args.folder, args.out, modules_named(args.module or ["all"]),
+                                        timeout=timeout, limits=limits, wrap=args.wrap, workers=args.workers)
+            for s in book["students"]:
+                print(f"{s['student']:<24} {s['points']:g} of {s['out_of']}")
+            print(f"wrote {book['csv']} and {book['json']}")
+            return 0
+        report = grade_folder(args.folder, args.out, module=(args.module or ["rope"])[0], timeout=timeout,
+                              limits=limits, wrap=args.wrap, workers=args.workers)
         for s in report["students"]:
             print(f"{s['student']:<24} {s['passed']} of {s['total']}")
         print(f"wrote {report['csv']} and {report['json']}")
         return 0
+
+    if args.command == "gradescope":
+        from exercises.grading import gradescope
+        from exercises.grading.instructor import modules_named
+        out = gradescope.bundle(args.out, modules_named(args.module or ["all"]), timeout=timeout,
+                                visibility=args.visibility)
+        print(f"wrote the autograder bundle {out} and {out.with_suffix('.zip')}; upload the .zip to Gradescope")
+        return 0
+
+    if args.command == "syllabus":
+        from exercises.grading.syllabus import table
+        print(table(args.verbose))
+        return 0
+
+    if args.command == "cards":
+        from exercises.grading import cards
+        if args.all and args.count:
+            parser.error("use either a COUNT or --all, not both.")
+        if args.count is not None and args.count < 1:
+            parser.error(f"COUNT is how many cards to draw, 1 or more; got {args.count}.")
+        return cards.main(count=args.count, chapter=args.chapter, seed=args.seed, every=args.all,
+                          list_only=args.list)
     return 2

@@ -101,8 +101,8 @@ def _live(module):
                 raise LookupError(f"mutant {m.key} of {name} wraps {m.wraps!r}, which {name} does not take "
                                   f"(it takes {', '.join(params)}).")
         tests[name] = CompiledTest(module, name, labels[name], params, signatures(name, fn, ()),
-                                   [{"key": m.key, "wraps": m.wraps, "title": m.title, "hint": m.hint}
-                                    for m in spec.mutants])
+                                   [{"key": m.key, "wraps": m.wraps, "title": m.title, "hint": m.hint,
+                                     "required": m.required} for m in spec.mutants])
     return Knowledge(module, labels, compiled, tests, text)
 
 

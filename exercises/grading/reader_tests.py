@@ -12,6 +12,10 @@ A test that passes the reference and catches every mutant passes; one that lets 
 fails as a *weak test*, with the list of the mutants that got away and what would catch them.
 A test that never asserts anything catches nothing, so it never passes.
 
+A mutant may be marked ``required=False``: the test is not meant to catch it (chapter 12's
+clinic gives each check every planted bug, and each check answers for its own). Such a
+mutant never makes a test weak; the report says which of them the test caught as well.
+
 Mutants are declared per module in ``exercises/grading/mutants/<module>.py``. Each one *wraps*
 the implementation it replaces (``make(apply_rotary) -> a wrong apply_rotary``) instead of
 re-implementing it, so the file holds no answer and ships in a student copy, where the reader's
@@ -30,6 +34,7 @@ class Mutant:
     hint: str  # a check that catches it
     make: object  # the correct implementation -> the wrong one, with the same signature
     misconception: str = ""  # the misconception of the wrapped target that it reproduces, if any
+    required: bool = True  # False: the test is not meant to catch it; the report says whether it did
 
 
 @dataclass
@@ -110,7 +115,7 @@ class CompiledTest:
     label: str
     params: list  # the implementations it receives, by name
     signatures: dict
-    mutants: list  # [{"key", "wraps", "title", "hint"}]
+    mutants: list  # [{"key", "wraps", "title", "hint", "required"}] ("required" absent means True)
 
     is_class = False
     kind = "reader_test"
@@ -148,20 +153,30 @@ def judge(c, report):
         return result(c, "fail", "fails_reference",
                       f"fails the reference: your test must pass on correct implementations, but {what}: "
                       f"{ref['type']}: {ref['message']}{ref['where']}")
-    caught = [m for m in c.mutants if outcomes[m["key"]]["result"] != "passed"]
-    missed = [m for m in c.mutants if outcomes[m["key"]]["result"] == "passed"]
+    required = [m for m in c.mutants if m.get("required", True)]
+    optional = [m for m in c.mutants if not m.get("required", True)]
+    caught = [m for m in required if outcomes[m["key"]]["result"] != "passed"]
+    missed = [m for m in required if outcomes[m["key"]]["result"] == "passed"]
+    also = [m for m in optional if outcomes[m["key"]]["result"] != "passed"]
     crashes = [f"{m['key']} (by {outcomes[m['key']]['type']}, not by an assertion)"
-               for m in caught if outcomes[m["key"]]["result"] == "raised"]
+               for m in caught + also if outcomes[m["key"]]["result"] == "raised"]
     note = f"\nCaught by a crash rather than an assertion: {', '.join(crashes)}." if crashes else ""
-    n = len(c.mutants)
+    if optional:
+        note = (f"\nAlso caught, of the {len(optional)} it is not meant for: "
+                f"{', '.join(m['key'] for m in also) or 'none'}.") + note
+    n = len(required)
     if not missed:
-        r = result(c, "pass", "pass", f"{c.name}: passes on the reference and catches all {n} mutants.{note}")
+        what = (f"all {n} mutants" if not optional else
+                f"the mutant it must catch, {required[0]['key']}" if n == 1 else
+                f"all {n} mutants it must catch")
+        r = result(c, "pass", "pass", f"{c.name}: passes on the reference and catches {what}.{note}")
     else:
         lines = "\n".join(f"  - {m['key']} ({m['wraps']}: {m['title']}). What catches it: {m['hint']}"
                           for m in missed)
         r = result(c, "fail", "weak_test", f"weak test: caught {len(caught)} of {n} mutants; "
                                             f"got away: {', '.join(m['key'] for m in missed)}.\n{lines}{note}")
     r["caught"] = [len(caught), n]
+    r["also_caught"] = [m["key"] for m in also]
     return r
 
 

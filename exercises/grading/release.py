@@ -1,6 +1,8 @@
 r"""Student releases: one chapter as a notebook, or the whole workbook without the answers.
 
     python -m exercises release 06_rope --out DIR      # DIR/06_rope.ipynb
+    python -m exercises release 02_sinusoidal 06_rope --out DIR   # one notebook per chapter named
+    python -m exercises release --all --out DIR        # every chapter of the book
     python -m exercises release --repo --out DIR       # DIR: a student copy of the workbook
 
 A student notebook drops every cell tagged ``answer`` or ``hint``, clears outputs and the
@@ -35,7 +37,8 @@ from exercises.grading.paths import ROOT
 
 # tests that need the reference, the grader's checks or the stored chapter outputs, besides those importing solutions
 INSTRUCTOR_TESTS = {"test_grader.py", "test_instructor.py", "test_notebooks.py", "test_exercise_tools.py",
-                    "test_release.py", "test_sandbox.py", "test_reader_tests.py", "test_rough_edges.py"}
+                    "test_release.py", "test_sandbox.py", "test_reader_tests.py", "test_rough_edges.py",
+                    "test_course.py"}
 LEFT_OUT = ("solutions/", "exercises/grading/checks/", "exercises/grading/stored/", "tests/wrong_implementations/",
             "chapters/expected_outputs/")
 
@@ -50,6 +53,20 @@ def notebook(name, out_dir):
     path = out_dir / f"{notebooks.chapter_path(name).stem}.ipynb"
     nbformat.write(nb, path)
     return path
+
+
+def notebooks_for(names, out_dir):
+    r"""A student notebook of each chapter in ``names`` (every chapter when None); the paths, in order.
+
+    Every name is checked before anything is written, so a typo in the fifth name leaves no
+    half-written release behind.
+    """
+    names = notebooks.chapter_names() if names is None else list(names)
+    stems = [notebooks.chapter_path(n).stem for n in names]  # SystemExit naming the chapters on a bad name
+    repeated = sorted({s for s in stems if stems.count(s) > 1})
+    if repeated:
+        raise SystemExit(f"{', '.join(repeated)} is named twice; give each chapter once.")
+    return [notebook(stem, out_dir) for stem in stems]
 
 
 def _tracked_files():

@@ -22,6 +22,15 @@ RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 _CORPUS = None
 
 
+def load_result(name, folder=RESULTS):
+    """The committed result of experiment ``name`` (``results/NAME.json``), as the dict its run saved."""
+    path = os.path.join(folder, f"{name}.json")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"no committed result {path}; run python -m mini_transformer.experiments.{name}")
+    with open(path) as f:
+        return json.load(f)
+
+
 def corpus():
     """The standard-library text corpus, loaded once per process (1 MB: fast, and plenty for these models)."""
     global _CORPUS

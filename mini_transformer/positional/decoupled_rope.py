@@ -84,6 +84,30 @@ class DecoupledRoPE(PositionalScheme):
         k_R = self.kernels.apply_rotary(k_R, cos_k.astype(q.dtype), sin_k.astype(q.dtype))
         return q_R @ k_R.transpose(0, 1, 3, 2)                                    # (B, H, T_q, T_k)
 
+    # -- the two rotary parts on their own, for looking at what MLA would cache -------------
+    def rotary_query(self, q, q_pos, layer):
+        r"""R_i q^R_i / \sqrt{d_{head}} for attention's content queries ``q`` ``(B, H, T_q, d_head)``: ``(B, H, T_q, d_rope)``.
+
+        With ``rotary_key``, ``rotary_query(q, ...) @ rotary_key(k, ...)^T`` is ``score_bias``.
+        """
+        B, H, T_q, d_head = q.shape
+        q_R = self.layers[layer].W_QR(q.transpose(0, 2, 1, 3).reshape(B, T_q, H * d_head))
+        q_R = q_R.reshape(B, T_q, H, self.d_rope).transpose(0, 2, 1, 3)         # (B, H, T_q, d_rope)
+        cos, sin = self.rotary.at(q_pos)                                          # (T_q, d_rope) each
+        return self.kernels.apply_rotary(q_R, cos.astype(q.dtype), sin.astype(q.dtype)) * (1.0 / d_head ** 0.5)
+
+    def rotary_key(self, k, k_pos, layer):
+        r"""R_j k^R_j for attention's content keys ``k`` ``(B, H, T_k, d_head)``: ``(B, 1, T_k, d_rope)``.
+
+        One vector per token, shared by every head, and a function of that token alone: MLA
+        rotates it once and caches it beside the compressed latent (d_rope numbers a token).
+        """
+        B, H, T_k, d_head = k.shape
+        k_R = self.layers[layer].W_KR(k.transpose(0, 2, 1, 3).reshape(B, T_k, H * d_head))
+        k_R = k_R.reshape(B, 1, T_k, self.d_rope)                                 # (B, 1, T_k, d_rope) all heads
+        cos, sin = self.rotary.at(k_pos)                                          # (T_k, d_rope) each
+        return self.kernels.apply_rotary(k_R, cos.astype(k.dtype), sin.astype(k.dtype))
+
 
 def _default_d_rope(d_head):
     """Half the head, rounded down to an even number, and at least one pair."""

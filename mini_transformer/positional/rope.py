@@ -246,7 +246,7 @@ class _FunctionRoPE(RoPE):
         self.rerotate_keys = False
 
     def signature(self):
-        return {"from_functions": super().signature()["from_functions"]}
+        return PositionalScheme.signature(self)   # the function's name only: it has no RotaryEmbedding to read
 
     @contextlib.contextmanager
     def planned_length(self, n):
