@@ -756,6 +756,22 @@ assert abs(gap["transformer_xl"]) < 0.05 and gap["rope"] > 1  # the same for Tra
 # </details>
 
 # %% [markdown]
+# **6.** Unscaled RoPE scores 3.38 past $L$ with its whole prefix and 1.45 with only the last 64
+# tokens (section 8). RoPE's score depends only on the offset $n - m$: why does the whole prefix
+# hurt it at all, and what does the window give up?
+
+# %% [markdown] tags=["answer"]
+# <details><summary>Answer</summary>
+#
+# With the whole prefix a query meets keys at offsets up to 511, and training at 64 only ever
+# showed it offsets up to 63: the rotation angles of the slow pairs at those offsets are new to
+# it. The window keeps every offset below 64, all seen in training, so the model is on familiar
+# ground again. It gives up every token further back than 63, which is what ALiBi and
+# Transformer-XL give up on their own (section 8 measured them equal to their windows). Chapter 8
+# stretches RoPE so that it can *read* the longer context, not just survive it.
+# </details>
+
+# %% [markdown]
 # ## 10. The ledger, settled
 #
 # What this workbook's model did, from the numbers the chapter printed:

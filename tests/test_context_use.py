@@ -42,3 +42,17 @@ def test_a_learned_table_refuses_the_whole_prefix_but_runs_every_window():
 def test_lengths_that_say_nothing_are_refused():
     with pytest.raises(ValueError, match="must exceed train_len"):
         context_use(model("none"), STREAM, L, L)
+
+
+def test_the_report_lists_only_the_schemes_that_measured_context_use(capsys):
+    # the committed result holds context_use for some schemes only (re-trained alone); the report must not stop
+    from mini_transformer.experiments.train_short_test_long import report
+    row = {"final_train_loss": 1.0, "loss": [1.0, 2.0], "loss_beyond": [float("nan"), 2.5], "reasons": [None, None]}
+    res = {"train_len": 8, "lengths": [8, 16], "multiples": [1, 2], "context_use_length": 16,
+           "results": {"alibi": {**row, "context_use": {"full_mean": 1.25, "window_mean": 1.5}}, "rope": row},
+           "environment": {"seeds": [0], "d_model": 16, "n_layers": 2, "n_heads": 2, "batch_size": 4,
+                           "train_len": 8, "steps": 1, "eval_windows": 2, "seconds": 0.1, "cores": 2,
+                           "backend": "numpy"}}
+    report(res)
+    tail = capsys.readouterr().out.split("loss with the whole prefix")[1]
+    assert "alibi" in tail and "1.250" in tail and "1.500" in tail and "rope" not in tail
