@@ -161,12 +161,18 @@ assert xp.allclose(alibi_slopes(8)[1:] / alibi_slopes(8)[:-1], 2.0 ** (-8 / 8)) 
 # others, so the spread of scales stays even.
 
 # %%
-fig, ax = plt.subplots(figsize=(7, 3))
-for H, marker in [(4, "o"), (6, "s"), (8, "^"), (12, "D"), (16, "v")]:
-    ax.plot(range(1, H + 1), to_numpy(xp.log2(alibi_slopes(H))), marker, label=f"H = {H}")
-ax.set(xlabel="head h", ylabel="log2(slope m_h)", title="ALiBi slopes: every head count spans 2^(-8/H) .. 2^-8")
-ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
-fig.tight_layout()
+fig, axes = plt.subplots(1, 5, figsize=(13, 3), sharey=True)
+for ax, H in zip(axes, (4, 6, 8, 12, 16)):
+    c = 1 << (H.bit_length() - 1)                                                # the power of two at or below H
+    log_m = to_numpy(xp.log2(alibi_slopes(H)))
+    ax.plot(range(1, c + 1), log_m[:c], "o", label="2^(-8h/c), c the power of two at or below H")
+    if H > c:
+        ax.plot(range(c + 1, H + 1), log_m[c:], "s", color="C3", label="the odd-numbered slopes of the 2c sequence")
+    ax.set(title=f"H = {H}", xlabel="head h", ylim=(-8.8, 0.2))
+axes[0].set_ylabel("log2(slope m_h)")
+fig.legend(*axes[1].get_legend_handles_labels(), loc="lower center", ncol=2, fontsize=8)
+fig.suptitle("ALiBi's slopes; for 6 and 12 heads the paper's rule fills the gaps between the others")
+fig.tight_layout(rect=(0, 0.08, 1, 1))
 
 # %% [markdown]
 # ## 3. How far each head looks
