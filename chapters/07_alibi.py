@@ -157,8 +157,9 @@ assert xp.allclose(alibi_slopes(8)[1:] / alibi_slopes(8)[:-1], 2.0 ** (-8 / 8)) 
 
 # %% [markdown]
 # Drawn: each head's slope, on a log scale. For a power of two the heads are evenly spread in
-# $\log_2$ from $-8/H$ to $-8$. For 6 and 12 heads the extra heads land halfway between the
-# others, so the spread of scales stays even.
+# $\log_2$ from $-8/H$ to $-8$. For 6 and 12 heads the extra heads (red) land halfway between
+# the steepest of the others, never on top of one: those models have more local heads than
+# far-looking ones.
 
 # %%
 fig, axes = plt.subplots(1, 5, figsize=(13, 3), sharey=True)
