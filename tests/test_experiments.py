@@ -53,6 +53,20 @@ def test_unscaled_rope_climbs_past_its_length_and_alibi_does_not(short_long):
     assert rise["alibi"] < 0.5 * rise["rope"], rise
 
 
+@pytest.mark.slow
+def test_alibi_runs_long_but_a_window_of_L_scores_the_same(short_long):
+    # context_use at 8L, positions t >= L: whole prefix against the last L tokens only. Seen (full, window):
+    #   seed 0: alibi 2.048 2.041, rope 2.625 2.003, none 2.326 2.190
+    #   seed 1: alibi 2.010 2.003, rope 2.455 1.946, none 2.285 2.183
+    #   seed 2: alibi 1.896 1.893, rope 2.510 1.852, none 2.243 2.122
+    #   seed 3: alibi 2.118 2.110, rope 2.604 2.038, none 2.430 2.307
+    use = {name: r["context_use"] for name, r in short_long["results"].items()}
+    gap = {name: u["full_mean"] - u["window_mean"] for name, u in use.items() if name != "learned"}
+    assert abs(gap["alibi"]) < 0.05, gap                 # the tokens further back than L change nothing
+    assert gap["rope"] > 0.3, gap                         # a window of L rescues unscaled RoPE
+    assert math.isnan(use["learned"]["full_mean"]) and math.isfinite(use["learned"]["window_mean"])
+
+
 # ---------------------------------------------------------------------------
 # Relative bias generalisation (exercise 4; quick: 3 seeds, 300 steps)
 # ---------------------------------------------------------------------------

@@ -63,7 +63,47 @@ class ALiBi(PositionalScheme):
         return cls(cfg.n_heads, bidirectional=not causal)
 
     def signature(self):
-        return {"bidirectional": self.bidirectional}
+        return {**super().signature(), "bidirectional": self.bidirectional}
 
     def score_bias(self, q, k, q_pos, k_pos, layer):
         return _bias(self.slopes, q_pos, k_pos, self.bidirectional, q.dtype)   # (1, H, T_q, T_k)
+
+    @classmethod
+    def from_functions(cls, alibi_slopes, alibi_bias=None, bidirectional=False):
+        r"""ALiBi computed by functions you wrote, so a model trains on your code.
+
+        ``alibi_slopes(n_heads)`` returns the ``(H,)`` slopes m_h; the number of
+        heads is read from the queries at every call. ``alibi_bias(n_heads, T_q, T_k)``,
+        when given, returns the whole causal bias ``(1, H, T_q, T_k)`` for queries
+        that are the last T_q of T_k consecutive keys, as in training and in a
+        text-position cache; without it the bias is -m_h (i - j) built here from
+        your slopes, at any positions. ``bidirectional=True`` (an encoder) uses
+        -m_h |i - j| from your slopes, so it takes no ``alibi_bias``.
+        """
+        if bidirectional and alibi_bias is not None:
+            raise ValueError("ALiBi.from_functions: alibi_bias(n_heads, T_q, T_k) is the causal form, but "
+                             "bidirectional=True asks for -m_h |i - j|; pass only alibi_slopes for an encoder.")
+        return _FunctionALiBi(alibi_slopes, alibi_bias, bidirectional)
+
+
+class _FunctionALiBi(ALiBi):
+    """``ALiBi.from_functions``: the slopes (and the causal bias) come from the functions it was given."""
+
+    def __init__(self, slopes_fn, bias_fn, bidirectional):
+        self.slopes_fn, self.bias_fn, self.bidirectional = slopes_fn, bias_fn, bidirectional
+        self.made_from = "bias_fn" if bias_fn is not None else "slopes_fn"
+
+    def score_bias(self, q, k, q_pos, k_pos, layer):
+        H, T_q, T_k = q.shape[1], q_pos.shape[0], k_pos.shape[0]
+        if self.bias_fn is None:
+            return _bias(asarray(self.slopes_fn(H)), q_pos, k_pos, self.bidirectional, q.dtype)   # (1, H, T_q, T_k)
+        consecutive = T_k < 2 or bool(xp.all(k_pos[1:] - k_pos[:-1] == 1))
+        if not consecutive or not bool(xp.all(q_pos == k_pos[T_k - T_q:])):
+            raise ValueError("ALiBi.from_functions with alibi_bias takes consecutive keys whose last T_q are the "
+                             "queries (alibi_bias(n_heads, T_q, T_k)'s convention); this call has a gap, as a cache "
+                             "that keeps sink tokens would. Pass only alibi_slopes to run at any positions.")
+        bias = asarray(self.bias_fn(H, T_q, T_k))
+        if tuple(bias.shape) != (1, H, T_q, T_k):
+            raise ValueError(f"ALiBi.from_functions: alibi_bias({H}, {T_q}, {T_k}) returned shape {tuple(bias.shape)}; "
+                             f"the scores need (1, H, T_q, T_k) = (1, {H}, {T_q}, {T_k}).")
+        return bias.astype(q.dtype)                                             # (1, H, T_q, T_k)

@@ -12,6 +12,12 @@ KNOWN_WRONG = [
     ("bias_queries_first", "alibi.alibi_bias", "misconception", "queries_at_start"),
     ("bias_future_bonus", "alibi.alibi_bias", "misconception", "future_not_clamped"),
     ("bias_no_batch_axis", "alibi.alibi_bias", "shape", "missing_batch_axis"),
+    ("slopes_rounded_up", "alibi.alibi_slopes", "misconception", "next_power_of_two"),
+    ("bias_abs_distance", "alibi.alibi_bias", "misconception", "symmetric_in_causal"),
+    ("symmetric_causal", "alibi.alibi_bias_symmetric", "misconception", "causal_form"),
+    ("symmetric_signed", "alibi.alibi_bias_symmetric", "misconception", "signed_distance"),
+    ("symmetric_plus", "alibi.alibi_bias_symmetric", "misconception", "positive_sign"),
+    ("symmetric_no_batch_axis", "alibi.alibi_bias_symmetric", "shape", "missing_batch_axis"),
 ]
 
 
@@ -58,3 +64,35 @@ def bias_future_bonus(n_heads, T_q, T_k):
 
 def bias_no_batch_axis(n_heads, T_q, T_k):
     return -_slopes(n_heads)[:, None, None] * _distance(T_q, T_k, T_k - T_q)[None]
+
+
+def slopes_rounded_up(n_heads):
+    c = 1 << (n_heads - 1).bit_length()  # the next power of two, then keep the first n_heads
+    return _pow2(c, 1)[:n_heads]
+
+
+def bias_abs_distance(n_heads, T_q, T_k):
+    q = xp.arange(T_k - T_q, T_k)[:, None]
+    d = xp.abs(q - xp.arange(T_k)[None, :]).astype(xp.float64)  # the encoder's form in a causal model
+    return -_slopes(n_heads)[None, :, None, None] * d[None, None]
+
+
+def _pos_diff(T):
+    pos = xp.arange(T)
+    return (pos[:, None] - pos[None, :]).astype(xp.float64)  # (T, T) i - j
+
+
+def symmetric_causal(n_heads, T):
+    return -_slopes(n_heads)[None, :, None, None] * xp.maximum(_pos_diff(T), 0.0)[None, None]
+
+
+def symmetric_signed(n_heads, T):
+    return -_slopes(n_heads)[None, :, None, None] * _pos_diff(T)[None, None]
+
+
+def symmetric_plus(n_heads, T):
+    return _slopes(n_heads)[None, :, None, None] * xp.abs(_pos_diff(T))[None, None]
+
+
+def symmetric_no_batch_axis(n_heads, T):
+    return -_slopes(n_heads)[:, None, None] * xp.abs(_pos_diff(T))[None]

@@ -1,4 +1,4 @@
-r"""Checks of ``solutions/alibi.py`` (drill): ALiBi slopes and bias, and their known mistakes."""
+r"""Checks of ``solutions/alibi.py`` (chapter 7, and the alibi drill): ALiBi slopes and biases, and their known mistakes."""
 import numpy as np
 
 from exercises.grading.checking import Case, Misconception, Target
@@ -34,6 +34,11 @@ ALIBI_SLOPES = Target("alibi_slopes", "array", _slope_cases, [
     Misconception("reversed", "slopes in increasing order",
                   "Head 1 has the steepest slope 2^(-8/H); the slopes shrink from there.",
                   lambda n: _slopes_rule(n)[::-1].copy()),
+    Misconception("next_power_of_two", "the first H slopes of the next power of two",
+                  "Rounding H up and keeping the first H slopes gives 6 heads 1/2, 1/4, ..., 1/64: the gentle "
+                  "slopes (the heads that look far) are cut off. The paper rounds down: the c slopes of the "
+                  "largest power of two c below H, then every other slope of the 2c sequence.",
+                  lambda n: 2.0 ** (-8.0 * np.arange(1, n + 1) / (1 << (n - 1).bit_length()))),
 ])
 
 
@@ -42,11 +47,13 @@ def _bias_cases():
             for H, tq, tk in [(8, 5, 5), (4, 1, 7), (1, 1, 1), (6, 3, 3), (2, 3, 6)]]
 
 
-def _bias(H, tq, tk, sign=-1.0, q_start=None, clamp=True, batch=True):
+def _bias(H, tq, tk, sign=-1.0, q_start=None, clamp=True, batch=True, absolute=False):
     from solutions.alibi import alibi_slopes
     q = np.arange(tk - tq if q_start is None else q_start, (tk - tq if q_start is None else q_start) + tq)[:, None]
     dist = (q - np.arange(tk)[None, :]).astype(np.float64)
-    if clamp:
+    if absolute:
+        dist = np.abs(dist)
+    elif clamp:
         dist = np.maximum(dist, 0.0)
     b = sign * np.asarray(alibi_slopes(H))[:, None, None] * dist[None]
     return b[None] if batch else b
@@ -67,7 +74,34 @@ ALIBI_BIAS = Target("alibi_bias", "array", _bias_cases, [
     Misconception("missing_batch_axis", "no leading batch axis",
                   "Return (1, H, T_q, T_k) so the bias broadcasts against scores (B, H, T_q, T_k).",
                   lambda H, tq, tk: _bias(H, tq, tk, batch=False)),
+    Misconception("symmetric_in_causal", "future keys penalised like past ones",
+                  "-m_h * |i - j| is the encoder's form (Exercise 7.3). The causal bias is -m_h * (i - j) for "
+                  "j <= i and 0 for the future keys, which the mask removes.",
+                  lambda H, tq, tk: _bias(H, tq, tk, absolute=True)),
 ])
 
 
-TARGETS = [ALIBI_SLOPES, ALIBI_BIAS]
+def _symmetric_cases():
+    return [Case(f"H {H}, T {T}", (H, T), show=f"n_heads = {H}, T = {T}")
+            for H, T in [(2, 3), (8, 6), (1, 1), (6, 5), (4, 9)]]
+
+
+ALIBI_BIAS_SYMMETRIC = Target("alibi_bias_symmetric", "array", _symmetric_cases, [
+    Misconception("causal_form", "the causal bias used in an encoder",
+                  "With no mask, the future keys are real keys: clamping i - j at 0 makes every future key look "
+                  "as close as the query itself. Use the distance either way, |i - j|.",
+                  lambda H, T: _bias(H, T, T)),
+    Misconception("signed_distance", "the signed distance i - j",
+                  "-m_h * (i - j) is positive for a future key (j > i): it rewards looking ahead. The encoder's "
+                  "penalty is -m_h * |i - j|, the same on both sides.",
+                  lambda H, T: _bias(H, T, T, clamp=False)),
+    Misconception("positive_sign", "the bias rewards distance",
+                  "ALiBi subtracts m_h * |i - j|: far keys lose score. Yours adds it.",
+                  lambda H, T: _bias(H, T, T, sign=1.0, absolute=True)),
+    Misconception("missing_batch_axis", "no leading batch axis",
+                  "Return (1, H, T, T) so the bias broadcasts against scores (B, H, T, T).",
+                  lambda H, T: _bias(H, T, T, absolute=True, batch=False)),
+])
+
+
+TARGETS = [ALIBI_SLOPES, ALIBI_BIAS, ALIBI_BIAS_SYMMETRIC]

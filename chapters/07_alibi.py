@@ -1,0 +1,810 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 7. ALiBi, and the train-short-test-long bake-off
+#
+# You trained a model on 64 tokens. Can it read 512? Chapter 6's RoPE cannot, not without help.
+# ALiBi (Press et al., 2022) takes a different road: it adds no position vector at all and
+# rotates nothing. Each head subtracts a fixed penalty, proportional to the distance, from its
+# attention scores. The penalty is defined at every distance, so the model runs at any length.
+# This chapter builds ALiBi, trains a model on your code, and then asks the harder question:
+# a model that *runs* past its training length, does it *use* what it reads there?
+#
+# ## Objectives
+#
+# By the end you can:
+#
+# * compute ALiBi's slopes for any head count, with the paper's rule when the count is not a
+#   power of two, and say how far each head looks;
+# * build the causal bias and the encoder's symmetric bias, and test a bias by the properties
+#   that define it;
+# * train a `TinyGPT` on your own slopes and bias and check it step by step against the
+#   library's;
+# * explain, with a tiled attention you run, why a closed-form bias fits in a fused kernel;
+# * read the bake-off of eight schemes trained at L = 64 and run to 8L, and measure whether
+#   ALiBi uses the context past L.
+#
+# ## The claim ledger
+#
+# The sources make these claims. Write your prediction in the third column before you run
+# anything: does it hold on this workbook's tiny model? Section 10 settles each one with the
+# numbers the chapter prints.
+#
+# | # | claim (source) | your prediction | settled in |
+# | --- | --- | --- | --- |
+# | C1 | For 8 heads the slopes are 1/2, 1/4, ..., 1/256: a geometric sequence from $2^{-8/H}$ with ratio $2^{-8/H}$ (book §2.5, §3.4) | | §2 |
+# | C2 | The slope-1/2 head suppresses a key 10 tokens back by 5 nats and attends locally; the slope-1/256 head is barely affected within 1000 tokens and attends globally (book §2.5) | | §3 |
+# | C3 | ALiBi learns no position parameters and adds nothing to the input (book §2.5; survey §7) | | §6 |
+# | C4 | ALiBi's bias folds into a fused attention kernel as a closed-form function of the indices; a learned relative bias is materialised as $(H, T_q, T_k)$ (book §2.3, §4) | | §5 |
+# | C5 | Trained short, ALiBi runs long: its loss does not rise past the training length (book §2.5, after Press et al.) | | §7 |
+# | C6 | Unscaled RoPE and the sinusoidal encoding break past the training length; a learned table cannot run there at all (book §2.2, §2.6) | | §7 |
+# | C7 | T5's relative bias generalises modestly past the training length (book §4) | | §7 |
+# | C8 | ALiBi's recency prior: the distance penalty keeps it from using far context (book §2.5 and its interview answer) | | §8 |
+#
+# The functions you write live in [`exercises/alibi.py`](../exercises/alibi.py):
+#
+# | Exercise | Function | What it does |
+# |---|---|---|
+# | 7.1 | `alibi_slopes(n_heads)` | the slope of every head |
+# | 7.2 | `alibi_bias(n_heads, T_q, T_k)` | the causal bias, `(1, H, T_q, T_k)` |
+# | 7.3 | `alibi_bias_symmetric(n_heads, T)` | the encoder's bias, `(1, H, T, T)` |
+# | 7.4 | `test_alibi(alibi_slopes, alibi_bias)` | a test that catches a wrong ALiBi |
+#
+# Each section loads its function with `use(...)`, which prints whether the chapter runs
+# **yours** or the **reference**; until you write a function the reference stands in. Grade
+# with `python -m exercises grade alibi`.
+
+# %%
+import json
+import math
+import os
+
+import matplotlib.pyplot as plt
+
+from exercises import reveal, use
+from mini_transformer.backend import asarray, rng, to_numpy, xp
+
+g = rng(0)  # one seeded generator for the whole chapter
+
+
+def randn(*shape):
+    """Standard normal float64 numbers on the active backend."""
+    return g.normal(size=shape, dtype="float64")
+
+
+# %% [markdown]
+# ## 1. A penalty instead of a position
+#
+# Chapter 6 put position into the queries and keys. ALiBi leaves them alone and edits the
+# scores. Head $h$ of query $i$ against key $j \le i$ scores
+#
+# $$S^{(h)}_{ij} = \frac{q_i \cdot k_j}{\sqrt{d_{head}}} - m_h\,(i - j),$$
+#
+# with a fixed slope $m_h > 0$ per head, never learned. The penalty grows linearly with the
+# distance $i - j$. It depends on $i$ and $j$ only through $i - j$, so it is a relative scheme,
+# and it is defined at every distance, so nothing stops the model at any length.
+#
+# The penalty is a log-probability. Adding $-m_h d$ to a score multiplies that key's softmax
+# weight by $e^{-m_h d}$. For a head whose content scores are all equal, the weights fall off
+# geometrically with the distance: the slope sets how far the head can look.
+#
+# ## 2. The slopes
+#
+# For $H$ heads, $H$ a power of two, the slopes are the geometric sequence
+#
+# $$m_h = 2^{-8h/H}, \qquad h = 1, \dots, H,$$
+#
+# which starts at $2^{-8/H}$ and shrinks by the same ratio $2^{-8/H}$ each head. For 8 heads:
+# $1/2, 1/4, \dots, 1/256$. The exponents always run down to $-8$, so the gentlest head always
+# has slope $1/256$.
+#
+# When $H$ is not a power of two the paper does something less obvious. Take the $c$ slopes of
+# the largest power of two $c < H$; then add the 1st, 3rd, 5th, ... slopes of the $2c$ sequence
+# until there are $H$. Those fall *between* the ones you have. For 6 heads: the 4 slopes of
+# $H = 4$, $(2^{-2}, 2^{-4}, 2^{-6}, 2^{-8})$, then the 1st and 3rd of $H = 8$, $(2^{-1}, 2^{-3})$.
+#
+# ### Exercise 7.1: `alibi_slopes`   ★★☆ · 10 min
+#
+# *Why it matters:* the slopes are all of ALiBi's position information, and the head count of
+# a real model (BLOOM has 112 heads) is rarely a power of two.
+#
+# Write `alibi_slopes(n_heads)`: a float64 array `(n_heads,)`, the geometric rule for a power of
+# two, the paper's rule otherwise. Grade it alone with
+# `python -m exercises grade alibi --exercise 7.1`.
+
+# %%
+alibi_slopes = use("alibi", "alibi_slopes")
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 1: the power of two below</summary>
+#
+# `c = 2 ** floor(log2(n_heads))` is the largest power of two at or below `n_heads`. In
+# integers: `1 << (n_heads.bit_length() - 1)`.
+# </details>
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 2: the slopes that fill the gap</summary>
+#
+# The $2c$ sequence is $2^{-8h/(2c)} = 2^{-4h/c}$ for $h = 1, \dots, 2c$. Its odd-numbered
+# slopes ($h = 1, 3, 5, \dots$) are the ones not already among the $c$ slopes. Take the first
+# `n_heads - c` of them.
+# </details>
+
+# %% tags=["answer"]
+reveal("alibi", "alibi_slopes")
+
+# %% [markdown]
+# Check it on the numbers the paper gives, worked by hand above: 8 heads are $2^{-1} \dots 2^{-8}$,
+# 6 heads are $2^{-2}, 2^{-4}, 2^{-6}, 2^{-8}, 2^{-1}, 2^{-3}$.
+
+# %% tags=["nbval-check-output"]
+for H in (8, 6, 12):
+    print(f"H = {H:>2}: slopes = 2^-[" + ", ".join(f"{-math.log2(float(m)):g}" for m in alibi_slopes(H)) + "]")
+assert [float(m) for m in alibi_slopes(8)] == [2.0 ** -h for h in range(1, 9)]
+assert [float(m) for m in alibi_slopes(6)] == [2.0 ** -e for e in (2, 4, 6, 8, 1, 3)]
+assert xp.allclose(alibi_slopes(8)[1:] / alibi_slopes(8)[:-1], 2.0 ** (-8 / 8))  # one ratio, 2^(-8/H)
+
+# %% [markdown]
+# Drawn: each head's slope, on a log scale. For a power of two the heads are evenly spread in
+# $\log_2$ from $-8/H$ to $-8$. For 6 and 12 heads the extra heads (red) land halfway between
+# the steepest of the others, never on top of one: those models have more local heads than
+# far-looking ones.
+
+# %%
+fig, axes = plt.subplots(1, 5, figsize=(13, 3), sharey=True)
+for ax, H in zip(axes, (4, 6, 8, 12, 16)):
+    c = 1 << (H.bit_length() - 1)                                                # the power of two at or below H
+    log_m = to_numpy(xp.log2(alibi_slopes(H)))
+    ax.plot(range(1, c + 1), log_m[:c], "o", label="2^(-8h/c), c the power of two at or below H")
+    if H > c:
+        ax.plot(range(c + 1, H + 1), log_m[c:], "s", color="C3", label="the odd-numbered slopes of the 2c sequence")
+    ax.set(title=f"H = {H}", xlabel="head h", ylim=(-8.8, 0.2))
+axes[0].set_ylabel("log2(slope m_h)")
+fig.legend(*axes[1].get_legend_handles_labels(), loc="lower center", ncol=2, fontsize=8)
+fig.suptitle("ALiBi's slopes; for 6 and 12 heads the paper's rule fills the gaps between the others")
+fig.tight_layout(rect=(0, 0.08, 1, 1))
+
+# %% [markdown]
+# ## 3. How far each head looks
+#
+# Give a head flat content (all $q \cdot k$ equal) and a long past. Its softmax weight on the key
+# $d$ tokens back is proportional to $e^{-m_h d}$, so the share of its attention within the last
+# $D$ tokens is
+#
+# $$\frac{\sum_{d=0}^{D} e^{-m_h d}}{\sum_{d=0}^{\infty} e^{-m_h d}} = 1 - e^{-m_h (D + 1)}.$$
+#
+# The source says the slope-1/2 head is suppressed by 5 nats at distance 10 and attends
+# locally, and the slope-1/256 head is barely affected within 1000 tokens and attends
+# globally. Compute both.
+
+# %%
+def penalty(m, d):
+    """Nats subtracted from a key d tokens back by a head of slope m."""
+    return m * d
+
+
+def share_within(m, D):
+    """Share of a flat-content head's attention on the last D + 1 keys (d = 0 .. D), over a long past."""
+    return 1 - math.exp(-m * (D + 1))
+
+
+def half_window(m):
+    """The smallest D whose last D + 1 keys hold at least half of a flat-content head's attention."""
+    return math.ceil(math.log(2) / m - 1)
+
+
+# %% tags=["nbval-check-output"]
+print(f"{'slope':>7}{'penalty at 10':>15}{'penalty at 1000':>17}{'weight at 1000':>16}{'half the mass within':>22}")
+print(f"{'':>7}{'':>15}{'':>17}{'':>16}{'(tokens back)':>22}")
+for m in (1 / 2, 1 / 16, 1 / 256):
+    print(f"{'1/' + str(round(1 / m)):>7}{penalty(m, 10):>12.2f} nats{penalty(m, 1000):>12.2f} nats"
+          f"{math.exp(-penalty(m, 1000)):>16.3f}{half_window(m):>22}")
+print(f"share of the slope-1/256 head's attention within the last 1000 tokens: {share_within(1 / 256, 999):.1%}")
+assert penalty(1 / 2, 10) == 5.0 and half_window(1 / 2) == 1 and half_window(1 / 256) == 177
+
+# %% [markdown]
+# The first half of the claim is exact: 5 nats at distance 10, and half of the slope-1/2 head's
+# attention sits on the query itself and the token before it. The second half is generous. A
+# key 1000 tokens back pays 3.9 nats in the slope-1/256 head, a factor of 50 against the nearest
+# key; half of that head's attention lies within 177 tokens and 98% within 1000. It looks much
+# further than the steep heads, but "barely affected" it is not. Drawn, per head, for 8 heads:
+
+# %%
+fig, ax = plt.subplots(figsize=(7, 3.2))
+dist = xp.arange(0, 1001)
+for m in alibi_slopes(8):
+    ax.plot(to_numpy(dist), to_numpy(xp.exp(-float(m) * dist)), label=f"m = 1/{round(1 / float(m))}")
+ax.set(yscale="log", ylim=(1e-4, 1.5), xlabel="distance i - j (tokens; linear to 1, log beyond)",
+       ylabel="weight relative to d = 0", title="Flat content: each ALiBi head's weight falls as exp(-m d)")
+ax.set_xscale("symlog", linthresh=1)
+ax.set_xlim(0, 1000)
+ax.legend(fontsize=7, ncol=2)
+fig.tight_layout()
+
+# %% [markdown]
+# ## 4. The bias
+#
+# In code the penalty is one array, added to the scores `(B, H, T_q, T_k)` before the softmax:
+#
+# $$\mathrm{bias}[0, h, i, j] = \begin{cases} -m_h\,(i - j) & j \le i,\\ 0 & j > i.\end{cases}$$
+#
+# The future keys get 0, not a bonus: the causal mask removes them anyway, and a clamp at 0 keeps
+# the array harmless if anyone forgets the mask. One more convention matters. The $T_q$ queries
+# are the **last** $T_q$ of the $T_k$ positions: in training $T_q = T_k$, and in cached decoding
+# one new query at position $T_k - 1$ scores against every cached key.
+#
+# ### Exercise 7.2: `alibi_bias`   ★☆☆ · 10 min
+#
+# *Why it matters:* it is the function you write in an interview, and the model runs it (section 6).
+#
+# Write `alibi_bias(n_heads, T_q, T_k)`: a float64 array `(1, H, T_q, T_k)` as above, using your
+# `alibi_slopes`. Grade with `python -m exercises grade alibi --exercise 7.2`.
+
+# %%
+alibi_bias = use("alibi", "alibi_bias")
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 1: positions first</summary>
+#
+# Build the query positions `arange(T_k - T_q, T_k)` as a column and the key positions
+# `arange(T_k)` as a row; their difference is the `(T_q, T_k)` matrix of $i - j$.
+# </details>
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 2: broadcasting into four axes</summary>
+#
+# Clamp the distances at 0, then multiply `-slopes[None, :, None, None]` by
+# `distance[None, None, :, :]`: `(1, H, 1, 1)` times `(1, 1, T_q, T_k)` is `(1, H, T_q, T_k)`.
+# </details>
+
+# %% tags=["answer"]
+reveal("alibi", "alibi_bias")
+
+# %% [markdown]
+# Worked by hand: 2 heads have slopes $2^{-8h/2} = 2^{-4h}$, that is $1/16$ and $1/256$; with
+# $T_q = 2$ queries at positions 2 and 3 of $T_k = 4$ keys, the first head's rows are
+# $-(2, 1, 0, 0)/16$ and $-(3, 2, 1, 0)/16$. One decode step ($T_q = 1$) must equal the last row
+# of the full bias.
+
+# %% tags=["nbval-check-output"]
+b = alibi_bias(2, 2, 4)
+print("shape:", tuple(b.shape))
+print("head 0, times -16:", (to_numpy(-b[0, 0]) * 16).astype(int).tolist())
+assert xp.allclose(b[0, 0], -asarray([[2, 1, 0, 0], [3, 2, 1, 0]]) / 16)
+assert xp.allclose(b[0, 1], -asarray([[2, 1, 0, 0], [3, 2, 1, 0]]) / 256)
+full, step = alibi_bias(8, 9, 9), alibi_bias(8, 1, 9)
+assert xp.array_equal(step[0, :, 0], full[0, :, -1])
+print("one decode step equals the last row of the full bias:", True)
+
+# %% [markdown]
+# ### The encoder's form
+#
+# A bidirectional encoder has no causal mask. Its future keys are real keys, so a bias of 0 for
+# them would make every later token look as close as the query itself. Press et al.'s bias for
+# an encoder penalises the distance either way (survey, eq. 58):
+#
+# $$\mathrm{bias}[0, h, i, j] = -m_h\,|i - j|.$$
+#
+# ### Exercise 7.3: `alibi_bias_symmetric`   ★☆☆ · 5 min
+#
+# *Why it matters:* the causal form in an encoder is a silent bug: it runs, it trains, and it
+# tells the model nothing about the future half of the sentence.
+#
+# Write `alibi_bias_symmetric(n_heads, T)`: a float64 array `(1, H, T, T)`. Grade with
+# `python -m exercises grade alibi --exercise 7.3`.
+
+# %%
+alibi_bias_symmetric = use("alibi", "alibi_bias_symmetric")
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 1: one change</summary>
+#
+# It is Exercise 7.2 with `abs` where the causal form clamps at 0, and `T_q = T_k = T`.
+# </details>
+
+# %% tags=["answer"]
+reveal("alibi", "alibi_bias_symmetric")
+
+# %% [markdown]
+# Both forms side by side, for the two steepest heads of a 4-head model ($m = 1/4$ and $1/16$)
+# over 16 positions. The causal bias is a lower triangle that darkens away from the diagonal; the
+# symmetric one darkens both ways. The steeper head goes dark within a few tokens.
+
+# %% tags=["nbval-check-output"]
+T = 16
+causal, symmetric = alibi_bias(4, T, T), alibi_bias_symmetric(4, T)
+assert xp.array_equal(symmetric[0].transpose(0, 2, 1), symmetric[0])         # symmetric in i and j
+assert xp.array_equal(xp.tril(symmetric[0]), causal[0])                        # the causal form is its lower half
+assert xp.allclose(symmetric, -alibi_slopes(4)[None, :, None, None] * xp.abs(xp.arange(T)[:, None] - xp.arange(T)))
+print("the symmetric bias is symmetric, and its lower triangle is the causal bias:", True)
+
+# %%
+fig, axes = plt.subplots(1, 4, figsize=(13, 3.4), layout="constrained")
+panels = [("causal", causal, 0), ("causal", causal, 1), ("symmetric", symmetric, 0), ("symmetric", symmetric, 1)]
+for ax, (name, bias, h) in zip(axes, panels):
+    im = ax.imshow(to_numpy(bias[0, h]), cmap="viridis", vmin=-3, vmax=0)
+    ax.set(title=f"{name}, m = 1/{round(1 / float(alibi_slopes(4)[h]))}", xlabel="key j", ylabel="query i")
+fig.colorbar(im, ax=axes, shrink=0.9, label="bias (nats), clipped at -3")
+plt.show()
+
+# %% [markdown]
+# ### Exercise 7.4: a test of your own   ★★★ · 15 min
+#
+# *Why it matters:* an ALiBi with the queries in the wrong rows, or a bonus for future keys,
+# trains without an error and decodes wrong. A property test is what catches it, and writing one
+# is what an interviewer asks for after the bias.
+#
+# Write `test_alibi(alibi_slopes, alibi_bias)` in `exercises/alibi.py`: it receives an
+# implementation of each (the signatures of Exercises 7.1 and 7.2) and must raise
+# `AssertionError` when they are not ALiBi. The grader runs your test on the reference (it must
+# pass) and on eleven wrong ALiBis, each wrong in one way a reader's code can be, and tells you
+# which got away. Grade it alone: `python -m exercises grade alibi --exercise 7.4`.
+
+# %%
+test_alibi = use("alibi", "test_alibi")
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 1: where the mistakes hide</summary>
+#
+# A test with 8 heads and a square bias ($T_q = T_k$) looks at the easy cases only. The slope
+# rule differs for a head count that is not a power of two; the query rows matter only when
+# $T_q < T_k$; the clamp matters only for the keys after the query.
+# </details>
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 2: the properties</summary>
+#
+# Work out by hand: the slopes of 8 and of 6 heads; the whole $(1, H, T, T)$ bias of 4 heads,
+# $-m_h \max(i - j, 0)$; its diagonals are constant (only $i - j$ counts); and one decode step,
+# `alibi_bias(H, 1, T)`, is the last row of `alibi_bias(H, T, T)`.
+# </details>
+
+# %% tags=["answer"]
+reveal("alibi", "test_alibi")
+
+# %% [markdown]
+# Your test must pass on the functions this chapter runs, and fail on every wrong one. The
+# wrong ones are in `exercises/grading/mutants/alibi.py`; each wraps a correct function and
+# breaks one thing. The cell runs your test on each, as the grader does.
+
+# %% tags=["nbval-check-output"]
+from exercises.grading.mutants import reader_tests
+
+test_alibi(alibi_slopes, alibi_bias)
+print("the test passes on the ALiBi this chapter runs")
+mutants = reader_tests("alibi")["test_alibi"].mutants
+caught = []
+for m in mutants:
+    impls = {"alibi_slopes": alibi_slopes, "alibi_bias": alibi_bias}
+    impls[m.wraps] = m.make(impls[m.wraps])
+    try:
+        test_alibi(**impls)
+        verdict = "got away"
+    except Exception as e:  # an assertion, or a crash on a wrong shape
+        verdict = "caught" if isinstance(e, AssertionError) else f"caught by {type(e).__name__}"
+    caught.append(verdict.startswith("caught"))
+    print(f"{m.key:<20} {m.wraps:<13} {verdict:<10} {m.title}")
+print(f"caught {sum(caught)} of {len(mutants)}")
+
+# %% [markdown]
+# ## 5. Why ALiBi fits inside a fused kernel
+#
+# A fused attention kernel (FlashAttention is the common one) never builds the $T \times T$
+# score matrix. It walks over tiles of queries and keys, keeps a running maximum and a running
+# sum per query row, and rescales its partial output as new tiles arrive: the *online softmax*.
+# Memory stays $O(T)$ instead of $O(T^2)$. Any bias that is a full $(H, T_q, T_k)$ array breaks
+# that: it has $T^2$ entries per head that the kernel must read. The source's point is that
+# ALiBi never needs the array. Inside a tile the kernel knows the query and key indices, and the
+# bias is a closed-form function of them, $-m_h \max(i - j, 0)$: $H$ numbers of state in all.
+#
+# Below is that kernel, in plain arrays. It computes each tile's bias from its indices and never
+# holds more than one tile of it.
+
+# %%
+def attention_dense(q, k, v, bias):
+    """Reference attention (H, T, d): the whole score matrix, the whole bias, the causal mask."""
+    T = q.shape[1]
+    scores = q @ k.transpose(0, 2, 1) / math.sqrt(q.shape[-1]) + bias[0]        # (H, T, T)
+    scores = xp.where(xp.tril(xp.ones((T, T), dtype=bool)), scores, -xp.inf)
+    weights = xp.exp(scores - scores.max(axis=-1, keepdims=True))
+    return (weights / weights.sum(axis=-1, keepdims=True)) @ v                  # (H, T, d)
+
+
+def attention_tiled_alibi(q, k, v, slopes, tile=32):
+    """Online-softmax attention (H, T, d) over tiles, with ALiBi's bias made from indices inside each tile."""
+    H, T, d = q.shape
+    out = xp.zeros_like(q)
+    for i0 in range(0, T, tile):
+        i = xp.arange(i0, min(i0 + tile, T))                                     # query indices of this tile
+        row_max = xp.full((H, len(i), 1), -xp.inf)
+        row_sum = xp.zeros((H, len(i), 1))
+        acc = xp.zeros((H, len(i), d))
+        for j0 in range(0, i0 + len(i), tile):                                   # key tiles up to the diagonal
+            j = xp.arange(j0, min(j0 + tile, T))
+            s = q[:, i] @ k[:, j].transpose(0, 2, 1) / math.sqrt(d)              # (H, tile, tile)
+            s = s - slopes[:, None, None] * xp.maximum(i[:, None] - j[None, :], 0)   # the bias, from indices
+            s = xp.where(j[None, :] <= i[:, None], s, -xp.inf)
+            new_max = xp.maximum(row_max, s.max(axis=-1, keepdims=True))
+            p = xp.exp(s - new_max)
+            rescale = xp.exp(row_max - new_max)                                  # earlier tiles, to the new max
+            row_sum = row_sum * rescale + p.sum(axis=-1, keepdims=True)
+            acc = acc * rescale + p @ v[:, j]
+            row_max = new_max
+        out[:, i] = acc / row_sum
+    return out
+
+
+# %% tags=["nbval-check-output"]
+H, T, d = 4, 256, 16
+q, k, v = randn(H, T, d), randn(H, T, d), randn(H, T, d)
+dense = attention_dense(q, k, v, alibi_bias(H, T, T))
+tiled = attention_tiled_alibi(q, k, v, alibi_slopes(H), tile=32)
+print("tiled attention equals dense attention to 1e-12:", bool(xp.allclose(tiled, dense, atol=1e-12)))
+print(f"bias entries the dense form holds: H x T x T = {H * T * T:,}")
+print(f"bias entries the tiled form holds at once: H x 32 x 32 = {H * 32 * 32:,}, from {H} slopes")
+assert xp.allclose(tiled, dense, atol=1e-12)
+
+# %% [markdown]
+# The same tiles would serve a learned relative bias only if the kernel could look its table up
+# inside each tile, and then every tile of the backward pass must add its share of the gradient
+# into that table: a kernel per scheme. A general bias tensor has no such shortcut. At $H = 32$
+# and $T = 8192$ it is $32 \cdot 8192^2 \cdot 4$ bytes, 8 GiB in float32, per layer. This
+# workbook's attention is the textbook one: its reference kernel materialises ALiBi's bias
+# too, `(1, H, T_q, T_k)` in the scores' dtype (`mini_transformer/positional/alibi.py`), and so
+# does the fast kernel in `mini_transformer/kernels/attention.py`. What the tiled function above
+# shows is that ALiBi does not *have* to.
+#
+# ## 6. Your ALiBi inside a model
+#
+# `ALiBi.from_functions(alibi_slopes, alibi_bias)` is a positional scheme computed by your two
+# functions: the model asks your `alibi_bias` for the bias at every layer and every step. The
+# cell trains a `TinyGPT` with it beside the same model built by the library, on the same
+# batches from the same weights, in float64, with the reference kernels (the textbook code;
+# `GPTConfig(kernels="fast")` would swap in `mini_transformer/kernels/`). The model has 6 heads,
+# so the paper's rule for a head count that is not a power of two runs inside it.
+
+# %%
+from mini_transformer import data
+from mini_transformer.model import GPTConfig, TinyGPT
+from mini_transformer.positional.alibi import ALiBi
+from mini_transformer.side_by_side import train_side_by_side
+
+cfg = GPTConfig(vocab_size=16, d_model=48, n_layers=2, n_heads=6, max_len=16, positional="alibi")
+
+
+def copy_batches(g):
+    b = data.copy_task(16, 8, vocab_size=16, seed=int(g.host.integers(2**31)))
+    return b.x, b.y
+
+
+# %%
+yours = train_side_by_side(cfg, ALiBi.from_functions(alibi_slopes, alibi_bias), copy_batches, steps=40)
+print(yours.report())
+assert yours.first_difference is None
+
+# %% [markdown]
+# What a wrong function looks like from here: the slopes of the *next* power of two, cut to six
+# (a common slip), give the model $2^{-1} \dots 2^{-6}$ and lose the gentle heads. The curves part
+# at the first step.
+
+# %%
+def slopes_rounded_up(n_heads):
+    c = 1 << (n_heads - 1).bit_length()                                          # 8 for 6 heads: rounds up
+    return 2.0 ** (-8.0 * xp.arange(1, n_heads + 1) / c)
+
+
+# %%
+wrong = train_side_by_side(cfg, ALiBi.from_functions(slopes_rounded_up), copy_batches, steps=40)
+print(wrong.report())
+assert wrong.first_difference == 0
+
+# %%
+fig, (ax_loss, ax_diff) = plt.subplots(1, 2, figsize=(12, 3.2))
+ax_loss.plot(yours.library, label="library", lw=3, alpha=0.5)
+ax_loss.plot(yours.yours, "--", label="your slopes and bias")
+ax_loss.plot(wrong.yours, ":", label="slopes of the next power of two")
+ax_loss.set(xlabel="step", ylabel="training loss (nats)", title="Copy task, 6 heads")
+ax_loss.legend(fontsize=8)
+for run, label, style in [(yours, "your slopes and bias", "o"), (wrong, "slopes of the next power of two", "x")]:
+    gap = [max(abs(a - b), 1e-17) for a, b in zip(run.library, run.yours)]
+    ax_diff.semilogy(gap, style, ms=4, label=label)
+ax_diff.axhline(1e-6, color="k", ls=":", lw=1, label="tolerance 1e-6")
+ax_diff.set(xlabel="step", ylabel="|loss - library's loss| (1e-17 = equal)", title="Where the curves part")
+ax_diff.legend(fontsize=8)
+fig.tight_layout()
+
+# %% [markdown]
+# The claim that ALiBi learns nothing for position (C3) is a count: the ALiBi model has exactly
+# the parameters of the same model with no position at all, and adds nothing to the input.
+
+# %% tags=["nbval-check-output"]
+def n_params(model):
+    return sum(int(p.data.size) for p in model.parameters())
+
+
+alibi_model, none_model = TinyGPT(cfg), TinyGPT(GPTConfig(**{**cfg.to_dict(), "positional": "none"}))
+x = randn(1, 5, cfg.d_model)
+print(f"parameters: alibi {n_params(alibi_model):,}, none {n_params(none_model):,}")
+print("alibi adds nothing to the input:", bool(xp.array_equal(alibi_model.positional.embed(x, 0), x)))
+assert n_params(alibi_model) == n_params(none_model)
+
+# %% [markdown]
+# ## 7. The bake-off: eight schemes, trained at L, run at 8L
+#
+# The experiment `python -m mini_transformer.experiments.train_short_test_long` trains one
+# `TinyGPT` per scheme (d_model 64, 2 layers, 4 heads, so ALiBi's slopes are $1/4, 1/16, 1/64,
+# 1/256$) on the standard library's source at $L = 64$ for 1500 steps, all with the same seed
+# and batches, then measures held-out loss at 1x, 2x, 4x and 8x $L$. Its full run takes about
+# six minutes on two cores, so the chapter reads the committed result.
+
+# %%
+from mini_transformer.experiments.common import RESULTS
+
+with open(os.path.join(RESULTS, "train_short_test_long.json")) as f:
+    bake = json.load(f)
+ORDER = ["none", "sinusoidal", "learned", "shaw", "transformer_xl", "t5", "rope", "alibi"]
+L, lengths, res = bake["train_len"], bake["lengths"], bake["results"]
+
+
+def cell(v):
+    return f"{v:.2f}" if math.isfinite(v) else "refused"
+
+
+# %% tags=["nbval-check-output"]
+print(f"trained at L = {L} for {bake['steps']} steps; held-out loss over the whole window (nats per byte)")
+print(f"{'scheme':<16}" + "".join(f"{f'{m}x = {n}':>11}" for m, n in zip(bake["multiples"], lengths)))
+for name in ORDER:
+    print(f"{name:<16}" + "".join(f"{cell(v):>11}" for v in res[name]["loss"]))
+
+# %% [markdown]
+# The chapter's central picture: loss against evaluation length, the training length marked,
+# and on the right the loss over the positions past $L$ only, the ones no scheme saw.
+
+# %%
+fig, (ax_all, ax_past) = plt.subplots(1, 2, figsize=(12, 4.2), sharey=True)
+for n, name in enumerate(ORDER):
+    r = res[name]
+    style = dict(marker="os^vDP*X"[n], color=f"C{n}", lw=2.5 if name == "alibi" else 1.2,
+                 ls="-" if name in ("alibi", "rope", "learned", "t5") else "--", label=name)
+    ax_all.plot(lengths, r["loss"], **style)
+    ax_past.plot(lengths[1:], r["loss_beyond"][1:], **style)
+ax_all.plot([L], [res["learned"]["loss"][0]], "x", color="C2", ms=14, mew=2)
+ax_all.annotate("learned: no row past 64, refused", (L, res["learned"]["loss"][0]), xytext=(80, 1.35),
+                fontsize=8, color="C2", arrowprops=dict(arrowstyle="->", color="C2"))
+for ax, title in ((ax_all, "mean over the whole window"), (ax_past, "mean over positions t >= L only")):
+    ax.axvline(L, color="k", ls=":", lw=1)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(lengths, [str(n) for n in lengths])
+    ax.set(xlabel="evaluation length (tokens); dotted: the training length L", title=title)
+ax_all.set_ylabel("held-out loss (nats per byte)")
+ax_past.legend(fontsize=8, loc="upper left")
+fig.suptitle(f"Train short, test long: eight schemes trained at L = {L}")
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# Three groups, and each claim checked on its numbers in the next cell:
+#
+# * **ALiBi, Shaw and Transformer-XL run long.** Their loss *falls* past $L$. Shaw clips every
+#   distance at 16 and Transformer-XL's relative terms are a fixed function of the distance, so
+#   neither meets anything new; ALiBi's penalty is linear at every distance.
+# * **Sinusoidal and unscaled RoPE break.** Their loss climbs by more than a nat; the learned
+#   table refuses every length past 64.
+# * **T5 degrades too, and that does not match the source.** The source says T5's bias generalises
+#   modestly past $L$. Here it climbs from 1.55 to 2.53: with 32 causal buckets up to distance 128,
+#   training at $L = 64$ fills buckets 0 to 26 only; every distance from 67 on lands in a bucket
+#   that kept its initial value.
+#
+# Two more things the sources do not stress. ALiBi pays at the training length: 1.66 against 1.50
+# to 1.55 for the other relative schemes. And "runs long" is not yet "uses long": section 8.
+
+# %%
+loss = {name: res[name]["loss"] for name in ORDER}
+assert loss["alibi"][-1] <= loss["alibi"][0]                                           # C5: no rise at 8L
+assert loss["rope"][-1] > loss["rope"][0] + 1 and loss["sinusoidal"][-1] > loss["sinusoidal"][0] + 1   # C6
+assert all(not math.isfinite(v) for v in loss["learned"][1:])                          # C6: refused
+assert loss["t5"][-1] > loss["t5"][0] + 0.5                                            # C7 does not hold here
+assert loss["alibi"][0] > max(loss[n][0] for n in ("shaw", "transformer_xl", "t5", "rope"))
+print("each direction above holds on the committed run")
+
+# %% [markdown]
+# ## 8. Runs long is not uses long
+#
+# ALiBi's loss at 8L is flat. Does it read the 448 tokens past $L$, or does it run there while
+# looking at the last few dozen? The experiment answers it directly. At each position $t \ge L$
+# of a 512-token window it scores the next token twice:
+#
+# * **whole prefix**: tokens $0 \dots t$ in view, one forward pass over the window;
+# * **last $L$ only**: tokens $t - L + 1 \dots t$, run as a sequence of their own at positions
+#   $0 \dots L - 1$, a sliding window at the trained length.
+#
+# If the two losses match, the tokens further back than $L$ change nothing: the model runs long
+# and uses short. If the whole prefix is better, the extra context is used.
+#
+# The committed file holds this measurement for three schemes: ALiBi and Transformer-XL, which
+# run long, and RoPE, which breaks. They were re-trained alone with the bake-off's seed, sizes and
+# batches (the full experiment, all eight schemes, measures it for every one; it did not fit the
+# time this chapter was written in). The cell checks that each re-trained model is the bake-off's:
+# its losses agree with the table above to 1e-3, the float rounding of a different run.
+
+# %% tags=["nbval-check-output"]
+n_use = bake["context_use_length"]
+USE = [name for name in ORDER if "context_use" in res[name]]
+print(f"positions t >= {L} of {n_use}-token windows, held-out loss (nats per byte)")
+print(f"{'scheme':<16}{'whole prefix':>14}{'last L only':>13}{'difference':>12}")
+for name in USE:
+    u = res[name]["context_use"]
+    diff = u["full_mean"] - u["window_mean"]
+    print(f"{name:<16}{cell(u['full_mean']):>14}{cell(u['window_mean']):>13}"
+          f"{(f'{diff:+.3f}' if math.isfinite(diff) else '-'):>12}")
+    assert max(abs(a - b) for a, b in zip(u["retrained_loss"], res[name]["loss"])) < 1e-3   # the bake-off's model
+
+# %%
+fig, axes = plt.subplots(1, len(USE), figsize=(4.4 * len(USE) + 1, 3.4), sharey=True, squeeze=False)
+axes = axes[0]
+for ax, name in zip(axes, USE):
+    u = res[name]["context_use"]
+    ax.plot(u["positions"], u["full"], ".", label="whole prefix")
+    ax.plot(u["positions"], u["window"], "x", label=f"last L = {L} only")
+    ax.axvline(L, color="k", ls=":", lw=1)
+    ax.set(title=name, xlabel="position t (dotted: L)")
+axes[0].set_ylabel("loss at t (nats per byte)")
+axes[0].legend(fontsize=8)
+fig.suptitle("Past L: does the model use the tokens further back than L?")
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# Two answers:
+#
+# * **ALiBi and Transformer-XL score the same with the whole prefix as with the last 64 tokens
+#   only**: 1.58 against 1.58 and 1.42 against 1.41, differences of +0.005 and +0.006 nats, and
+#   in the wrong direction (the far tokens cost a hair; they do not help). Both *run* at 512 and
+#   *read* about 64. The flat curves of section 7 are sliding windows the models built for
+#   themselves.
+# * **RoPE scores 3.38 with the whole prefix and 1.45 with the last 64 only.** A window of $L$
+#   rescues it completely (1.45 is better than its 1.53 at $L$, because every scored position now
+#   has a full 64 tokens behind it). What breaks RoPE past $L$ is the positions it never saw, not
+#   the amount of context: chapter 8 is about exactly that.
+#
+# For ALiBi, the penalty alone does not forbid the far keys. The next cell prints what each of the
+# bake-off's four heads charges a key at distance $L - 1 = 63$ and at $8L - 1 = 511$: the gentlest
+# head pays under 2 nats even at 511. What shuts the far keys out is the penalty *and* training at
+# 64: the model never met a distance past 63, so nothing taught its gentle heads to put content
+# weight further back, and the steep heads have closed long before. That is the recency prior the
+# source's interview answer names: right for a task whose useful context is local (the card on
+# ALiBi against RoPE), wrong for retrieval from far back.
+
+# %% tags=["nbval-check-output"]
+gap = {name: res[name]["context_use"]["full_mean"] - res[name]["context_use"]["window_mean"] for name in USE}
+print("bake-off slopes:", ", ".join(f"1/{round(1 / float(m))}" for m in alibi_slopes(4)))
+for d in (L - 1, 8 * L - 1):
+    print(f"penalty at distance {d:>3}: " + ", ".join(f"{penalty(float(m), d):6.2f}" for m in alibi_slopes(4)) + " nats")
+print(f"alibi: whole prefix minus last L only = {gap['alibi']:+.3f} nats")
+assert abs(gap["alibi"]) < 0.05                              # C8: the tokens further back than L change nothing
+assert abs(gap["transformer_xl"]) < 0.05 and gap["rope"] > 1  # the same for Transformer-XL; RoPE needs the window
+
+# %% [markdown]
+# ## 9. Check yourself
+#
+# Answer out loud or on paper before you open an answer.
+#
+# **1.** What are the slopes of a 12-head model, and which of them come from the 16-head sequence?
+
+# %% [markdown] tags=["answer"]
+# <details><summary>Answer</summary>
+#
+# The largest power of two below 12 is 8, so the first eight are $2^{-1}, \dots, 2^{-8}$. The
+# 16-head sequence is $2^{-h/2}$; its 1st, 3rd, 5th and 7th slopes, $2^{-0.5}, 2^{-1.5}, 2^{-2.5},
+# 2^{-3.5}$, fill the last four heads (section 2 printed them). They fall between the first ones,
+# so no slope repeats.
+# </details>
+
+# %% [markdown]
+# **2.** The causal bias gives a future key 0 and the encoder's gives it $-m_h |i - j|$. What goes
+# wrong if an encoder uses the causal form?
+
+# %% [markdown] tags=["answer"]
+# <details><summary>Answer</summary>
+#
+# Nothing crashes. Every future key gets bias 0, the same as the query itself, so within a head
+# all later tokens look equally close and the model learns nothing from ALiBi about their order.
+# The symmetric form is the causal one mirrored (section 4 checks that its lower triangle is the
+# causal bias).
+# </details>
+
+# %% [markdown]
+# **3.** ALiBi's loss goes from 1.66 at $L$ to 1.56 at $8L$. Why is that not evidence that it uses a
+# longer context, and what measurement is?
+
+# %% [markdown] tags=["answer"]
+# <details><summary>Answer</summary>
+#
+# The mean over a longer window includes more positions with a full $L$ tokens of context behind
+# them, and fewer at the start of the window where context is short, so the mean can fall even if
+# no token ever looks more than $L$ back. The measurement that separates the two is section 8's:
+# score the same positions with the whole prefix and with only the last $L$ tokens. Equal losses
+# mean the far tokens are not used.
+# </details>
+
+# %% [markdown]
+# **4.** T5's bias is relative, like ALiBi's. Why does it degrade past $L$ here when ALiBi does not?
+
+# %% [markdown] tags=["answer"]
+# <details><summary>Answer</summary>
+#
+# T5 learns one number per bucket. With 32 causal buckets up to distance 128, training at
+# $L = 64$ reaches buckets 0 to 26 only; distances from 67 on land in buckets 27 to 31, which
+# never received a gradient and keep their initial values. ALiBi learns nothing: its penalty at
+# distance 400 follows from the same slope as at distance 4.
+# </details>
+
+# %% [markdown]
+# **5.** In section 5's tiled kernel, what does ALiBi's bias cost in memory, and what would a
+# general `(1, H, T, T)` bias cost at $H = 32$, $T = 8192$ in float32?
+
+# %% [markdown] tags=["answer"]
+# <details><summary>Answer</summary>
+#
+# ALiBi needs its $H$ slopes and the indices the kernel already has; one tile of bias
+# ($H \times 32 \times 32$ in section 5) exists at a time. A general bias is
+# $32 \cdot 8192^2 \cdot 4$ bytes $= 8$ GiB per layer, read in full by every forward pass.
+# </details>
+
+# %% [markdown]
+# **6.** Unscaled RoPE scores 3.38 past $L$ with its whole prefix and 1.45 with only the last 64
+# tokens (section 8). RoPE's score depends only on the offset $n - m$: why does the whole prefix
+# hurt it at all, and what does the window give up?
+
+# %% [markdown] tags=["answer"]
+# <details><summary>Answer</summary>
+#
+# With the whole prefix a query meets keys at offsets up to 511, and training at 64 only ever
+# showed it offsets up to 63: the rotation angles of the slow pairs at those offsets are new to
+# it. The window keeps every offset below 64, all seen in training, so the model is on familiar
+# ground again. It gives up every token further back than 63, which is what ALiBi and
+# Transformer-XL give up on their own (section 8 measured them equal to their windows). Chapter 8
+# stretches RoPE so that it can *read* the longer context, not just survive it.
+# </details>
+
+# %% [markdown]
+# ## 10. The ledger, settled
+#
+# What this workbook's model did, from the numbers the chapter printed:
+#
+# | # | claim (source) | what this model did | verdict |
+# | --- | --- | --- | --- |
+# | C1 | 8 heads: slopes 1/2 .. 1/256, geometric with ratio $2^{-8/H}$ (book §2.5, §3.4) | exactly $2^{-1} \dots 2^{-8}$, one ratio $2^{-1}$; 6 heads $2^{-2,-4,-6,-8,-1,-3}$ by the paper's rule (§2) | reproduces |
+# | C2 | slope 1/2: 5 nats at distance 10, local; slope 1/256: barely affected within 1000 tokens (book §2.5) | 5.00 nats at 10, half its attention on the last 2 keys; but the 1/256 head pays 3.91 nats at 1000 (weight 0.020), holds half its flat-content attention within 177 tokens and 98.0% within 1000 (§3) | partly: the steep head is as stated, the gentle one is far from "barely affected" |
+# | C3 | no position parameters, nothing added to the input (book §2.5; survey §7) | ALiBi model and no-position model: the same parameter count; `embed` returns its input unchanged (§6) | reproduces |
+# | C4 | a closed-form bias folds into a fused kernel; a learned bias is materialised (book §2.3, §4) | a tiled online-softmax attention that makes the bias from indices equals the dense one to 1e-12, holding 4,096 bias entries at a time from 4 slopes instead of 262,144 (§5); this workbook's own kernels still materialise it | reproduces (shown on a tiled kernel written here) |
+# | C5 | trained short, ALiBi runs long without a rise (book §2.5) | 1.66 at L = 64, 1.59, 1.57, 1.56 at 8L (§7) | reproduces |
+# | C6 | unscaled RoPE and sinusoidal break past L; a learned table cannot run there (book §2.2, §2.6) | RoPE 1.53 to 3.17, sinusoidal 1.69 to 3.43 at 8L; learned refuses 128, 256, 512 (§7) | reproduces |
+# | C7 | T5's bias generalises modestly past L (book §4) | 1.55 to 2.53 at 8L, worse than ALiBi, Shaw and Transformer-XL; its buckets past distance 66 were never trained at L = 64 (§7) | does not reproduce here |
+# | C8 | ALiBi's recency prior keeps it from using far context (book §2.5, interview answer) | at positions 64 to 511 of 512-token windows, ALiBi's loss is 1.58 with the whole prefix and 1.58 with only the last 64 tokens (+0.005): the far context is not used; the gentlest head's penalty at 511 is 2.00 nats, so the bias alone does not forbid it (§8) | reproduces (the behaviour; the cause is the penalty together with training at 64, not the penalty alone) |
+#
+# Two findings the sources do not state: ALiBi pays at the training length (1.66 against 1.50 to
+# 1.55 for the other relative schemes, §7), and a flat loss curve past L is not evidence of long
+# context (§8).
+#
+# ## 11. Where next
+#
+# * Exercises: [`exercises/alibi.py`](../exercises/alibi.py), 7.1 to 7.4; grade them with
+#   `python -m exercises grade alibi` (one at a time with `--exercise 7.2`).
+# * The drill: `python -m exercises drill alibi` writes a blank `alibi_slopes` and `alibi_bias`
+#   and starts an 8-minute clock; `python -m exercises drill alibi --grade` stops it.
+# * The model's ALiBi is `mini_transformer/positional/alibi.py`; the attention it feeds, reference
+#   and fast, is `mini_transformer/functional.py` and `mini_transformer/kernels/attention.py`.
+# * The interview card on ALiBi against RoPE is in [`cards/07_alibi.md`](cards/07_alibi.md).
+# * Next, chapter 8: RoPE cannot run long as it is; it can be *stretched*.
