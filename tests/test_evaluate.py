@@ -714,3 +714,33 @@ def test_a_plot_without_axes_picks_a_headless_backend_only_when_none_was_chosen(
     out = subprocess.run([sys.executable, "-c", code], env={**clean, **env}, capture_output=True, text=True,
                          check=True).stdout.split()
     assert out[0] == backend_after and " ".join(out[1:]) == "[3.5, 3.5] ConstrainedLayoutEngine"
+
+
+_COUNTS = [  # (function, its other arguments, the integer argument, its name in the sentence)
+    ("loss_by_position", dict(T=8), "n_batches", "n_batches"),
+    ("loss_by_position", dict(T=8), "batch_size", "batch_size"),
+    ("loss_by_position", dict(T=8), "bucket", "bucket"),
+    ("extrapolation_curve", dict(train_len=8), "n_batches", "n_batches"),
+    ("extrapolation_curve", dict(train_len=8), "batch_size", "batch_size"),
+    ("extrapolation_curve", dict(), "train_len", "train_len"),
+    ("retention", dict(train_len=8), "n_batches", "n_batches"),
+    ("retention", dict(train_len=8), "batch_size", "batch_size"),
+    ("retention", dict(), "train_len", "train_len"),
+    ("passkey_grid", dict(lengths=[16]), "n_trials", "n_trials"),
+    ("attention_mass", dict(), "first_k", "first_k"),
+    ("decode_costs", dict(lengths=[4]), "batch_size", "batch_size"),
+    ("decode_costs", dict(lengths=[4]), "n_decode", "n_decode"),
+]
+
+
+@pytest.mark.parametrize("fn, others, arg, name", _COUNTS, ids=[f"{f}-{a}" for f, _, a, _ in _COUNTS])
+@pytest.mark.parametrize("bad", [0, 2.5, True])
+def test_every_count_is_refused_by_name_below_one_or_not_an_integer(fn, others, arg, name, bad):
+    # the sentence of validate.check_int, with the argument's own name and the limit of 1 (worked out by hand)
+    model = TinyGPT(GPTConfig(vocab_size=16, d_model=8, n_layers=1, n_heads=2, max_len=64, positional="rope"))
+    corpus = counting_text(300, 16)
+    first = {"retention": (model, model, corpus), "attention_mass": (model, backend.asarray([[1, 2, 3]])),
+             "passkey_grid": (model,), "decode_costs": (model,)}.get(fn, (model, corpus))
+    kwargs = {"train_len": 8, **others, arg: bad} if fn in ("extrapolation_curve", "retention") else {**others, arg: bad}
+    with pytest.raises(ValueError, match=rf"^{name} must be an integer >= 1, got {bad!r}\.$"):
+        getattr(evaluate, fn)(*first, **kwargs)
