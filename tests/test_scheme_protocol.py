@@ -91,3 +91,16 @@ def test_refusals_name_the_positions_asked_for_and_the_ones_there_are():
     with pytest.raises(ValueError, match=r"^RelativePositionBias2D: position 9 lies outside a window of window_size=3, "
                                          r"which holds positions 0\.\.8 in raster order\.$"):
         RelativePositionBias2D(2, 3).check_positions(9)
+
+
+def test_the_defaults_are_the_papers():
+    # hand-worked: with base 10000 and d_model 4 the second pair turns at 10000^(-2/4) = 1/100 rad per position,
+    # so position 50 has sin(0.5) and cos(0.5) there; a table asked for rows without an offset starts at row 0
+    import math
+    from mini_transformer.backend import asarray, to_numpy
+    from mini_transformer.positional.learned import LearnedPositionalEmbedding
+    from mini_transformer.positional.sinusoidal import sinusoidal_table
+    row = to_numpy(sinusoidal_table(asarray([50]), 4))[0]
+    assert abs(row[2] - math.sin(0.5)) < 1e-15 and abs(row[3] - math.cos(0.5)) < 1e-15
+    table = LearnedPositionalEmbedding(8, 4)
+    assert (to_numpy(table.rows(3).data) == to_numpy(table.weight.data)[None, :3]).all()
