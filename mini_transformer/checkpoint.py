@@ -171,7 +171,5 @@ def load_checkpoint(path, model, optimizer=None):
                          "convert the weights deliberately.")
     model.load_state_dict(params)
     if optimizer is not None:
-        if "t" in optim:
-            optim["t"] = int(optim["t"])
         optimizer.load_state_dict(optim)
     return meta

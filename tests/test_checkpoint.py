@@ -83,6 +83,7 @@ NOT_A_CHECKPOINT = {
         __meta__=np.array(json.dumps({"format": 1, "config": {}, "positional": {}})),
         payload=np.array([{"run": "me"}], dtype=object)),
     "another format": lambda raw: _npz_bytes(__meta__=np.array(json.dumps({"format": 99}))),
+    "a record that is a list": lambda raw: _npz_bytes(__meta__=np.array(json.dumps([1, 2]))),
 }
 
 
@@ -140,6 +141,7 @@ STRANGER_REASON = {
     "an .npz holding a pickled object": "it holds a Python object array, which a checkpoint never does, and such "
                                         "data is not read",
     "another format": "its record says checkpoint format 99, and this version reads format 1",
+    "a record that is a list": "its record says checkpoint format None, and this version reads format 1",
 }
 
 
