@@ -11,3 +11,11 @@ def fill(text, label, body, indent="    "):
     lines = "".join(f"{indent}{line}\n" if line else "\n" for line in body.strip("\n").splitlines())
     assert stub(label, indent) in text, f"no stub of {label} in the text"
     return text.replace(stub(label, indent), lines, 1)
+
+
+def reference_body(module, label):
+    r"""The body of ``label``'s answer in ``solutions/<module>.py``, unindented: what a reader would type."""
+    from exercises.grading.paths import SOLUTIONS
+    text = (SOLUTIONS / f"{module}.py").read_text()
+    region = text.split(f"# BEGIN SOLUTION {label}\n", 1)[1].split("    # END SOLUTION", 1)[0]
+    return "\n".join(line[4:] for line in region.splitlines())

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from exercise_text import fill
+from exercise_text import fill, reference_body
 from exercises.grading.generate import generated_text, region_labels
 from exercises.grading.grader import format_results, grade_jobs, summary
 from exercises.grading.mutants import reader_tests
@@ -74,16 +74,9 @@ def _reader_file(folder, name, body):
 def graded(tmp_path_factory):
     folder = tmp_path_factory.mktemp("reader_tests")
     files = {name: _reader_file(folder, name, body) for name, body in READER_TESTS.items()}
-    files["reference"] = _reader_file(folder, "reference", _reference_body())
+    files["reference"] = _reader_file(folder, "reference", reference_body("rope", LABEL))
     results = grade_jobs([{"target": "rope.test_rope_properties", "source": p} for p in files.values()], timeout=10)
     return dict(zip(files, results)), files
-
-
-def _reference_body():
-    """The body of solutions/rope.py's test_rope_properties, as a reader would type it."""
-    text = (ROOT / "solutions" / "rope.py").read_text()
-    region = text.split(f"# BEGIN SOLUTION {LABEL}\n", 1)[1].split("    # END SOLUTION", 1)[0]
-    return "\n".join(line[4:] for line in region.splitlines())
 
 
 def test_a_good_test_catches_every_mutant(graded):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from exercise_text import fill
+from exercise_text import fill, reference_body
 from exercises.grading.generate import generated_text
 from exercises.grading.grader import grade_jobs
 from exercises.grading.mutants import reader_tests
@@ -47,18 +47,12 @@ GOT_AWAY = {  # what each weak test cannot see
 }
 
 
-def _reference_body(module, label):
-    text = (ROOT / "solutions" / f"{module}.py").read_text()
-    region = text.split(f"# BEGIN SOLUTION {label}\n", 1)[1].split("    # END SOLUTION", 1)[0]
-    return "\n".join(line[4:] for line in region.splitlines())
-
-
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     folder = tmp_path_factory.mktemp("reader_tests_absolute")
     jobs, names = [], []
     for (module, label, test), bodies in READER_TESTS.items():
-        for name, body in dict(bodies, **{f"reference_{module}": _reference_body(module, label)}).items():
+        for name, body in dict(bodies, **{f"reference_{module}": reference_body(module, label)}).items():
             path = folder / name / f"{module}.py"
             path.parent.mkdir()
             path.write_text(fill(generated_text(module), label, body))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from exercise_text import fill
+from exercise_text import fill, reference_body
 from exercises.grading.generate import generated_text, region_labels
 from exercises.grading.grader import grade_jobs, summary
 from exercises.grading.mutants import reader_tests
@@ -21,12 +21,6 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def label(module, name):
     return region_labels((ROOT / "solutions" / f"{module}.py").read_text())[name]
-
-
-def reference_body(module, name):
-    text = (ROOT / "solutions" / f"{module}.py").read_text()
-    region = text.split(f"# BEGIN SOLUTION {label(module, name)}\n", 1)[1].split("    # END SOLUTION", 1)[0]
-    return "\n".join(line[4:] for line in region.splitlines())
 
 
 PORT_SETUP = """
@@ -253,7 +247,7 @@ def graded(tmp_path_factory):
     for (module, name, style), body in READER_TESTS.items():
         path = folder / f"{name}_{style}" / f"{module}.py"
         path.parent.mkdir()
-        path.write_text(fill(generated_text(module), label(module, name), body or reference_body(module, name)))
+        path.write_text(fill(generated_text(module), label(module, name), body or reference_body(module, label(module, name))))
         jobs.append({"target": f"{module}.{name}", "source": path})
         keys.append((module, name, style))
     return dict(zip(keys, grade_jobs(jobs, timeout=20)))

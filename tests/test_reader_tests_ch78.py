@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from exercise_text import fill
+from exercise_text import fill, reference_body
 from exercises.grading.generate import generated_text, region_labels
 from exercises.grading.grader import grade_jobs
 from exercises.grading.mutants import reader_tests
@@ -26,12 +26,6 @@ def label(module):
 
 def mutants(module):
     return [m.key for m in reader_tests(module)[TESTS[module]].mutants]
-
-
-def reference_body(module):
-    text = (ROOT / "solutions" / f"{module}.py").read_text()
-    region = text.split(f"# BEGIN SOLUTION {label(module)}\n", 1)[1].split("    # END SOLUTION", 1)[0]
-    return "\n".join(line[4:] for line in region.splitlines())
 
 
 READER_TESTS = {
@@ -73,7 +67,7 @@ def graded(tmp_path_factory):
     for (module, name), body in READER_TESTS.items():
         path = folder / name / f"{module}.py"
         path.parent.mkdir(exist_ok=True)
-        path.write_text(fill(generated_text(module), label(module), body or reference_body(module)))
+        path.write_text(fill(generated_text(module), label(module), body or reference_body(module, label(module))))
         jobs.append({"target": f"{module}.{TESTS[module]}", "source": path})
         keys.append((module, name))
     return dict(zip(keys, grade_jobs(jobs, timeout=20)))

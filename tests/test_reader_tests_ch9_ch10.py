@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from exercise_text import fill
+from exercise_text import fill, reference_body
 from exercises.grading.generate import generated_text, region_labels
 from exercises.grading.grader import grade_jobs
 from exercises.grading.mutants import reader_tests
@@ -20,13 +20,6 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _label(module, name):
     return region_labels((ROOT / "solutions" / f"{module}.py").read_text())[name]
-
-
-def _reference_body(module, name):
-    """The body of the reference test, as a reader would type it."""
-    text = (ROOT / "solutions" / f"{module}.py").read_text()
-    region = text.split(f"# BEGIN SOLUTION {_label(module, name)}\n", 1)[1].split("    # END SOLUTION", 1)[0]
-    return "\n".join(line[4:] for line in region.splitlines())
 
 
 TESTS = {
@@ -77,7 +70,7 @@ def graded(tmp_path_factory):
     folder = tmp_path_factory.mktemp("reader_tests_ch9_ch10")
     jobs, keys = [], []
     for (module, name), bodies in TESTS.items():
-        for reader, body in dict(bodies, reference=_reference_body(module, name)).items():
+        for reader, body in dict(bodies, reference=reference_body(module, _label(module, name))).items():
             path = folder / module / f"{reader}.py"
             path.parent.mkdir(exist_ok=True)
             path.write_text(fill(generated_text(module), _label(module, name), body))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from exercise_text import fill
+from exercise_text import fill, reference_body
 from exercises.grading.generate import generated_text
 from exercises.grading.grader import grade_jobs
 from exercises.grading.mutants import reader_tests
@@ -110,12 +110,6 @@ assert xp.allclose(self_attention(x[:, perm], W_q, W_k, W_v), self_attention(x, 
 }
 
 
-def _reference_body(module, label):
-    text = (ROOT / "solutions" / f"{module}.py").read_text()
-    region = text.split(f"# BEGIN SOLUTION {label}\n", 1)[1].split("    # END SOLUTION", 1)[0]
-    return "\n".join(line[4:] for line in region.splitlines())
-
-
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     folder = tmp_path_factory.mktemp("reader_tests_engine_order")
@@ -123,7 +117,7 @@ def graded(tmp_path_factory):
     for module, label, target, tests in [("engine", "Exercise 0.3", "engine.test_softmax_and_its_gradient", ENGINE_TESTS),
                                          ("order", "Exercise 1.4", "order.test_self_attention_is_permutation_equivariant",
                                           ORDER_TESTS)]:
-        for name, body in dict(tests, reference=_reference_body(module, label)).items():
+        for name, body in dict(tests, reference=reference_body(module, label)).items():
             path = folder / module / f"{name}.py"
             path.parent.mkdir(exist_ok=True)
             path.write_text(fill(generated_text(module), label, "import math\n" + body))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from exercise_text import fill
+from exercise_text import fill, reference_body
 from exercises.grading.generate import generated_text
 from exercises.grading.grader import grade_jobs
 from exercises.grading.mutants import reader_tests
@@ -53,17 +53,10 @@ def _reader_file(folder, module, name, body):
     return path
 
 
-def _reference_body(module):
-    """The body of the reference test, as a reader would type it."""
-    text = (ROOT / "solutions" / f"{module}.py").read_text()
-    region = text.split(f"# BEGIN SOLUTION {TESTS[module][1]}\n", 1)[1].split("    # END SOLUTION", 1)[0]
-    return "\n".join(line[4:] for line in region.splitlines())
-
-
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     folder = tmp_path_factory.mktemp("reader_tests_ch45")
-    files = {(m, "reference"): _reader_file(folder, m, "reference", _reference_body(m)) for m in TESTS}
+    files = {(m, "reference"): _reader_file(folder, m, "reference", reference_body(m, TESTS[m][1])) for m in TESTS}
     files.update({key: _reader_file(folder, key[0], key[1], body) for key, body in WEAK.items()})
     jobs = [{"target": f"{m}.{TESTS[m][0]}", "source": path} for (m, _), path in files.items()]
     return dict(zip(files, grade_jobs(jobs, timeout=20)))
