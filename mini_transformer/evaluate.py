@@ -413,7 +413,7 @@ class AttentionMass:
     k: int
 
 
-def attention_mass(model, x, first_k=1):
+def attention_mass(model, x, first_k=1, normalise=False):
     r"""Per layer and head, the mean attention mass on position 0 and on the first ``k`` positions.
 
     With :math:`P^{(l,h)}_{ij}` the attention of query i on key j,
@@ -422,6 +422,8 @@ def attention_mass(model, x, first_k=1):
     every query of the batch ``x`` ``(B, T)``. Under a causal mask query 0 can
     only look at position 0, so uniform attention already gives
     :math:`\frac{1}{T}H_T` (H_T the harmonic number); a sink is mass well above that.
+    With ``normalise=True`` each row is first divided by its sum, for attention whose
+    rows need not sum to 1 (sigmoid attention): the share of what a query spends at all.
     The layers' ``record_attention`` flags are restored afterwards.
     """
     x = backend.asarray(backend.to_numpy(x))
@@ -441,6 +443,8 @@ def attention_mass(model, x, first_k=1):
     finally:
         for a, (flag, last) in zip(layers, saved):
             a.record_attention, a.last_attention = flag, last
+    if normalise:
+        probs = [p / p.sum(axis=-1, keepdims=True) for p in probs]
     position0 = np.stack([p[..., 0].mean(axis=(0, 2)) for p in probs])                     # (n_layers, H)
     first = np.stack([p[..., :first_k].sum(axis=-1).mean(axis=(0, 2)) for p in probs])   # (n_layers, H)
     return AttentionMass(position0, first, first_k)

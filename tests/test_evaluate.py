@@ -555,6 +555,22 @@ def test_attention_mass_defaults_to_the_first_token_and_allows_the_whole_sequenc
     np.testing.assert_allclose(whole.first_k, 1.0, rtol=1e-14)                 # every key: all of the mass
 
 
+def test_attention_mass_normalised_is_the_share_of_each_row():
+    # sigmoid attention with zero queries and keys gives every visible key sigma(-ln T) = 1 / (T + 1), so rows do
+    # not sum to 1: query i spends (i + 1) / (T + 1) in all. As mass, key 0 gets 1 / (T + 1) from every query; as
+    # a share of each row, 1 / (i + 1), and the first T keys hold the whole row.
+    from mini_transformer.experiments.attention_sinks import use_sigmoid_attention
+    T = 5
+    model = use_sigmoid_attention(zero_query_key(TinyGPT(config("none")).to_dtype("float64")))
+    x = random_tokens(T)[None]
+    mass = evaluate.attention_mass(model, x, first_k=T)
+    np.testing.assert_allclose(mass.position0, 1 / (T + 1), rtol=1e-12)
+    np.testing.assert_allclose(mass.first_k, np.mean([(i + 1) / (T + 1) for i in range(T)]), rtol=1e-12)
+    share = evaluate.attention_mass(model, x, first_k=T, normalise=True)
+    np.testing.assert_allclose(share.position0, np.mean([1 / (i + 1) for i in range(T)]), rtol=1e-12)
+    np.testing.assert_allclose(share.first_k, 1.0, rtol=1e-14)
+
+
 def test_alibi_first_k_mass_per_head():
     # one sequence, 2 heads: query i gives key j the weight e^{-m (i - j)} / sum_{s <= i} e^{-m s}; the first 2 keys
     T, k = 7, 2

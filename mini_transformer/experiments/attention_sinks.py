@@ -34,9 +34,9 @@ import math
 import os
 
 from .. import backend
-from ..autograd import no_grad
 from ..backend import xp
 from ..data import repetitive_corpus
+from ..evaluate import attention_mass
 from ..streaming import stream_loss
 from ..train import TrainConfig, train
 from . import common
@@ -137,32 +137,6 @@ def held_out(text, n_rows, T, bos, start=5_000):
 # Measurements
 # ---------------------------------------------------------------------------
 
-def attention_share(model, x, first_k=4):
-    r"""Per layer and head, the mean share of each query's attention on position 0 and on the first ``first_k``.
-
-    A row's share is :math:`P_{i0} / \sum_j P_{ij}`: for softmax the row sums to 1 already; for
-    sigmoid attention this is what the head spends on position 0 out of what it spends at all.
-    """
-    layers = [block.attn for block in model.blocks]
-    saved = [(a.record_attention, a.last_attention) for a in layers]
-    was_training = model.training
-    try:
-        for a in layers:
-            a.record_attention = True
-        model.eval()
-        with no_grad():
-            model(x)
-        probs = [backend.to_numpy(a.last_attention) for a in layers]         # each (B, H, T, T)
-    finally:
-        model.train(was_training)
-        for a, (flag, last) in zip(layers, saved):
-            a.record_attention, a.last_attention = flag, last
-    share = [p / p.sum(axis=-1, keepdims=True) for p in probs]
-    position0 = [s[..., 0].mean(axis=(0, 2)).tolist() for s in share]                      # (n_layers, H)
-    first = [s[..., :first_k].sum(axis=-1).mean(axis=(0, 2)).tolist() for s in share]     # (n_layers, H)
-    return position0, first
-
-
 class DropToken:
     r"""A cache policy for the eviction test: the token at text position ``index`` is evicted right after it is
     read, everything else stays. A fresh one per stream (it counts the steps it has seen)."""
@@ -200,7 +174,8 @@ def run_setting(setting, L, steps, stream_len, n_stream_rows, W, seed, progress)
                           progress=progress)
         result = train(model, batches(text, L, setting["bos"]), cfg)
         windows = held_out(text, 16, L, setting["bos"], start=0)                          # (16, L)
-        position0, first4 = attention_share(model, windows[:8])
+        mass = attention_mass(model, windows[:8], first_k=4, normalise=True)   # share of each row
+        position0, first4 = mass.position0.tolist(), mass.first_k.tolist()
         eviction = eviction_costs(model, windows)
         tokens = held_out(text, n_stream_rows, stream_len, setting["bos"])                # (rows, stream_len)
         losses = {}
