@@ -19,3 +19,10 @@ def reference_body(module, label):
     text = (SOLUTIONS / f"{module}.py").read_text()
     region = text.split(f"# BEGIN SOLUTION {label}\n", 1)[1].split("    # END SOLUTION", 1)[0]
     return "\n".join(line[4:] for line in region.splitlines())
+
+
+def label_of(module, name):
+    """The label of exercise ``name`` in ``solutions/<module>.py``, e.g. "Exercise 6.2"."""
+    from exercises.grading.generate import region_labels
+    from exercises.grading.paths import SOLUTIONS
+    return region_labels((SOLUTIONS / f"{module}.py").read_text())[name]

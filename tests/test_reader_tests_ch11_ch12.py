@@ -7,20 +7,13 @@ each must pass on the healthy patient and fail on the bug of its row; the others
 reported and never count against it. Each test below is one a reader might write.
 """
 import re
-from pathlib import Path
 
 import pytest
 
-from exercise_text import fill, reference_body
-from exercises.grading.generate import generated_text, region_labels
+from exercise_text import fill, label_of, reference_body
+from exercises.grading.generate import generated_text
 from exercises.grading.grader import grade_jobs, summary
 from exercises.grading.mutants import reader_tests
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def label(module, name):
-    return region_labels((ROOT / "solutions" / f"{module}.py").read_text())[name]
 
 
 PORT_SETUP = """
@@ -247,7 +240,7 @@ def graded(tmp_path_factory):
     for (module, name, style), body in READER_TESTS.items():
         path = folder / f"{name}_{style}" / f"{module}.py"
         path.parent.mkdir()
-        path.write_text(fill(generated_text(module), label(module, name), body or reference_body(module, label(module, name))))
+        path.write_text(fill(generated_text(module), label_of(module, name), body or reference_body(module, label_of(module, name))))
         jobs.append({"target": f"{module}.{name}", "source": path})
         keys.append((module, name, style))
     return dict(zip(keys, grade_jobs(jobs, timeout=20)))

@@ -6,20 +6,13 @@ reader might write it; the grader must pass the good ones, name the mutants a we
 through, and say so when a test fails on the reference.
 """
 import re
-from pathlib import Path
 
 import pytest
 
-from exercise_text import fill, reference_body
-from exercises.grading.generate import generated_text, region_labels
+from exercise_text import fill, label_of, reference_body
+from exercises.grading.generate import generated_text
 from exercises.grading.grader import grade_jobs
 from exercises.grading.mutants import reader_tests
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _label(module, name):
-    return region_labels((ROOT / "solutions" / f"{module}.py").read_text())[name]
 
 
 TESTS = {
@@ -70,10 +63,10 @@ def graded(tmp_path_factory):
     folder = tmp_path_factory.mktemp("reader_tests_ch9_ch10")
     jobs, keys = [], []
     for (module, name), bodies in TESTS.items():
-        for reader, body in dict(bodies, reference=reference_body(module, _label(module, name))).items():
+        for reader, body in dict(bodies, reference=reference_body(module, label_of(module, name))).items():
             path = folder / module / f"{reader}.py"
             path.parent.mkdir(exist_ok=True)
-            path.write_text(fill(generated_text(module), _label(module, name), body))
+            path.write_text(fill(generated_text(module), label_of(module, name), body))
             jobs.append({"target": f"{module}.{name}", "source": path})
             keys.append((module, reader))
     return dict(zip(keys, grade_jobs(jobs, timeout=20)))
