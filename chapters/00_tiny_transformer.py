@@ -64,7 +64,7 @@ import math
 import matplotlib.pyplot as plt
 
 from exercises import reveal, use
-from mini_transformer.backend import rng, to_numpy, xp
+from mini_transformer.engine.backend import rng, to_numpy, xp
 
 g = rng(0)  # one seeded generator for the whole chapter
 
@@ -77,7 +77,7 @@ def randn(*shape):
 # %% [markdown]
 # ## 1. A `Tensor` remembers how it was made
 #
-# `mini_transformer.autograd.Tensor` wraps an array. Every operation on tensors records its inputs
+# `mini_transformer.engine.autograd.Tensor` wraps an array. Every operation on tensors records its inputs
 # and a small function, `backward`, that turns the gradient of the loss with respect to the output,
 # `gy`, into gradients with respect to the inputs, `gx`. Calling `.backward()` on the loss walks the
 # recorded graph from the end to the start and hands each tensor its `.grad`.
@@ -87,7 +87,7 @@ def randn(*shape):
 # receives both gradients, added up.
 
 # %%
-from mini_transformer.autograd import Tensor
+from mini_transformer.engine.autograd import Tensor
 
 a = Tensor(xp.asarray(2.0), requires_grad=True)
 b = Tensor(xp.asarray(3.0), requires_grad=True)
@@ -104,12 +104,12 @@ assert float(a.grad) == 4.0 and float(b.grad) == 2.0
 # Here is the whole of `exp`:
 
 # %%
-from mini_transformer import autograd
+from mini_transformer.engine import autograd
 
 print(inspect.getsource(autograd.exp))
 
 # %% [markdown]
-# `_op(data, parents, backward)` wraps the output and records the parents and the closure. That is
+# `op(data, parents, backward)` wraps the output and records the parents and the closure. That is
 # all an op needs. You now write the op that attention is built on.
 #
 # ## 2. The softmax
@@ -169,7 +169,7 @@ softmax = use("engine", "softmax")
 reveal("engine", "softmax")
 
 # %% [markdown]
-# Grade it alone with `python -m pytest tests/test_exercises.py -k 0.1-softmax`. Then check it here: the
+# Grade it alone with `python -m pytest tests/grading/test_exercises.py -k 0.1-softmax`. Then check it here: the
 # worked example from the docstring, the same scores near 1000, and a causal mask.
 
 # %% tags=["nbval-check-output"]
@@ -245,12 +245,12 @@ softmax_backward = use("engine", "softmax_backward")
 reveal("engine", "softmax_backward")
 
 # %% [markdown]
-# Grade it alone with `python -m pytest tests/test_exercises.py -k 0.2-softmax_backward`. Now put the two halves
+# Grade it alone with `python -m pytest tests/grading/test_exercises.py -k 0.2-softmax_backward`. Now put the two halves
 # together into one op of the engine, forward and backward side by side, exactly as `exp` is written
-# above (and as `mini_transformer/functional.py` writes its own `softmax`):
+# above (and as `mini_transformer/engine/functional.py` writes its own `softmax`):
 
 # %%
-from mini_transformer.autograd import _op
+from mini_transformer.engine.autograd import op
 
 
 def softmax_op(x, mask=None):
@@ -259,7 +259,7 @@ def softmax_op(x, mask=None):
 
     def backward(gy):
         return (softmax_backward(y, gy),)
-    return _op(y, (x,), backward)
+    return op(y, (x,), backward)
 
 
 # %% tags=["nbval-check-output"]
@@ -333,12 +333,12 @@ assert errors["central"][4] < 1e-9 < 1e-7 < errors["forward"][4] and best["centr
 # near $h = 10^{-5}$, with an error of a few times $10^{-12}$ on this row; the forward one bottoms out
 # near $h = 10^{-7}$ and cannot do better than a few times $10^{-9}$. That is claim C2.
 #
-# The library's `mini_transformer.gradcheck.assert_gradcheck` does this for every input of any
+# The library's `mini_transformer.engine.gradcheck.assert_gradcheck` does this for every input of any
 # function of tensors, with one more trick (a Richardson step that also cancels the $h^2$ term). Run
 # it on your op, with a causal mask, in float64:
 
 # %% tags=["nbval-check-output"]
-from mini_transformer.gradcheck import assert_gradcheck
+from mini_transformer.engine.gradcheck import assert_gradcheck
 
 x = Tensor(randn(2, 4, 4), requires_grad=True)  # (B, T, T) scores
 err = assert_gradcheck(lambda t: softmax_op(t, xp.tril(xp.ones((4, 4), dtype=bool))), [x], tol=1e-7)
@@ -382,7 +382,7 @@ test_softmax_and_its_gradient = use("engine", "test_softmax_and_its_gradient")
 reveal("engine", "test_softmax_and_its_gradient")
 
 # %% [markdown]
-# Grade it with `python -m pytest tests/test_exercises.py -k 0.3-test_softmax_and_its_gradient`. Here it runs on the `softmax` and
+# Grade it with `python -m pytest tests/grading/test_exercises.py -k 0.3-test_softmax_and_its_gradient`. Here it runs on the `softmax` and
 # `softmax_backward` this chapter uses (yours once you have written them, the reference until then),
 # where it must pass, and on one wrong backward written the classic way, keeping only the diagonal of
 # the Jacobian, where it must fail:
@@ -412,11 +412,11 @@ assert caught
 #
 # $$S = \frac{Q K^\top}{\sqrt{d_{head}}} + \text{bias}, \qquad P = \mathrm{softmax}(S \text{ masked}), \qquad Y = P V.$$
 #
-# `mini_transformer.functional.scaled_dot_product_attention` is exactly that; its weights come from
+# `mini_transformer.engine.functional.scaled_dot_product_attention` is exactly that; its weights come from
 # `attention_weights`:
 
 # %%
-from mini_transformer import functional as F
+from mini_transformer.engine import functional as F
 
 print(inspect.getsource(F.attention_weights))
 
@@ -496,7 +496,7 @@ cross_entropy = use("engine", "cross_entropy")
 reveal("engine", "cross_entropy")
 
 # %% [markdown]
-# Grade it alone with `python -m pytest tests/test_exercises.py -k 0.4-cross_entropy`. Check it against the
+# Grade it alone with `python -m pytest tests/grading/test_exercises.py -k 0.4-cross_entropy`. Check it against the
 # baseline and against the library's `F.cross_entropy`, the op the model trains with:
 
 # %% tags=["nbval-check-output"]
@@ -525,7 +525,7 @@ assert math.isclose(cross_entropy(uniform, targets), math.log(V), rel_tol=1e-12)
 # again; only the copy is scored), then take one step of AdamW on that batch.
 
 # %%
-from mini_transformer import data
+from mini_transformer.model import data
 from mini_transformer.model import GPTConfig, TinyGPT
 
 cfg = GPTConfig(vocab_size=16, d_model=16, n_layers=2, n_heads=2, max_len=16)  # small: a step takes milliseconds
@@ -548,11 +548,11 @@ assert abs(float(before.item()) - math.log(16)) < 0.05 and after < float(before.
 # Claim C3 holds: 2.772 against $\ln 16 = 2.773$, within a thousandth of a nat of knowing nothing (the
 # random weights already tilt the probabilities a little, and on this batch the tilt happens to help).
 # One step moves the loss down. A hundred and fifty steps on fresh batches, with the
-# book's training loop (`mini_transformer.train.train`: AdamW, warmup and cosine decay, clipping),
+# book's training loop (`mini_transformer.model.train.train`: AdamW, warmup and cosine decay, clipping),
 # and the loss falls far below the baseline:
 
 # %%
-from mini_transformer.train import TrainConfig, train
+from mini_transformer.model.train import TrainConfig, train
 
 
 def copy_batches(gen):
@@ -575,12 +575,12 @@ print(f"step 0: {run.losses[0]:.2f} nats, perplexity {math.exp(run.losses[0]):.1
 # %% [markdown]
 # The book's experiments train byte-level models ($V = 256$) on the Python standard library and
 # report held-out losses in nats per byte; the committed results of
-# `python -m mini_transformer.experiments.train_short_test_long` read, at the training length:
+# `python -m mini_transformer.evaluation.experiments.train_short_test_long` read, at the training length:
 
 # %% tags=["nbval-check-output"]
 import os
 
-from mini_transformer.experiments.common import load_result
+from mini_transformer.evaluation.experiments.common import load_result
 
 short_long = load_result("train_short_test_long")
 print(f"baseline ln 256 = {math.log(256):.2f} nats per byte = 8.00 bits per byte")
@@ -601,7 +601,7 @@ assert all(r["loss"][0] < math.log(256) / 2 for r in short_long["results"].value
 # the source:
 
 # %%
-from mini_transformer.attention import MultiHeadAttention
+from mini_transformer.model.attention import MultiHeadAttention
 from mini_transformer.model import Transformer
 
 
@@ -673,17 +673,17 @@ plt.show()
 # ## 9. Reference and fast kernels
 #
 # The reference ops are written to be read: one equation, one thread, no tricks. The ops that are
-# slow that way also have a **fast kernel** in `mini_transformer/kernels/` with the same signature
-# (attention's is `mini_transformer/kernels/attention.py`: scores stored key-major, rows in blocks over
+# slow that way also have a **fast kernel** in `mini_transformer/engine/kernels/` with the same signature
+# (attention's is `mini_transformer/engine/kernels/attention.py`: scores stored key-major, rows in blocks over
 # the cores). One switch chooses the set: `GPTConfig(kernels="fast")`, read once by the model through
-# `mini_transformer.kernels.select`. The experiments run the fast set; the chapters run the
+# `mini_transformer.engine.kernels.select`. The experiments run the fast set; the chapters run the
 # reference. Check that they compute the same thing, value and gradient, on one attention call and on
 # a whole model:
 
 # %%
 import dataclasses
 
-from mini_transformer import kernels
+from mini_transformer.engine import kernels
 
 q, k, v = (Tensor(randn(2, 4, 8, 16), requires_grad=True) for _ in range(3))  # (B, H, T, d_head)
 mask = xp.tril(xp.ones((8, 8), dtype=bool))
@@ -727,7 +727,7 @@ def attention_using(backward_of_softmax):
     """The reference attention, normalised by your softmax, differentiated by backward_of_softmax."""
     def softmax_op_with(x, mask):
         y = softmax(x.data, mask)
-        return _op(y, (x,), lambda gy: (backward_of_softmax(y, gy),))
+        return op(y, (x,), lambda gy: (backward_of_softmax(y, gy),))
 
     def attention(q, k, v, bias=None, mask=None, scale=None, return_weights=False):
         s = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
@@ -885,8 +885,8 @@ print(f"diagonal_only: {gaps['diagonal_only'][1]:.0e} from the library at step 1
 #
 # * The exercises: [`exercises/engine.py`](../exercises/engine.py), 0.1 to 0.4. Grade them with
 #   `python -m exercises grade engine`; one you have not touched is reported as "not attempted".
-# * The fast kernels of what this chapter taught: attention in `mini_transformer/kernels/attention.py`,
-#   cross-entropy in `mini_transformer/kernels/cross_entropy.py`, AdamW in
-#   `mini_transformer/kernels/adamw.py`; `tests/test_kernels.py` holds every one to its reference.
+# * The fast kernels of what this chapter taught: attention in `mini_transformer/engine/kernels/attention.py`,
+#   cross-entropy in `mini_transformer/engine/kernels/cross_entropy.py`, AdamW in
+#   `mini_transformer/engine/kernels/adamw.py`; `tests/engine/test_kernels.py` holds every one to its reference.
 # * Next, chapter 1 (`01_order_blind.py`): take position away completely and prove, then measure,
 #   that attention cannot tell a sequence from its shuffle, and what the causal mask gives back.

@@ -66,7 +66,7 @@ import math
 import matplotlib.pyplot as plt
 
 from exercises import reveal, use
-from mini_transformer.backend import rng, to_numpy, xp
+from mini_transformer.engine.backend import rng, to_numpy, xp
 
 g = rng(0)  # one seeded generator for the whole chapter
 
@@ -125,7 +125,7 @@ permutation_gap = use("order", "permutation_gap")
 reveal("order", "permutation_gap")
 
 # %% [markdown]
-# Grade it alone with `python -m pytest tests/test_exercises.py -k 1.1-permutation_gap`. Check it on the three kinds
+# Grade it alone with `python -m pytest tests/grading/test_exercises.py -k 1.1-permutation_gap`. Check it on the three kinds
 # of function: one that acts on each token alone, a sum over the tokens, and a running sum.
 
 # %%
@@ -204,7 +204,7 @@ self_attention = use("order", "self_attention")
 reveal("order", "self_attention")
 
 # %% [markdown]
-# Grade it alone with `python -m pytest tests/test_exercises.py -k 1.2-self_attention`. Now measure the proof: the
+# Grade it alone with `python -m pytest tests/grading/test_exercises.py -k 1.2-self_attention`. Now measure the proof: the
 # encoder's gap must be rounding, the decoder's must not.
 
 # %%
@@ -251,15 +251,15 @@ assert xp.allclose(A_perm[back][:, back], A)
 # of equivariant functions is equivariant. So a `TinyEncoder` (no mask) with `positional="none"`
 # should be exactly equivariant, every layer included.
 #
-# `mini_transformer.evaluate.permutation_sensitivity(model, ids)` runs that experiment: it shuffles
+# `mini_transformer.evaluation.measures.permutation_sensitivity(model, ids)` runs that experiment: it shuffles
 # the token ids with a fixed permutation, runs the model on both, un-shuffles and reports the largest
 # change of any logit (and that change relative to the largest logit). The models below are float64,
 # with weights drawn at standard deviation 0.5 so a difference cannot hide behind a tiny
 # initialisation, and run the reference kernels.
 
 # %%
-from mini_transformer.autograd import no_grad
-from mini_transformer.evaluate import permutation_sensitivity
+from mini_transformer.engine.autograd import no_grad
+from mini_transformer.evaluation.measures import permutation_sensitivity
 from mini_transformer.model import GPTConfig, TinyEncoder, TinyGPT
 
 T = 12
@@ -390,7 +390,7 @@ uniform_causal_attention = use("order", "uniform_causal_attention")
 reveal("order", "uniform_causal_attention")
 
 # %% [markdown]
-# Grade it alone with `python -m pytest tests/test_exercises.py -k 1.3-uniform_causal_attention`. It must equal a real causal
+# Grade it alone with `python -m pytest tests/grading/test_exercises.py -k 1.3-uniform_causal_attention`. It must equal a real causal
 # head whose scores are all equal, your `self_attention` with $W_q = 0$; and with the marker as
 # values it must count.
 
@@ -466,7 +466,7 @@ assert after[1] < 1e-13 and after[2] > 0.1
 # `TinyGPT` again. Chance is $1/T$.
 
 # %%
-from mini_transformer.train import TrainConfig, train
+from mini_transformer.model.train import TrainConfig, train
 
 V = 20
 BOS = 1
@@ -537,7 +537,7 @@ assert accuracy["TinyGPT, no BOS"].mean() < 0.5
 # standard library's source for 1500 steps at length 64; its committed result:
 
 # %%
-from mini_transformer.experiments.common import load_result
+from mini_transformer.evaluation.experiments.common import load_result
 
 short_long = load_result("train_short_test_long")
 losses = {name: r["loss"] for name, r in short_long["results"].items()}
@@ -559,12 +559,12 @@ assert losses["none"][0] > max(others) + 0.3
 # ## 6. Every scheme breaks equivariance
 #
 # A positional scheme exists to break exactly this symmetry. The experiment
-# `python -m mini_transformer.experiments.permutation` runs the permutation probe on every scheme,
+# `python -m mini_transformer.evaluation.experiments.permutation` runs the permutation probe on every scheme,
 # in both models, over 5 seeds (float64, weights at standard deviation 0.5, $T = 16$); its committed
 # result:
 
 # %%
-from mini_transformer.experiments import permutation as permutation_experiment
+from mini_transformer.evaluation.experiments import permutation as permutation_experiment
 
 perm_result = load_result("permutation")
 table = perm_result["relative_change"]
@@ -705,7 +705,7 @@ test_self_attention_is_permutation_equivariant = use("order", "test_self_attenti
 reveal("order", "test_self_attention_is_permutation_equivariant")
 
 # %% [markdown]
-# Grade it with `python -m pytest tests/test_exercises.py -k 1.4-test_self_attention_is_permutation_equivariant`. Here it runs on the
+# Grade it with `python -m pytest tests/grading/test_exercises.py -k 1.4-test_self_attention_is_permutation_equivariant`. Here it runs on the
 # `self_attention` and `permutation_gap` this chapter uses (yours once you have written them, the
 # reference until then), where it must pass, and on the local window above, where it must fail:
 
@@ -810,7 +810,7 @@ assert caught
 #
 # * The exercises: [`exercises/order.py`](../exercises/order.py), 1.1 to 1.4. Grade them with
 #   `python -m exercises grade order`.
-# * The probe on any model: `mini_transformer.evaluate.permutation_sensitivity(model, ids)` and
-#   `plot_permutation_sensitivity`; the full sweep is `python -m mini_transformer.experiments.permutation`.
-# * The fast kernel of the attention you wrote: `mini_transformer/kernels/attention.py`.
+# * The probe on any model: `mini_transformer.evaluation.measures.permutation_sensitivity(model, ids)` and
+#   `plot_permutation_sensitivity`; the full sweep is `python -m mini_transformer.evaluation.experiments.permutation`.
+# * The fast kernel of the attention you wrote: `mini_transformer/engine/kernels/attention.py`.
 # * Next, chapter 2: put position back, first by adding it to the input.

@@ -70,7 +70,7 @@ import math
 import matplotlib.pyplot as plt
 
 from exercises import reveal, use
-from mini_transformer.backend import asarray, to_numpy, xp
+from mini_transformer.engine.backend import asarray, to_numpy, xp
 
 # %% [markdown]
 # ## 1. Counting in binary
@@ -450,12 +450,12 @@ assert all(r["reference"]["result"] == "passed" for r in runs.values())
 # each its own channels. The book says adding "looks like it should cause interference and
 # mostly does not" (§2.1). Two things decide how much they interfere: the directions the two
 # summands take, and their sizes. Start with the sizes, in the model you train below, `TinyGPT`
-# with its default `kernels="reference"` (the fast kernels live in `mini_transformer/kernels/`):
+# with its default `kernels="reference"` (the fast kernels live in `mini_transformer/engine/kernels/`):
 # token rows are drawn with standard deviation 0.02, as in GPT-2, and every row of the table has
 # norm $\sqrt{d_{model}/2}$.
 
 # %% tags=["nbval-check-output"]
-from mini_transformer import data
+from mini_transformer.model import data
 from mini_transformer.model import GPTConfig, TinyGPT
 
 cfg = GPTConfig(vocab_size=16, d_model=32, n_layers=2, n_heads=4, max_len=8, positional="sinusoidal", seed=0)
@@ -482,10 +482,10 @@ assert math.isclose(pe_norm, 4.0) and 25 < pe_norm / token_norm < 45
 # input scheme adds its vectors.
 
 # %%
-from mini_transformer.autograd import concat
+from mini_transformer.engine.autograd import concat
 from mini_transformer.positional.base import PositionalScheme
 from mini_transformer.positional.sinusoidal import SinusoidalPositionalEncoding
-from mini_transformer.train import TrainConfig, train
+from mini_transformer.model.train import TrainConfig, train
 
 
 class ConcatenatedSinusoids(PositionalScheme):
@@ -561,7 +561,7 @@ fig.tight_layout()
 # plot shows both.
 
 # %%
-from mini_transformer.side_by_side import train_side_by_side
+from exercises.adapters.side_by_side import train_side_by_side
 
 small = GPTConfig(vocab_size=16, d_model=16, n_layers=2, n_heads=2, max_len=8, positional="sinusoidal", seed=0)
 yours = SinusoidalPositionalEncoding.from_functions(sinusoidal_positional_encoding)
@@ -608,14 +608,14 @@ assert nearest[:L].min() > 0.95 and nearest[L:].mean() < 0.6
 # typically at 0.49. The slow clocks have moved to angles no training position had.
 #
 # What the model makes of that is measured by the experiment
-# `python -m mini_transformer.experiments.train_short_test_long`: one `TinyGPT` per scheme
+# `python -m mini_transformer.evaluation.experiments.train_short_test_long`: one `TinyGPT` per scheme
 # ($d_{model} = 64$, 2 layers), trained on the standard library's source at $L = 64$ for 1500
 # steps, then evaluated at $1\times$ to $8\times L$. It takes minutes, so the chapter reads the
 # committed result.
 
 # %% tags=["nbval-check-output"]
-from mini_transformer.experiments import train_short_test_long
-from mini_transformer.experiments.common import load_result
+from mini_transformer.evaluation.experiments import train_short_test_long
+from mini_transformer.evaluation.experiments.common import load_result
 
 stl = load_result("train_short_test_long")
 print(f"trained at L = {stl['train_len']} for {stl['steps']} steps; held-out loss in nats per byte")

@@ -68,7 +68,7 @@ import math
 import matplotlib.pyplot as plt
 
 from exercises import reveal, use
-from mini_transformer.backend import asarray, rng, to_numpy, xp
+from mini_transformer.engine.backend import asarray, rng, to_numpy, xp
 
 g = rng(0)  # one seeded generator for the whole chapter
 
@@ -162,11 +162,11 @@ except ValueError as e:
 # backward pass, and the largest gradient entry of each row:
 
 # %%
-from mini_transformer import data
-from mini_transformer.autograd import no_grad
+from mini_transformer.model import data
+from mini_transformer.engine.autograd import no_grad
 from mini_transformer.model import GPTConfig, TinyGPT
-from mini_transformer.optim import cosine_lr
-from mini_transformer.train import TrainConfig, train
+from mini_transformer.engine.optim import cosine_lr
+from mini_transformer.model.train import TrainConfig, train
 
 cfg = GPTConfig(vocab_size=16, d_model=32, n_layers=2, n_heads=4, max_len=16, positional="learned", seed=0)
 TRAIN_LEN = 8
@@ -511,7 +511,7 @@ assert all(r["reference"]["result"] == "passed" for r in runs.values())
 # part.
 
 # %%
-from mini_transformer.side_by_side import train_side_by_side
+from exercises.adapters.side_by_side import train_side_by_side
 
 small = GPTConfig(vocab_size=16, d_model=16, n_layers=2, n_heads=2, max_len=16, positional="learned", seed=0)
 start = TinyGPT(small).positional.weight.data  # the table both models start from
@@ -529,13 +529,13 @@ side.plot(yours="your position_rows", title="The same model, two lookups of one 
 # ## 9. The measured record
 #
 # Two committed experiments put numbers on the claims; each takes minutes, so the chapter reads
-# their results. `python -m mini_transformer.experiments.relative_bias_generalisation` trains the
+# their results. `python -m mini_transformer.evaluation.experiments.relative_bias_generalisation` trains the
 # look-3-back model of section 3 with a 16-row learned table and, beside it, with T5's bucketed
 # relative bias (chapter 5), at length 8, and tests both at 16, over ten seeds:
 
 # %% tags=["nbval-check-output"]
-from mini_transformer.experiments import relative_bias_generalisation
-from mini_transformer.experiments.common import load_result
+from mini_transformer.evaluation.experiments import relative_bias_generalisation
+from mini_transformer.evaluation.experiments.common import load_result
 
 rbg = load_result("relative_bias_generalisation")
 summary = rbg["summary"]
@@ -667,7 +667,7 @@ assert learned_L < sinusoidal_L and all(math.isnan(v) for v in stl["results"]["l
 # * Grade your exercises: `python -m exercises grade learned`.
 # * The library's table is `mini_transformer/positional/learned.py` (`LearnedPositionalEmbedding.rows`
 #   is Exercise 3.1); its cache, which decides every offset so that you cannot get it wrong, is
-#   `mini_transformer/kv_cache.py`. A table lookup needs no fast kernel.
+#   `mini_transformer/model/kv_cache.py`. A table lookup needs no fast kernel.
 # * The interview questions this chapter answers are in
 #   [`chapters/cards/03_learned.md`](cards/03_learned.md).
 # * Chapter 4 moves position from the input to the attention scores, where a distance can be

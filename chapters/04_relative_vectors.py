@@ -67,7 +67,7 @@
 #
 # The layout is the book's everywhere: queries and keys are `(B, H, T, d_head)`. Every model in
 # this chapter runs the reference kernels (`GPTConfig.kernels="reference"`, the default): the
-# attention you see is the textbook one in `mini_transformer/functional.py`.
+# attention you see is the textbook one in `mini_transformer/engine/functional.py`.
 
 # %%
 import copy
@@ -76,9 +76,10 @@ import math
 import matplotlib.pyplot as plt
 
 from exercises import reveal, use
-from mini_transformer import Tensor, data
-from mini_transformer.autograd import no_grad
-from mini_transformer.backend import asarray, rng, to_numpy, xp
+from mini_transformer import Tensor
+from mini_transformer.model import data
+from mini_transformer.engine.autograd import no_grad
+from mini_transformer.engine.backend import asarray, rng, to_numpy, xp
 from mini_transformer.model import GPTConfig, TinyGPT
 
 g = rng(0)  # one seeded generator for the whole chapter
@@ -410,8 +411,8 @@ for lead, T_q, T_k in [((), 4, 4), ((2, 3), 4, 6), ((1, 2), 1, 5), ((3,), 5, 2)]
 # against the library's op.
 
 # %%
-from mini_transformer import functional as F
-from mini_transformer.gradcheck import assert_gradcheck
+from mini_transformer.engine import functional as F
+from mini_transformer.engine.gradcheck import assert_gradcheck
 from mini_transformer.positional.transformer_xl import shift_op
 
 x = Tensor(randn(2, 3, 4, 9), requires_grad=True)  # (B, H, T_q 4, L 9): T_k 6
@@ -482,7 +483,7 @@ print("test_relative_positions passes on the functions above")
 
 # %%
 from mini_transformer.positional.shaw import ShawRelativePosition
-from mini_transformer.side_by_side import train_side_by_side
+from exercises.adapters.side_by_side import train_side_by_side
 
 
 def copy_batches(gen):
@@ -680,7 +681,7 @@ fig.tight_layout()
 # Turn `Ts` up to see $T = 1024$.
 
 # %%
-from mini_transformer import bench_positional
+from mini_transformer.evaluation import bench_positional
 
 cost = bench_positional.run(["none", "shaw", "transformer_xl", "rope"], Ts=(64, 256), repeats=1)
 print(f"{'scheme':<16}{'hook KiB, T=64':>16}{'hook KiB, T=256':>17}{'ratio':>8}")
@@ -693,7 +694,7 @@ print("Shaw needs the attention probabilities (the unfused path):", TinyGPT(GPTC
 assert hook["shaw"] > 8 and hook["transformer_xl"] > 8 and hook["rope"] < 5
 
 # %% [markdown]
-# The fast attention kernel (`mini_transformer/kernels/attention.py`) takes the bias as an
+# The fast attention kernel (`mini_transformer/engine/kernels/attention.py`) takes the bias as an
 # array, so these schemes run on it too, but only after the whole array exists: nothing about
 # a relative vector can be folded into the kernel as a formula of $i$ and $j$, the way ALiBi's
 # slope can (chapter 7).
@@ -709,8 +710,8 @@ assert hook["shaw"] > 8 and hook["transformer_xl"] > 8 and hook["rope"] < 5
 # it is.
 
 # %%
-from mini_transformer.experiments.relative_bias_generalisation import score
-from mini_transformer.train import TrainConfig, train
+from mini_transformer.evaluation.experiments.relative_bias_generalisation import score
+from mini_transformer.model.train import TrainConfig, train
 
 
 def train_short_run_long(positional, extra, steps=150, seed=0, train_len=16, test_len=64):
@@ -745,14 +746,14 @@ assert isinstance(long_runs["learned"][1], str)
 
 # %% [markdown]
 # On real text the picture holds. The experiment
-# `python -m mini_transformer.experiments.train_short_test_long` trains every scheme on the
+# `python -m mini_transformer.evaluation.experiments.train_short_test_long` trains every scheme on the
 # standard library's source at $L = 64$ for 1500 steps and evaluates at 1, 2, 4 and 8 times $L$;
 # its committed result is read here, not retrained (it takes minutes). Transformer-XL runs
 # there without a memory, one plain forward over the whole window like every other scheme.
 
 # %%
-from mini_transformer.experiments import train_short_test_long
-from mini_transformer.experiments.common import load_result
+from mini_transformer.evaluation.experiments import train_short_test_long
+from mini_transformer.evaluation.experiments.common import load_result
 
 stl = load_result("train_short_test_long")
 print(f"held-out loss in nats per byte, trained at L = {stl['train_len']}")
@@ -869,8 +870,8 @@ print("on text too: Shaw and Transformer-XL hold past L; unscaled RoPE climbs; t
 #   mistake, then the numbers), and your test gets the list of the wrong versions it let through.
 # * The library's forms: `mini_transformer/positional/shaw.py` and
 #   `mini_transformer/positional/transformer_xl.py`, with `functional.gather_distance`,
-#   `scatter_distance` and `relative_shift` in `mini_transformer/functional.py`. The attention
-#   they feed has a fast kernel in `mini_transformer/kernels/attention.py`; the relative terms
+#   `scatter_distance` and `relative_shift` in `mini_transformer/engine/functional.py`. The attention
+#   they feed has a fast kernel in `mini_transformer/engine/kernels/attention.py`; the relative terms
 #   themselves are the reference code you saw.
 # * The interview questions of this chapter: [`chapters/cards/04_relative_vectors.md`](cards/04_relative_vectors.md).
 # * Next, chapter 5: T5 keeps only term (d), a scalar per head and distance, and puts the

@@ -75,9 +75,9 @@ import math
 import matplotlib.pyplot as plt
 
 from exercises import reveal, use
-from mini_transformer import data
-from mini_transformer.autograd import no_grad
-from mini_transformer.backend import asarray, rng, to_numpy, xp
+from mini_transformer.model import data
+from mini_transformer.engine.autograd import no_grad
+from mini_transformer.engine.backend import asarray, rng, to_numpy, xp
 from mini_transformer.model import GPTConfig, TinyEncoder, TinyGPT
 
 g = rng(0)  # one seeded generator for the whole chapter
@@ -282,7 +282,7 @@ for cls in (TinyGPT, TinyEncoder):
 # in a sentence (NumPy would read bucket $-1$ as the last row, silently).
 
 # %%
-from mini_transformer.side_by_side import train_side_by_side
+from exercises.adapters.side_by_side import train_side_by_side
 
 
 def lookback_batches(gen, T=16):
@@ -334,7 +334,7 @@ fig.tight_layout()
 # float32, `bench_positional`).
 
 # %%
-from mini_transformer import bench_positional
+from mini_transformer.evaluation import bench_positional
 
 cost = bench_positional.run(["none", "t5", "alibi", "rope"], Ts=(64, 256), repeats=1)
 print(f"{'scheme':<8}{'extra params':>13}{'hook KiB, T=64':>16}{'hook KiB, T=256':>17}{'ratio':>8}")
@@ -351,7 +351,7 @@ assert growth["t5"] > 12 and growth["rope"] < 5
 # too, and costs the same as T5's. The difference the book names is not in the bytes but in
 # what a fused kernel can do: ALiBi's bias is $-m_h (i - j)$, a formula of the indices that a
 # kernel computes on the fly (FlashAttention supports it), while T5's needs a table lookup per
-# pair. This workbook's fast kernels (`mini_transformer/kernels/attention.py`) take a bias array
+# pair. This workbook's fast kernels (`mini_transformer/engine/kernels/attention.py`) take a bias array
 # for both, so that part of the claim is not measured here.
 #
 # ## 7. Trained at 8, run at 16
@@ -364,9 +364,9 @@ assert growth["t5"] > 12 and growth["rope"] < 5
 # below repeats it over ten.
 
 # %%
-from mini_transformer.data import IGNORE
-from mini_transformer.experiments import relative_bias_generalisation as rbg
-from mini_transformer.train import TrainConfig, train
+from mini_transformer.model.data import IGNORE
+from mini_transformer.evaluation.experiments import relative_bias_generalisation as rbg
+from mini_transformer.model.train import TrainConfig, train
 
 
 def accuracy_by_position(model, batch):
@@ -409,12 +409,12 @@ ax.legend()
 fig.tight_layout()
 
 # %% [markdown]
-# The full experiment, `python -m mini_transformer.experiments.relative_bias_generalisation`,
+# The full experiment, `python -m mini_transformer.evaluation.experiments.relative_bias_generalisation`,
 # runs ten seeds of 600 steps (the fast kernels, the same numbers); it takes about a minute, so
 # the chapter reads its committed result.
 
 # %%
-from mini_transformer.experiments.common import load_result
+from mini_transformer.evaluation.experiments.common import load_result
 
 rb = load_result("relative_bias_generalisation")
 s = rb["summary"]
@@ -737,9 +737,9 @@ print("test_buckets passes on the functions above")
 #   stops it.
 # * The library's forms: `mini_transformer/positional/t5.py` (`RelativePositionBias.bias`,
 #   `bias_at`) and `mini_transformer/positional/relative_2d.py`. The bias they make goes into the
-#   attention of `mini_transformer/functional.py`; the fast kernel,
-#   `mini_transformer/kernels/attention.py`, takes the same bias array.
-# * The experiment: `python -m mini_transformer.experiments.relative_bias_generalisation`
+#   attention of `mini_transformer/engine/functional.py`; the fast kernel,
+#   `mini_transformer/engine/kernels/attention.py`, takes the same bias array.
+# * The experiment: `python -m mini_transformer.evaluation.experiments.relative_bias_generalisation`
 #   (`--quick` for three seeds).
 # * The interview questions of this chapter: [`chapters/cards/05_buckets.md`](cards/05_buckets.md).
 # * Next, chapter 6: RoPE, which gets relative behaviour without any bias at all.

@@ -76,7 +76,7 @@ import math
 import matplotlib.pyplot as plt
 
 from exercises import reveal, use
-from mini_transformer.backend import asarray, rng, to_numpy, xp
+from mini_transformer.engine.backend import asarray, rng, to_numpy, xp
 
 g = rng(0)  # one seeded generator for the whole chapter
 
@@ -987,7 +987,7 @@ assert all(good) and all(bad[:4]) and not any(bad[4:])
 # **Where "rotate a key once" holds, and where it does not (claim C3).** It holds when a token's
 # position is its place in the text and the frequencies never change. Two settings break it,
 # and the library's KV cache stores keys *unrotated* and turns every one of them again at each
-# step for both (`mini_transformer/kv_cache.py`, `KVCache.keeps_raw_keys`):
+# step for both (`mini_transformer/model/kv_cache.py`, `KVCache.keeps_raw_keys`):
 #
 # * **slot positions** (chapter 10): a sliding window numbers tokens by their slot in the
 #   cache, so when the oldest token leaves, every other token moves down a slot and needs a
@@ -996,7 +996,7 @@ assert all(good) and all(bad[:4]) and not any(bad[4:])
 #   when the text was short has the wrong angle once it is long.
 
 # %% tags=["nbval-check-output"]
-from mini_transformer.kv_cache import KVCache
+from mini_transformer.model.kv_cache import KVCache
 from mini_transformer.model import GPTConfig, TinyGPT
 
 plain_rope = TinyGPT(GPTConfig(positional="rope", d_model=16, n_heads=2, n_layers=1)).positional
@@ -1014,8 +1014,8 @@ assert not KVCache(1).keeps_raw_keys(plain_rope) and KVCache(1).keeps_raw_keys(d
 # Now put RoPE in a real model, and make it *your* RoPE. `TinyGPT` takes the scheme by name,
 # and its attention calls the scheme's `rotate` hook on every query and key. With the default
 # `kernels="reference"` the library's hook computes `x * cos + rotate_half(x) * sin`
-# (`mini_transformer/functional.py`, `apply_rotary`); `GPTConfig(kernels="fast")` swaps in
-# `mini_transformer/kernels/rope.py`, the same numbers as matrix products, faster.
+# (`mini_transformer/engine/functional.py`, `apply_rotary`); `GPTConfig(kernels="fast")` swaps in
+# `mini_transformer/engine/kernels/rope.py`, the same numbers as matrix products, faster.
 #
 # `RoPE.from_functions(RotaryEmbedding(d_head), apply_rotary)` is the same scheme computed by
 # your two functions. The backward pass needs no code of yours: a rotation's transpose is the
@@ -1028,11 +1028,11 @@ assert not KVCache(1).keeps_raw_keys(plain_rope) and KVCache(1).keeps_raw_keys(d
 # functions. If your functions are right, the two loss curves are the same curve.
 
 # %%
-from mini_transformer import data
-from mini_transformer.autograd import no_grad
+from mini_transformer.model import data
+from mini_transformer.engine.autograd import no_grad
 from mini_transformer.positional.rope import RoPE
-from mini_transformer.side_by_side import train_side_by_side
-from mini_transformer.train import TrainConfig, train
+from exercises.adapters.side_by_side import train_side_by_side
+from mini_transformer.model.train import TrainConfig, train
 
 N_COPY, STEPS = 8, 150
 copy_cfg = GPTConfig(vocab_size=16, d_model=32, n_layers=2, n_heads=4, max_len=2 * N_COPY, positional="rope")
@@ -1128,7 +1128,7 @@ assert on_offset[layer_best][head_best] > 0.5
 # ## 9. Past the training length: what the tiny model shows
 #
 # Section 5 stretched the wavelength ladder on paper. The experiment
-# `python -m mini_transformer.experiments.context_extension` does it on a trained model: a RoPE
+# `python -m mini_transformer.evaluation.experiments.context_extension` does it on a trained model: a RoPE
 # `TinyGPT` with two 32-channel heads trained on the standard library's source at length
 # $L = 64$, then run at $4L$ with each method of the scaling family, zero-shot and after a short
 # fine-tune at $4L$. Its full run takes minutes, so the chapter reads the committed result.
@@ -1136,7 +1136,7 @@ assert on_offset[layer_best][head_best] > 0.5
 # interpolation, PI) and **NTK**; chapter 8 reads the rest of the table.
 
 # %%
-from mini_transformer.experiments.common import load_result
+from mini_transformer.evaluation.experiments.common import load_result
 
 ext = load_result("context_extension")
 L = ext["train_len"]
@@ -1302,8 +1302,8 @@ assert m["ntk"]["loss_at_4L"] < m["linear (PI)"]["loss_at_4L"]
 #   `python -m exercises drill rope --grade`; see your progress with
 #   `python -m exercises drill --history rope`. Write the relative-position test first when you
 #   drill: it catches the sign errors that otherwise take twenty minutes to find.
-# * The fast RoPE kernel: `mini_transformer/kernels/rope.py` (the quarter turn as a matrix, in
-#   the input's memory order), tested against `functional.apply_rotary` in `tests/test_kernels.py`.
+# * The fast RoPE kernel: `mini_transformer/engine/kernels/rope.py` (the quarter turn as a matrix, in
+#   the input's memory order), tested against `functional.apply_rotary` in `tests/engine/test_kernels.py`.
 # * The interview questions on RoPE, with answers from this chapter's numbers:
 #   [`chapters/cards/06_rope.md`](cards/06_rope.md).
 # * Chapter 7 (ALiBi) puts position in the scores instead; chapter 8 stretches RoPE past its

@@ -73,7 +73,7 @@ import os
 import matplotlib.pyplot as plt
 
 from exercises import reveal, use
-from mini_transformer.backend import asarray, rng, to_numpy, xp
+from mini_transformer.engine.backend import asarray, rng, to_numpy, xp
 
 g = rng(0)  # one seeded generator for the whole chapter
 
@@ -462,7 +462,7 @@ assert xp.allclose(tiled, dense, atol=1e-12)
 # and $T = 8192$ it is $32 \cdot 8192^2 \cdot 4$ bytes, 8 GiB in float32, per layer. This
 # workbook's attention is the textbook one: its reference kernel materialises ALiBi's bias
 # too, `(1, H, T_q, T_k)` in the scores' dtype (`mini_transformer/positional/alibi.py`), and so
-# does the fast kernel in `mini_transformer/kernels/attention.py`. What the tiled function above
+# does the fast kernel in `mini_transformer/engine/kernels/attention.py`. What the tiled function above
 # shows is that ALiBi does not *have* to.
 #
 # ## 6. Your ALiBi inside a model
@@ -471,14 +471,14 @@ assert xp.allclose(tiled, dense, atol=1e-12)
 # functions: the model asks your `alibi_bias` for the bias at every layer and every step. The
 # cell trains a `TinyGPT` with it beside the same model built by the library, on the same
 # batches from the same weights, in float64, with the reference kernels (the textbook code;
-# `GPTConfig(kernels="fast")` would swap in `mini_transformer/kernels/`). The model has 6 heads,
+# `GPTConfig(kernels="fast")` would swap in `mini_transformer/engine/kernels/`). The model has 6 heads,
 # so the paper's rule for a head count that is not a power of two runs inside it.
 
 # %%
-from mini_transformer import data
+from mini_transformer.model import data
 from mini_transformer.model import GPTConfig, TinyGPT
 from mini_transformer.positional.alibi import ALiBi
-from mini_transformer.side_by_side import train_side_by_side
+from exercises.adapters.side_by_side import train_side_by_side
 
 cfg = GPTConfig(vocab_size=16, d_model=48, n_layers=2, n_heads=6, max_len=16, positional="alibi")
 
@@ -542,14 +542,14 @@ assert n_params(alibi_model) == n_params(none_model)
 # %% [markdown]
 # ## 7. The bake-off: eight schemes, trained at L, run at 8L
 #
-# The experiment `python -m mini_transformer.experiments.train_short_test_long` trains one
+# The experiment `python -m mini_transformer.evaluation.experiments.train_short_test_long` trains one
 # `TinyGPT` per scheme (d_model 64, 2 layers, 4 heads, so ALiBi's slopes are $1/4, 1/16, 1/64,
 # 1/256$) on the standard library's source at $L = 64$ for 1500 steps, all with the same seed
 # and batches, then measures held-out loss at 1x, 2x, 4x and 8x $L$. Its full run takes about
 # six minutes on two cores, so the chapter reads the committed result.
 
 # %%
-from mini_transformer.experiments.common import RESULTS
+from mini_transformer.evaluation.experiments.common import RESULTS
 
 with open(os.path.join(RESULTS, "train_short_test_long.json")) as f:
     bake = json.load(f)
@@ -805,6 +805,6 @@ assert abs(gap["transformer_xl"]) < 0.05 and gap["rope"] > 1  # the same for Tra
 # * The drill: `python -m exercises drill alibi` writes a blank `alibi_slopes` and `alibi_bias`
 #   and starts an 8-minute clock; `python -m exercises drill alibi --grade` stops it.
 # * The model's ALiBi is `mini_transformer/positional/alibi.py`; the attention it feeds, reference
-#   and fast, is `mini_transformer/functional.py` and `mini_transformer/kernels/attention.py`.
+#   and fast, is `mini_transformer/engine/functional.py` and `mini_transformer/engine/kernels/attention.py`.
 # * The interview card on ALiBi against RoPE is in [`cards/07_alibi.md`](cards/07_alibi.md).
 # * Next, chapter 8: RoPE cannot run long as it is; it can be *stretched*.

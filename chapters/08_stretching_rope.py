@@ -75,8 +75,8 @@ import os
 import matplotlib.pyplot as plt
 
 from exercises import reveal, use
-from mini_transformer import rope_scaling
-from mini_transformer.backend import asarray, rng, to_numpy, xp
+from mini_transformer.positional import rope_scaling
+from mini_transformer.engine.backend import asarray, rng, to_numpy, xp
 
 g = rng(0)  # one seeded generator for the whole chapter
 
@@ -388,10 +388,10 @@ fig.tight_layout()
 # from the same weights.
 
 # %%
-from mini_transformer import data
+from mini_transformer.model import data
 from mini_transformer.model import GPTConfig, TinyGPT
 from mini_transformer.positional.rope import RoPE
-from mini_transformer.side_by_side import train_side_by_side
+from exercises.adapters.side_by_side import train_side_by_side
 
 cfg = GPTConfig(vocab_size=16, d_model=32, n_layers=2, n_heads=2, max_len=16, positional="rope",
                 rope_scaling={"rope_type": "ntk", "factor": 4.0})
@@ -612,7 +612,7 @@ reveal("context_extension", "llama3_inv_freq")
 # `rope_scaling.rope_inv_freq` (through `model_configs.describe_model`).
 
 # %% tags=["nbval-check-output"]
-from mini_transformer.model_configs import describe_model
+from mini_transformer.positional.model_configs import describe_model
 
 llama = describe_model("Llama-3.1-8B")
 block = llama["rope_scaling"]
@@ -645,12 +645,12 @@ fig.tight_layout()
 # pair, $\theta_i' = \theta_i/\lambda_i$, scoring candidates by the model's loss at the target
 # length with no training: an evolutionary search (survey §6.8). LongRoPE2 adds a constraint: from
 # the critical pair on, the factors may not decrease (a slower pair never needs less stretch).
-# `mini_transformer/longrope_search.py` runs that search on the tiny model, starting from PI, NTK
+# `mini_transformer/evaluation/longrope_search.py` runs that search on the tiny model, starting from PI, NTK
 # and YaRN. The experiment's committed result holds the factors it found for $s = 4$:
 
 # %%
-from mini_transformer.experiments.common import RESULTS
-from mini_transformer.longrope_search import starting_points
+from mini_transformer.evaluation.experiments.common import RESULTS
+from mini_transformer.evaluation.longrope_search import starting_points
 
 with open(os.path.join(RESULTS, "context_extension.json")) as f:
     ext = json.load(f)
@@ -709,7 +709,7 @@ for name in ("Llama-2-7B", "Code-Llama-7B", "Llama-3.1-8B", "Qwen3-0.6B", "DeepS
 #
 # The book's Exercise 3: train a small RoPE model at one length and measure loss at longer ones
 # with no change, with linear interpolation ($s = 4$) and with NTK scaling ($s = 4$). The
-# experiment `python -m mini_transformer.experiments.context_extension` does that and more: a
+# experiment `python -m mini_transformer.evaluation.experiments.context_extension` does that and more: a
 # `TinyGPT` with two heads of 32 channels, trained on the standard library's source at $L = 64$
 # for 1500 steps, run at $4L = 256$ with each method zero-shot, then fine-tuned at $4L$ for 150
 # steps with each and measured again. (The book trains at 128 and looks at 128, 256, 512; the
@@ -726,7 +726,7 @@ for name, r in rows.items():
           f"{r['finetuned_loss_at_L']:>10.2f}{r['finetuned_loss_at_4L']:>11.2f}")
 
 # %%
-from mini_transformer.experiments import context_extension
+from mini_transformer.evaluation.experiments import context_extension
 
 fig = context_extension.plot(ext)
 plt.show()
@@ -854,10 +854,10 @@ print("each verdict above holds on the committed run")
 # * Exercises: [`exercises/context_extension.py`](../exercises/context_extension.py); grade them
 #   with `python -m exercises grade context_extension` (one at a time with `--exercise 8.2`).
 # * Every method of this chapter, as the model runs it, is one function in
-#   `mini_transformer/rope_scaling.py`; `GPTConfig(rope_scaling=...)` takes a published block as
-#   it is. The rotation itself, reference and fast, is `mini_transformer/functional.py`
-#   (`apply_rotary`) and `mini_transformer/kernels/rope.py`.
+#   `mini_transformer/positional/rope_scaling.py`; `GPTConfig(rope_scaling=...)` takes a published block as
+#   it is. The rotation itself, reference and fast, is `mini_transformer/engine/functional.py`
+#   (`apply_rotary`) and `mini_transformer/engine/kernels/rope.py`.
 # * The interview cards on extending 8k to 128k, on base 10000 and on PI against NTK are in
 #   [`cards/08_stretching_rope.md`](cards/08_stretching_rope.md).
-# * To go further: `python -m mini_transformer.experiments.context_extension` reruns the
+# * To go further: `python -m mini_transformer.evaluation.experiments.context_extension` reruns the
 #   experiment (minutes); `evaluate.passkey_grid` measures retrieval, which loss does not.

@@ -65,12 +65,13 @@ import os
 import matplotlib.pyplot as plt
 
 from exercises import reveal, use
-from mini_transformer import data, evaluate
-from mini_transformer.backend import asarray, hostnp as np, to_numpy, xp
-from mini_transformer.experiments.common import RESULTS
+from mini_transformer.model import data
+from mini_transformer.evaluation import measures as evaluate
+from mini_transformer.engine.backend import asarray, hostnp as np, to_numpy, xp
+from mini_transformer.evaluation.experiments.common import RESULTS
 
 with open(os.path.join(RESULTS, "long_context.json")) as f:
-    lc = json.load(f)  # the committed run of python -m mini_transformer.experiments.long_context
+    lc = json.load(f)  # the committed run of python -m mini_transformer.evaluation.experiments.long_context
 L = lc["train_len"]
 
 # %% [markdown]
@@ -152,7 +153,7 @@ assert [float(v) for v in loss_by_position(hand, 1)] == [2.0, 2.0, 2.0, 2.0, 5.0
 assert math.isclose(float(loss_by_position(hand, 99)[0]), 2.6)  # one bucket: the overall mean, 26 / 10
 
 # %% [markdown]
-# Now a trained model's numbers. The experiment `python -m mini_transformer.experiments.long_context`
+# Now a trained model's numbers. The experiment `python -m mini_transformer.evaluation.experiments.long_context`
 # trained two byte-level `TinyGPT`s (d_model 64, 2 layers, 4 heads) on the standard library's
 # source at L = 32, one with ALiBi and one with unscaled RoPE, 1200 steps each, and stored each
 # one's loss at every position of held-out windows of 8L = 256. Its training takes minutes, so the
@@ -314,11 +315,11 @@ assert passkey_accuracy(asarray(hand_logits), asarray(hand_targets)) == 0.5  # 3
 #
 # Train a small RoPE `TinyGPT` on the passkey task at L = 24 (random symbols as filler,
 # 2-digit keys, 300 steps, a few seconds). It runs the reference kernels, the code chapter 6
-# shows; `GPTConfig(kernels="fast")` would run `mini_transformer/kernels/`, same numbers.
+# shows; `GPTConfig(kernels="fast")` would run `mini_transformer/engine/kernels/`, same numbers.
 
 # %%
-from mini_transformer.autograd import no_grad
-from mini_transformer.train import TrainConfig, train
+from mini_transformer.engine.autograd import no_grad
+from mini_transformer.model.train import TrainConfig, train
 
 L_probe, n_digits, V = 24, 2, 24
 
@@ -701,11 +702,11 @@ assert per_token == 2**19 and per_token * 128 * 1024 == 64 * 2**30
 # * The exercises: [`exercises/long_context.py`](../exercises/long_context.py), 9.1 to 9.5.
 #   Grade with `python -m exercises grade long_context`; your test (9.5) is scored by the
 #   mutants it catches.
-# * The library versions, with plots: `mini_transformer/evaluate.py` (`loss_by_position`,
+# * The library versions, with plots: `mini_transformer/evaluation/measures.py` (`loss_by_position`,
 #   `extrapolation_curve`, `passkey_grid`, `effective_context_length`, `retention`,
 #   `decode_costs`). The fast attention kernel that decoding runs with `kernels="fast"` is
-#   `mini_transformer/kernels/attention.py`.
-# * The experiment: `python -m mini_transformer.experiments.long_context` (minutes; `--quick`
+#   `mini_transformer/engine/kernels/attention.py`.
+# * The experiment: `python -m mini_transformer.evaluation.experiments.long_context` (minutes; `--quick`
 #   in seconds).
 # * Next, chapter 10: what the KV cache keeps, where positions sit when it evicts, and whether
 #   the first tokens are sinks.

@@ -66,8 +66,8 @@ import os
 import matplotlib.pyplot as plt
 
 from exercises import reveal, use
-from mini_transformer import backend
-from mini_transformer.backend import asarray, hostnp as np, to_numpy, xp
+from mini_transformer.engine import backend
+from mini_transformer.engine.backend import asarray, hostnp as np, to_numpy, xp
 from mini_transformer.model import GPTConfig, TinyGPT
 
 
@@ -99,8 +99,8 @@ tokens = np.random.default_rng(2).integers(0, 16, size=(1, 40))  # one stream of
 #
 # The check that catches every cache bug (book §4): the logits of cached decoding must equal
 # those of one full forward pass, at every step. `TinyGPT` takes a cache from `model.new_cache()`
-# (`mini_transformer/kv_cache.py`); its models run the reference kernels, the code of the
-# earlier chapters (the fast ones are in `mini_transformer/kernels/`).
+# (`mini_transformer/model/kv_cache.py`); its models run the reference kernels, the code of the
+# earlier chapters (the fast ones are in `mini_transformer/engine/kernels/`).
 
 # %% tags=["nbval-check-output"]
 for scheme in ("learned", "rope", "alibi"):
@@ -339,8 +339,8 @@ fig.tight_layout()
 # loss at every step.
 
 # %%
-from mini_transformer.kv_cache import keep_indices as library_keep_indices
-from mini_transformer.streaming import stream_loss
+from mini_transformer.model.kv_cache import keep_indices as library_keep_indices
+from mini_transformer.evaluation.streaming import stream_loss
 
 stream_model = random_model("rope", max_len=16)
 policy = dict(window=8, n_sink=4, positions="slot")
@@ -401,7 +401,7 @@ assert max(query_positions["slot"]) == 4 + 8 and max(query_positions["text"]) ==
 # longer than L through each policy:
 
 # %% tags=["nbval-check-output"]
-from mini_transformer.experiments.common import RESULTS
+from mini_transformer.evaluation.experiments.common import RESULTS
 
 with open(os.path.join(RESULTS, "attention_sinks_settings.json")) as f:
     sinks = json.load(f)
@@ -515,7 +515,7 @@ assert max(max(h) for h in first_edition["mass_on_position_0"]) < first_edition[
 
 # %% [markdown]
 # No sink: every head puts less on position 0 than uniform attention would. So the experiment
-# `python -m mini_transformer.experiments.attention_sinks` now tries what the sources and the
+# `python -m mini_transformer.evaluation.experiments.attention_sinks` now tries what the sources and the
 # literature say makes sinks appear. Each setting trains a RoPE `TinyGPT` at L = 32 (d_model
 # 64, 4 heads, 2000 steps; the full mode is sized to fit five minutes on a shared 2-core
 # machine) and measures three things:
@@ -557,7 +557,7 @@ for st in sinks["settings"]:
 # models predict worse (2.69 nats) than the code the streams read (1.71).
 
 # %%
-from mini_transformer.experiments import attention_sinks
+from mini_transformer.evaluation.experiments import attention_sinks
 
 attention_sinks.plot(sinks)
 plt.show()
@@ -693,11 +693,11 @@ print("no sink in any setting: every head under 0.15, eviction of token 0 within
 #
 # * The exercises: [`exercises/caches.py`](../exercises/caches.py), 10.1 to 10.4. Grade with
 #   `python -m exercises grade caches`; your test (10.4) is scored by the mutants it catches.
-# * The library: `mini_transformer/kv_cache.py` (the cache, its policy `keep_indices`, text and
-#   slot positions), `mini_transformer/streaming.py` (`stream_loss`), `model.generate(...,
+# * The library: `mini_transformer/model/kv_cache.py` (the cache, its policy `keep_indices`, text and
+#   slot positions), `mini_transformer/evaluation/streaming.py` (`stream_loss`), `model.generate(...,
 #   window=W, n_sink=4, positions="slot")`. The fast attention kernel every cached step runs
-#   with `kernels="fast"` is `mini_transformer/kernels/attention.py`.
-# * The experiment: `python -m mini_transformer.experiments.attention_sinks` (`--quick` in
+#   with `kernels="fast"` is `mini_transformer/engine/kernels/attention.py`.
+# * The experiment: `python -m mini_transformer.evaluation.experiments.attention_sinks` (`--quick` in
 #   seconds); its settings, seeds and seconds are in
-#   `mini_transformer/experiments/results/attention_sinks_settings.json`, the first edition's run
+#   `mini_transformer/evaluation/experiments/results/attention_sinks_settings.json`, the first edition's run
 #   in `attention_sinks.json` beside it.

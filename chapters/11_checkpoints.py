@@ -78,9 +78,9 @@ from dataclasses import replace
 import matplotlib.pyplot as plt
 
 from exercises import reveal, use
-from mini_transformer.autograd import Tensor, no_grad
-from mini_transformer.backend import rng, to_numpy, xp
-from mini_transformer.clinic import sharpen  # weights whose attention is far from uniform (chapter 12)
+from mini_transformer.engine.autograd import Tensor, no_grad
+from mini_transformer.engine.backend import rng, to_numpy, xp
+from exercises.adapters.clinic import sharpen  # weights whose attention is far from uniform (chapter 12)
 from mini_transformer.model import GPTConfig, TinyEncoder, TinyGPT
 
 g = rng(0)  # one seeded generator for the chapter's random draws
@@ -109,7 +109,7 @@ def logits(model, ids, **kwargs):
 # they imply, the head size, and a sentence on how position ids are read. Here is a RoPE model's.
 
 # %%
-from mini_transformer.checkpoint import load_checkpoint, positional_signature, read_checkpoint, save_checkpoint
+from mini_transformer.model.checkpoint import load_checkpoint, positional_signature, read_checkpoint, save_checkpoint
 
 cfg = GPTConfig(vocab_size=32, d_model=32, n_layers=2, n_heads=2, max_len=32, positional="rope")
 model = sharpen(TinyGPT(cfg))
@@ -549,7 +549,7 @@ assert key_R.shape == (1, 1, 10, 4) and xp.allclose(prefix_keys, key_R[:, :, :6]
 # rotary channels per query-key head, values of 128, latent width 512), per token and layer:
 
 # %%
-from mini_transformer.model_configs import MODELS, describe_model
+from mini_transformer.positional.model_configs import MODELS, describe_model
 
 v3 = MODELS["DeepSeek-V3"]
 per_head = v3["qk_nope_head_dim"] + v3["qk_rope_head_dim"]
@@ -676,7 +676,7 @@ for name in MODELS:
         serves=info.get("max_position_embeddings"), scaling=scaling.get("rope_type", scaling.get("type", "-")),
         crit=info["critical_dimension"].pair, shortest=float(info["base_wavelengths"][0]),
         longest=float(info["base_wavelengths"][-1]), wavelengths=to_numpy(info["base_wavelengths"]))))
-from mini_transformer.rope_scaling import critical_dimension, wavelengths
+from mini_transformer.positional.rope_scaling import critical_dimension, wavelengths
 
 tiny = dict(r=32, theta=10000.0, L=64, serves=64, scaling="-", crit=critical_dimension(32, 10000.0, 64).pair,
             shortest=float(wavelengths(32, 10000.0)[0]), longest=float(wavelengths(32, 10000.0)[-1]),
@@ -900,7 +900,7 @@ assert all(critical_pair(MODELS[name]) == describe_model(name)["critical_dimensi
 # * The library's side: `checkpoint.py` (the signature and the refusal), `positional/rope.py`
 #   (`rope_channel_permutation`, the permutation of one head), `positional/decoupled_rope.py`,
 #   `model_configs.py` (`MODELS`, `describe_model`). RoPE's fast kernel, both conventions and
-#   partial rotary, is `mini_transformer/kernels/rope.py`.
+#   partial rotary, is `mini_transformer/engine/kernels/rope.py`.
 # * The interview questions on checkpoints and porting, answered from this chapter's numbers:
 #   [`chapters/cards/11_checkpoints.md`](cards/11_checkpoints.md).
 # * Chapter 12 puts the book together: which scheme to choose, with the evidence this workbook

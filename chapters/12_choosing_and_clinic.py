@@ -73,9 +73,9 @@ import math
 import matplotlib.pyplot as plt
 
 from exercises import reveal, use
-from mini_transformer.autograd import no_grad
-from mini_transformer.backend import rng, xp
-from mini_transformer.experiments.common import load_result  # results/NAME.json, as the run saved it
+from mini_transformer.engine.autograd import no_grad
+from mini_transformer.engine.backend import rng, xp
+from mini_transformer.evaluation.experiments.common import load_result  # results/NAME.json, as the run saved it
 
 short_long = load_result("train_short_test_long")
 extension = load_result("context_extension")
@@ -87,7 +87,7 @@ permutation = load_result("permutation")
 # ## 1. The decision guide, with the evidence beside it
 #
 # The book's "When to use what" (§4) in seven rows. Each row below has the committed
-# experiment that speaks to it (full runs, minutes each, in `mini_transformer/experiments/`;
+# experiment that speaks to it (full runs, minutes each, in `mini_transformer/evaluation/experiments/`;
 # the chapter reads their JSON and checks every number it quotes). The models are tiny
 # (`d_model` 64, 2 layers, byte-level text of the standard library), so read the numbers as what
 # *these* models did.
@@ -221,12 +221,12 @@ assert abs(stream[0] - stream[1]) < 0.01 and stream[2] > stream[0] + 0.5 and str
 # two multiplies and an add per element of $q$ and $k$, about $6BTd$ FLOPs a layer against
 # attention's $8BTd^2$; T5's bias materialises an $(H, T_q, T_k)$ tensor, $BHT^2$ memory traffic,
 # and blocks fused kernels that never form the score matrix; ALiBi's bias is also $T \times T$
-# but a kernel can compute it from the indices. `mini_transformer.bench_positional` measures the
+# but a kernel can compute it from the indices. `mini_transformer.evaluation.bench_positional` measures the
 # bytes each scheme's hooks allocate in one forward pass and the extra parameters, on the
-# workbook model. Run small here (the full table: `python -m mini_transformer.bench_positional`).
+# workbook model. Run small here (the full table: `python -m mini_transformer.evaluation.bench_positional`).
 
 # %%
-from mini_transformer import bench_positional
+from mini_transformer.evaluation import bench_positional
 
 costed = ["none", "sinusoidal", "learned", "t5", "alibi", "rope", "decoupled_rope"]
 bench = bench_positional.run(costed, Ts=(32, 128), repeats=1)
@@ -347,10 +347,10 @@ assert m["6. NTK (a larger base) at 4L: zero-shot, after 150 steps at 4L"][0] > 
 # ## 5. The clinic
 #
 # The book's failure table (§4) lists six symptoms, their cause, and a check. Here it is as the
-# clinic stores it (`mini_transformer/clinic.py`):
+# clinic stores it (`exercises/adapters/clinic.py`):
 
 # %%
-from mini_transformer import clinic
+from exercises.adapters import clinic
 
 # %% tags=["nbval-check-output"]
 for bug, (symptom, cause, check) in clinic.FAILURE_TABLE.items():
@@ -601,8 +601,8 @@ print("check_shuffle passes on the healthy patient")
 # to the rotation; the symptom and the check are the same.
 
 # %%
-from mini_transformer.autograd import Tensor
-from mini_transformer.nn import LayerNorm
+from mini_transformer.engine.autograd import Tensor
+from mini_transformer.engine.nn import LayerNorm
 
 norm = LayerNorm(16)
 x = g.normal(size=(1, 5, 16), dtype="float64")
@@ -825,9 +825,9 @@ for name, sick in [("healthy", clinic.make_patient()), ("position_reset", clinic
 # * The exercises: [`exercises/clinic.py`](../exercises/clinic.py), 12.1 to 12.6. Grade them
 #   with `python -m exercises grade clinic` (one at a time with `--exercise 12.N`): each check is
 #   run on the healthy patient and on all six planted bugs.
-# * The patients and their bugs: `mini_transformer/clinic.py` (`make_patient`, `plant`, `ward`,
-#   `attention_probe`). The cost bench: `mini_transformer/bench_positional.py`. The experiments
-#   behind section 1: `mini_transformer/experiments/`, each with `--quick` for a short run.
+# * The patients and their bugs: `exercises/adapters/clinic.py` (`make_patient`, `plant`, `ward`,
+#   `attention_probe`). The cost bench: `mini_transformer/evaluation/bench_positional.py`. The experiments
+#   behind section 1: `mini_transformer/evaluation/experiments/`, each with `--quick` for a short run.
 # * The interview questions on choosing a scheme and debugging position bugs, answered from these
 #   numbers: [`chapters/cards/12_choosing_and_clinic.md`](cards/12_choosing_and_clinic.md).
 # * This is the last chapter. The drills (`python -m exercises drill`) keep the implementations in

@@ -155,5 +155,5 @@ for text in (broken, broken.replace("- chapter: 6 (§5)", "- chapter: §5\n- sou
 #
 # * The timed retyping drills: `python -m exercises drill` (README, "Drilling").
 # * To add a card, write it in `chapters/cards/NN_name.md` of the chapter that derives the answer, then
-#   run `python -m pytest tests/test_cards.py`.
+#   run `python -m pytest tests/grading/test_cards.py`.
 # * Teaching the book as a course: [TEACHING.md](TEACHING.md).

@@ -8,7 +8,7 @@ No position vectors at all: head ``h`` subtracts ``m_h * (i - j)`` from the scor
 distance either way, ``-m_h * |i - j|``. Biases are ``(1, H, T_q, T_k)`` and broadcast against
 scores ``(B, H, T_q, T_k)``.
 """
-from mini_transformer.backend import xp
+from mini_transformer.engine.backend import xp
 
 
 def alibi_slopes(n_heads):

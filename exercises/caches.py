@@ -13,7 +13,7 @@ same number (survey §5.4). Two layouts break the easy rule "position = column i
 The cache policy decides which tokens stay once the cache is full: StreamingLLM keeps the
 first ``n_sink`` tokens of the stream and the ``window`` most recent ones.
 """
-from mini_transformer.backend import xp
+from mini_transformer.engine.backend import xp
 
 
 def left_padded_position_ids(attention_mask):

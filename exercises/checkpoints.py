@@ -16,7 +16,7 @@ with the keys Hugging Face configs use (``hidden_size``, ``num_attention_heads``
 """
 import math
 
-from mini_transformer.backend import xp
+from mini_transformer.engine.backend import xp
 
 
 def port_qk_weights(W_qkv, n_heads, d_head, rotary_dim=None):

@@ -14,7 +14,7 @@ angles the model knows. ``s`` = ``factor`` is the new length over the trained on
 """
 import math
 
-from mini_transformer.backend import xp
+from mini_transformer.engine.backend import xp
 
 
 def critical_dimension(d_head, base, train_len):

@@ -13,7 +13,7 @@ Section 6 of the chapter decodes through it.
 """
 import math
 
-from mini_transformer.backend import rng, xp
+from mini_transformer.engine.backend import rng, xp
 
 
 def position_rows(weight, T, offset=0):

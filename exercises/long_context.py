@@ -15,9 +15,9 @@ Positions count from 0, and a model trained at length ``L`` has seen the positio
 """
 import math
 
-from mini_transformer.backend import xp
+from mini_transformer.engine.backend import xp
 
-IGNORE = -1  # a target that is not scored (mini_transformer.data.IGNORE)
+IGNORE = -1  # a target that is not scored (mini_transformer.model.data.IGNORE)
 
 
 def loss_by_position(token_losses, bucket):

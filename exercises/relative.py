@@ -7,7 +7,7 @@ clipped distance :math:`r = \mathrm{clip}(j - i, -k, k)`; Transformer-XL (Dai et
 computes one score per query and distance and moves each to its key with the relative shift.
 Positions are integer arrays; the layout elsewhere is ``(B, H, T, d_head)``.
 """
-from mini_transformer.backend import xp
+from mini_transformer.engine.backend import xp
 
 
 def clipped_relative_index(q_pos, k_pos, k):

@@ -1,2 +1,2 @@
 r"""A tiny Transformer on a tiny NumPy autograd engine, built to study positional encodings."""
-from .autograd import Tensor, no_grad  # noqa: F401
+from .engine.autograd import Tensor, no_grad  # noqa: F401

@@ -19,12 +19,12 @@ print(f"cupy {cupy.__version__}, numpy {numpy.__version__}, {os.cpu_count()} CPU
 PY
 
 echo "== benchmark: CuPy =="
-MT_BACKEND=cupy timeout 180 "$PY" -m mini_transformer.bench --no-torch --json > "$OUT_DIR/bench_cupy.json"
+MT_BACKEND=cupy timeout 180 "$PY" -m mini_transformer.evaluation.bench --no-torch --json > "$OUT_DIR/bench_cupy.json"
 echo "== benchmark: NumPy on this machine's CPU, all cores =="
-MT_BACKEND=numpy timeout 180 "$PY" -m mini_transformer.bench --no-torch --json > "$OUT_DIR/bench_numpy.json"
+MT_BACKEND=numpy timeout 180 "$PY" -m mini_transformer.evaluation.bench --no-torch --json > "$OUT_DIR/bench_numpy.json"
 echo "== benchmark: NumPy on this machine's CPU, 2 threads (as on the workbook's 2-core machine) =="
 OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 MKL_NUM_THREADS=2 MT_BACKEND=numpy \
-    timeout 180 "$PY" -m mini_transformer.bench --no-torch --threads 2 --json > "$OUT_DIR/bench_numpy_2threads.json"
+    timeout 180 "$PY" -m mini_transformer.evaluation.bench --no-torch --threads 2 --json > "$OUT_DIR/bench_numpy_2threads.json"
 "$PY" - "$OUT_DIR" <<'PY'
 import json, os, sys
 d = sys.argv[1]
@@ -44,7 +44,7 @@ PY
 
 # the notebook tests need Jupyter, which a GPU image may lack: leave them out there rather than fail collection
 SKIP=()
-"$PY" -c "import nbformat, jupytext" 2>/dev/null || SKIP=(--ignore=tests/test_instructor.py --ignore=tests/test_notebooks.py)
+"$PY" -c "import nbformat, jupytext" 2>/dev/null || SKIP=(--ignore=tests/grading/test_instructor.py --ignore=tests/chapters/test_notebooks.py)
 echo "== tests marked gpu =="
 timeout 120 "$PY" -m pytest -q -p no:cacheprovider -m gpu "${SKIP[@]}" tests/
 echo "== the whole test suite on the CuPy backend (limit ${LIMIT}s) ${SKIP[*]} =="

@@ -14,7 +14,7 @@ with the keys Hugging Face configs use (``hidden_size``, ``num_attention_heads``
 """
 import math
 
-from mini_transformer.backend import xp
+from mini_transformer.engine.backend import xp
 
 
 def port_qk_weights(W_qkv, n_heads, d_head, rotary_dim=None):
@@ -76,7 +76,7 @@ def test_port(port_qk_weights):
             Exercise 11.1.
     """
     # BEGIN SOLUTION Exercise 11.2
-    from mini_transformer.autograd import no_grad
+    from mini_transformer.engine.autograd import no_grad
     from mini_transformer.model import GPTConfig, TinyGPT
 
     g = xp.random.default_rng(0)

@@ -4,13 +4,13 @@ Everything here works on plain arrays of the active backend (``xp``), in the boo
 layout: attention scores are ``(B, H, T_q, T_k)``, and a softmax runs over the last
 axis, the keys. The chapter wraps your ``softmax`` and ``softmax_backward`` into one op
 of the engine (forward and backward side by side, as every op in
-``mini_transformer/autograd.py`` is written) and trains a TinyGPT on it.
+``mini_transformer/engine/autograd.py`` is written) and trains a TinyGPT on it.
 
 A mask is a boolean array that broadcasts to the scores' shape, **True where a query may
-look**, as in ``mini_transformer.functional.scaled_dot_product_attention``. Every row
+look**, as in ``mini_transformer.engine.functional.scaled_dot_product_attention``. Every row
 keeps at least one entry (a causal mask always keeps the diagonal).
 """
-from mini_transformer.backend import xp
+from mini_transformer.engine.backend import xp
 
 
 def softmax(x, mask=None):

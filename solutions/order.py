@@ -11,7 +11,7 @@ Self-attention without position is such a function; with a causal mask it is not
 """
 import math
 
-from mini_transformer.backend import xp
+from mini_transformer.engine.backend import xp
 
 
 def permutation_gap(y, y_perm, perm):

@@ -16,7 +16,7 @@ angle of pair ``i`` sits in columns ``2i`` and ``2i + 1``.
 """
 import math
 
-from mini_transformer.backend import xp
+from mini_transformer.engine.backend import xp
 
 
 def rotate_half(x):

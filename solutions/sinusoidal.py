@@ -14,7 +14,7 @@ A row of the table is one position, ``(d_model,)``; the table is ``(T, d_model)`
 """
 import math
 
-from mini_transformer.backend import xp
+from mini_transformer.engine.backend import xp
 
 
 def sinusoidal_positional_encoding(T, d_model, base=10000.0):

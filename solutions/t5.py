@@ -9,7 +9,7 @@ learned scalar per head and 2-D offset, ``(2w - 1)^2`` of them.
 """
 import math
 
-from mini_transformer.backend import xp
+from mini_transformer.engine.backend import xp
 
 
 def relative_position_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from mini_transformer import backend
+from mini_transformer.engine import backend
 
 # On a GPU machine (MT_BACKEND=cupy, as scripts/gpu_check.sh sets it) the backend tests run on CuPy itself.
 _CPU_BACKENDS = ["cupy"] if os.environ.get("MT_BACKEND") == "cupy" else ["numpy", "strict"]

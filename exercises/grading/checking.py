@@ -40,7 +40,7 @@ class Case:
 
 @dataclass
 class Misconception:
-    key: str  # stable name, asserted by tests/test_grader.py
+    key: str  # stable name, asserted by tests/grading/test_grader.py
     title: str  # shown to the reader
     hint: str  # what to look at
     impl: object  # same calling convention as the target, host NumPy
@@ -263,7 +263,7 @@ def _form(output, out, exp):
 
 def _norm(output, out):
     """Host copy of an output, for comparisons."""
-    from mini_transformer.backend import to_numpy
+    from mini_transformer.engine.backend import to_numpy
     if output == "float":
         return float(out)
     if output == "cos_sin":

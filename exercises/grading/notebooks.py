@@ -3,7 +3,7 @@ r"""Chapters as notebooks: conversion, stored outputs, and which version of a ch
 A chapter is a percent-format ``chapters/NN_name.py``. Cells tagged ``nbval-check-output``
 print something deterministic; their outputs are kept in ``chapters/expected_outputs/NN_name.ipynb``
 (every other output is left out, so the file stays small and diffable), and
-``tests/test_notebooks.py`` runs the chapter under ``pytest --nbval-lax`` with those outputs
+``tests/chapters/test_notebooks.py`` runs the chapter under ``pytest --nbval-lax`` with those outputs
 merged in: tagged cells must reproduce them, every other cell must merely run.
 
 ``python -m exercises refresh-outputs NN_name`` executes the chapter and rewrites its stored

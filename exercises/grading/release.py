@@ -12,7 +12,7 @@ A student copy is the repository without what gives the answers away, and with w
 needs instead:
 
 * no ``solutions/``, no ``exercises/grading/checks/`` (their misconceptions are near-answers),
-  no ``tests/wrong_implementations/``, no stored chapter outputs, and no test that needs any of
+  no ``tests/grading/wrong_implementations/``, no stored chapter outputs, and no test that needs any of
   them (a test file that imports ``solutions``, or one listed in ``INSTRUCTOR_TESTS``);
 * each chapter as a percent-format ``.py`` without its ``answer`` and ``hint`` cells;
 * fresh stubs in ``exercises/<module>.py``;
@@ -39,7 +39,7 @@ from exercises.grading.paths import ROOT
 INSTRUCTOR_TESTS = {"test_grader.py", "test_instructor.py", "test_notebooks.py", "test_exercise_tools.py",
                     "test_release.py", "test_sandbox.py", "test_reader_tests.py", "test_rough_edges.py",
                     "test_course.py"}
-LEFT_OUT = ("solutions/", "exercises/grading/checks/", "exercises/grading/stored/", "tests/wrong_implementations/",
+LEFT_OUT = ("solutions/", "exercises/grading/checks/", "exercises/grading/stored/", "tests/grading/wrong_implementations/",
             "chapters/expected_outputs/")
 
 

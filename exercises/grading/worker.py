@@ -151,7 +151,7 @@ def main():
         protocol.flush()
 
     # Everything the grader's side of this process needs is imported before the reader's code runs.
-    from mini_transformer import backend
+    from mini_transformer.engine import backend
     backend.set_backend("numpy")
     import exercises.grading.checking  # noqa: F401
     import exercises.grading.generate  # noqa: F401

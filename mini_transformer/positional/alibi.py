@@ -12,8 +12,8 @@ follows the model.
 """
 import math
 
-from ..backend import asarray, xp
-from ..validate import check_int
+from ..engine.backend import asarray, xp
+from ..engine.validate import check_int
 from .base import PositionalScheme
 
 

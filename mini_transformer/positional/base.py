@@ -35,8 +35,8 @@ which is what a checkpoint binds.
 import contextlib
 from dataclasses import dataclass
 
-from ..kernels import REFERENCE
-from ..nn import Module
+from ..engine.kernels import REFERENCE
+from ..engine.nn import Module
 
 
 @dataclass(frozen=True)

@@ -31,9 +31,9 @@ cached once; the scores are the same.
 
 It also reads ``rope_base`` and ``rope_scaling`` like ``"rope"``.
 """
-from ..backend import rng as make_rng
-from ..nn import Linear, Module
-from ..validate import check_int
+from ..engine.backend import rng as make_rng
+from ..engine.nn import Linear, Module
+from ..engine.validate import check_int
 from .base import PositionalScheme, Setting
 from .rope import RotaryEmbedding
 

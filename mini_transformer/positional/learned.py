@@ -3,9 +3,9 @@ r"""Learned absolute positions (GPT-2, BERT): a table of ``T_max`` vectors, one 
 It knows nothing about positions it never saw in training, and it cannot
 express a position past ``T_max`` at all: asking for one is an error.
 """
-from ..autograd import Tensor
-from ..backend import rng as make_rng, xp
-from ..nn import Parameter, init_normal
+from ..engine.autograd import Tensor
+from ..engine.backend import rng as make_rng, xp
+from ..engine.nn import Parameter, init_normal
 from .base import PositionalScheme
 
 

@@ -23,10 +23,10 @@ same scheme with the table rows computed by a function you wrote (chapter 5).
 import copy
 import math
 
-from ..backend import rng as make_rng
-from ..backend import xp
-from ..nn import Parameter, init_normal
-from ..validate import check_int
+from ..engine.backend import rng as make_rng
+from ..engine.backend import xp
+from ..engine.nn import Parameter, init_normal
+from ..engine.validate import check_int
 from .base import PositionalScheme, Setting
 from .t5 import check_table_index
 

@@ -33,10 +33,10 @@ square.
 """
 import contextlib
 
-from .. import functional as F
-from ..backend import xp
-from ..rope_scaling import rope_inv_freq
-from ..validate import check_int
+from ..engine import functional as F
+from ..engine.backend import xp
+from .rope_scaling import rope_inv_freq
+from ..engine.validate import check_int
 from .base import PositionalScheme, Setting
 
 #: rope types whose frequencies depend on the current sequence length, so they are recomputed per call

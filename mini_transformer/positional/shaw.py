@@ -25,11 +25,11 @@ the same scheme with the index computed by a function you wrote (chapter 4).
 """
 import copy
 
-from .. import functional as F
-from ..backend import rng as make_rng
-from ..backend import xp
-from ..nn import Module, Parameter, init_normal
-from ..validate import check_int
+from ..engine import functional as F
+from ..engine.backend import rng as make_rng
+from ..engine.backend import xp
+from ..engine.nn import Module, Parameter, init_normal
+from ..engine.validate import check_int
 from .base import PositionalScheme, Setting
 
 

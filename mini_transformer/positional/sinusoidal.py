@@ -8,7 +8,7 @@ Each pair (sin, cos) at frequency \omega_i is a point on a circle, so PE(t + k)
 is PE(t) turned by the fixed angle k\omega_i in each pair: a linear map that
 depends on k only.
 """
-from ..backend import xp
+from ..engine.backend import xp
 from .base import PositionalScheme
 
 

@@ -43,11 +43,11 @@ same scheme with the shift done by a function you wrote on plain arrays
 """
 import copy
 
-from .. import functional as F
-from ..backend import rng as make_rng
-from ..backend import xp
-from ..nn import Linear, Module, Parameter, init_normal
-from ..validate import check_int
+from ..engine import functional as F
+from ..engine.backend import rng as make_rng
+from ..engine.backend import xp
+from ..engine.nn import Linear, Module, Parameter, init_normal
+from ..engine.validate import check_int
 from .base import PositionalScheme, Setting
 from .sinusoidal import sinusoidal_table
 
@@ -183,7 +183,7 @@ def shift_op(shift, x):
 
     def backward(gy):
         return (F.scatter_distance(F.as_tensor(gy * keep), column, L).data,)
-    return F._op(y.astype(x.dtype, copy=False), (x,), backward)
+    return F.op(y.astype(x.dtype, copy=False), (x,), backward)
 
 
 def _check_consecutive(name, pos):

@@ -58,7 +58,7 @@ POSITION_ROWS = Target("position_rows", "array", _rows_cases, [
 # ---------------------------------------------------------------------------
 
 def _decode_cases():
-    from mini_transformer.backend import to_numpy
+    from mini_transformer.engine.backend import to_numpy
     from solutions.learned import table_lm_params
     out = []
     for B, T, prefill, seed in [(1, 6, 1, 0), (2, 8, 3, 1), (3, 10, 4, 2), (2, 5, 5, 3), (1, 9, 2, 4)]:
@@ -73,7 +73,7 @@ def _decode_cases():
 def _decode_with(slip):
     r"""The decoding loop with one reader's slip in it, keyed by the misconception's name."""
     def decode(params, ids, prefill, step=None):
-        from mini_transformer.backend import to_numpy
+        from mini_transformer.engine.backend import to_numpy
         from solutions.learned import table_lm_step
         step = step or table_lm_step
         B, T = ids.shape

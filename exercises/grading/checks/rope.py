@@ -50,7 +50,7 @@ class _Rope:
 
 def _tables(d, T, offset=0, interleaved=False):
     """The reference's tables, as the chapter builds them: rotate-half, or reordered into repeat-interleave."""
-    from mini_transformer.backend import to_numpy
+    from mini_transformer.engine.backend import to_numpy
     from solutions import rope as reference
     cos, sin = (to_numpy(t) for t in reference.RotaryEmbedding(d)(T, offset))
     if interleaved:

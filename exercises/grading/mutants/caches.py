@@ -2,11 +2,11 @@ r"""Mutants for chapter 10's reader test: eviction policies that are wrong in on
 
 Each wraps a correct ``keep_indices`` (the reference, or in a student copy the reader's own once
 it passes) and breaks one thing. Every one with a ``misconception`` reproduces that
-misconception of ``keep_indices`` exactly: ``tests/test_grader.py`` grades each mutant against
+misconception of ``keep_indices`` exactly: ``tests/grading/test_grader.py`` grades each mutant against
 the exercise's checks to prove it.
 """
 from exercises.grading.reader_tests import Mutant, ReaderTest, wraps_function
-from mini_transformer.backend import xp
+from mini_transformer.engine.backend import xp
 
 
 def _keep_with(change):

@@ -4,10 +4,10 @@ Each wraps a correct ``port_qk_weights`` (the reference, or in a student copy th
 once it passes) and breaks one thing. To learn which columns the correct port moves where, a
 mutant ports a row of column numbers with it; it never re-implements the port. Every mutant
 with a ``misconception`` reproduces that misconception of Exercise 11.1 exactly
-(``tests/test_grader.py`` grades each mutant against the exercise's checks).
+(``tests/grading/test_grader.py`` grades each mutant against the exercise's checks).
 """
 from exercises.grading.reader_tests import Mutant, ReaderTest, wraps_function
-from mini_transformer.backend import xp
+from mini_transformer.engine.backend import xp
 
 
 def _columns(port, n_heads, d_head, rotary_dim):

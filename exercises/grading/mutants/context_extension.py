@@ -2,7 +2,7 @@ r"""Mutants for chapter 8's reader test: NTK-aware bases that are wrong in one r
 
 Each wraps a correct ``ntk_base`` (the reference, or in a student copy the reader's own once it
 passes) and breaks one thing. The ones with a ``misconception`` reproduce that misconception of
-Exercise 8.2 exactly: ``tests/test_grader.py`` grades each mutant against the exercise's checks
+Exercise 8.2 exactly: ``tests/grading/test_grader.py`` grades each mutant against the exercise's checks
 to prove it. Every mutant keeps pair 0 at theta_0 = 1, as every base does, so a test of
 theta_0 alone catches none of them.
 """

@@ -3,10 +3,10 @@ r"""Mutants for chapter 0's reader test: softmaxes and backwards that are wrong 
 Each wraps a correct ``softmax`` or ``softmax_backward`` (the reference, or in a student copy the
 reader's own once it passes) and breaks one thing, the way a reader's code breaks. Every one with a
 ``misconception`` reproduces that misconception of the wrapped exercise exactly:
-``tests/test_grader.py`` grades each mutant against the exercise's checks to prove it.
+``tests/grading/test_grader.py`` grades each mutant against the exercise's checks to prove it.
 """
 from exercises.grading.reader_tests import Mutant, ReaderTest, wraps_function
-from mini_transformer.backend import xp
+from mini_transformer.engine.backend import xp
 
 
 def _softmax_with(change):

@@ -4,7 +4,7 @@ Each wraps a correct ``position_rows`` or ``cached_decode`` (the reference, or i
 the reader's own once it passes). A lookup mutant calls the correct lookup and then breaks what
 it returns; a decoding mutant runs the correct loop with a ``step`` that gets the offsets wrong
 the way a reader's loop does. Every one with a ``misconception`` reproduces that misconception of
-the wrapped exercise exactly: ``tests/test_grader.py`` grades each mutant against the exercise's
+the wrapped exercise exactly: ``tests/grading/test_grader.py`` grades each mutant against the exercise's
 checks to prove it.
 """
 from exercises.grading.reader_tests import Mutant, ReaderTest, wraps_function

@@ -3,10 +3,10 @@ r"""Mutants for chapter 9's reader test: measurements that are wrong in one real
 Each wraps a correct ``loss_inside_and_beyond`` or ``effective_context_length`` (the reference,
 or in a student copy the reader's own once it passes) and breaks one thing. Every one with a
 ``misconception`` reproduces that misconception of the wrapped exercise exactly:
-``tests/test_grader.py`` grades each mutant against the exercise's checks to prove it.
+``tests/grading/test_grader.py`` grades each mutant against the exercise's checks to prove it.
 """
 from exercises.grading.reader_tests import Mutant, ReaderTest, wraps_function
-from mini_transformer.backend import xp
+from mini_transformer.engine.backend import xp
 
 
 def _split_with(change):

@@ -9,7 +9,7 @@ right tolerance, sees them.
 import math
 
 from exercises.grading.reader_tests import Mutant, ReaderTest, wraps_function
-from mini_transformer.backend import xp
+from mini_transformer.engine.backend import xp
 
 
 def _attention_with(change):

@@ -3,10 +3,10 @@ r"""Mutants for chapter 4's reader test: a clipped index or a relative shift, wr
 Each wraps a correct ``clipped_relative_index`` or ``relative_shift`` (the reference, or in a
 student copy the reader's own once it passes) and breaks one thing, the way a reader's code
 breaks. Every one with a ``misconception`` reproduces that misconception of the wrapped exercise
-exactly: ``tests/test_grader.py`` grades each mutant against the exercise's checks to prove it.
+exactly: ``tests/grading/test_grader.py`` grades each mutant against the exercise's checks to prove it.
 """
 from exercises.grading.reader_tests import Mutant, ReaderTest, wraps_function
-from mini_transformer.backend import xp
+from mini_transformer.engine.backend import xp
 
 
 def _index_with(change):

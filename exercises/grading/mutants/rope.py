@@ -3,10 +3,10 @@ r"""Mutants for chapter 6's reader test: RoPE implementations that are wrong in 
 Each wraps a correct ``apply_rotary`` or ``RotaryEmbedding`` (the reference, or in a student copy
 the reader's own once it passes) and breaks one thing, the way a reader's code breaks. Every
 one with a ``misconception`` reproduces that misconception of the wrapped exercise exactly:
-``tests/test_grader.py`` grades each mutant against the exercise's checks to prove it.
+``tests/grading/test_grader.py`` grades each mutant against the exercise's checks to prove it.
 """
 from exercises.grading.reader_tests import Mutant, ReaderTest, disguised, wraps_function
-from mini_transformer.backend import xp
+from mini_transformer.engine.backend import xp
 
 
 def _apply_with(change):

@@ -3,10 +3,10 @@ r"""Mutants for chapter 2's reader test: sinusoidal tables and shift matrices wr
 Each wraps a correct ``sinusoidal_positional_encoding`` or ``shift_rotation`` (the reference, or
 in a student copy the reader's own once it passes) and breaks one thing the way a reader's code
 breaks. Every one with a ``misconception`` reproduces that misconception of the wrapped exercise
-exactly: ``tests/test_grader.py`` grades each mutant against the exercise's checks to prove it.
+exactly: ``tests/grading/test_grader.py`` grades each mutant against the exercise's checks to prove it.
 """
 from exercises.grading.reader_tests import Mutant, ReaderTest, wraps_function
-from mini_transformer.backend import xp
+from mini_transformer.engine.backend import xp
 
 
 def _table_with(change):

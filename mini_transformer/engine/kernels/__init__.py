@@ -1,0 +1,70 @@
+r"""The two sets of kernels, and the one switch between them.
+
+Every op a chapter talks about has a **reference form**: the equation in code,
+in ``functional.py``, ``autograd.py`` and ``optim.py``, short, one thread, no
+memory-order tricks. Some also have a **fast kernel** here, one file each,
+with the same signature and the same numbers (``tests/engine/test_kernels.py`` checks
+values and gradients to 1e-10 in float64). Each file's docstring says what it
+does differently and why.
+
+==========================  ===========================================  ==========================
+op                          reference                                    fast kernel
+==========================  ===========================================  ==========================
+attention                   ``functional.scaled_dot_product_attention``  ``kernels/attention.py``
+RoPE                        ``functional.apply_rotary``                  ``kernels/rope.py``
+GELU                        ``autograd.gelu``                            ``kernels/gelu.py``
+layer norm, RMS norm        ``functional.layer_norm``, ``rms_norm``      ``kernels/norms.py``
+cross-entropy               ``functional.cross_entropy``                 ``kernels/cross_entropy.py``
+q, k, v projection          ``functional.qkv_projection``                ``kernels/projection.py``
+embedding lookup            ``functional.embedding``                     ``kernels/embedding.py``
+AdamW, gradient clipping    ``optim.AdamW``, ``optim.clip_grad_norm``    ``kernels/adamw.py``
+==========================  ===========================================  ==========================
+
+**The switch** is ``GPTConfig.kernels``: ``"reference"`` (the default, what a
+chapter runs) or ``"fast"`` (what the bench and the experiments run). The
+model reads it once, ``kernels.select(cfg.kernels)``, and hands the chosen set
+to the layers that call these ops. ``kernels.tune()`` (``tuning.py``) is the
+separate, explicit call that sets threads and the allocator for speed.
+"""
+from dataclasses import dataclass
+
+from .. import autograd, functional, optim
+from . import adamw, attention, cross_entropy, embedding, gelu, norms, projection, rope
+from .tuning import tune  # noqa: F401
+
+NAMES = ("reference", "fast")
+
+
+@dataclass(frozen=True)
+class Kernels:
+    """One implementation of each op that has a fast kernel; a model calls them through this."""
+    name: str
+    attention: object
+    apply_rotary: object
+    gelu: object
+    layer_norm: object
+    rms_norm: object
+    cross_entropy: object
+    qkv_projection: object
+    embedding: object
+    AdamW: object
+    clip_grad_norm: object
+
+
+REFERENCE = Kernels("reference", functional.scaled_dot_product_attention, functional.apply_rotary, autograd.gelu,
+                    functional.layer_norm, functional.rms_norm, functional.cross_entropy, functional.qkv_projection,
+                    functional.embedding, optim.AdamW, optim.clip_grad_norm)
+
+FAST = Kernels("fast", attention.scaled_dot_product_attention, rope.apply_rotary, gelu.gelu,
+               norms.layer_norm, norms.rms_norm, cross_entropy.cross_entropy, projection.qkv_projection,
+               embedding.embedding, adamw.AdamW, adamw.clip_grad_norm)
+
+
+def select(name):
+    """The kernel set called ``name``: ``"reference"`` or ``"fast"``."""
+    if name == "reference":
+        return REFERENCE
+    if name == "fast":
+        return FAST
+    raise ValueError(f"kernels={name!r} is not a kernel set; choose 'reference' (the textbook code the chapters "
+                     f"show) or 'fast' (kernels/, the same numbers, faster).")

@@ -1,0 +1,256 @@
+r"""Training-step throughput of the engine, both kernel sets, and the same model in PyTorch eager mode.
+
+    python -m mini_transformer.evaluation.bench            # a table
+    python -m mini_transformer.evaluation.bench --json     # everything, machine-readable
+
+Two configurations: *workbook* (vocab 64, d_model 64, 2 layers, 4 heads, T 64,
+batch 16) and *larger* (vocab 64, d_model 128, 4 layers, 4 heads, T 128, batch
+32), both with RoPE and AdamW. The engine runs with ``kernels="fast"`` and with
+``kernels="reference"``, and PyTorch (when it is importable; it is never a
+requirement) runs the same model on the same threads. The engines run in
+alternating rounds in one process and each ratio is taken from the median
+round of each, so a noisy machine slows them alike. A round lasts about a
+quarter of a second (``--steps`` fixes it instead). Achieved FLOP/s is set
+against a float32 matrix-multiply ceiling measured in the same run.
+
+The bench tunes its process first (``kernels.tune()``: threads for the fast
+kernels, freed memory kept) and runs with OpenBLAS's idle threads spinning
+2^22 cycles (``kernels.tuning.relaunch_with_blas_spin``). After the last matrix
+product of a round, each engine's idle BLAS or OpenMP threads keep spinning
+for a while on the cores the next engine's round needs, so the bench waits
+``settle_seconds()`` after every round, untimed. The JSON records every
+setting. Figures and the commands that made them: ``bench_results/``.
+"""
+import argparse
+import json
+import os
+import statistics
+import time
+import tracemalloc
+
+from ..engine import backend, kernels
+from ..engine.kernels import tuning
+from ..model import GPTConfig, TinyGPT
+
+CONFIGS = {
+    "workbook": dict(vocab_size=64, d_model=64, n_layers=2, n_heads=4, T=64, batch=16),
+    "larger": dict(vocab_size=64, d_model=128, n_layers=4, n_heads=4, T=128, batch=32),
+}
+
+
+def train_flops(c):
+    r"""FLOPs of one training step: 6 N per token for the weights (forward 2N, backward 4N) plus
+    attention's score and value products, 12 L T d_model per token (forward and backward)."""
+    d, L = c["d_model"], c["n_layers"]
+    n_matmul = L * 12 * d * d + d * c["vocab_size"]   # qkv 3d^2, out d^2, MLP 8d^2 per layer; the head
+    tokens = c["batch"] * c["T"]
+    return tokens * (6 * n_matmul + 12 * L * c["T"] * d)
+
+
+def matmul_ceiling(n=512, repeats=20):
+    """float32 FLOP/s of an n x n matrix product on the active backend (best of ``repeats``)."""
+    a = backend.rng(0).normal(size=(n, n))
+    b = backend.rng(1).normal(size=(n, n))
+    a @ b
+    best = float("inf")
+    for _ in range(repeats):
+        backend.synchronize()
+        t = time.perf_counter()
+        a @ b
+        backend.synchronize()
+        best = min(best, time.perf_counter() - t)
+    return 2 * n ** 3 / best
+
+
+def numpy_engine(c, kernel_set="fast"):
+    """A training step of our engine with the kernel set ``kernel_set``, on fixed data."""
+    cfg = GPTConfig(vocab_size=c["vocab_size"], d_model=c["d_model"], n_layers=c["n_layers"],
+                    n_heads=c["n_heads"], max_len=c["T"], positional="rope", kernels=kernel_set)
+    model = TinyGPT(cfg)
+    opt = model.kernels.AdamW(model.parameters(), lr=1e-3)
+    rng = backend.rng(0)
+    x = rng.integers(0, c["vocab_size"], (c["batch"], c["T"]))
+    y = rng.integers(0, c["vocab_size"], (c["batch"], c["T"]))
+
+    def step():
+        loss = model.loss(x, y)
+        opt.zero_grad()                 # as the PyTorch step does: the optimiser's own list, no module walk
+        loss.backward()
+        model.kernels.clip_grad_norm(opt.params, 1.0)
+        opt.step()
+        backend.synchronize()
+    return step
+
+
+def torch_engine(c, threads):
+    """The same model in PyTorch eager mode (pre-norm, fused qkv, rotate-half RoPE, GELU-tanh, AdamW)."""
+    import torch
+    import torch.nn as tnn
+    import torch.nn.functional as tF
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    d, H, T = c["d_model"], c["n_heads"], c["T"]
+    d_head = d // H
+    inv_freq = 10000.0 ** (-torch.arange(0, d_head, 2, dtype=torch.float32) / d_head)
+    ang = torch.arange(T, dtype=torch.float32)[:, None] * inv_freq[None, :]
+    ang = torch.cat([ang, ang], dim=-1)
+    cos, sin = ang.cos(), ang.sin()
+
+    def rope(t):
+        t1, t2 = t[..., :d_head // 2], t[..., d_head // 2:]
+        return t * cos + torch.cat([-t2, t1], dim=-1) * sin
+
+    class Block(tnn.Module):
+        def __init__(self):
+            super().__init__()
+            self.n1, self.n2 = tnn.LayerNorm(d), tnn.LayerNorm(d)
+            self.qkv, self.o = tnn.Linear(d, 3 * d), tnn.Linear(d, d)
+            self.fc, self.proj = tnn.Linear(d, 4 * d), tnn.Linear(4 * d, d)
+
+        def forward(self, x):
+            B = x.shape[0]
+            q, k, v = self.qkv(self.n1(x)).view(B, T, 3, H, d_head).permute(2, 0, 3, 1, 4)
+            y = tF.scaled_dot_product_attention(rope(q), rope(k), v, is_causal=True)
+            x = x + self.o(y.transpose(1, 2).reshape(B, T, d))
+            return x + self.proj(tF.gelu(self.fc(self.n2(x)), approximate="tanh"))
+
+    class GPT(tnn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok = tnn.Embedding(c["vocab_size"], d)
+            self.blocks = tnn.ModuleList(Block() for _ in range(c["n_layers"]))
+            self.nf = tnn.LayerNorm(d)
+            self.head = tnn.Linear(d, c["vocab_size"], bias=False)
+
+        def forward(self, idx):
+            x = self.tok(idx)
+            for b in self.blocks:
+                x = b(x)
+            return self.head(self.nf(x))
+
+    model = GPT()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    g = torch.Generator().manual_seed(0)
+    x = torch.randint(0, c["vocab_size"], (c["batch"], T), generator=g)
+    y = torch.randint(0, c["vocab_size"], (c["batch"], T), generator=g)
+
+    def step():
+        loss = tF.cross_entropy(model(x).view(-1, c["vocab_size"]), y.view(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+    return step
+
+
+def settle_seconds():
+    r"""Long enough for idle BLAS threads to stop spinning: 2^n cycles at 1 GHz or faster, n = ``OPENBLAS_THREAD_TIMEOUT``
+    (OpenBLAS's default 28 when unset, clamped to [4, 30] as OpenBLAS does), plus 20 ms for OpenMP's spin."""
+    try:
+        n = int(os.environ.get("OPENBLAS_THREAD_TIMEOUT") or 28)
+    except ValueError:
+        n = 28
+    return 2 ** min(max(n, 4), 30) / 1e9 + 0.02
+
+
+def _round(step, n):
+    t = time.perf_counter()
+    for _ in range(n):
+        step()
+    return (time.perf_counter() - t) / n
+
+
+def peak_memory(step):
+    """Peak bytes allocated by one step, as tracemalloc sees them (NumPy reports its buffers to it)."""
+    tracemalloc.start()
+    step()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return peak
+
+
+def run(names=("workbook", "larger"), rounds=11, steps_per_round=None, use_torch=True):
+    """Median ms a step of every engine on every configuration, from alternating rounds; the ratios between them."""
+    threads = int(os.environ.get("OMP_NUM_THREADS", os.cpu_count() or 1))
+    torch = None
+    if use_torch and backend.get_backend() != "cupy":
+        try:
+            import torch
+        except ImportError:
+            pass
+    have_torch = torch is not None
+    ceiling = matmul_ceiling()
+    settle = settle_seconds()
+    out = {"backend": backend.get_backend(), "threads": threads, "matmul_ceiling_flops": ceiling,
+           "tuning": tuning.state(), "settle_seconds": settle, "torch": torch.__version__ if have_torch else None,
+           "configs": {}}
+    for name in names:
+        c = CONFIGS[name]
+        engines = {"fast": numpy_engine(c, "fast"), "reference": numpy_engine(c, "reference")}
+        if have_torch:
+            engines["torch"] = torch_engine(c, threads)
+        for _ in range(2):  # warm up every engine
+            for step in engines.values():
+                step()
+        n = steps_per_round or max(1, round(0.25 / _round(engines["fast"], 1)))   # about a quarter second a round
+        times = {e: [] for e in engines}
+        for _ in range(rounds):  # alternate, so a busy moment slows every engine alike
+            for e, step in engines.items():
+                times[e].append(_round(step, n))
+                if len(engines) > 1:
+                    time.sleep(settle)       # untimed: this engine's threads stop spinning first
+        sec = {e: statistics.median(t) for e, t in times.items()}
+        tokens = c["batch"] * c["T"]
+        row = {"config": c, "steps_per_round": n, "ms_per_step": sec["fast"] * 1e3,
+               "tokens_per_s": tokens / sec["fast"], "achieved_flops": train_flops(c) / sec["fast"],
+               "fraction_of_matmul_ceiling": train_flops(c) / sec["fast"] / ceiling,
+               "peak_bytes": peak_memory(engines["fast"]) if backend.get_backend() != "cupy" else None,
+               "reference_ms_per_step": sec["reference"] * 1e3,
+               "reference_slowdown": sec["reference"] / sec["fast"],
+               "reference_peak_bytes": (peak_memory(engines["reference"])
+                                        if backend.get_backend() != "cupy" else None)}
+        if have_torch:
+            row.update(torch_ms_per_step=sec["torch"] * 1e3, torch_tokens_per_s=tokens / sec["torch"],
+                       speed_ratio_vs_torch=sec["torch"] / sec["fast"],
+                       reference_speed_ratio_vs_torch=sec["torch"] / sec["reference"])
+        out["configs"][name] = row
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    ap.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
+    ap.add_argument("--rounds", type=int, default=11, help="alternating rounds per engine (default 11)")
+    ap.add_argument("--steps", type=int, default=None, help="steps per round (default: about 0.25 s a round)")
+    ap.add_argument("--no-torch", action="store_true", help="skip the PyTorch baseline")
+    ap.add_argument("--threads", type=int, default=None, help="threads for the fast kernels (default: one per core)")
+    args = ap.parse_args(argv)
+    if args.rounds < 1 or (args.steps is not None and args.steps < 1):
+        ap.error(f"--rounds and --steps must be at least 1, got {args.rounds} and {args.steps}.")
+    if args.threads is not None and args.threads < 1:
+        ap.error(f"--threads must be at least 1, got {args.threads}.")
+    kernels.tune(args.threads)
+    res = run(args.configs, args.rounds, args.steps, use_torch=not args.no_torch)
+    if args.json:
+        print(json.dumps(res, indent=2))
+        return
+    t = res["tuning"]
+    print(f"backend {res['backend']}, {res['threads']} threads, matmul ceiling "
+          f"{res['matmul_ceiling_flops'] / 1e9:.1f} GFLOP/s, OPENBLAS_THREAD_TIMEOUT {t['openblas_thread_timeout']}, "
+          f"kernel threads {t['threads']}, torch {res['torch'] or 'not installed'}")
+    print(f"{'config':<10}{'fast ms':>9}{'tokens/s':>11}{'GFLOP/s':>9}{'% ceil':>8}{'peak MB':>9}"
+          f"{'ref ms':>9}{'ref/fast':>9}{'torch ms':>10}{'fast vs torch':>15}{'ref vs torch':>14}")
+    for name, r in res["configs"].items():
+        peak = f"{r['peak_bytes'] / 2**20:.1f}" if r["peak_bytes"] else "-"
+        tms = f"{r['torch_ms_per_step']:.2f}" if "torch_ms_per_step" in r else "-"
+        ratio = f"{r['speed_ratio_vs_torch']:.2f}x" if "speed_ratio_vs_torch" in r else "-"
+        ref_ratio = f"{r['reference_speed_ratio_vs_torch']:.2f}x" if "speed_ratio_vs_torch" in r else "-"
+        print(f"{name:<10}{r['ms_per_step']:>9.2f}{r['tokens_per_s']:>11.0f}{r['achieved_flops'] / 1e9:>9.2f}"
+              f"{100 * r['fraction_of_matmul_ceiling']:>7.1f}%{peak:>9}{r['reference_ms_per_step']:>9.2f}"
+              f"{r['reference_slowdown']:>8.2f}x{tms:>10}{ratio:>15}{ref_ratio:>14}")
+
+
+if __name__ == "__main__":
+    tuning.relaunch_with_blas_spin("mini_transformer.evaluation.bench")
+    main()

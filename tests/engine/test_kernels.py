@@ -1,0 +1,222 @@
+"""Equal by test: every fast kernel gives its reference op's numbers and gradients.
+
+Each case runs an op of ``kernels.REFERENCE`` and the same op of ``kernels.FAST``
+on the same float64 inputs, backpropagates the same random output gradient,
+and asks for the outputs and every input gradient to agree to 1e-10. The
+inputs are the awkward ones: T = 1, odd lengths, queries fewer than keys,
+(B, H, T, d) views of (B, T, H, d) memory, biases broadcast over the batch,
+masks, partial rotary, ignored targets, repeated ids. Every case runs on NumPy
+and on the strict stand-in, and the threaded paths run with two threads and
+small blocks. Then a whole TinyGPT trained a few steps in float64 ends with
+the same parameters under both settings.
+"""
+import numpy as np
+import pytest
+
+from mini_transformer import Tensor
+from mini_transformer.engine import backend, kernels
+from mini_transformer.engine.kernels import threads
+from mini_transformer.model import GPTConfig, TinyGPT
+from mini_transformer.model.train import TrainConfig, train
+
+pytestmark = pytest.mark.usefixtures("each_backend")
+
+RTOL, ATOL = 1e-10, 1e-12   # float64: the two forms differ only in the order of additions
+
+
+def host(seed, *shape):
+    return np.random.default_rng(seed).normal(size=shape)
+
+
+def head_view(seed, B, H, T, d):
+    """A (B, H, T, d) view of (B, T, H, d) memory, the way attention hands q, k, v over."""
+    return host(seed, B, T, H, d).transpose(0, 2, 1, 3)
+
+
+def causal(T_q, T_k):
+    """Queries are the last T_q of T_k positions; True where a query may look."""
+    return np.arange(T_k)[None, :] <= np.arange(T_k - T_q, T_k)[:, None]
+
+
+def rope_tables(seed, T, r, interleaved=False, factor=1.0):
+    """cos and sin of random angles laid out for the pairing, times an attention factor (as YaRN's)."""
+    ang = host(seed, T, r // 2)
+    ang = np.repeat(ang, 2, axis=-1) if interleaved else np.concatenate([ang, ang], axis=-1)
+    return np.cos(ang) * factor, np.sin(ang) * factor
+
+
+class Inputs:
+    """Makes the same inputs for both runs and remembers the Tensors whose gradients are compared."""
+
+    def __init__(self):
+        self.tensors = []
+
+    def t(self, seed, *shape, view=False, scale=1.0):
+        """A float64 Tensor of normal draws (a head view of (B, T, H, d) memory with ``view``) that needs a grad."""
+        x = Tensor(backend.asarray(head_view(seed, *shape) if view else host(seed, *shape) * scale),
+                   requires_grad=True, dtype="float64")
+        self.tensors.append(x)
+        return x
+
+    @staticmethod
+    def a(array):
+        """A plain backend array: a mask, ids, targets, a table."""
+        return backend.asarray(array)
+
+    def tables(self, seed, T, r, interleaved=False, factor=1.0):
+        return tuple(self.a(t) for t in rope_tables(seed, T, r, interleaved, factor))
+
+
+CASES = {
+    "attention: T = 1":
+        lambda ops, i: [ops.attention(i.t(0, 2, 3, 1, 4), i.t(1, 2, 3, 1, 4), i.t(2, 2, 3, 1, 4))],
+    "attention: odd T, causal mask":
+        lambda ops, i: [ops.attention(i.t(0, 2, 2, 7, 4), i.t(1, 2, 2, 7, 4), i.t(2, 2, 2, 7, 4),
+                                      mask=i.a(causal(7, 7)))],
+    "attention: fewer queries than keys, d_v != d_head":
+        lambda ops, i: [ops.attention(i.t(0, 1, 2, 3, 4), i.t(1, 1, 2, 5, 4), i.t(2, 1, 2, 5, 6),
+                                      mask=i.a(causal(3, 5)))],
+    "attention: head views, a bias broadcast over the batch, a mask":
+        lambda ops, i: [ops.attention(i.t(0, 2, 3, 5, 4, view=True), i.t(1, 2, 3, 5, 4, view=True),
+                                      i.t(2, 2, 3, 5, 4, view=True), bias=i.t(3, 1, 3, 5, 5),
+                                      mask=i.a(causal(5, 5)))],
+    "attention: a bias without a batch axis, no mask, a scale":
+        lambda ops, i: [ops.attention(i.t(0, 2, 2, 4, 3), i.t(1, 2, 2, 4, 3), i.t(2, 2, 2, 4, 3),
+                                      bias=i.t(3, 2, 4, 4), scale=0.3)],
+    "attention: a constant bias (no gradient), two batch axes":
+        lambda ops, i: [ops.attention(i.t(0, 2, 2, 2, 3, 4), i.t(1, 2, 2, 2, 3, 4), i.t(2, 2, 2, 2, 3, 4),
+                                      bias=i.a(host(3, 2, 2, 2, 3, 3)))],
+    "apply_rotary: rotate-half":
+        lambda ops, i: [ops.apply_rotary(i.t(0, 2, 3, 5, 8), *i.tables(1, 5, 8))],
+    "apply_rotary: interleaved":
+        lambda ops, i: [ops.apply_rotary(i.t(0, 2, 3, 5, 8), *i.tables(1, 5, 8, True), interleaved=True)],
+    "apply_rotary: partial rotary, T = 1":
+        lambda ops, i: [ops.apply_rotary(i.t(0, 2, 3, 1, 8), *i.tables(1, 1, 4))],
+    "apply_rotary: head views, an attention factor":
+        lambda ops, i: [ops.apply_rotary(i.t(0, 2, 3, 5, 8, view=True), *i.tables(1, 5, 8, factor=1.2))],
+    "apply_rotary: one key shared by every head (decoupled RoPE)":
+        lambda ops, i: [ops.apply_rotary(i.t(0, 2, 1, 5, 4), *i.tables(1, 5, 4))],
+    "gelu: (B, T, 4 d_model)":
+        lambda ops, i: [ops.gelu(i.t(0, 2, 3, 16, scale=3.0))],
+    "gelu: a transposed view":
+        lambda ops, i: [ops.gelu(i.t(0, 2, 4, 5, 3, view=True))],
+    "layer_norm: (B, T, d_model)":
+        lambda ops, i: [ops.layer_norm(i.t(0, 2, 3, 6), i.t(1, 6), i.t(2, 6))],
+    "layer_norm: one row of odd width":
+        lambda ops, i: [ops.layer_norm(i.t(0, 1, 5, scale=4.0), i.t(1, 5), i.t(2, 5))],
+    "rms_norm: (B, T, d_model)":
+        lambda ops, i: [ops.rms_norm(i.t(0, 2, 3, 6), i.t(1, 6))],
+    "cross_entropy: every target counted":
+        lambda ops, i: [ops.cross_entropy(i.t(0, 2, 3, 5), i.a(np.array([[0, 4, 2], [1, 1, 3]])))],
+    "cross_entropy: ignored targets":
+        lambda ops, i: [ops.cross_entropy(i.t(0, 2, 3, 5), i.a(np.array([[0, -1, 2], [-1, 1, 3]])), ignore_index=-1)],
+    "qkv_projection: with a bias":
+        lambda ops, i: list(ops.qkv_projection(i.t(0, 2, 3, 4), i.t(1, 4, 12), i.t(2, 12))),
+    "qkv_projection: without a bias":
+        lambda ops, i: list(ops.qkv_projection(i.t(0, 1, 5, 4), i.t(1, 4, 6))),
+    "embedding: repeated ids, two axes":
+        lambda ops, i: [ops.embedding(i.t(0, 5, 3), i.a(np.array([[2, 0, 2], [4, 2, 2]])))],
+    "embedding: one id":
+        lambda ops, i: [ops.embedding(i.t(0, 5, 3), i.a(np.array([[3]])))],
+}
+
+
+def _run(ops, build):
+    """Outputs and input gradients of one case under one kernel set, all as host arrays."""
+    inputs = Inputs()
+    outs = build(ops, inputs)
+    loss = sum((y * backend.asarray(host(99 + n, *y.shape))).sum() for n, y in enumerate(outs))
+    loss.backward()       # one backward through all outputs: a graph is spent after its backward
+    return [backend.to_numpy(y.data) for y in outs], [backend.to_numpy(t.grad) for t in inputs.tensors]
+
+
+@pytest.fixture(params=[1, 2], ids=["one thread", "two threads, small blocks"])
+def thread_count(request, monkeypatch):
+    """The fast kernels on one thread, and on two threads that cut even these small arrays into blocks."""
+    monkeypatch.setattr(threads, "MIN_PARALLEL_WORK", 0)
+    previous = threads.set_threads(request.param)
+    yield request.param
+    threads.set_threads(previous)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_fast_kernel_equals_reference(case, thread_count):
+    ref_y, ref_g = _run(kernels.REFERENCE, CASES[case])
+    fast_y, fast_g = _run(kernels.FAST, CASES[case])
+    assert [a.shape for a in fast_y] == [a.shape for a in ref_y]
+    for a, b in zip(fast_y, ref_y):
+        np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL, err_msg=f"{case}: output")
+    assert len(ref_g) == len(fast_g) > 0
+    for n, (a, b) in enumerate(zip(fast_g, ref_g)):
+        np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL, err_msg=f"{case}: gradient of input {n}")
+
+
+def test_parallel_rows_covers_every_row_once_in_several_blocks(thread_count):
+    seen = []
+    threads.parallel_rows(lambda i, j: seen.append((i, j)), 37, work=37)
+    assert sorted(r for i, j in seen for r in range(i, j)) == list(range(37))
+    assert len(seen) == (1 if thread_count == 1 else 2 * 4)      # 4 blocks a thread when there are threads
+
+
+def _params(ops):
+    rng = np.random.default_rng(5)
+    return [Tensor(backend.asarray(rng.normal(size=s)), requires_grad=True, dtype="float64")
+            for s in [(3, 4), (4,), (2, 3, 2), (5,)]]
+
+
+def _gradients(params, step):
+    rng = np.random.default_rng(100 + step)
+    for n, p in enumerate(params):
+        # the last parameter gets no gradient on odd steps: its moments must still decay
+        p.grad = None if (n == 3 and step % 2) else backend.asarray(rng.normal(size=p.shape) * 3)
+
+
+def test_fast_adamw_and_clipping_equal_the_reference_over_several_steps(thread_count):
+    runs = {}
+    for ops in (kernels.REFERENCE, kernels.FAST):
+        params = _params(ops)
+        opt = ops.AdamW(params, lr=0.1, weight_decay=0.3)
+        norms = []
+        for step in range(5):
+            _gradients(params, step)
+            norms.append(ops.clip_grad_norm(params, 2.0))
+            opt.step()
+        runs[ops.name] = [backend.to_numpy(p.data) for p in params], norms, opt.state_dict()
+    (p_ref, n_ref, s_ref), (p_fast, n_fast, s_fast) = runs["reference"], runs["fast"]
+    np.testing.assert_allclose(n_fast, n_ref, rtol=RTOL)
+    for a, b in zip(p_fast, p_ref):
+        np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL)
+    for key in ("m", "v"):
+        np.testing.assert_allclose(s_fast[key], s_ref[key], rtol=RTOL, atol=ATOL)
+    assert s_fast["t"] == s_ref["t"] == 5
+
+
+@pytest.mark.parametrize("positional", ["rope", "alibi", "t5", "learned", "shaw", "transformer_xl", "decoupled_rope"])
+def test_tiny_gpt_trains_to_the_same_parameters_with_either_kernel_set(positional):
+    data = np.random.default_rng(0).integers(0, 16, size=(4, 9))
+    x, y = backend.asarray(data[:, :-1]), backend.asarray(data[:, 1:])
+    finals = {}
+    for name in kernels.NAMES:
+        model = TinyGPT(GPTConfig(vocab_size=16, d_model=16, n_layers=2, n_heads=2, max_len=8, positional=positional,
+                                  kernels=name)).to_dtype("float64")
+        result = train(model, lambda rng: (x, y), TrainConfig(steps=4, lr=1e-2, warmup=1, progress=False))
+        finals[name] = result.losses, model.state_dict()
+    (loss_ref, p_ref), (loss_fast, p_fast) = finals["reference"], finals["fast"]
+    np.testing.assert_allclose(loss_fast, loss_ref, rtol=1e-10)
+    assert p_ref.keys() == p_fast.keys()
+    for key in p_ref:
+        np.testing.assert_allclose(p_fast[key], p_ref[key], rtol=1e-8, atol=1e-10, err_msg=key)
+    assert not np.allclose(p_ref["head.weight"], TinyGPT(GPTConfig(vocab_size=16, d_model=16, n_layers=2, n_heads=2,
+                                                                   max_len=8, positional=positional)).state_dict()
+                           ["head.weight"])      # training moved the weights: the comparison is not vacuous
+
+
+def test_each_kernel_set_holds_the_code_it_names():
+    fields = [f for f in kernels.Kernels.__dataclass_fields__ if f != "name"]
+    for f in fields:
+        assert getattr(kernels.REFERENCE, f).__module__ in (
+            "mini_transformer.engine.functional", "mini_transformer.engine.autograd", "mini_transformer.engine.optim"), f
+        assert getattr(kernels.FAST, f).__module__.startswith("mini_transformer.engine.kernels."), f
+    assert kernels.select("reference") is kernels.REFERENCE and kernels.select("fast") is kernels.FAST
+    with pytest.raises(ValueError, match=r"kernels='quick' is not a kernel set; choose 'reference'"):
+        kernels.select("quick")

@@ -1,0 +1,174 @@
+r"""A student copy of the workbook: no answers in it, and everything a student needs still works.
+
+``python -m exercises release --repo`` writes the copy into a temporary folder once; the tests
+then work inside it as a student would, in subprocesses whose imports come from the copy alone
+(``solutions`` is not importable there): grading a correct, a wrong and an unwritten file, the
+copy's own exercise tests, and the first cells of the released chapter.
+"""
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from exercise_text import fill
+from exercises.grading import notebooks
+from exercises.grading.drill import DRILLS
+from exercises.grading.generate import drill_text, exercise_modules, generated_text, region_labels, regions
+from exercises.grading.paths import SOLUTIONS
+
+ROPE_LABELS = region_labels((SOLUTIONS / "rope.py").read_text())   # {name: "Exercise 6.N"}
+TEST_LABEL = ROPE_LABELS["test_rope_properties"]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def copy(tmp_path_factory):
+    out = tmp_path_factory.mktemp("student") / "workbook"
+    done = subprocess.run([sys.executable, "-m", "exercises", "release", "--repo", "--out", str(out)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=240)
+    assert done.returncode == 0, done.stdout + done.stderr
+    _student_python(out.parent / "venv")
+    return out
+
+
+def _student_python(venv):
+    """A virtual environment that sees this one's packages but not this repository.
+
+    The README's install puts the repository itself on every path (``pip install -e .``), so this
+    interpreter would import ``solutions`` from here whatever the copy holds. The student's
+    environment lists this one's import folders, less this repository, as plain paths: their
+    packages import, and the ``.pth`` files in them (the editable install among them) never run.
+    """
+    python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+        ours = [p for p in sys.path if p and os.path.isdir(p) and ROOT not in (Path(p).resolve(), *Path(p).resolve().parents)]
+        theirs = subprocess.run([str(python), "-c", "import site; print(site.getsitepackages()[0])"],
+                                capture_output=True, text=True, check=True).stdout.strip()
+        Path(theirs, "workbook_dependencies.pth").write_text("\n".join(ours) + "\n")
+    return python
+
+
+def _in_copy(copy, *args, timeout=240):
+    env = dict(os.environ, PYTHONPATH=str(copy), MPLBACKEND="Agg")
+    env.pop("PE_USE_REFERENCE", None)
+    env.pop("VIRTUAL_ENV", None)
+    python = _student_python(copy.parent / "venv")
+    return subprocess.run([str(python), *args], capture_output=True, text=True, cwd=copy, env=env, timeout=timeout)
+
+
+def test_the_copy_holds_no_answers(copy):
+    for gone in ("solutions", "exercises/grading/checks", "tests/grading/wrong_implementations", "chapters/expected_outputs",
+                 "tests/grading/test_grader.py"):
+        assert not (copy / gone).exists(), gone
+    assert (copy / "exercises" / "rope.py").read_text() == generated_text("rope")
+    given = "".join(generated_text(m) for m in exercise_modules()) + "".join(
+        drill_text(d.module, d.names, d.name, d.minutes) for d in DRILLS.values())  # signatures and docstrings
+    answer_lines = set()
+    for path in SOLUTIONS.glob("*.py"):
+        text = path.read_text()
+        lines = text.splitlines()
+        answer_lines |= {lines[n].strip() for _, first, last, _ in regions(text) for n in range(first + 1, last)
+                         if len(lines[n].strip()) > 20 and lines[n].strip() not in given}
+    # what the release writes and the grader ships: exercises/ (the engine, the chapters and the engine's
+    # tests are the authors' own text, where a short line may well match an answer)
+    # (exercises/adapters/ is the authors' code that runs the reader's functions in the model, as the library is)
+    leaks = [(str(p.relative_to(copy)), line) for p in (copy / "exercises").rglob("*")
+             if p.is_file() and "adapters" not in p.relative_to(copy).parts
+             for line in answer_lines if line in p.read_text(errors="replace")]
+    assert not leaks, leaks[:5]
+
+
+def test_the_released_chapters_drop_answers_and_hints(copy):
+    for chapter in (copy / "chapters").glob("[0-9]*.py"):
+        nb = notebooks.read_chapter(chapter)
+        dropped = [c for c in nb.cells if set(notebooks.tags(c)) & {"answer", "hint"}]
+        assert not dropped and "reveal(" not in chapter.read_text().replace("import reveal", "")
+
+
+def test_for_students_drops_every_answer_and_hint_cell():
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("Exercise", metadata={"tags": []}),
+                nbformat.v4.new_markdown_cell("<details>Hint 1</details>", metadata={"tags": ["hint"]}),
+                nbformat.v4.new_code_cell("reveal('rope', 'x')", metadata={"tags": ["answer"]}),
+                nbformat.v4.new_code_cell("print(1)", metadata={"tags": ["nbval-check-output"]})]
+    kept = notebooks.for_students(nb)
+    assert [c.source for c in kept.cells] == ["Exercise", "print(1)"]
+    assert all(not notebooks.tags(c) for c in kept.cells)
+
+
+def test_grading_in_the_copy_works_from_stored_cases(copy, tmp_path):
+    assert "No module named 'solutions'" in _in_copy(copy, "-c", "import solutions").stderr
+    correct = tmp_path / "correct.py"
+    correct.write_text((SOLUTIONS / "rope.py").read_text())
+    done = _in_copy(copy, "-m", "exercises", "grade", "rope", "--file", str(correct))
+    n = len(set(ROPE_LABELS.values()))
+    assert done.returncode == 0 and f"{n} of {n} pass." in done.stdout, done.stdout + done.stderr
+
+    wrong = tmp_path / "wrong.py"
+    wrong.write_text(fill(generated_text("rope"), "Exercise 6.1",
+                          "h = x.shape[-1] // 2\nreturn xp.concatenate([x[..., h:], -x[..., :h]], axis=-1)"))
+    done = _in_copy(copy, "-m", "exercises", "grade", "rope", "--file", str(wrong))
+    assert "misconception, sign error in rotate_half" in done.stdout, done.stdout + done.stderr
+
+    done = _in_copy(copy, "-m", "exercises", "grade", "rope")  # the copy's own, unwritten exercises/rope.py
+    assert done.stdout.count("not attempted") == len(set(ROPE_LABELS.values())) and "Traceback" not in done.stdout + done.stderr, done.stdout
+
+
+def test_drills_work_in_the_copy(copy, tmp_path):
+    env_dir = tmp_path / "attempts"
+    done = _in_copy(copy, "-c", f"import os; os.environ['PE_DRILL_DIR'] = {str(env_dir)!r}; "
+                               f"os.environ['PE_DRILL_HISTORY'] = {str(tmp_path / 'h.json')!r}; "
+                               "from exercises.grading.cli import main; main(['drill', 't5'])")
+    assert done.returncode == 0, done.stderr
+    assert "def relative_position_bucket(" in (env_dir / "t5.py").read_text()
+    (env_dir / "t5.py").write_text((SOLUTIONS / "t5.py").read_text())
+    done = _in_copy(copy, "-c", f"import os; os.environ['PE_DRILL_DIR'] = {str(env_dir)!r}; "
+                               f"os.environ['PE_DRILL_HISTORY'] = {str(tmp_path / 'h.json')!r}; "
+                               "from exercises.grading.cli import main; main(['drill', 't5', '--grade'])")
+    assert "Drill 't5' passes" in done.stdout, done.stdout + done.stderr
+
+
+def test_a_reader_test_waits_for_its_implementations_in_the_copy(copy, tmp_path):
+    reference_test = (SOLUTIONS / "rope.py").read_text().split(f"# BEGIN SOLUTION {TEST_LABEL}\n")[1]
+    body = "\n".join(line[4:] for line in reference_test.split("    # END SOLUTION")[0].splitlines())
+    path = tmp_path / "rope.py"
+    path.write_text(fill(generated_text("rope"), TEST_LABEL, body))
+    done = _in_copy(copy, "-m", "exercises", "grade", "rope", "--file", str(path))
+    assert re.search(rf"{TEST_LABEL}\s+test_rope_properties\s+FAIL", done.stdout), done.stdout
+    assert "runs your test on your own apply_rotary, RotaryEmbedding" in done.stdout
+
+
+def test_the_copys_own_exercise_tests_pass(copy):
+    done = _in_copy(copy, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/grading/test_exercises.py")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    # one skipped "not attempted" per exercise of every module
+    n_exercises = sum(len(set(region_labels((SOLUTIONS / f"{m}.py").read_text()).values())) for m in exercise_modules())
+    assert re.search(rf"\d+ passed, {n_exercises} skipped", done.stdout), done.stdout
+
+
+def test_the_released_chapter_runs_and_names_the_exercise_to_write(copy, tmp_path):
+    """Run the copy's chapter 6 up to the first cell that needs an exercise the student has not written."""
+    nb = notebooks.read_chapter(copy / "chapters" / "06_rope.py")
+    first_use = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code" and "use(" in c.source)
+    needs_it = next(i for i, c in enumerate(nb.cells) if i > first_use and c.cell_type == "code")
+    nb.cells = nb.cells[:needs_it + 1]
+    path = tmp_path / "first_cells.ipynb"
+    nbformat.write(nb, path)
+    done = _in_copy(copy, "-m", "nbconvert", "--to", "notebook", "--execute", "--allow-errors",
+                    "--output", str(tmp_path / "ran.ipynb"), str(path), timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    ran = nbformat.read(tmp_path / "ran.ipynb", as_version=4)
+    errors = [(i, o) for i, c in enumerate(ran.cells) if c.cell_type == "code"
+              for o in c.get("outputs", []) if o.output_type == "error"]
+    assert [i for i, _ in errors] == [needs_it], [(i, o.ename, o.evalue) for i, o in errors]
+    error = errors[0][1]
+    assert error.ename == "ExerciseNotWritten"
+    assert "Exercise 6.1 (rotate_half) is not written yet: write it in exercises/rope.py" in error.evalue
+    printed = "".join(o.get("text", "") for c in ran.cells[:needs_it] for o in c.get("outputs", []))
+    assert re.search(r"rotate_half\s+missing\s+\(not written yet; this copy has no reference\)", printed), printed
