@@ -11,6 +11,7 @@ The models are built so the right number can be written down:
 - ``HalvingModel`` (``hand_built.py``) has loss (p + 1) ln 2 at position p, so every
   bucket, slice and boundary shows in the expected numbers.
 """
+import contextlib
 import math
 
 import numpy as np
@@ -23,7 +24,7 @@ from mini_transformer.model.data import DIGIT_0, KEY_START, QUERY, TextCorpus, p
 from mini_transformer.model import GPTConfig, TinyEncoder, TinyGPT
 from mini_transformer.engine.nn import Module
 
-from hand_built import LN2, HalvingModel, counting_text
+from hand_built import LN2, HalvingModel, counting_text, training_flags
 
 V = 16
 
@@ -345,6 +346,64 @@ def test_permutation_probe(model_class, positional, equivariant):
         assert result.max_abs <= 1e-12
     else:
         assert result.max_abs > 1e-6
+
+
+# ---------------------------------------------------------------------------
+# The model's mode: eval for the measurement, the caller's own afterwards
+# ---------------------------------------------------------------------------
+
+#: every measure that runs a model, on a small call
+MEASURES = {
+    "loss_by_position": lambda m: evaluate.loss_by_position(m, random_tokens(100), 8, n_batches=1, batch_size=2),
+    "extrapolation_curve": lambda m: evaluate.extrapolation_curve(m, random_tokens(100), 8, multiples=(1, 2),
+                                                                  n_batches=1, batch_size=2),
+    "passkey_grid": lambda m: evaluate.passkey_grid(m, [8], depths=(0.5,), n_trials=1, n_digits=2),
+    "attention_mass": lambda m: evaluate.attention_mass(m, random_tokens(6)[None]),
+    "decode_costs": lambda m: evaluate.decode_costs(m, [4], n_decode=2),
+    "permutation_sensitivity": lambda m: evaluate.permutation_sensitivity(m, random_tokens(6)[None]),
+}
+
+
+def spied(model, fail=False):
+    """``model`` with its forward recording the training flag of each call in ``model.seen``; with ``fail``, the
+    first call raises RuntimeError (no measure catches that: it reaches the caller)."""
+    forward, model.seen = model.forward, []
+
+    def spy(*args, **kwargs):
+        model.seen.append(model.training)
+        if fail:
+            raise RuntimeError("the measurement stops here")
+        return forward(*args, **kwargs)
+    model.forward = spy
+    return model
+
+
+@pytest.mark.parametrize("training", [True, False], ids=["in training mode", "in eval mode"])
+@pytest.mark.parametrize("measure", list(MEASURES))
+def test_a_measure_runs_in_eval_mode_and_hands_the_model_back_in_its_own(measure, training):
+    model = spied(TinyGPT(config("rope")).train(training))
+    MEASURES[measure](model)
+    assert model.seen and not any(model.seen)                       # every call ran in eval mode
+    assert training_flags(model) == {training}                     # every block, layer and scheme too
+
+
+@pytest.mark.parametrize("training", [True, False], ids=["in training mode", "in eval mode"])
+@pytest.mark.parametrize("measure", list(MEASURES))
+def test_a_measure_hands_the_model_back_in_its_own_mode_when_it_raises(measure, training):
+    model = spied(TinyGPT(config("rope")).train(training), fail=True)
+    with pytest.raises(RuntimeError, match="the measurement stops here"):
+        MEASURES[measure](model)
+    assert model.seen == [False] and training_flags(model) == {training}
+
+
+@pytest.mark.parametrize("fail", [False, True], ids=["returns", "raises"])
+def test_retention_hands_each_model_back_in_its_own_mode(fail):
+    before = spied(TinyGPT(config("rope")).train(True), fail=fail)
+    after = spied(TinyGPT(config("rope")).train(False), fail=fail)
+    with pytest.raises(RuntimeError) if fail else contextlib.nullcontext():
+        evaluate.retention(before, after, random_tokens(100), 8, n_batches=1, batch_size=2)
+    assert not any(before.seen + after.seen)
+    assert training_flags(before) == {True} and training_flags(after) == {False}
 
 
 # ---------------------------------------------------------------------------

@@ -7,7 +7,7 @@ from mini_transformer.model.kv_cache import KVCache
 from mini_transformer.model import GPTConfig, TinyGPT
 from mini_transformer.evaluation.streaming import stream_loss
 
-from hand_built import LN2, HalvingModel, counting_text
+from hand_built import LN2, HalvingModel, counting_text, training_flags
 
 SCHEMES = ["none", "sinusoidal", "learned", "rope"]
 
@@ -170,3 +170,34 @@ def test_a_slot_cache_after_eviction_is_a_fresh_forward_over_the_kept_tokens(pol
         kept = list(range(min(t, sinks))) + list(range(max(sinks, t - window), t))   # before this step's eviction
         fresh = model(x[:, kept + [t]]).numpy()[:, -1]
         assert np.abs(step - fresh).max() <= 1e-12, (t, kept)
+
+
+# ---------------------------------------------------------------------------
+# The model's mode: eval for the measurement, the caller's own afterwards
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("policy", [dict(), dict(window=4), dict(window=4, recompute=True)],
+                         ids=["full cache", "window", "recompute"])
+@pytest.mark.parametrize("training", [True, False], ids=["in training mode", "in eval mode"])
+def test_stream_loss_runs_in_eval_mode_and_hands_the_model_back_in_its_own(training, policy):
+    model = HalvingModel(16).train(training)
+    stream_loss(model, counting_text(10, 16), **policy)
+    assert len(model.modes) >= 9 and not any(model.modes)          # every step ran in eval mode
+    assert model.training is training
+    gpt = model_for("rope").train(training)
+    stream_loss(gpt, stream(6), **policy)
+    assert training_flags(gpt) == {training}                                # every block, layer and scheme too
+
+
+@pytest.mark.parametrize("make, policy", [
+    (lambda: HalvingModel(16, limit=4), dict()),                   # a step raises: position 4 is refused
+    (lambda: model_for("learned", max_len=4), dict()),
+    (lambda: HalvingModel(16), dict(window=0)),                    # the cache refuses its settings
+    (lambda: model_for("rope"), dict(window=4, n_sink=-1)),
+], ids=["a refused step", "a refused step in TinyGPT", "a refused cache", "a refused cache in TinyGPT"])
+@pytest.mark.parametrize("training", [True, False], ids=["in training mode", "in eval mode"])
+def test_stream_loss_hands_the_model_back_in_its_own_mode_when_it_raises(make, policy, training):
+    model = make().train(training)
+    with pytest.raises(ValueError):
+        stream_loss(model, counting_text(10, 16), **policy)
+    assert training_flags(model) == {training}

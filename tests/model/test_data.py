@@ -240,6 +240,22 @@ def test_passkey_depth_edges():
     assert x[0, length - n - 1] == data.KEY_END and x[0, length - n] == data.QUERY
 
 
+@pytest.mark.parametrize("task, zero", [
+    (data.passkey_task, data.DIGIT_0),
+    (lambda *args, **kw: data.text_passkey_task(*args, **kw, text=np.frombuffer(b"filler text. " * 40, np.uint8)),
+     data.DIGIT_BYTE_0),
+], ids=["passkey_task", "text_passkey_task"])
+def test_a_passkey_digit_is_any_of_0_to_9_and_nothing_else(task, zero):
+    # 64 keys of 5 digits: that one of the ten digits is missing from 320 uniform draws has chance 10 * 0.9^320,
+    # below 1e-13, so with every digit drawn each one shows, and a draw from 0..8 leaves out the 9
+    n = 5
+    batch = task(64, 30, 0.5, seed=0, n_digits=n)
+    x, y = backend.to_numpy(batch.x), backend.to_numpy(batch.y)
+    key = x[:, batch.key_pos:batch.key_pos + n] - zero
+    assert sorted(set(key.ravel().tolist())) == list(range(10))
+    assert np.array_equal(y[:, -n:] - zero, key)                   # the answer spells the same digits
+
+
 @pytest.mark.parametrize("kwargs, words", [
     (dict(length=30, depth=-0.1), ["depth", "-0.1", "[0, 1]"]),
     (dict(length=30, depth=1.5), ["depth", "1.5"]),
