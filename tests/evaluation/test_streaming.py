@@ -4,22 +4,11 @@ keeps, and where, is tested with the cache, in tests/model/test_kv_cache.py."""
 import numpy as np
 import pytest
 
-from mini_transformer.engine import backend
 from mini_transformer.model.kv_cache import keep_indices
-from mini_transformer.model import GPTConfig, TinyGPT
 from mini_transformer.evaluation.streaming import stream_loss
 
 from hand_built import LN2, HalvingModel, counting_text, training_flags
-
-
-def model_for(positional, max_len=32, n_layers=2, **kw):
-    cfg = GPTConfig(vocab_size=16, d_model=16, n_layers=n_layers, n_heads=2, max_len=max_len, positional=positional,
-                    **kw)
-    model = TinyGPT(cfg).to_dtype("float64")
-    draw = np.random.default_rng(1)
-    for p in model.parameters():
-        p.data[...] = backend.asarray(draw.normal(0, 0.5, p.shape))
-    return model
+from random_models import model_for
 
 
 def stream(n, seed=0):
