@@ -54,17 +54,16 @@ from ..engine.validate import check_int, check_lengths
 
 
 @contextlib.contextmanager
-def _evaluating(*models):
-    """Eval mode and no graph for the block; each model's training flag is restored afterwards."""
-    modes = [m.training for m in models]
-    for m in models:
-        m.eval()
+def _evaluating(model):
+    """Eval mode and no graph for the block; the model's training flag is restored afterwards, also when the
+    block raises."""
+    was_training = model.training
     try:
+        model.eval()
         with no_grad():
             yield
     finally:
-        for m, mode in zip(models, modes):
-            m.train(mode)
+        model.train(was_training)
 
 
 def token_losses(model, x, y):

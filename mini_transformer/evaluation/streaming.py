@@ -43,15 +43,15 @@ def stream_loss(model, tokens, window=None, n_sink=0, positions="text", recomput
     if recompute and keep_indices is not None:
         raise ValueError("recompute=True keeps no cache, so a keep_indices policy has nothing to act on; "
                          "pass one or the other.")
-    was_training = model.training
-    model.eval()
     losses = xp.zeros((B, N - 1), dtype="float64")
     cache_bytes = backend.hostnp.zeros(N, dtype="int64")
     cache_tokens = backend.hostnp.zeros(N, dtype="int64")
-    cache = None if recompute else model.new_cache(window=window, n_sink=n_sink, positions=positions)
-    if cache is not None:
-        cache.keep_indices = keep_indices
-    try:
+    was_training = model.training
+    try:   # the caller's mode comes back even when the cache refuses its settings or a step raises
+        model.eval()
+        cache = None if recompute else model.new_cache(window=window, n_sink=n_sink, positions=positions)
+        if cache is not None:
+            cache.keep_indices = keep_indices
         with no_grad():
             for t in range(N):
                 if recompute:

@@ -27,10 +27,17 @@ def counting_text(n, V):
     return np.arange(n) % V
 
 
+def training_flags(module):
+    """The training flag of ``module`` and of every module inside it, as a set: ``{True}`` or ``{False}`` when
+    the whole tree is in one mode."""
+    return {module.training}.union(*(training_flags(child) for _, child in module.children()))
+
+
 class HalvingModel(Module):
     """Next-token probability 2^{-(p + 1 + shift)} for (x + 1) mod V at position p; refuses positions >= limit.
 
-    Every call is recorded in ``calls`` as (ids, whether a cache was passed). With
+    Every call is recorded in ``calls`` as (ids, whether a cache was passed), and
+    the training flag it ran under in ``modes``. With
     ``delay = (prefill, step)`` a cached call sleeps that many seconds: ``prefill``
     for several tokens, ``step`` for one, so timings have known lower bounds.
     """
@@ -40,7 +47,7 @@ class HalvingModel(Module):
     def __init__(self, V, shift=0, limit=None, delay=None):
         self.cfg = GPTConfig(vocab_size=V, max_len=limit or 64)
         self.V, self.shift, self.limit, self.delay = V, shift, limit, delay
-        self.calls = []
+        self.calls, self.modes = [], []
 
     def new_cache(self, window=None, n_sink=0, positions="text"):
         return KVCache(1, window=window, n_sink=n_sink, positions=positions)
@@ -49,6 +56,7 @@ class HalvingModel(Module):
         ids = backend.to_numpy(idx.data if isinstance(idx, Tensor) else idx)
         B, T = ids.shape
         self.calls.append((ids.copy(), cache is not None))
+        self.modes.append(self.training)
         if self.delay is not None and cache is not None:
             time.sleep(self.delay[0] if T > 1 else self.delay[1])
         if cache is not None:

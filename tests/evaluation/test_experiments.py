@@ -1,24 +1,38 @@
-"""The experiments' quick modes: each claim a chapter draws from an experiment, checked in its direction.
+"""The experiments in ``mini_transformer/evaluation/experiments/``, a section per module: the pieces an
+experiment adds, checked by hand, and its quick mode, where each claim a chapter draws from the experiment is
+checked in its direction.
 
-Every experiment runs once per module (``run(quick=True)``, seed 0), and the
+Every experiment's quick mode runs once per module (``run(quick=True)``, seed 0), and the
 tests assert only what held, with room to spare, for every seed tried while
 the margins were chosen. The numbers seen per seed are in the comments; the
 margins sit well inside them, so the tests check the direction of an effect,
-never one run's exact value.
+never one run's exact value. The pieces (context_use, sigmoid attention, the
+eviction policy, a setting run end to end) are checked on small models whose
+answer is written down: a sigmoid written out as 1 / (1 + e^-z), a token dropped
+by index, a model that sees only its own token.
 
 Wall time on 2 cores with OPENBLAS_NUM_THREADS=1 (OMP_NUM_THREADS=1):
 train_short_test_long about 17 s, relative_bias_generalisation about 7 s,
-attention_sinks about 4 s, permutation under 1 s; the file about 30 s. With
-OpenBLAS's default threads on cores other jobs are using, the same file took
+attention_sinks about 4 s, permutation under 1 s; the quick modes about 30 s. With
+OpenBLAS's default threads on cores other jobs are using, the same quick modes took
 2.5 minutes: the small matrices here gain nothing from a second thread, and
 its threads wait for a core.
 """
 import math
 
+import numpy as np
 import pytest
 
+from mini_transformer.engine import backend
+from mini_transformer.engine.autograd import Tensor
+from mini_transformer.engine.gradcheck import gradcheck
+from mini_transformer.engine.kernels import FAST, REFERENCE
 from mini_transformer.evaluation.experiments import (attention_sinks, permutation, relative_bias_generalisation,
-                                          train_short_test_long)
+                                                     train_short_test_long)
+from mini_transformer.evaluation.experiments.train_short_test_long import context_use
+from mini_transformer.model import GPTConfig, TinyGPT
+from mini_transformer.model.kv_cache import KVCache
+from mini_transformer.positional.alibi import ALiBi
 
 # ---------------------------------------------------------------------------
 # Train short, test long (quick: none, learned, rope, alibi; L = 32, 300 steps)
@@ -65,6 +79,58 @@ def test_alibi_runs_long_but_a_window_of_L_scores_the_same(short_long):
     assert abs(gap["alibi"]) < 0.05, gap                 # the tokens further back than L change nothing
     assert gap["rope"] > 0.3, gap                         # a window of L rescues unscaled RoPE
     assert math.isnan(use["learned"]["full_mean"]) and math.isfinite(use["learned"]["window_mean"])
+
+
+# context_use: the loss past L with the whole prefix against a window of the last L tokens
+
+STREAM = np.random.default_rng(0).integers(0, 16, 400)
+L = 8
+
+
+def model(positional, **kw):
+    return TinyGPT(GPTConfig(vocab_size=16, d_model=16, n_layers=2, n_heads=2, max_len=L, positional=positional,
+                             seed=3, **kw)).to_dtype("float64")
+
+
+def test_a_model_that_sees_only_the_current_token_scores_the_same_with_a_window():
+    # slopes of 1000 nats per token: every key but the query itself gets weight exp(-1000) = 0 exactly
+    m = model("alibi")
+    m.positional = ALiBi.from_functions(lambda n_heads: np.full(n_heads, 1000.0))
+    u = context_use(m, STREAM, L, 4 * L, n_windows=4, seed=1)
+    assert u["positions"] == list(range(L, 4 * L, 1))            # stride L // 8 = 1
+    np.testing.assert_allclose(u["full"], u["window"], rtol=0, atol=1e-12)
+
+
+def test_a_model_that_reads_its_whole_prefix_scores_differently_with_a_window():
+    u = context_use(model("none"), STREAM, L, 4 * L, n_windows=4, stride=3, seed=1)
+    assert u["positions"] == list(range(L, 4 * L, 3))
+    assert abs(u["full_mean"] - u["window_mean"]) > 1e-3        # no position: it averages over all it sees
+    assert math.isclose(u["full_mean"], float(np.mean(u["full"])), rel_tol=1e-12)
+
+
+def test_a_learned_table_refuses_the_whole_prefix_but_runs_every_window():
+    u = context_use(model("learned"), STREAM, L, 2 * L, n_windows=2, seed=0)
+    assert all(math.isnan(v) for v in u["full"]) and "max_len" in u["reason"]
+    assert all(math.isfinite(v) for v in u["window"])
+
+
+def test_lengths_that_say_nothing_are_refused():
+    with pytest.raises(ValueError, match="must exceed train_len"):
+        context_use(model("none"), STREAM, L, L)
+
+
+def test_the_report_lists_only_the_schemes_that_measured_context_use(capsys):
+    # the committed result holds context_use for some schemes only (re-trained alone); the report must not stop
+    from mini_transformer.evaluation.experiments.train_short_test_long import report
+    row = {"final_train_loss": 1.0, "loss": [1.0, 2.0], "loss_beyond": [float("nan"), 2.5], "reasons": [None, None]}
+    res = {"train_len": 8, "lengths": [8, 16], "multiples": [1, 2], "context_use_length": 16,
+           "results": {"alibi": {**row, "context_use": {"full_mean": 1.25, "window_mean": 1.5}}, "rope": row},
+           "environment": {"seeds": [0], "d_model": 16, "n_layers": 2, "n_heads": 2, "batch_size": 4,
+                           "train_len": 8, "steps": 1, "eval_windows": 2, "seconds": 0.1, "cores": 2,
+                           "backend": "numpy"}}
+    report(res)
+    tail = capsys.readouterr().out.split("loss with the whole prefix")[1]
+    assert "alibi" in tail and "1.250" in tail and "1.500" in tail and "rope" not in tail
 
 
 # ---------------------------------------------------------------------------
@@ -124,6 +190,78 @@ def test_position_or_a_causal_mask_breaks_equivariance(perm, key):
 # ---------------------------------------------------------------------------
 # Attention sinks (exercise 6; quick: RoPE, L = 32, stream 4L, window 16)
 # ---------------------------------------------------------------------------
+# The pieces: sigmoid attention, the eviction policy, one setting end to end
+
+def random_model(positional="rope", n_layers=2, max_len=32, kernels="reference"):
+    model = TinyGPT(GPTConfig(vocab_size=16, d_model=16, n_layers=n_layers, n_heads=2, max_len=max_len,
+                              positional=positional, kernels=kernels)).to_dtype("float64")
+    draw = np.random.default_rng(1)
+    for p in model.parameters():
+        p.data[...] = backend.asarray(draw.normal(0, 0.5, p.shape))
+    return model.eval()
+
+
+def stream(n, seed=0, rows=2):
+    return np.random.default_rng(seed).integers(0, 16, (rows, n))
+
+
+def test_sigmoid_attention_by_hand():
+    from mini_transformer.evaluation.experiments.attention_sinks import sigmoid_attention
+    g = np.random.default_rng(4)
+    q, k, v = (g.standard_normal((1, 2, 5, 4)) for _ in range(3))
+    mask = np.tril(np.ones((5, 5), dtype=bool))
+    y, p = sigmoid_attention(Tensor(q), Tensor(k), Tensor(v), mask=backend.asarray(mask), return_weights=True)
+    z = q @ np.swapaxes(k, -1, -2) / 2.0 - math.log(5)          # 1/sqrt(4) and b = -ln T_k
+    expected_p = np.where(mask, 1.0 / (1.0 + np.exp(-z)), 0.0)
+    np.testing.assert_allclose(backend.to_numpy(p), expected_p, atol=1e-14)
+    np.testing.assert_allclose(y.numpy(), expected_p @ v, atol=1e-14)
+    assert not np.allclose(expected_p.sum(-1), 1.0)             # rows are not normalised
+
+
+def test_sigmoid_attention_gradients():
+    from mini_transformer.evaluation.experiments.attention_sinks import sigmoid_attention
+    g = np.random.default_rng(5)
+    q, k, v = (Tensor(g.standard_normal((1, 2, 4, 3)), requires_grad=True) for _ in range(3))
+    mask = backend.asarray(np.tril(np.ones((4, 4), dtype=bool)))
+    err = gradcheck(lambda q, k, v: (sigmoid_attention(q, k, v, mask=mask) ** 2).sum(), [q, k, v])
+    assert err < 1e-6
+
+
+def test_sigmoid_attention_is_opt_in_and_leaves_the_default_alone():
+    from mini_transformer.evaluation.experiments.attention_sinks import use_sigmoid_attention
+    x = stream(10)
+    before = random_model(kernels="fast")(x).numpy()
+    switched = use_sigmoid_attention(random_model(kernels="fast"))
+    assert not np.allclose(switched(x).numpy(), before)
+    assert all(b.attn.kernels.attention is not FAST.attention for b in switched.blocks)
+    assert switched.kernels is FAST                               # the optimiser and the rest keep the fast set
+    np.testing.assert_array_equal(random_model(kernels="fast")(x).numpy(), before)   # a new model: unchanged
+    assert REFERENCE.attention.__module__ == "mini_transformer.engine.functional"
+
+
+def test_drop_token_evicts_exactly_that_token():
+    from mini_transformer.evaluation.experiments.attention_sinks import DropToken
+    model = random_model()
+    for index in (0, 1, 5):
+        cache = KVCache(model.cfg.n_layers, keep_indices=DropToken(index))
+        x = stream(9)
+        for t in range(9):
+            model(x[:, t:t + 1], cache=cache)
+        assert backend.to_numpy(cache.pos).tolist() == [i for i in range(9) if i != index]
+
+
+def test_sink_settings_run_end_to_end():
+    from mini_transformer.evaluation.experiments import attention_sinks as a
+    setting = next(s for s in a.SETTINGS if s["attention"] == "sigmoid")   # repetitive, 4 layers, BOS, sigmoid
+    r = a.run_setting(setting, L=16, steps=3, stream_len=24, n_stream_rows=1, W=6, seed=0, progress=False)
+    assert len(r["mass_on_position_0"]) == 4 and all(len(h) == 4 for h in r["mass_on_position_0"])
+    assert all(0.0 <= m <= 1.0 for h in r["mass_on_position_0"] for m in h)
+    assert set(r["eviction"]["late queries"]) == {"kept", "token 0 evicted", "token 1 evicted"}
+    assert set(r["stream_loss"]) == set(a.POLICIES)
+    assert all(math.isfinite(v) for v in r["stream_loss"].values())
+
+
+# The quick mode
 # Seen for seeds 0, 1, 2, 3 (mean stream loss):
 #   full                               2.362 2.295 2.549 2.344
 #   window                             1.982 2.037 1.924 2.032
@@ -156,6 +294,24 @@ def test_rope_window_does_not_care_how_positions_are_numbered(sinks):
     # RoPE scores depend on distances only, and a plain window keeps them. Difference seen: 1e-8 .. 3e-8
     assert abs(sinks["window"] - sinks["window (slot positions)"]) < 1e-4
 
+
+# ---------------------------------------------------------------------------
+# Long context (chapter 10's comparison: its pieces run end to end)
+# ---------------------------------------------------------------------------
+
+def test_long_context_pieces_run_end_to_end():
+    from mini_transformer.evaluation.experiments import long_context as lc
+    size = dict(train_len=16, steps=3, multiples=(1, 2), n_trials=2, contexts=(1, 4, 16))
+    r = lc.run_scheme("alibi", size, seed=0, progress=False)
+    assert r["lengths"] == [16, 32] and len(r["loss_by_position"]) == 32
+    assert np.array(r["passkey_accuracy"]).shape == (2, 5)
+    assert r["effective_context_length"] in (0, 16, 32)
+    assert set(r["loss_given_context"]) == {"1", "4", "16"}
+
+
+# ---------------------------------------------------------------------------
+# common: the committed results
+# ---------------------------------------------------------------------------
 
 def test_load_result_reads_the_committed_json_and_names_a_missing_one(tmp_path):
     import json

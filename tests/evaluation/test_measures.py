@@ -7,10 +7,13 @@ The models are built so the right number can be written down:
   for every input, so the loss on target j is ln(e^c + V - 1) - c;
 - zero query and key weights make every score 0, so causal attention is uniform
   over the prefix: query i puts 1/(i+1) on position 0;
-- a hand-written "oracle" reads the passkey exactly when it lies inside a window;
+- a hand-written "oracle" reads the passkey exactly when it lies inside a window, and a
+  stand-in that always reads the key scores 1 on any task with the passkey signature;
 - ``HalvingModel`` (``hand_built.py``) has loss (p + 1) ln 2 at position p, so every
   bucket, slice and boundary shows in the expected numbers.
 """
+import contextlib
+import functools
 import math
 
 import numpy as np
@@ -19,11 +22,12 @@ import pytest
 from mini_transformer.engine import backend
 from mini_transformer.evaluation import measures as evaluate
 from mini_transformer.engine.autograd import Tensor
-from mini_transformer.model.data import DIGIT_0, KEY_START, QUERY, TextCorpus, passkey_task
+from mini_transformer.model.data import (DIGIT_0, KEY_START, QUERY, TextCorpus, passkey_task, stdlib_corpus,
+                                         text_passkey_task)
 from mini_transformer.model import GPTConfig, TinyEncoder, TinyGPT
 from mini_transformer.engine.nn import Module
 
-from hand_built import LN2, HalvingModel, counting_text
+from hand_built import LN2, HalvingModel, counting_text, training_flags
 
 V = 16
 
@@ -253,6 +257,40 @@ def test_passkey_grid_records_a_refused_length():
     assert "max_len=16" in grid.reasons[24]
 
 
+class KeyReader:
+    """A stand-in model that always reads the key: at the position of answer digit i it says digit i."""
+
+    causal = True
+    cfg = GPTConfig(vocab_size=256)
+
+    def new_cache(self):
+        return []
+
+    def eval(self):
+        return self
+
+    def train(self, mode=True):
+        return self
+
+    training = False
+
+    def __call__(self, idx, cache=None):
+        cache.append(backend.to_numpy(idx))
+        seen = np.concatenate(cache, axis=1)
+        logits = np.zeros((seen.shape[0], idx.shape[1], 256))
+        for b, row in enumerate(seen):
+            start, query = np.flatnonzero(row == KEY_START)[0], np.flatnonzero(row == QUERY)[0]
+            logits[b, -1, row[start + 1 + (len(row) - 1 - query)]] = 1.0
+        return Tensor(backend.asarray(logits))
+
+
+def test_passkey_grid_runs_any_task_with_the_passkey_signature():
+    text = stdlib_corpus(max_bytes=300_000).val
+    task = functools.partial(text_passkey_task, text=text)
+    grid = evaluate.passkey_grid(KeyReader(), [16, 32], depths=(0.0, 1.0), n_trials=3, n_digits=2, task=task)
+    assert (grid.accuracy == 1.0).all()
+
+
 @pytest.mark.parametrize("rows, threshold, expected", [
     ([[1.0, 1.0], [1.0, 0.9], [0.4, 1.0], [1.0, 1.0]], 0.5, 16),   # 64 passes, but 32 broke first
     ([[1.0, 1.0], [1.0, 0.9], [0.4, 1.0], [1.0, 1.0]], 0.95, 8),
@@ -345,6 +383,64 @@ def test_permutation_probe(model_class, positional, equivariant):
         assert result.max_abs <= 1e-12
     else:
         assert result.max_abs > 1e-6
+
+
+# ---------------------------------------------------------------------------
+# The model's mode: eval for the measurement, the caller's own afterwards
+# ---------------------------------------------------------------------------
+
+#: every measure that runs a model, on a small call
+MEASURES = {
+    "loss_by_position": lambda m: evaluate.loss_by_position(m, random_tokens(100), 8, n_batches=1, batch_size=2),
+    "extrapolation_curve": lambda m: evaluate.extrapolation_curve(m, random_tokens(100), 8, multiples=(1, 2),
+                                                                  n_batches=1, batch_size=2),
+    "passkey_grid": lambda m: evaluate.passkey_grid(m, [8], depths=(0.5,), n_trials=1, n_digits=2),
+    "attention_mass": lambda m: evaluate.attention_mass(m, random_tokens(6)[None]),
+    "decode_costs": lambda m: evaluate.decode_costs(m, [4], n_decode=2),
+    "permutation_sensitivity": lambda m: evaluate.permutation_sensitivity(m, random_tokens(6)[None]),
+}
+
+
+def spied(model, fail=False):
+    """``model`` with its forward recording the training flag of each call in ``model.seen``; with ``fail``, the
+    first call raises RuntimeError (no measure catches that: it reaches the caller)."""
+    forward, model.seen = model.forward, []
+
+    def spy(*args, **kwargs):
+        model.seen.append(model.training)
+        if fail:
+            raise RuntimeError("the measurement stops here")
+        return forward(*args, **kwargs)
+    model.forward = spy
+    return model
+
+
+@pytest.mark.parametrize("training", [True, False], ids=["in training mode", "in eval mode"])
+@pytest.mark.parametrize("measure", list(MEASURES))
+def test_a_measure_runs_in_eval_mode_and_hands_the_model_back_in_its_own(measure, training):
+    model = spied(TinyGPT(config("rope")).train(training))
+    MEASURES[measure](model)
+    assert model.seen and not any(model.seen)                       # every call ran in eval mode
+    assert training_flags(model) == {training}                     # every block, layer and scheme too
+
+
+@pytest.mark.parametrize("training", [True, False], ids=["in training mode", "in eval mode"])
+@pytest.mark.parametrize("measure", list(MEASURES))
+def test_a_measure_hands_the_model_back_in_its_own_mode_when_it_raises(measure, training):
+    model = spied(TinyGPT(config("rope")).train(training), fail=True)
+    with pytest.raises(RuntimeError, match="the measurement stops here"):
+        MEASURES[measure](model)
+    assert model.seen == [False] and training_flags(model) == {training}
+
+
+@pytest.mark.parametrize("fail", [False, True], ids=["returns", "raises"])
+def test_retention_hands_each_model_back_in_its_own_mode(fail):
+    before = spied(TinyGPT(config("rope")).train(True), fail=fail)
+    after = spied(TinyGPT(config("rope")).train(False), fail=fail)
+    with pytest.raises(RuntimeError) if fail else contextlib.nullcontext():
+        evaluate.retention(before, after, random_tokens(100), 8, n_batches=1, batch_size=2)
+    assert not any(before.seen + after.seen)
+    assert training_flags(before) == {True} and training_flags(after) == {False}
 
 
 # ---------------------------------------------------------------------------

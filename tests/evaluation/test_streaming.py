@@ -1,75 +1,18 @@
-"""KV-cache policies and streaming: what is kept, where positions sit, constant memory, exactness."""
+"""Streaming: stream_loss runs in constant memory, equals the full forward loss, gives each query the position its
+cache policy promises, refuses what it cannot run, and hands the model back in its own mode. What each policy
+keeps, and where, is tested with the cache, in tests/model/test_kv_cache.py."""
 import numpy as np
 import pytest
 
-from mini_transformer.engine import backend
-from mini_transformer.model.kv_cache import KVCache
-from mini_transformer.model import GPTConfig, TinyGPT
+from mini_transformer.model.kv_cache import keep_indices
 from mini_transformer.evaluation.streaming import stream_loss
 
-from hand_built import LN2, HalvingModel, counting_text
-
-SCHEMES = ["none", "sinusoidal", "learned", "rope"]
-
-
-def model_for(positional, max_len=32, n_layers=2, **kw):
-    cfg = GPTConfig(vocab_size=16, d_model=16, n_layers=n_layers, n_heads=2, max_len=max_len, positional=positional,
-                    **kw)
-    model = TinyGPT(cfg).to_dtype("float64")
-    draw = np.random.default_rng(1)
-    for p in model.parameters():
-        p.data[...] = backend.asarray(draw.normal(0, 0.5, p.shape))
-    return model
+from hand_built import LN2, HalvingModel, counting_text, training_flags
+from random_models import model_for
 
 
 def stream(n, seed=0):
     return np.random.default_rng(seed).integers(0, 16, (2, n))
-
-
-def test_sinks_plus_window_with_slots_keeps_the_right_tokens_and_places_the_next_query():
-    model = model_for("rope")
-    cache = model.new_cache(window=8, n_sink=4, positions="slot")
-    x = stream(20)
-    for t in range(20):
-        model(x[:, t:t + 1], cache=cache)
-    assert backend.to_numpy(cache.pos).tolist() == [0, 1, 2, 3] + list(range(12, 20))
-    q_pos, k_pos = cache.query_and_key_positions(1)
-    assert backend.to_numpy(k_pos).tolist() == list(range(13))     # slots 0..11, then the query's
-    assert backend.to_numpy(q_pos).tolist() == [12]
-    assert cache.seen == 20                                 # the text position still counts on
-
-
-def test_text_positions_keep_the_place_in_the_stream():
-    model = model_for("rope")
-    cache = model.new_cache(window=8, n_sink=4, positions="text")
-    x = stream(20)
-    for t in range(20):
-        model(x[:, t:t + 1], cache=cache)
-    q_pos, k_pos = cache.query_and_key_positions(1)
-    assert backend.to_numpy(k_pos).tolist() == [0, 1, 2, 3] + list(range(12, 21))
-    assert backend.to_numpy(q_pos).tolist() == [20]
-
-
-def test_sliding_window_keeps_only_the_most_recent():
-    cache = KVCache(2, window=5)
-    cache.advance(3)
-    cache.advance(4)
-    assert backend.to_numpy(cache.pos).tolist() == [2, 3, 4, 5, 6]
-
-
-POLICIES = [dict(), dict(window=24), dict(window=20, n_sink=4), dict(window=24, positions="slot"),
-            dict(window=20, n_sink=4, positions="slot")]
-
-
-@pytest.mark.parametrize("policy", POLICIES, ids=[str(p) for p in POLICIES])
-@pytest.mark.parametrize("positional", SCHEMES)
-def test_a_window_as_long_as_the_stream_gives_exactly_full_attention(positional, policy):
-    model = model_for(positional)
-    x = stream(24)
-    full = model(x).numpy()
-    cache = model.new_cache(**policy)
-    steps = [model(x[:, :3], cache=cache).numpy()] + [model(x[:, t:t + 1], cache=cache).numpy() for t in range(3, 24)]
-    assert np.abs(np.concatenate(steps, axis=1) - full).max() <= 1e-12
 
 
 @pytest.mark.parametrize("policy", [dict(window=8), dict(window=8, n_sink=4), dict(window=8, n_sink=4, positions="slot")])
@@ -80,17 +23,6 @@ def test_memory_stays_constant_over_a_stream_twenty_times_the_window(policy):
     assert result.cache_tokens[held - 1:].tolist() == [held] * (160 - held + 1)
     assert len(set(result.cache_bytes[held - 1:].tolist())) == 1
     assert np.isfinite(result.losses).all() and result.losses.shape == (159,)
-
-
-def test_slot_positions_never_leave_the_trained_range():
-    model = model_for("rope", max_len=13)
-    cache = model.new_cache(window=8, n_sink=4, positions="slot")
-    seen = []
-    x = stream(50)
-    for t in range(50):
-        seen.append(int(backend.to_numpy(cache.query_and_key_positions(1)[0])[0]))
-        model(x[:, t:t + 1], cache=cache)
-    assert max(seen) == 12 < 13
 
 
 def test_stream_loss_with_a_full_cache_equals_the_full_forward_loss():
@@ -133,40 +65,47 @@ def test_stream_loss_gives_each_query_the_position_its_policy_promises(policy, l
     assert result.cache_tokens.tolist() == held
 
 
-def test_generation_through_a_sink_cache_runs_past_the_trained_length():
-    model = model_for("rope", max_len=16)
-    out = backend.to_numpy(model.generate(stream(4), 60, greedy=True, window=8, n_sink=4, positions="slot"))
-    assert out.shape == (2, 64)
+# ---------------------------------------------------------------------------
+# What stream_loss refuses
+# ---------------------------------------------------------------------------
 
-
-def test_bad_cache_settings_are_refused_clearly():
+def test_a_stream_of_one_token_is_refused():
     model = model_for("learned", max_len=12)
-    with pytest.raises(ValueError, match=r"n_sink \+ window = 4 \+ 8 = 12 .*max_len=12"):
-        model.new_cache(window=8, n_sink=4, positions="slot")
-    with pytest.raises(ValueError, match="window=0"):
-        model.new_cache(window=0)
-    with pytest.raises(ValueError, match="n_sink=4 only means something with a window"):
-        model.new_cache(n_sink=4)
-    with pytest.raises(ValueError, match="positions='page'"):
-        model.new_cache(window=4, positions="page")
     with pytest.raises(ValueError, match="at least 2 tokens"):
         stream_loss(model, np.array([1]))
-    cache = model.new_cache()
-    model(stream(3), cache=cache)
-    with pytest.raises(ValueError, match="offset=0 disagrees with the cache"):
-        model(stream(1), offset=0, cache=cache)
 
 
-@pytest.mark.parametrize("policy", [dict(window=3, positions="slot"), dict(window=3, n_sink=2, positions="slot")])
-def test_a_slot_cache_after_eviction_is_a_fresh_forward_over_the_kept_tokens(policy):
-    # one layer: a cached key and value depend on their token alone, and slot positions number the kept tokens
-    # 0, 1, ..., so each step's logits are those of a forward pass over the kept tokens followed by the new one
-    model = model_for("rope", max_len=16, n_layers=1)
-    x = stream(12, seed=4)
-    cache = model.new_cache(**policy)
-    sinks, window = policy.get("n_sink", 0), policy["window"]
-    for t in range(12):
-        step = model(x[:, t:t + 1], cache=cache).numpy()[:, -1]
-        kept = list(range(min(t, sinks))) + list(range(max(sinks, t - window), t))   # before this step's eviction
-        fresh = model(x[:, kept + [t]]).numpy()[:, -1]
-        assert np.abs(step - fresh).max() <= 1e-12, (t, kept)
+def test_recompute_with_a_policy_is_refused():
+    with pytest.raises(ValueError, match="recompute=True keeps no cache"):
+        stream_loss(model_for("rope"), stream(6), window=4, recompute=True, keep_indices=keep_indices)
+
+
+# ---------------------------------------------------------------------------
+# The model's mode: eval for the measurement, the caller's own afterwards
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("policy", [dict(), dict(window=4), dict(window=4, recompute=True)],
+                         ids=["full cache", "window", "recompute"])
+@pytest.mark.parametrize("training", [True, False], ids=["in training mode", "in eval mode"])
+def test_stream_loss_runs_in_eval_mode_and_hands_the_model_back_in_its_own(training, policy):
+    model = HalvingModel(16).train(training)
+    stream_loss(model, counting_text(10, 16), **policy)
+    assert len(model.modes) >= 9 and not any(model.modes)          # every step ran in eval mode
+    assert model.training is training
+    gpt = model_for("rope").train(training)
+    stream_loss(gpt, stream(6), **policy)
+    assert training_flags(gpt) == {training}                                # every block, layer and scheme too
+
+
+@pytest.mark.parametrize("make, policy", [
+    (lambda: HalvingModel(16, limit=4), dict()),                   # a step raises: position 4 is refused
+    (lambda: model_for("learned", max_len=4), dict()),
+    (lambda: HalvingModel(16), dict(window=0)),                    # the cache refuses its settings
+    (lambda: model_for("rope"), dict(window=4, n_sink=-1)),
+], ids=["a refused step", "a refused step in TinyGPT", "a refused cache", "a refused cache in TinyGPT"])
+@pytest.mark.parametrize("training", [True, False], ids=["in training mode", "in eval mode"])
+def test_stream_loss_hands_the_model_back_in_its_own_mode_when_it_raises(make, policy, training):
+    model = make().train(training)
+    with pytest.raises(ValueError):
+        stream_loss(model, counting_text(10, 16), **policy)
+    assert training_flags(model) == {training}

@@ -436,3 +436,58 @@ def test_a_model_on_your_own_rope_functions_records_which_functions(tmp_path):
     with pytest.raises(ValueError, match=r"from_functions='mini_transformer\.positional\.rope\.apply_rotary' in the "
                                          r"checkpoint, None in the model"):
         load_checkpoint(path, scheme_model("rope"))
+
+
+# ---------------------------------------------------------------------------
+# A round trip, a save interrupted inside np.savez, the saved file's permissions
+# ---------------------------------------------------------------------------
+
+def tiny(positional="rope", **kw):
+    cfg = dict(vocab_size=16, d_model=16, n_layers=2, n_heads=2, max_len=16, positional=positional)
+    cfg.update(kw)
+    return GPTConfig(**cfg)
+
+
+def ids(B, T, vocab=16, seed=0):
+    return np.random.default_rng(seed).integers(0, vocab, (B, T))
+
+
+def test_checkpoint_round_trip_and_positional_mismatch(tmp_path):
+    path = str(tmp_path / "model.npz")
+    model = TinyGPT(tiny("rope", rope_base=500.0))
+    save_checkpoint(path, model)
+    twin = TinyGPT(tiny("rope", rope_base=500.0, seed=3))
+    load_checkpoint(path, twin)
+    x = ids(1, 5)
+    assert np.array_equal(model(x).numpy(), twin(x).numpy())
+    meta, _, _ = read_checkpoint(path)
+    assert meta["config"]["rope_base"] == 500.0 and meta["positional"]["d_head"] == 8
+    with pytest.raises(ValueError, match=r"rope_base=500.0.*rope_base=10000.0"):
+        load_checkpoint(path, TinyGPT(tiny("rope")))
+    with pytest.raises(ValueError, match=r"positional='rope'.*positional='learned'"):
+        load_checkpoint(path, TinyGPT(tiny("learned", rope_base=500.0)))
+
+
+def test_interrupted_save_leaves_the_old_checkpoint_whole(tmp_path, monkeypatch):
+    path = str(tmp_path / "model.npz")
+    model = TinyGPT(tiny("rope"))
+    save_checkpoint(path, model)
+    before = open(path, "rb").read()
+    from mini_transformer.model import checkpoint
+
+    def crash(f, **arrays):
+        f.write(b"half a file")
+        raise KeyboardInterrupt
+    monkeypatch.setattr(checkpoint.np, "savez", crash)
+    with pytest.raises(KeyboardInterrupt):
+        save_checkpoint(path, model)
+    assert open(path, "rb").read() == before
+    assert os.listdir(tmp_path) == ["model.npz"]
+
+
+def test_saved_files_get_ordinary_permissions(tmp_path):
+    path = tmp_path / "model.npz"
+    save_checkpoint(str(path), TinyGPT(tiny("rope")))
+    umask = os.umask(0)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask

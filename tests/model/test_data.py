@@ -1,9 +1,12 @@
-"""Data: byte tokenizer, the standard-library corpus, and the position-sensitive tasks.
+"""Data: byte tokenizer, the standard-library and repetitive corpora, and the position-sensitive tasks (passkeys
+in filler symbols and in real text among them).
 
 Each test checks the property that defines the thing (a round trip, a shift by
 one, a copy, a reversal), computed here from the inputs, never read back from
 the code under test.
 """
+import math
+
 import numpy as np
 import pytest
 
@@ -129,6 +132,18 @@ def test_get_batch_bad_arguments(stdlib, split, batch_size, T, words):
         assert word in str(err.value)
 
 
+def test_repetitive_corpus_is_made_of_its_lines_and_reproducible():
+    c = data.repetitive_corpus(5_000, seed=3)
+    again = data.repetitive_corpus(5_000, seed=3)
+    assert np.array_equal(c.train, again.train) and np.array_equal(c.val, again.val)
+    assert len(c.train) == 4_500 and len(c.val) == 500
+    text = bytes(np.concatenate([c.train, c.val])).decode()
+    lines = text.split("\n")[:-1]                    # the last line may be cut at n_bytes
+    assert lines and set(lines) <= set(data.REPETITIVE_LINES)
+    x, y = c.get_batch("train", 4, 16, backend.rng(0))
+    assert np.array_equal(backend.to_numpy(x)[:, 1:], backend.to_numpy(y)[:, :-1])
+
+
 # ---------------------------------------------------------------------------
 # Synthetic tasks
 # ---------------------------------------------------------------------------
@@ -240,6 +255,22 @@ def test_passkey_depth_edges():
     assert x[0, length - n - 1] == data.KEY_END and x[0, length - n] == data.QUERY
 
 
+@pytest.mark.parametrize("task, zero", [
+    (data.passkey_task, data.DIGIT_0),
+    (lambda *args, **kw: data.text_passkey_task(*args, **kw, text=np.frombuffer(b"filler text. " * 40, np.uint8)),
+     data.DIGIT_BYTE_0),
+], ids=["passkey_task", "text_passkey_task"])
+def test_a_passkey_digit_is_any_of_0_to_9_and_nothing_else(task, zero):
+    # 64 keys of 5 digits: that one of the ten digits is missing from 320 uniform draws has chance 10 * 0.9^320,
+    # below 1e-13, so with every digit drawn each one shows, and a draw from 0..8 leaves out the 9
+    n = 5
+    batch = task(64, 30, 0.5, seed=0, n_digits=n)
+    x, y = backend.to_numpy(batch.x), backend.to_numpy(batch.y)
+    key = x[:, batch.key_pos:batch.key_pos + n] - zero
+    assert sorted(set(key.ravel().tolist())) == list(range(10))
+    assert np.array_equal(y[:, -n:] - zero, key)                   # the answer spells the same digits
+
+
 @pytest.mark.parametrize("kwargs, words", [
     (dict(length=30, depth=-0.1), ["depth", "-0.1", "[0, 1]"]),
     (dict(length=30, depth=1.5), ["depth", "1.5"]),
@@ -252,6 +283,35 @@ def test_passkey_bad_arguments(kwargs, words):
         data.passkey_task(2, **kwargs)
     for word in words:
         assert word in str(err.value)
+
+
+@pytest.mark.parametrize("depth", [0.0, 0.4, 1.0])
+def test_text_passkey_hides_the_key_in_one_unbroken_window(depth):
+    text = np.frombuffer(b"".join(f"line {i}: some text here\n".encode() for i in range(200)), dtype=np.uint8)
+    n, length = 3, 40
+    b = data.text_passkey_task(5, length, depth, seed=2, n_digits=n, text=text)
+    x, y = backend.to_numpy(b.x), backend.to_numpy(b.y)
+    H = length - n
+    p = b.key_pos - 1                                # KEY_START
+    assert p == int(math.floor(depth * (H - n - 2) + 0.5))
+    assert (x[:, p] == data.KEY_START).all() and (x[:, p + n + 1] == data.KEY_END).all() and (x[:, H] == data.QUERY).all()
+    key = x[:, p + 1:p + 1 + n]
+    assert ((key >= ord("0")) & (key <= ord("9"))).all()
+    assert np.array_equal(y[:, H:], key)             # the answer is the key
+    assert np.array_equal(x[:, H + 1:], key[:, :n - 1])
+    filler = np.concatenate([x[:, :p], x[:, p + n + 2:H]], axis=1)   # the text around the key block
+    for row in filler:                               # one contiguous window of the text
+        start = np.flatnonzero(np.all(np.lib.stride_tricks.sliding_window_view(text, len(row)) == row, axis=1))
+        assert len(start) >= 1
+    ignored = np.flatnonzero(y[0] == data.IGNORE).tolist()
+    assert ignored == list(range(max(0, p - 1), p + n + 1)) + [H - 1]  # the key block's targets and QUERY
+
+
+def test_text_passkey_refuses_missing_text_and_wrong_vocab():
+    with pytest.raises(ValueError, match="needs text="):
+        data.text_passkey_task(2, 30, 0.5)
+    with pytest.raises(ValueError, match="vocab_size must be 256"):
+        data.text_passkey_task(2, 30, 0.5, vocab_size=32, text=np.zeros(100, dtype=np.uint8))
 
 
 @pytest.mark.parametrize("call, words", [

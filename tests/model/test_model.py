@@ -1,15 +1,11 @@
-"""The tiny Transformer: cached decoding, gradients, learning, checkpoints, generation, bad input."""
-import os
-
+"""The tiny Transformer: cached decoding, gradients, generation, bad input (its training is in test_train.py, its
+checkpoints in test_checkpoint.py)."""
 import numpy as np
 import pytest
 
 from mini_transformer.engine import backend
-from mini_transformer.model import data
-from mini_transformer.model.checkpoint import load_checkpoint, read_checkpoint, save_checkpoint
 from mini_transformer.engine.gradcheck import assert_gradcheck
 from mini_transformer.model import GPTConfig, TinyEncoder, TinyGPT
-from mini_transformer.model.train import TrainConfig, evaluate_loss, train
 
 BASIC = ["none", "sinusoidal", "learned", "rope"]
 
@@ -75,137 +71,6 @@ def test_encoder_has_no_mask_so_the_first_token_sees_the_last():
 
 
 # ---------------------------------------------------------------------------
-# Learning
-# ---------------------------------------------------------------------------
-
-def copy_batches(n=8, vocab=16, batch=32):
-    def get_batch(rng):
-        b = data.copy_task(batch, n, vocab_size=vocab, seed=int(rng.host.integers(2 ** 31)))
-        return b.x, b.y
-    return get_batch
-
-
-@pytest.mark.slow
-def test_rope_model_learns_the_copy_task():
-    cfg = GPTConfig(vocab_size=16, d_model=64, n_layers=2, n_heads=4, max_len=32, positional="rope")
-    model = TinyGPT(cfg)
-    train(model, copy_batches(n=12), TrainConfig(steps=200, lr=3e-3, warmup=20, progress=False))
-    test = data.copy_task(256, 12, vocab_size=16, seed=10_000)
-    pred = model(test.x).numpy().argmax(-1)
-    y = backend.to_numpy(test.y)
-    scored = y != data.IGNORE
-    accuracy = (pred[scored] == y[scored]).mean()
-    assert accuracy >= 0.99, f"copy-task token accuracy {accuracy:.3f} is below 0.99"
-
-
-@pytest.mark.slow
-def test_rope_model_learns_standard_library_text():
-    corpus = data.stdlib_corpus(max_bytes=1_000_000)
-    cfg = GPTConfig(vocab_size=256, d_model=64, n_layers=2, n_heads=4, max_len=64, positional="rope")
-    model = TinyGPT(cfg)
-
-    def batches(split):
-        return lambda rng: corpus.get_batch(split, 16, 64, rng)
-    before = evaluate_loss(model, batches("val"), 4)
-    result = train(model, batches("train"), TrainConfig(steps=300, lr=3e-3, warmup=20, min_lr=3e-4, progress=False),
-                   eval_batch=batches("val"))
-    after = result.eval_losses[-1][1]
-    # ln 256 = 5.55 nats per byte for a uniform guess; the tiny model gets well under half of it
-    assert before > 5.0
-    assert after < 2.6, f"validation loss {after:.3f} nats/byte after 300 steps"
-
-
-def test_training_is_deterministic_and_resumes_exactly(tmp_path, monkeypatch):
-    cfg = tiny("rope")
-    settings = dict(steps=8, lr=1e-2, warmup=2, progress=False)
-    straight = train(TinyGPT(cfg), copy_batches(n=4, batch=4), TrainConfig(**settings))
-    again = train(TinyGPT(cfg), copy_batches(n=4, batch=4), TrainConfig(**settings))
-    assert again.losses == straight.losses
-
-    # A run that dies right after its step-6 checkpoint ...
-    from mini_transformer.model import train as train_module
-    path = str(tmp_path / "ck.npz")
-    original = train_module.save_checkpoint
-
-    class Killed(Exception):
-        pass
-
-    def save_then_die(p, model, opt, step, state):
-        original(p, model, opt, step, state)
-        if step == 6:
-            raise Killed
-    monkeypatch.setattr(train_module, "save_checkpoint", save_then_die)
-    with pytest.raises(Killed):
-        train(TinyGPT(cfg), copy_batches(n=4, batch=4),
-              TrainConfig(**settings, checkpoint_path=path, checkpoint_every=3))
-    monkeypatch.setattr(train_module, "save_checkpoint", original)
-    assert read_checkpoint(path)[0]["step"] == 6
-
-    # ... resumed into a freshly built model, finishes with exactly the losses of the straight run.
-    resumed = train(TinyGPT(cfg), copy_batches(n=4, batch=4), TrainConfig(**settings), resume_from=path)
-    assert resumed.losses == straight.losses[6:]
-
-
-def test_nan_loss_stops_with_the_step_and_keeps_the_last_checkpoint(tmp_path):
-    path = str(tmp_path / "ck.npz")
-    model = TinyGPT(tiny("rope"))
-    train(model, copy_batches(n=4, batch=4), TrainConfig(steps=2, progress=False, checkpoint_path=path))
-    before = open(path, "rb").read()
-    calls = {"n": 0}
-
-    def poisoned(rng):
-        calls["n"] += 1
-        x, y = copy_batches(n=4, batch=4)(rng)
-        if calls["n"] == 3:
-            model.tok.weight.data[...] = float("nan")
-        return x, y
-    with pytest.raises(FloatingPointError, match=r"became nan at step 2.*ck.npz.*unchanged"):
-        train(model, poisoned, TrainConfig(steps=5, progress=False, checkpoint_path=path, checkpoint_every=1))
-    # the file holds the last good state (after steps 0 and 1), finite, and nothing half-written lies beside it
-    meta, params, _ = read_checkpoint(path)
-    assert meta["step"] == 2 and open(path, "rb").read() != before
-    assert all(np.isfinite(v).all() for v in params.values())
-    assert [f for f in os.listdir(tmp_path) if f != "ck.npz"] == []
-
-
-# ---------------------------------------------------------------------------
-# Checkpoints
-# ---------------------------------------------------------------------------
-
-def test_checkpoint_round_trip_and_positional_mismatch(tmp_path):
-    path = str(tmp_path / "model.npz")
-    model = TinyGPT(tiny("rope", rope_base=500.0))
-    save_checkpoint(path, model)
-    twin = TinyGPT(tiny("rope", rope_base=500.0, seed=3))
-    load_checkpoint(path, twin)
-    x = ids(1, 5)
-    assert np.array_equal(model(x).numpy(), twin(x).numpy())
-    meta, _, _ = read_checkpoint(path)
-    assert meta["config"]["rope_base"] == 500.0 and meta["positional"]["d_head"] == 8
-    with pytest.raises(ValueError, match=r"rope_base=500.0.*rope_base=10000.0"):
-        load_checkpoint(path, TinyGPT(tiny("rope")))
-    with pytest.raises(ValueError, match=r"positional='rope'.*positional='learned'"):
-        load_checkpoint(path, TinyGPT(tiny("learned", rope_base=500.0)))
-
-
-def test_interrupted_save_leaves_the_old_checkpoint_whole(tmp_path, monkeypatch):
-    path = str(tmp_path / "model.npz")
-    model = TinyGPT(tiny("rope"))
-    save_checkpoint(path, model)
-    before = open(path, "rb").read()
-    from mini_transformer.model import checkpoint
-
-    def crash(f, **arrays):
-        f.write(b"half a file")
-        raise KeyboardInterrupt
-    monkeypatch.setattr(checkpoint.np, "savez", crash)
-    with pytest.raises(KeyboardInterrupt):
-        save_checkpoint(path, model)
-    assert open(path, "rb").read() == before
-    assert os.listdir(tmp_path) == ["model.npz"]
-
-
-# ---------------------------------------------------------------------------
 # Generation
 # ---------------------------------------------------------------------------
 
@@ -259,9 +124,3 @@ def test_bad_input_gives_clear_errors():
         model(np.arange(5))
 
 
-def test_saved_files_get_ordinary_permissions(tmp_path):
-    path = tmp_path / "model.npz"
-    save_checkpoint(str(path), TinyGPT(tiny("rope")))
-    umask = os.umask(0)
-    os.umask(umask)
-    assert path.stat().st_mode & 0o777 == 0o666 & ~umask

@@ -1,37 +1,15 @@
-r"""The exercise references in ``solutions/`` and the library in ``mini_transformer.positional`` agree.
-
-The grader trusts ``solutions/`` and the models run ``mini_transformer``: two implementations of
-the same math, written apart. These tests feed both the same random float64 inputs (or the same
-integer grids) and demand the same answer, so neither can drift from the other unnoticed.
-
-Where the two interfaces differ on purpose, the test converts explicitly and says why next to
-the conversion. Floats agree to 1e-12, relative or absolute (most are bit-equal; linear scaling and
-the wavelengths round in a different order); integer outputs (permutations, buckets) agree exactly.
+r"""The RoPE references (``solutions/rope.py``, chapter 6) and the library agree: rotate-half and interleaved
+rotations, the tables and their scaled frequencies, the wavelengths, a pair's score, and the permutation between the
+two layouts (see ``agreement.py`` for the tolerance and why the two are compared).
 """
-import numpy as np
 import pytest
 
 from mini_transformer import positional as lib
-from mini_transformer.engine.backend import asarray, to_numpy, xp
+from mini_transformer.engine.backend import to_numpy, xp
 from mini_transformer.positional.rope_scaling import wavelengths
-from solutions import alibi, rope, sinusoidal, t5
+from solutions import rope
 
-ATOL = 1e-12
-
-
-def randn(seed, *shape):
-    """Random float64 normals on the active backend."""
-    return asarray(np.random.default_rng(seed).standard_normal(shape))
-
-
-def assert_same(mine, library, exact=False):
-    mine, library = to_numpy(mine), to_numpy(library)
-    assert mine.shape == library.shape, f"solutions gives shape {mine.shape}, the library {library.shape}"
-    if exact:
-        assert mine.dtype.kind == library.dtype.kind == "i", (mine.dtype, library.dtype)
-        np.testing.assert_array_equal(mine, library)
-    else:
-        np.testing.assert_allclose(mine, library, rtol=ATOL, atol=ATOL)
+from agreement import ATOL, assert_same, randn
 
 
 # ---------------------------------------------------------------------------
@@ -126,47 +104,3 @@ def test_permutation_carries_interleaved_rope_into_rotate_half_rope(each_backend
     half = lib.apply_rotary(x[..., perm], *lib.RotaryEmbedding(d_head)(T))
     interleaved = lib.apply_rotary(x, *lib.RotaryEmbedding(d_head, interleaved=True)(T), interleaved=True)
     assert_same(half, interleaved[..., perm])
-
-
-# ---------------------------------------------------------------------------
-# The drills: sinusoidal, ALiBi, T5
-# ---------------------------------------------------------------------------
-
-@pytest.mark.parametrize("T, d_model, base", [(1, 4, 10000.0), (50, 64, 10000.0), (7, 8, 100.0), (20, 2, 10000.0)])
-def test_sinusoidal_positional_encoding(each_backend, T, d_model, base):
-    assert_same(sinusoidal.sinusoidal_positional_encoding(T, d_model, base),
-                lib.sinusoidal_positional_encoding(T, d_model, base))
-    # The drill has no offset argument; the library's offset table is the drill's longer table, cut.
-    offset = 13
-    assert_same(sinusoidal.sinusoidal_positional_encoding(offset + T, d_model, base)[offset:],
-                lib.sinusoidal_positional_encoding(T, d_model, base, offset=offset))
-
-
-@pytest.mark.parametrize("n_heads", list(range(1, 17)) + [24, 32, 40, 64])
-def test_alibi_slopes(each_backend, n_heads):
-    assert_same(alibi.alibi_slopes(n_heads), lib.alibi_slopes(n_heads))
-
-
-@pytest.mark.parametrize("n_heads, T_q, T_k", [(8, 5, 5), (6, 1, 9), (12, 3, 10), (1, 4, 4)])
-def test_alibi_bias(each_backend, n_heads, T_q, T_k):
-    # The drill is the causal bias only; the library's bidirectional=True (encoders) has no drill.
-    assert_same(alibi.alibi_bias(n_heads, T_q, T_k), lib.alibi_bias(n_heads, T_q, T_k, bidirectional=False))
-
-
-# bidirectional splits the buckets into two equal halves, so an odd count is causal only
-BUCKETS = [(bidirectional, num_buckets, max_distance)
-           for num_buckets, max_distance in [(32, 128), (16, 64), (8, 20), (64, 256), (18, 128), (20, 160),
-                                             (10, 160), (33, 128)]
-           for bidirectional in (True, False) if not (bidirectional and num_buckets % 2)]
-
-
-@pytest.mark.parametrize("bidirectional, num_buckets, max_distance", BUCKETS,
-                         ids=[f"{'bi' if b else 'causal'}-{n}-{m}" for b, n, m in BUCKETS])
-def test_relative_position_bucket(each_backend, bidirectional, num_buckets, max_distance):
-    # Every distance out to well past max_distance, so each exact, log-spaced and capped bucket is hit,
-    # including the distances that sit exactly on a boundary (8 with 18 buckets and max_distance 128).
-    rel = asarray(np.arange(-3 * max_distance, 3 * max_distance + 1))
-    kw = {"bidirectional": bidirectional, "num_buckets": num_buckets, "max_distance": max_distance}
-    assert_same(t5.relative_position_bucket(rel, **kw), lib.relative_position_bucket(rel, **kw), exact=True)
-    grid = asarray(np.arange(12)[None, :] - np.arange(12)[:, None])  # (T_q, T_k): key_pos - query_pos
-    assert_same(t5.relative_position_bucket(grid, **kw), lib.relative_position_bucket(grid, **kw), exact=True)

@@ -1,32 +1,12 @@
-r"""The references of chapters 2 and 3 against numbers worked by hand, never against themselves.
-
-``shift_rotation`` from the angle-addition formulas, ``position_rows`` on a table whose row t holds
-4t .. 4t + 3, and ``cached_decode`` against the full forward pass of the small model.
+r"""The references of chapter 3 (``solutions/learned.py``) against numbers worked by hand, never against themselves:
+``position_rows`` on a table whose row t holds 4t .. 4t + 3, the small model's causal attention by hand, and
+``cached_decode`` against the full forward pass of the small model.
 """
-import math
-
 import numpy as np
 import pytest
 
 from mini_transformer.engine.backend import asarray, to_numpy
-from solutions import learned, sinusoidal
-
-
-def test_shift_rotation_of_one_pair_by_hand(each_backend):
-    """d_model = 2, omega_0 = 1: the block is [[cos k, sin k], [-sin k, cos k]]."""
-    for k in (0, 1, 3, -2):
-        M = to_numpy(sinusoidal.shift_rotation(k, 2))
-        np.testing.assert_allclose(M, [[math.cos(k), math.sin(k)], [-math.sin(k), math.cos(k)]], atol=1e-15)
-
-
-def test_shift_rotation_moves_hand_computed_rows(each_backend):
-    """d_model = 4, base 100: omega = 1 and 100^(-1/2) = 0.1; rows worked out from sin and cos."""
-    def row(t):
-        return [math.sin(t), math.cos(t), math.sin(0.1 * t), math.cos(0.1 * t)]
-    M = to_numpy(sinusoidal.shift_rotation(5, 4, base=100.0))
-    for t in (0, 2, 11):
-        np.testing.assert_allclose(M @ np.array(row(t)), row(t + 5), atol=1e-12)
-    assert not M[0, 2] and not M[1, 3] and not M[2, 0]  # nothing couples two pairs
+from solutions import learned
 
 
 def test_position_rows_by_hand(each_backend):
