@@ -14,11 +14,13 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from exercise_text import fill
 from exercises.grading import notebooks
-from exercises.grading.drill import DRILLS
+from exercises.grading.drill import drills
 from exercises.grading.generate import drill_text, exercise_modules, generated_text, region_labels, regions
+from exercises.grading.modules.exercise_text import fill
 from exercises.grading.paths import SOLUTIONS
+
+DRILLS = drills()  # {name: Drill}, found in the module folders
 
 ROPE_LABELS = region_labels((SOLUTIONS / "rope.py").read_text())   # {name: "Exercise 6.N"}
 TEST_LABEL = ROPE_LABELS["test_rope_properties"]
