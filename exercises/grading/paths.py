@@ -24,15 +24,18 @@ def answer_paths():
 
     The graded process may read none of them; a student copy holds none of them.
     """
-    kept = [p for p in sorted(MODULES.rglob("*")) if p.is_file() and p.name not in SHIPPED
-            and "__pycache__" not in p.parts] if MODULES.is_dir() else []
-    return [SOLUTIONS] + kept
+    held_back = [p for p in sorted(MODULES.rglob("*")) if p.is_file() and p.name not in SHIPPED
+                 and "__pycache__" not in p.parts] if MODULES.is_dir() else []
+    return [SOLUTIONS] + held_back
 
 
 def is_answer_import(name):
-    r"""True for an import the graded process must not make: ``solutions`` or a module folder's checks."""
+    r"""True for an import of what the graded process may not read and a student copy does not hold:
+    ``solutions`` or a file under ``modules/`` not in ``SHIPPED`` (a module's ``checks``, say)."""
     parts = name.split(".")
     if parts[0] == "solutions":
         return True
-    return (parts[:3] == ["exercises", "grading", "modules"] and len(parts) > 4
-            and f"{parts[4]}.py" not in SHIPPED)
+    if parts[:3] != ["exercises", "grading", "modules"] or len(parts) == 3:
+        return False
+    path = MODULES.joinpath(*parts[3:]).with_suffix(".py")  # a folder is its __init__.py, which ships
+    return path.is_file() and path.name not in SHIPPED

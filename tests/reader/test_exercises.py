@@ -1,6 +1,6 @@
 r"""Your exercises, graded.
 
-``python -m pytest tests/grading/test_exercises.py`` grades every exercise of ``exercises/*.py``. One you
+``python -m pytest tests/reader/test_exercises.py`` grades every exercise of ``exercises/*.py``. One you
 have not touched is skipped as "not attempted"; one you have written is graded for real, and a
 failure prints the grader's layered feedback. ``python -m exercises grade`` prints the same
 feedback as a report. A file that does not import fails once, in ``test_exercise_file_imports``,
