@@ -16,7 +16,6 @@ import pytest
 from exercises.grading import generate as gen
 from exercises.grading.drill import drills
 from exercises.grading.grader import format_results, grade_file, label_of, targets_of
-from exercises.grading.modules.exercise_text import fill
 
 DRILLS = drills()  # {name: Drill}, found in the module folders
 

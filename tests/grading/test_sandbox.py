@@ -18,7 +18,6 @@ import pytest
 from exercises.grading.generate import generated_text, region_labels
 from exercises.grading.grader import grade_file
 from exercises.grading.instructor import grade_folder
-from exercises.grading.modules.exercise_text import fill
 from exercises.grading.paths import GRADING, SOLUTIONS
 from exercises.grading.sandbox import Limits
 
