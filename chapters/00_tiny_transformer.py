@@ -169,7 +169,7 @@ softmax = use("engine", "softmax")
 reveal("engine", "softmax")
 
 # %% [markdown]
-# Grade it alone with `python -m pytest tests/grading/test_exercises.py -k 0.1-softmax`. Then check it here: the
+# Grade it alone with `python -m pytest tests/reader/test_exercises.py -k 0.1-softmax`. Then check it here: the
 # worked example from the docstring, the same scores near 1000, and a causal mask.
 
 # %% tags=["nbval-check-output"]
@@ -245,7 +245,7 @@ softmax_backward = use("engine", "softmax_backward")
 reveal("engine", "softmax_backward")
 
 # %% [markdown]
-# Grade it alone with `python -m pytest tests/grading/test_exercises.py -k 0.2-softmax_backward`. Now put the two halves
+# Grade it alone with `python -m pytest tests/reader/test_exercises.py -k 0.2-softmax_backward`. Now put the two halves
 # together into one op of the engine, forward and backward side by side, exactly as `exp` is written
 # above (and as `mini_transformer/engine/functional.py` writes its own `softmax`):
 
@@ -382,7 +382,7 @@ test_softmax_and_its_gradient = use("engine", "test_softmax_and_its_gradient")
 reveal("engine", "test_softmax_and_its_gradient")
 
 # %% [markdown]
-# Grade it with `python -m pytest tests/grading/test_exercises.py -k 0.3-test_softmax_and_its_gradient`. Here it runs on the `softmax` and
+# Grade it with `python -m pytest tests/reader/test_exercises.py -k 0.3-test_softmax_and_its_gradient`. Here it runs on the `softmax` and
 # `softmax_backward` this chapter uses (yours once you have written them, the reference until then),
 # where it must pass, and on one wrong backward written the classic way, keeping only the diagonal of
 # the Jacobian, where it must fail:
@@ -496,7 +496,7 @@ cross_entropy = use("engine", "cross_entropy")
 reveal("engine", "cross_entropy")
 
 # %% [markdown]
-# Grade it alone with `python -m pytest tests/grading/test_exercises.py -k 0.4-cross_entropy`. Check it against the
+# Grade it alone with `python -m pytest tests/reader/test_exercises.py -k 0.4-cross_entropy`. Check it against the
 # baseline and against the library's `F.cross_entropy`, the op the model trains with:
 
 # %% tags=["nbval-check-output"]

@@ -125,7 +125,7 @@ permutation_gap = use("order", "permutation_gap")
 reveal("order", "permutation_gap")
 
 # %% [markdown]
-# Grade it alone with `python -m pytest tests/grading/test_exercises.py -k 1.1-permutation_gap`. Check it on the three kinds
+# Grade it alone with `python -m pytest tests/reader/test_exercises.py -k 1.1-permutation_gap`. Check it on the three kinds
 # of function: one that acts on each token alone, a sum over the tokens, and a running sum.
 
 # %%
@@ -204,7 +204,7 @@ self_attention = use("order", "self_attention")
 reveal("order", "self_attention")
 
 # %% [markdown]
-# Grade it alone with `python -m pytest tests/grading/test_exercises.py -k 1.2-self_attention`. Now measure the proof: the
+# Grade it alone with `python -m pytest tests/reader/test_exercises.py -k 1.2-self_attention`. Now measure the proof: the
 # encoder's gap must be rounding, the decoder's must not.
 
 # %%
@@ -390,7 +390,7 @@ uniform_causal_attention = use("order", "uniform_causal_attention")
 reveal("order", "uniform_causal_attention")
 
 # %% [markdown]
-# Grade it alone with `python -m pytest tests/grading/test_exercises.py -k 1.3-uniform_causal_attention`. It must equal a real causal
+# Grade it alone with `python -m pytest tests/reader/test_exercises.py -k 1.3-uniform_causal_attention`. It must equal a real causal
 # head whose scores are all equal, your `self_attention` with $W_q = 0$; and with the marker as
 # values it must count.
 
@@ -705,7 +705,7 @@ test_self_attention_is_permutation_equivariant = use("order", "test_self_attenti
 reveal("order", "test_self_attention_is_permutation_equivariant")
 
 # %% [markdown]
-# Grade it with `python -m pytest tests/grading/test_exercises.py -k 1.4-test_self_attention_is_permutation_equivariant`. Here it runs on the
+# Grade it with `python -m pytest tests/reader/test_exercises.py -k 1.4-test_self_attention_is_permutation_equivariant`. Here it runs on the
 # `self_attention` and `permutation_gap` this chapter uses (yours once you have written them, the
 # reference until then), where it must pass, and on the local window above, where it must fail:
 

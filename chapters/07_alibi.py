@@ -375,11 +375,11 @@ reveal("alibi", "test_alibi")
 
 # %% [markdown]
 # Your test must pass on the functions this chapter runs, and fail on every wrong one. The
-# wrong ones are in `exercises/grading/mutants/alibi.py`; each wraps a correct function and
+# wrong ones are in `exercises/grading/modules/alibi/mutants.py`; each wraps a correct function and
 # breaks one thing. The cell runs your test on each, as the grader does.
 
 # %% tags=["nbval-check-output"]
-from exercises.grading.mutants import reader_tests
+from exercises.grading.modules import reader_tests
 
 test_alibi(alibi_slopes, alibi_bias)
 print("the test passes on the ALiBi this chapter runs")

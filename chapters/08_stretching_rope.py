@@ -347,10 +347,10 @@ reveal("context_extension", "test_ntk_base")
 
 # %% [markdown]
 # Your test must pass on the `ntk_base` this chapter runs and fail on each wrong one in
-# `exercises/grading/mutants/context_extension.py`. The cell runs it on each, as the grader does.
+# `exercises/grading/modules/context_extension/mutants.py`. The cell runs it on each, as the grader does.
 
 # %% tags=["nbval-check-output"]
-from exercises.grading.mutants import reader_tests
+from exercises.grading.modules import reader_tests
 
 test_ntk_base(ntk_base)
 print("the test passes on the ntk_base this chapter runs")

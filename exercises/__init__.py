@@ -1,7 +1,7 @@
 r"""Your exercises: one file per chapter module (``rope.py``, ...), with the functions you write.
 
 * ``python -m exercises grade rope`` grades ``exercises/rope.py`` and prints feedback;
-  ``python -m pytest`` grades every file (``tests/grading/test_exercises.py``), skipping what you have
+  ``python -m pytest`` grades every file (``tests/reader/test_exercises.py``), skipping what you have
   not touched.
 * ``python -m exercises --help`` lists the other commands: drill, release, grade-folder,
   refresh-outputs, generate.

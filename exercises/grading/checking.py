@@ -1,6 +1,6 @@
 r"""The grader's plumbing: what a check is made of, and how an output is judged.
 
-A checks file, ``exercises/grading/checks/<module>.py``, lists ``TARGETS``: one ``Target`` per
+A checks file, ``exercises/grading/modules/<module>/checks.py``, lists ``TARGETS``: one ``Target`` per
 function or class the reader writes. A target has cases (fixed seeds, float64 unless the case
 is the float32 one) and misconceptions: small host-NumPy implementations of the mistakes
 readers make.

@@ -11,10 +11,10 @@ at the repository root; both are git-ignored. Override them with ``--attempts-di
 ``PE_DRILL_HISTORY``. ``PE_DRILL_CLOCK`` (seconds since the epoch) stands in for the clock,
 for tests.
 """
+import dataclasses
 import json
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from exercises.grading.atomic import write_atomic
@@ -23,20 +23,38 @@ from exercises.grading.grader import DEFAULT_TIMEOUT, format_results, grade_file
 from exercises.grading.paths import ROOT
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Drill:
-    name: str  # what you type after `drill`
-    module: str  # the solutions module it is cut from
+    r"""A module's drill, the ``DRILL`` of its ``modules/<module>/checks.py``; its name is the module's."""
     names: tuple  # the functions and classes you write
     minutes: float  # the target time, from the source chapter's "Retype by hand" table
+    module: str = ""  # the solutions module it is cut from: filled in from the folder it is found in
+
+    @property
+    def name(self):
+        """What you type after `drill`: the module's name."""
+        return self.module
 
 
-DRILLS = {d.name: d for d in [
-    Drill("rope", "rope", ("rotate_half", "apply_rotary", "RotaryEmbedding"), 15),
-    Drill("sinusoidal", "sinusoidal", ("sinusoidal_positional_encoding",), 6),
-    Drill("alibi", "alibi", ("alibi_slopes", "alibi_bias"), 8),
-    Drill("t5", "t5", ("relative_position_bucket",), 12),
-]}
+def drills():
+    r"""``{name: Drill}`` of every module that has one, in the book's order: from its folder's ``checks.py``,
+    or in a student copy (which has no checks) from its stored form."""
+    from exercises.grading import modules, stored
+    from exercises.grading.generate import labels_of
+    found = {}
+    for m in modules.names():
+        d = modules.drill(m)
+        if d is not None:
+            found[m] = dataclasses.replace(d, module=m)
+    for m in stored.modules():
+        d = (stored.read(m) or {}).get("drill")
+        if d and m not in found:
+            found[m] = Drill(tuple(d["names"]), d["minutes"], m)
+
+    def chapter(m):  # "Exercise 6.1" -> 6; a module of drills only comes after the chapters
+        numbers = [int(lab.split()[-1].split(".")[0]) for lab in labels_of(m).values() if lab.startswith("Exercise ")]
+        return (min(numbers) if numbers else float("inf"), m)
+    return {m: found[m] for m in sorted(found, key=chapter)}
 
 
 def attempts_dir(override=None):
@@ -74,9 +92,10 @@ def best_time(history, name):
 
 
 def _get(name):
-    if name not in DRILLS:
-        raise SystemExit(f"There is no drill called {name!r}. The drills are: {', '.join(DRILLS)}.")
-    return DRILLS[name]
+    found = drills()
+    if name not in found:
+        raise SystemExit(f"There is no drill called {name!r}. The drills are: {', '.join(found)}.")
+    return found[name]
 
 
 def start(name, attempts=None, history=None):
@@ -186,7 +205,7 @@ def plot_history(name, history=None, out=None, attempts=None):
 def listing(history=None):
     hist = load_history(history_path(history))
     lines = ["drill        target  best    writes"]
-    for d in DRILLS.values():
+    for d in drills().values():
         best = best_time(hist, d.name)
         lines.append(f"{d.name:<12} {_mmss(d.minutes * 60):>6}  {_mmss(best) if best is not None else '-':>6}  "
                      f"{', '.join(d.names)}")

@@ -305,7 +305,7 @@ def generate(force=False, check=False):
 def drill_text(module, names, title, minutes):
     r"""A blank drill file: the module's imports, then ``names`` with signatures and docstrings only."""
     if not (SOLUTIONS / f"{module}.py").is_file():
-        text = (stored.read(module) or {}).get("drills", {}).get(title)
+        text = ((stored.read(module) or {}).get("drill") or {}).get("text")
         if text is None:
             raise SystemExit(f"No solutions/{module}.py and no stored blank file for the drill {title!r}.")
         return text
@@ -315,7 +315,8 @@ def drill_text(module, names, title, minutes):
     by_name = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     missing = [n for n in names if n not in by_name]
     if missing:
-        raise ValueError(f"solutions/{module}.py defines no {', '.join(missing)}; check the drill registry.")
+        raise ValueError(f"solutions/{module}.py defines no {', '.join(missing)}; check the DRILL of "
+                         f"exercises/grading/modules/{module}/checks.py.")
     defs = [_segment(lines, n) for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))
             and n.name in names]
     head = (f'r"""Drill: {title}. Target {minutes} minutes from this blank file.\n\n'

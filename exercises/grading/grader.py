@@ -33,7 +33,7 @@ from pathlib import Path
 
 from exercises.grading import sandbox
 from exercises.grading.knowledge import graded_modules, knowledge
-from exercises.grading.paths import EXERCISES, GRADING, SOLUTIONS
+from exercises.grading.paths import EXERCISES, answer_paths
 
 DEFAULT_TIMEOUT = 10.0  # seconds per exercise: the cases are tiny, so only a hang gets near it
 STARTUP_GRACE = 60.0  # seconds for the worker to start (imports) on a slow machine
@@ -229,7 +229,7 @@ def _run_batch(batch, folder, copy, display, timeout, limits, wrap, private_dirs
     limits = dict(limits.to_json())
     limits["cpu_s"] = limits["cpu_s"] or int(STARTUP_GRACE + timeout * (1 + sum(scale.values())))
     request = {"file": copy, "display": display, "limits": limits,
-               "reference_dirs": [str(SOLUTIONS), str(GRADING / "checks")],
+               "reference_dirs": [str(p) for p in answer_paths()],
                "private_dirs": [str(p) for p in private_dirs],
                "mutant_modules": sorted({j["check"].module for j in batch if _is_test(j["check"])}),
                "jobs": [_job_payload(j, own_results) for j in batch]}

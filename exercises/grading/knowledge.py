@@ -1,7 +1,7 @@
 r"""What the grader knows about a module, and where it comes from.
 
 In the workbook, everything is worked out in the grader's process from ``solutions/<module>.py``
-(labels, reference outputs, sibling sources) and ``checks/<module>.py`` (cases, misconceptions).
+(labels, reference outputs, sibling sources) and ``modules/<module>/checks.py`` (cases, misconceptions).
 In a student copy there is no ``solutions/``: the same knowledge is read from
 ``exercises/grading/stored/<module>.json``, written by ``python -m exercises release --repo``.
 Either way the grader sees one ``Knowledge`` and grades the same way; only the reference's
@@ -78,7 +78,7 @@ class Knowledge:
 
 
 def _live(module):
-    from exercises.grading import checks, mutants
+    from exercises.grading import modules
     from exercises.grading.checking import compile_target, signatures
     from exercises.grading.generate import region_labels
     from exercises.grading.reader_tests import CompiledTest
@@ -87,13 +87,13 @@ def _live(module):
     labels = region_labels(text, f"solutions/{module}.py")
     reference = importlib.import_module(f"solutions.{module}")
     compiled = {}
-    for name, target in checks.targets(module).items():
+    for name, target in modules.targets(module).items():
         if name not in labels:
-            raise LookupError(f"exercises/grading/checks/{module}.py checks {name}, but solutions/{module}.py "
+            raise LookupError(f"exercises/grading/modules/{module}/checks.py checks {name}, but solutions/{module}.py "
                               f"marks no solution region in it; add '# BEGIN SOLUTION Exercise N.M' there.")
         compiled[name] = compile_target(target, getattr(reference, name), labels[name])
     tests = {}
-    for name, spec in mutants.reader_tests(module).items():
+    for name, spec in modules.reader_tests(module).items():
         fn = getattr(reference, name)
         params = list(inspect.signature(fn).parameters)
         for m in spec.mutants:
@@ -128,10 +128,6 @@ def knowledge(module):
 
 def graded_modules():
     r"""Modules the grader can grade here: those with checks and a reference, or stored ones."""
-    try:
-        from exercises.grading import checks
-    except ImportError:  # a student copy ships no checks
-        live = []
-    else:
-        live = [m for m in checks.modules() if (SOLUTIONS / f"{m}.py").is_file()]
+    from exercises.grading import modules
+    live = [m for m in modules.names() if (SOLUTIONS / f"{m}.py").is_file()]  # a student copy has no checks.py
     return sorted(set(live) | set(stored.modules()))

@@ -202,12 +202,15 @@ def merged(name, text=None):
 
 
 def for_students(nb):
-    r"""``nb`` without answer and hint cells, outputs cleared, test tags and jupytext pairing dropped."""
-    nb = copy.deepcopy(nb)
-    nb.cells = [c for c in nb.cells if not set(tags(c)) & set(STUDENT_DROPS)]
+    r"""``nb`` without answer and hint cells, outputs cleared, test tags and jupytext pairing dropped.
+
+    nbconvert's ``TagRemovePreprocessor`` drops the cells tagged ``answer`` or ``hint`` and its
+    ``ClearOutputPreprocessor`` clears the outputs; what is left of the tags is the reader's.
+    """
+    from nbconvert.preprocessors import ClearOutputPreprocessor, TagRemovePreprocessor
+    nb, _ = TagRemovePreprocessor(remove_cell_tags=set(STUDENT_DROPS)).preprocess(copy.deepcopy(nb), {})
+    nb, _ = ClearOutputPreprocessor().preprocess(nb, {})
     for cell in nb.cells:
-        if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = [], None
         kept = [t for t in tags(cell) if not t.startswith("nbval")]
         if kept:
             cell.metadata["tags"] = kept

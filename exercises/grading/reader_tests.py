@@ -16,7 +16,7 @@ A mutant may be marked ``required=False``: the test is not meant to catch it (ch
 clinic gives each check every planted bug, and each check answers for its own). Such a
 mutant never makes a test weak; the report says which of them the test caught as well.
 
-Mutants are declared per module in ``exercises/grading/mutants/<module>.py``. Each one *wraps*
+Mutants are declared per module in ``exercises/grading/modules/<module>/mutants.py``. Each one *wraps*
 the implementation it replaces (``make(apply_rotary) -> a wrong apply_rotary``) instead of
 re-implementing it, so the file holds no answer and ships in a student copy, where the reader's
 own implementations stand in for the reference once they pass their exercises.
@@ -191,7 +191,7 @@ def scoreboard(module, test_name, implementations, tests):
     saying which tests caught it: the grader's own loop, shown in a chapter. Returns
     ``{column: {"reference": outcome, mutant key: outcome, ...}}``.
     """
-    from exercises.grading.mutants import reader_tests
+    from exercises.grading.modules import reader_tests
     mutants = reader_tests(module)[test_name].mutants
     runs = {column: run(test, lambda: dict(implementations), mutants, "", "") for column, test in tests.items()}
     print("on the chapter's functions: " + "; ".join(f"{column} {r['reference']['result']}"

@@ -8,17 +8,22 @@ r"""Student releases: one chapter as a notebook, or the whole workbook without t
 A student notebook drops every cell tagged ``answer`` or ``hint``, clears outputs and the
 test tags, and is no longer paired with a ``.py``.
 
-A student copy is the repository without what gives the answers away, and with what grading
-needs instead:
+A student copy is the repository less what gives the answers away or needs them, decided by
+folder (``ships``): **the copy leaves out ``solutions/``, every file under
+``exercises/grading/modules/`` but the mutants (``paths.SHIPPED``), ``chapters/expected_outputs/``,
+and every test folder but the library's own (``tests/<floor>/`` for each floor of
+``mini_transformer/``) and the reader's (``tests/reader/``)**. So the tests of the book
+(``tests/adapters/``, ``tests/solutions/``, ``tests/grading/``, ``tests/chapters/``) stay behind, and
+a new module or a new test needs no list updated. On the way the release writes:
 
-* no ``solutions/``, no ``exercises/grading/checks/`` (their misconceptions are near-answers),
-  no ``tests/grading/wrong_implementations/``, no stored chapter outputs, and no test that needs any of
-  them (a test file that imports ``solutions``, or one listed in ``INSTRUCTOR_TESTS``);
 * each chapter as a percent-format ``.py`` without its ``answer`` and ``hint`` cells;
 * fresh stubs in ``exercises/<module>.py``;
 * ``exercises/grading/stored/<module>.json``: the compiled checks (cases, the reference's
-  outputs, every misconception's outputs), labels, the exercise file and the blank drill files.
+  outputs, every misconception's outputs), labels, the exercise file and the blank drill file.
   ``python -m exercises grade`` and ``drill`` read them where ``solutions/`` is missing.
+
+It refuses to write a copy in which a chapter cell or a shipped test imports ``solutions`` or a
+module folder's checks (``answer_imports``): they would fail there.
 
 The copy keeps ``mini_transformer/``, which implements the schemes the chapters train, and the
 stored outputs name the expected values of the graded cases: a student copy hides the answers of
@@ -33,14 +38,21 @@ from pathlib import Path
 
 from exercises.grading import notebooks
 from exercises.grading.atomic import write_atomic
-from exercises.grading.paths import ROOT
+from exercises.grading.paths import ROOT, SHIPPED, is_answer_import
 
-# tests that need the reference, the grader's checks or the stored chapter outputs, besides those importing solutions
-INSTRUCTOR_TESTS = {"test_grader.py", "test_instructor.py", "test_notebooks.py", "test_exercise_tools.py",
-                    "test_release.py", "test_sandbox.py", "test_reader_tests.py", "test_rough_edges.py",
-                    "test_course.py"}
-LEFT_OUT = ("solutions/", "exercises/grading/checks/", "exercises/grading/stored/", "tests/grading/wrong_implementations/",
-            "chapters/expected_outputs/")
+
+def ships(rel):
+    r"""Whether the repository's file ``rel`` (a relative path) goes into a student copy: the rule above."""
+    parts = Path(rel).parts
+    if not parts or parts[0] == "solutions" or parts[:2] == ("chapters", "expected_outputs"):
+        return False
+    if parts[:3] == ("exercises", "grading", "stored"):  # the release writes it anew
+        return False
+    if parts[:3] == ("exercises", "grading", "modules"):
+        return parts[-1] in SHIPPED
+    if parts[0] == "tests" and len(parts) > 2:  # a test folder: the library's floors and the reader's
+        return parts[1] == "reader" or (ROOT / "mini_transformer" / parts[1]).is_dir()
+    return True
 
 
 def notebook(name, out_dir):
@@ -85,28 +97,40 @@ def _tracked_files():
     return files
 
 
-def _imports_solutions(text):
+def answer_imports(text):
+    r"""The imports in ``text`` (Python source) of ``solutions`` or of a module folder's checks: ``[name]``."""
     try:
         tree = ast.parse(text)
     except SyntaxError:
-        return False
+        return []
+    names = []
     for node in ast.walk(tree):
-        names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-            [node.module or ""] if isinstance(node, ast.ImportFrom) else []
-        if any(n == "solutions" or n.startswith("solutions.") for n in names):
-            return True
-    return False
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names += [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+    return [n for n in names if is_answer_import(n)]
+
+
+def refused_tests(root, rels):
+    r"""``[(rel, name)]``: each test file among ``rels`` (paths relative to ``root``) that imports the answers."""
+    found = []
+    for rel in rels:
+        if Path(rel).parts[0] == "tests" and rel.endswith(".py"):
+            found += [(rel, name) for name in answer_imports((Path(root) / rel).read_text(errors="replace"))[:1]]
+    return found
 
 
 def _stored_knowledge(module):
-    from exercises.grading.drill import DRILLS
+    from exercises.grading.drill import drills
     from exercises.grading.generate import drill_text, exercise_modules, generated_text, labels_of
     from exercises.grading.knowledge import knowledge
     data = knowledge(module).to_json()
     data["region_labels"] = labels_of(module)
     data["exercise_text"] = generated_text(module) if module in exercise_modules() else None
-    data["drills"] = {d.name: drill_text(d.module, d.names, d.name, d.minutes) for d in DRILLS.values()
-                      if d.module == module}
+    d = drills().get(module)
+    data["drill"] = d and {"names": list(d.names), "minutes": d.minutes,
+                           "text": drill_text(d.module, d.names, d.name, d.minutes)}
     return data
 
 
@@ -123,19 +147,20 @@ def repository(out_dir):
                          "(or under student_release/, which .gitignore lists).")
     for name in notebooks.chapter_names():  # a chapter that imports the reference would die in the copy
         nb = notebooks.for_students(notebooks.read_chapter(name))
-        bad = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and _imports_solutions(c.source)]
+        bad = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and answer_imports(c.source)]
         if bad:
-            raise SystemExit(f"chapters/{name}.py imports solutions/ directly in a cell that students keep "
-                             f"(cell {bad[0]} of the student notebook); a student copy has no solutions/. Load "
+            raise SystemExit(f"chapters/{name}.py imports {answer_imports(nb.cells[bad[0]].source)[0]} in a cell that "
+                             f"students keep (cell {bad[0]} of the student notebook); a student copy has no "
+                             "solutions/ and no checks. Load "
                              "exercises with use(...) and anything else from mini_transformer.")
     modules = graded_modules()
-    for rel in _tracked_files():
-        if rel.startswith(LEFT_OUT) or rel in {f"exercises/{m}.py" for m in exercise_modules()}:
-            continue
+    stubs = {f"exercises/{m}.py" for m in exercise_modules()}  # written afresh below
+    shipped = [rel for rel in _tracked_files() if ships(rel) and rel not in stubs]
+    for rel, name in refused_tests(ROOT, shipped):  # it would fail in the copy: say which, write nothing
+        raise SystemExit(f"{rel} imports {name}, which a student copy does not hold; move the test to a folder "
+                         "that does not ship (tests/grading/, say) or make it work without the answers.")
+    for rel in shipped:
         src = ROOT / rel
-        if rel.startswith("tests/") and rel.endswith(".py") and (
-                Path(rel).name in INSTRUCTOR_TESTS or _imports_solutions(src.read_text(errors="replace"))):
-            continue
         dst = out / rel
         dst.parent.mkdir(parents=True, exist_ok=True)
         if rel.startswith("chapters/") and Path(rel).parent == Path("chapters") and rel.endswith(".py"):

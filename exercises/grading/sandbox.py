@@ -28,6 +28,8 @@ import sys
 import tempfile
 from dataclasses import dataclass
 
+from exercises.grading.paths import is_answer_import
+
 # ---------------------------------------------------------------------------
 # The grader's side: the folder, the environment, the command
 # ---------------------------------------------------------------------------
@@ -187,7 +189,7 @@ class Guard:
             self._check_read(args[0] if args else None)
         elif event == "import":
             name = args[0] or ""
-            if name == "solutions" or name.startswith(("solutions.", "exercises.grading.checks")):
+            if is_answer_import(name):
                 self._refuse(f"import {name}", reference=True)
             if name in ("_posixsubprocess", "_ctypes"):
                 self._refuse(f"import {name}")

@@ -113,7 +113,7 @@ class Worker:
         return report
 
     def reader_test(self, job):
-        from exercises.grading import mutants, reader_tests
+        from exercises.grading import modules, reader_tests
         name = job["name"]
         report = dict(self.describe(job["attr"], name, ()), outcomes={})
         impl = job["implementations"]
@@ -133,7 +133,7 @@ class Worker:
             return {n: namespace[n] for n in names}
 
         wanted = set(job["mutants"])
-        chosen = [m for m in mutants.reader_tests(job["module"])[name].mutants if m.key in wanted]
+        chosen = [m for m in modules.reader_tests(job["module"])[name].mutants if m.key in wanted]
         report["outcomes"] = reader_tests.run(test, fresh, chosen, self.copy, self.display)
         return report
 
@@ -157,9 +157,9 @@ def main():
     import exercises.grading.generate  # noqa: F401
     import exercises.grading.reader_tests  # noqa: F401
     import exercises.grading.saved  # noqa: F401
-    from exercises.grading import mutants, sandbox
+    from exercises.grading import modules, sandbox
     for module in request["mutant_modules"]:
-        mutants.reader_tests(module)
+        modules.reader_tests(module)
 
     sandbox.apply_limits(request["limits"])
     guard = sandbox.install_guard(os.getcwd(), request["reference_dirs"], request["private_dirs"])

@@ -17,7 +17,7 @@ import pytest
 
 from exercises.grading import cli, gradescope, instructor, notebooks, syllabus
 from exercises.grading.grader import exercise_module_names
-from exercises.grading.mutants import reader_tests
+from exercises.grading.modules import reader_tests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import course_class  # noqa: E402

@@ -1,9 +1,9 @@
 """``python -m exercises grade --exercise N.M``: one exercise alone, its module found from the number."""
 import pytest
 
-from exercise_text import fill
 from exercises.grading.cli import main
 from exercises.grading.generate import generated_text
+from exercises.grading.modules.exercise_text import fill
 
 
 def test_grading_one_exercise_reports_that_exercise_alone(tmp_path, capsys):

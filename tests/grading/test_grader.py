@@ -3,7 +3,7 @@ r"""The grader, graded.
 1. The references in ``solutions/`` it trusts are checked against numbers worked by hand or taken
    from the source chapter, never against themselves.
 2. Every reference passes every check of the grader.
-3. Every known-wrong implementation in ``tests/grading/wrong_implementations/`` is rejected, with the
+3. Every known-wrong implementation in ``exercises/grading/modules/<module>/wrong/`` is rejected, with the
    right kind of failure and, for a known misconception, the right hint. Among them: one that
    raises, one that hangs, one that returns the wrong type, one that writes into its input.
 """
@@ -11,19 +11,17 @@ import ast
 import math
 import re
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from exercises.grading.checks import all_targets, modules, target as target_of
+from exercises.grading.modules import all_targets, known_wrong_files, names as modules, target as target_of
 from exercises.grading.generate import regions
 from exercises.grading.paths import SOLUTIONS
 from exercises.grading.grader import grade_file, grade_jobs
 from mini_transformer.engine.backend import asarray, to_numpy
 from solutions import alibi, rope, sinusoidal, t5
 
-WRONG = Path(__file__).resolve().parent / "wrong_implementations"
 TIMEOUT = 5.0  # seconds per exercise: only the hanging implementation reaches it, even on a busy machine
 
 
@@ -195,30 +193,30 @@ def test_solutions_pass_every_check(module):
 # ---------------------------------------------------------------------------
 
 def _known_wrong():
-    """Every row of every ``KNOWN_WRONG`` table in tests/grading/wrong_implementations/, as (file, name, target, kind,
-    misconception). The tables are literals, read without importing the files."""
+    """Every row of every ``KNOWN_WRONG`` table in exercises/grading/modules/<module>/wrong/, as (file, name, target,
+    kind, misconception). The tables are literals, read without importing the files."""
     rows = []
-    for path in sorted(WRONG.glob("*.py")):
+    for path in known_wrong_files():
         tree = ast.parse(path.read_text())
         tables = [n.value for n in tree.body if isinstance(n, ast.Assign)
                   and [getattr(t, "id", None) for t in n.targets] == ["KNOWN_WRONG"]]
-        assert tables, f"{path.name} has no KNOWN_WRONG table; see tests/grading/wrong_implementations/README.md"
+        assert tables, f"{path} has no KNOWN_WRONG table; see exercises/grading/README.md"
         for row in ast.literal_eval(tables[0]):
             attr, target, kind, misconception, *where = row
-            rows.append((where[0] if where else path.name, attr, target, kind, misconception))
+            rows.append((path.parent / where[0] if where else path, attr, target, kind, misconception))
     return rows
 
 
 KNOWN_WRONG = _known_wrong()
 
 
-def _source(name, folder):
+def _source(path, folder):
     """The wrong implementation's file; one that must not parse is kept as .txt (so no tool tries to
     compile it) and copied to a .py in a temporary folder for the grader."""
-    if not name.endswith(".txt"):
-        return WRONG / name
-    copy = folder / name[:-len(".txt")]
-    copy.write_text((WRONG / name).read_text())
+    if path.suffix != ".txt":
+        return path
+    copy = folder / path.stem
+    copy.write_text(path.read_text())
     return copy
 
 
@@ -304,8 +302,7 @@ def gen_labels(module):
 def _mutants():
     """Every mutant that wraps an exercise; one that wraps a given function (the clinic's make_patient) has no
     checks of its own to be graded by."""
-    from exercises.grading.checks import targets
-    from exercises.grading.mutants import modules as mutant_modules, reader_tests
+    from exercises.grading.modules import mutant_modules, reader_tests, targets
     return [(m, t.name, mutant) for m in mutant_modules() for t in reader_tests(m).values() for mutant in t.mutants
             if mutant.wraps in targets(m)]
 

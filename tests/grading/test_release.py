@@ -3,10 +3,12 @@ r"""A student copy of the workbook: no answers in it, and everything a student n
 ``python -m exercises release --repo`` writes the copy into a temporary folder once; the tests
 then work inside it as a student would, in subprocesses whose imports come from the copy alone
 (``solutions`` is not importable there): grading a correct, a wrong and an unwritten file, the
-copy's own exercise tests, and the first cells of the released chapter.
+copy's own exercise tests, and the first cells of the released chapter. What ships is decided by
+folder (``release.ships``); a walk over the shipped tests' imports proves none needs the answers.
 """
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,11 +16,14 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from exercise_text import fill
-from exercises.grading import notebooks
-from exercises.grading.drill import DRILLS
+from exercises.grading import notebooks, release
+from exercises.grading.drill import drills
 from exercises.grading.generate import drill_text, exercise_modules, generated_text, region_labels, regions
-from exercises.grading.paths import SOLUTIONS
+from exercises.grading.modules import names as module_names
+from exercises.grading.modules.exercise_text import fill, reference_body
+from exercises.grading.paths import SHIPPED, SOLUTIONS, module_folder
+
+DRILLS = drills()  # {name: Drill}, found in the module folders
 
 ROPE_LABELS = region_labels((SOLUTIONS / "rope.py").read_text())   # {name: "Exercise 6.N"}
 TEST_LABEL = ROPE_LABELS["test_rope_properties"]
@@ -63,9 +68,13 @@ def _in_copy(copy, *args, timeout=240):
 
 
 def test_the_copy_holds_no_answers(copy):
-    for gone in ("solutions", "exercises/grading/checks", "tests/grading/wrong_implementations", "chapters/expected_outputs",
-                 "tests/grading/test_grader.py"):
+    for gone in ("solutions", "exercises/grading/modules/rope/checks.py", "exercises/grading/modules/rope/wrong",
+                 "chapters/expected_outputs", "tests/grading", "tests/solutions", "tests/chapters", "tests/adapters"):
         assert not (copy / gone).exists(), gone
+    # every module folder is there with its mutants alone, and nothing else of the grader's
+    for m in module_names():
+        held = {p.name for p in (copy / module_folder(m).relative_to(ROOT)).rglob("*") if p.is_file()}
+        assert held == {n for n in SHIPPED if (module_folder(m) / n).is_file()}, (m, held)
     assert (copy / "exercises" / "rope.py").read_text() == generated_text("rope")
     given = "".join(generated_text(m) for m in exercise_modules()) + "".join(
         drill_text(d.module, d.names, d.name, d.minutes) for d in DRILLS.values())  # signatures and docstrings
@@ -135,17 +144,39 @@ def test_drills_work_in_the_copy(copy, tmp_path):
 
 
 def test_a_reader_test_waits_for_its_implementations_in_the_copy(copy, tmp_path):
-    reference_test = (SOLUTIONS / "rope.py").read_text().split(f"# BEGIN SOLUTION {TEST_LABEL}\n")[1]
-    body = "\n".join(line[4:] for line in reference_test.split("    # END SOLUTION")[0].splitlines())
     path = tmp_path / "rope.py"
-    path.write_text(fill(generated_text("rope"), TEST_LABEL, body))
+    path.write_text(fill(generated_text("rope"), TEST_LABEL, reference_body("rope", TEST_LABEL)))
     done = _in_copy(copy, "-m", "exercises", "grade", "rope", "--file", str(path))
     assert re.search(rf"{TEST_LABEL}\s+test_rope_properties\s+FAIL", done.stdout), done.stdout
     assert "runs your test on your own apply_rotary, RotaryEmbedding" in done.stdout
 
 
+def _shipped_tests(root):
+    return [str(p.relative_to(root)) for p in (root / "tests").rglob("*.py")]
+
+
+def test_no_shipped_test_imports_the_answers(copy):
+    shipped = _shipped_tests(copy)
+    # the reader's own test and the library's, one folder per floor, ship; the walk has something to walk
+    assert "tests/reader/test_exercises.py" in shipped
+    floors = {p.name for p in (ROOT / "mini_transformer").iterdir() if p.is_dir() and not p.name.startswith("_")}
+    assert floors and {Path(rel).parts[1] for rel in shipped if len(Path(rel).parts) > 2} == floors | {"reader"}
+    assert release.refused_tests(copy, shipped) == []
+
+
+def test_the_import_walk_catches_a_test_that_needs_the_answers(copy, tmp_path):
+    """Plant two violations in a copy of the shipped tests: the walk finds both, and nothing else."""
+    shutil.copytree(copy / "tests", tmp_path / "tests")
+    (tmp_path / "tests" / "engine" / "test_planted.py").write_text("import numpy\nfrom solutions import rope\n")
+    (tmp_path / "tests" / "reader" / "test_planted_checks.py").write_text(
+        "def test_it():\n    from exercises.grading.modules.rope import checks\n")
+    assert sorted(release.refused_tests(tmp_path, _shipped_tests(tmp_path))) == [
+        ("tests/engine/test_planted.py", "solutions"),
+        ("tests/reader/test_planted_checks.py", "exercises.grading.modules.rope.checks")]
+
+
 def test_the_copys_own_exercise_tests_pass(copy):
-    done = _in_copy(copy, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/grading/test_exercises.py")
+    done = _in_copy(copy, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/reader/test_exercises.py")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     # one skipped "not attempted" per exercise of every module
     n_exercises = sum(len(set(region_labels((SOLUTIONS / f"{m}.py").read_text()).values())) for m in exercise_modules())

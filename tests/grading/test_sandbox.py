@@ -15,7 +15,6 @@ import subprocess
 
 import pytest
 
-from exercise_text import fill
 from exercises.grading.generate import generated_text, region_labels
 from exercises.grading.grader import grade_file
 from exercises.grading.instructor import grade_folder
