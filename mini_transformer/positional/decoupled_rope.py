@@ -35,7 +35,7 @@ from ..engine.backend import rng as make_rng
 from ..engine.nn import Linear, Module
 from ..engine.validate import check_int
 from .base import PositionalScheme, Setting
-from .rope import RotaryEmbedding
+from .rope import RotaryEmbedding, apply_rotary
 
 
 class DecoupledRoPELayer(Module):
@@ -78,11 +78,15 @@ class DecoupledRoPE(PositionalScheme):
         k_cat = k.transpose(0, 2, 1, 3).reshape(B, T_k, H * d_head)               # (B, T_k, d_model)
         q_R = lay.W_QR(q_cat).reshape(B, T_q, H, self.d_rope).transpose(0, 2, 1, 3)  # (B, H, T_q, d_rope)
         k_R = lay.W_KR(k_cat).reshape(B, 1, T_k, self.d_rope)                     # (B, 1, T_k, d_rope) all heads
-        cos_q, sin_q = self.rotary.at(q_pos)                                      # (T_q, d_rope) each
-        cos_k, sin_k = self.rotary.at(k_pos)                                      # (T_k, d_rope) each
-        q_R = self.kernels.apply_rotary(q_R, cos_q.astype(q.dtype), sin_q.astype(q.dtype)) * (1.0 / d_head ** 0.5)
-        k_R = self.kernels.apply_rotary(k_R, cos_k.astype(q.dtype), sin_k.astype(q.dtype))
+        q_R = self.turn(q_R, q_pos) * (1.0 / d_head ** 0.5)                      # (B, H, T_q, d_rope) R_i q^R_i
+        k_R = self.turn(k_R, k_pos)                                               # (B, 1, T_k, d_rope) R_j k^R_j
         return q_R @ k_R.transpose(0, 1, 3, 2)                                    # (B, H, T_q, T_k)
+
+    def turn(self, x, pos):
+        """Rotate the rotary part ``x`` ``(B, H or 1, T, d_rope)`` at positions ``pos``."""
+        cos, sin = self.rotary.at(pos)                                            # (T, d_rope) each, float64
+        rotary = self.kernels.apply_rotary or apply_rotary                        # the fast kernel, or RoPE's op
+        return rotary(x, cos.astype(x.dtype), sin.astype(x.dtype))
 
     # -- the two rotary parts on their own, for looking at what MLA would cache -------------
     def rotary_query(self, q, q_pos, layer):
@@ -93,8 +97,7 @@ class DecoupledRoPE(PositionalScheme):
         B, H, T_q, d_head = q.shape
         q_R = self.layers[layer].W_QR(q.transpose(0, 2, 1, 3).reshape(B, T_q, H * d_head))
         q_R = q_R.reshape(B, T_q, H, self.d_rope).transpose(0, 2, 1, 3)         # (B, H, T_q, d_rope)
-        cos, sin = self.rotary.at(q_pos)                                          # (T_q, d_rope) each
-        return self.kernels.apply_rotary(q_R, cos.astype(q.dtype), sin.astype(q.dtype)) * (1.0 / d_head ** 0.5)
+        return self.turn(q_R, q_pos) * (1.0 / d_head ** 0.5)
 
     def rotary_key(self, k, k_pos, layer):
         r"""R_j k^R_j for attention's content keys ``k`` ``(B, H, T_k, d_head)``: ``(B, 1, T_k, d_rope)``.
@@ -105,8 +108,7 @@ class DecoupledRoPE(PositionalScheme):
         B, H, T_k, d_head = k.shape
         k_R = self.layers[layer].W_KR(k.transpose(0, 2, 1, 3).reshape(B, T_k, H * d_head))
         k_R = k_R.reshape(B, 1, T_k, self.d_rope)                                 # (B, 1, T_k, d_rope) all heads
-        cos, sin = self.rotary.at(k_pos)                                          # (T_k, d_rope) each
-        return self.kernels.apply_rotary(k_R, cos.astype(k.dtype), sin.astype(k.dtype))
+        return self.turn(k_R, k_pos)
 
 
 def _default_d_rope(d_head):
