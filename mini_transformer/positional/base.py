@@ -79,8 +79,6 @@ class PositionalScheme(Module):
     rerotate_keys = False
     #: the kernel set for the ops a scheme calls (RoPE's rotation); the model sets its own
     kernels = REFERENCE
-    #: for a scheme made by ``from_functions``: the attribute that holds the reader's function
-    made_from = None
 
     # -- building from a config ------------------------------------------------
     @classmethod
@@ -116,9 +114,6 @@ class PositionalScheme(Module):
             for part in attr.split("."):
                 value = getattr(value, part)
             out[key] = value
-        if self.made_from is not None:       # a checkpoint of a model that ran a reader's function names it
-            fn = getattr(self, self.made_from)
-            out["from_functions"] = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__name__', '?')}"
         return out
 
     # -- the hooks ---------------------------------------------------------------

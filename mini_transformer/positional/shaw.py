@@ -19,12 +19,7 @@ first adds up each query's attention per distance (``F.scatter_distance``,
 * ``shaw_k`` (int, default 16): the clipping distance k (the survey's K).
 * ``shaw_values`` (bool, default True): also learn a^V. This needs the attention
   probabilities in the graph (``needs_probs``), so attention takes its unfused path.
-
-``ShawRelativePosition.from_functions(clipped_relative_index, like=scheme)`` is
-the same scheme with the index computed by a function you wrote (chapter 4).
 """
-import copy
-
 from ..engine import functional as F
 from ..engine.backend import rng as make_rng
 from ..engine.backend import xp
@@ -79,32 +74,3 @@ class ShawRelativePosition(PositionalScheme):
         index = self.index(q_pos, k_pos)                                     # (T_q, T_k)
         per_distance = F.scatter_distance(probs, index, 2 * self.k + 1)      # (B, H, T_q, 2k+1)
         return per_distance @ a_V                                            # (B, H, T_q, d_head)
-
-    @classmethod
-    def from_functions(cls, clipped_relative_index, like=None, **settings):
-        r"""Shaw's scheme with the index computed by a function you wrote, so a model trains on your code.
-
-        ``clipped_relative_index(q_pos, k_pos, k)`` returns the ``(T_q, T_k)`` rows
-        \mathrm{clip}(j - i, -k, k) + k. The new scheme takes its settings and a copy of
-        its starting a^K and a^V from ``like`` (for a side-by-side run:
-        ``like=TinyGPT(cfg).positional``), or builds them from ``settings``, the
-        constructor's arguments. Everything else is the library's: the gather into the
-        scores and the scatter of the probabilities, whose checks turn an index outside
-        0 .. 2k into a sentence.
-        """
-        return _FunctionShaw(clipped_relative_index, like if like is not None else cls(**settings))
-
-
-class _FunctionShaw(ShawRelativePosition):
-    """``ShawRelativePosition.from_functions``: the index comes from the function it was given."""
-
-    made_from = "clipped_relative_index"
-
-    def __init__(self, clipped_relative_index, like):
-        self.clipped_relative_index = clipped_relative_index
-        self.k, self.d_head, self.needs_probs = like.k, like.d_head, like.needs_probs
-        self.layers = copy.deepcopy(like.layers)          # the same starting vectors, trained on their own
-
-
-    def index(self, q_pos, k_pos):
-        return self.clipped_relative_index(q_pos, k_pos, self.k)           # (T_q, T_k)

@@ -3,7 +3,7 @@ import pytest
 
 from mini_transformer.model import data
 from mini_transformer.model import GPTConfig
-from mini_transformer.positional.rope import RoPE
+from exercises.adapters import from_functions
 from exercises.adapters.side_by_side import train_side_by_side
 from solutions import rope as reference
 
@@ -16,7 +16,7 @@ def batches(g):
 
 
 def test_the_reference_functions_train_exactly_like_the_library():
-    res = train_side_by_side(CFG, RoPE.from_functions(reference.RotaryEmbedding(CFG.d_head), reference.apply_rotary),
+    res = train_side_by_side(CFG, from_functions.rope(reference.RotaryEmbedding(CFG.d_head), reference.apply_rotary),
                              batches, steps=6)
     assert res.first_difference is None and res.max_difference <= 1e-12
     assert "exactly as the library does" in res.report()
@@ -27,13 +27,13 @@ def test_the_reference_functions_train_exactly_like_the_library():
     lambda x, cos, sin: x * cos + reference.rotate_half(x) * cos,              # sin and cos mixed up
 ])
 def test_a_wrong_rotation_is_reported_where_the_curves_part(wrong):
-    res = train_side_by_side(CFG, RoPE.from_functions(reference.RotaryEmbedding(CFG.d_head), wrong), batches, steps=6)
+    res = train_side_by_side(CFG, from_functions.rope(reference.RotaryEmbedding(CFG.d_head), wrong), batches, steps=6)
     assert res.first_difference == 0                                           # the very first loss differs
     assert "the curves part at step 0" in res.report()
 
 
 def test_positions_with_a_gap_are_refused_in_a_sentence():
-    scheme = RoPE.from_functions(reference.RotaryEmbedding(4), reference.apply_rotary)
+    scheme = from_functions.rope(reference.RotaryEmbedding(4), reference.apply_rotary)
     from mini_transformer import Tensor
     from mini_transformer.engine import backend
     x = Tensor(backend.rng(0).normal(size=(1, 1, 2, 4)))

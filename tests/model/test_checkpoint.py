@@ -424,11 +424,12 @@ def test_a_refusal_names_the_first_declared_setting_and_lists_the_others(tmp_pat
 
 
 def test_a_model_on_your_own_rope_functions_records_which_functions(tmp_path):
-    # RoPE.from_functions (the chapter's side-by-side training) binds the function that turns q and k by name, so
+    # from_functions.rope (the chapter's side-by-side training) binds the function that turns q and k by name, so
     # its weights never load silently into the library's RoPE, nor the library's into it
-    from mini_transformer.positional.rope import RoPE, RotaryEmbedding, apply_rotary
+    from exercises.adapters import from_functions
+    from mini_transformer.positional.rope import RotaryEmbedding, apply_rotary
     mine = scheme_model("rope")
-    mine.positional = RoPE.from_functions(RotaryEmbedding(4), apply_rotary)
+    mine.positional = from_functions.rope(RotaryEmbedding(4), apply_rotary)
     assert mine.positional.signature() == {"from_functions": "mini_transformer.positional.rope.apply_rotary"}
     path = str(tmp_path / "mine.npz")
     save_checkpoint(path, mine)

@@ -541,8 +541,9 @@ def test_transformer_xl_reads_the_config_s_sinusoidal_base():
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_rope_from_your_functions_turns_like_the_library_at_any_offset(dtype):
     # the chapter's side-by-side scheme: tables from RotaryEmbedding, the turn from the public apply_rotary
-    from mini_transformer.positional.rope import RoPE, RotaryEmbedding, apply_rotary
-    mine = RoPE.from_functions(RotaryEmbedding(4), apply_rotary)
+    from exercises.adapters import from_functions
+    from mini_transformer.positional.rope import RotaryEmbedding, apply_rotary
+    mine = from_functions.rope(RotaryEmbedding(4), apply_rotary)
     library = make("rope", d_model=4, n_heads=1)
     x = Tensor(backend.asarray(np.random.default_rng(2).normal(size=(1, 1, 3, 4)).astype(dtype)))
     for pos in ([5, 6, 7], [0]):
