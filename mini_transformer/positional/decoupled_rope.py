@@ -31,10 +31,12 @@ cached once; the scores are the same.
 
 It also reads ``rope_base`` and ``rope_scaling`` like ``"rope"``.
 """
+from dataclasses import asdict, dataclass
+
 from ..engine.backend import rng as make_rng
 from ..engine.nn import Linear, Module
 from ..engine.validate import check_int
-from .base import PositionalScheme, Setting
+from .base import PositionalScheme, setting
 from .rope import RotaryEmbedding, apply_rotary
 
 
@@ -46,13 +48,17 @@ class DecoupledRoPELayer(Module):
         self.W_KR = Linear(d_model, d_rope, rng, bias=False, std=std)
 
 
+@dataclass(frozen=True)
+class DecoupledRoPESettings:
+    """The ``GPTConfig.extra`` key of the ``"decoupled_rope"`` scheme (None: the model decides)."""
+    d_rope: int = setting(None, "the rotary width; default d_head / 2 rounded down to even, at least 2")
+
+
 class DecoupledRoPE(PositionalScheme):
     """Adds the rotary part of MLA's score; the content q and k stay position-free."""
 
-    settings = {"d_rope": Setting(int, lambda cfg, causal: _default_d_rope(cfg.d_head),
-                                  "the rotary width; default d_head / 2 rounded down to even, at least 2", "d_rope")}
-    config_fields = {"rope_base": "rotary.base", "rope_scaling": "rotary.rope_scaling",
-                     "max_len": "rotary.max_position_embeddings"}
+    Settings = DecoupledRoPESettings
+    config_fields = ("rope_base", "rope_scaling", "max_len")
 
     def __init__(self, d_model, n_heads, n_layers, d_rope=None, base=10000.0, rope_scaling=None,
                  max_position_embeddings=None, rng=None, std=0.02):
@@ -60,6 +66,7 @@ class DecoupledRoPE(PositionalScheme):
         d_rope = _default_d_rope(d_head) if d_rope is None else d_rope
         check_int("DecoupledRoPE: d_rope", d_rope, minimum=2, even=True, why="RoPE turns pairs of channels")
         rng = rng or make_rng(0)
+        self.settings = DecoupledRoPESettings(d_rope)
         self.n_heads, self.d_head, self.d_rope = n_heads, d_head, d_rope
         self.rotary = RotaryEmbedding(d_rope, base, rope_scaling=rope_scaling,
                                       max_position_embeddings=max_position_embeddings)
@@ -67,8 +74,13 @@ class DecoupledRoPE(PositionalScheme):
 
     @classmethod
     def from_config(cls, cfg, rng=None, causal=True):
-        return cls(cfg.d_model, cfg.n_heads, cfg.n_layers, cls.setting_values(cfg, causal)["d_rope"], cfg.rope_base,
-                   cfg.rope_scaling, cfg.max_len, rng)
+        s = cls.read_settings(cfg, d_rope=_default_d_rope(cfg.d_head))
+        return cls(cfg.d_model, cfg.n_heads, cfg.n_layers, s.d_rope, cfg.rope_base, cfg.rope_scaling, cfg.max_len, rng)
+
+    def signature(self):
+        r = self.rotary
+        return {**asdict(self.settings), "rope_base": r.base, "rope_scaling": r.rope_scaling,
+                "max_len": r.max_position_embeddings}
 
     def score_bias(self, q, k, q_pos, k_pos, layer):
         B, H, T_q, d_head = q.shape

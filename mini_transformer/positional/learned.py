@@ -11,7 +11,7 @@ from .base import PositionalScheme
 class LearnedPositionalEmbedding(PositionalScheme):
     """A ``(T_max, d_model)`` table; ``rows(T, offset)`` gives the ``(1, T, d_model)`` rows of those positions."""
 
-    config_fields = {"max_len": "T_max"}
+    config_fields = ("max_len",)
 
     def __init__(self, T_max, d_model, rng=None, std=0.02):
         self.T_max = self.max_positions = T_max
@@ -20,6 +20,9 @@ class LearnedPositionalEmbedding(PositionalScheme):
     @classmethod
     def from_config(cls, cfg, rng=None, causal=True):
         return cls(cfg.max_len, cfg.d_model, rng)
+
+    def signature(self):
+        return {"max_len": self.T_max}
 
     def rows(self, T, offset=0):
         if offset < 0 or offset + T > self.T_max:

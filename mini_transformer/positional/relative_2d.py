@@ -18,12 +18,13 @@ vision Transformer over w x w patch ids. ``GPTConfig.extra`` key read by the
 * ``window_size`` (int, default: the smallest w with w^2 >= ``max_len``).
 """
 import math
+from dataclasses import dataclass
 
 from ..engine.backend import rng as make_rng
 from ..engine.backend import xp
 from ..engine.nn import Parameter, init_normal
 from ..engine.validate import check_int
-from .base import PositionalScheme, Setting
+from .base import PositionalScheme, setting
 
 
 def relative_2d_index(window_size, q_pos=None, k_pos=None):
@@ -39,15 +40,20 @@ def relative_2d_index(window_size, q_pos=None, k_pos=None):
     return (dy + w - 1) * (2 * w - 1) + (dx + w - 1)
 
 
+@dataclass(frozen=True)
+class Relative2DSettings:
+    """The ``GPTConfig.extra`` key of the ``"relative_2d"`` scheme (None: the model decides)."""
+    window_size: int = setting(None, "the window's side w; default the smallest w with w^2 >= max_len")
+
+
 class RelativePositionBias2D(PositionalScheme):
     r"""A ``((2w-1)^2, H)`` table; ``bias(T)`` gives the ``(1, H, T, T)`` bias of a window's T = w^2 tokens."""
 
-    settings = {"window_size": Setting(int, lambda cfg, causal: math.isqrt(cfg.max_len - 1) + 1,
-                                       "the window's side w; default the smallest w with w^2 >= max_len",
-                                       "window_size")}
+    Settings = Relative2DSettings
 
     def __init__(self, n_heads, window_size, rng=None, std=0.02, table=None):
         check_int("RelativePositionBias2D: window_size", window_size, minimum=1)
+        self.settings = Relative2DSettings(window_size)
         self.n_heads, self.window_size = n_heads, window_size
         self.max_positions = window_size * window_size
         rows = (2 * window_size - 1) ** 2
@@ -60,7 +66,8 @@ class RelativePositionBias2D(PositionalScheme):
 
     @classmethod
     def from_config(cls, cfg, rng=None, causal=True):
-        return cls(cfg.n_heads, cls.setting_values(cfg, causal)["window_size"], rng)
+        s = cls.read_settings(cfg, window_size=math.isqrt(cfg.max_len - 1) + 1)
+        return cls(cfg.n_heads, s.window_size, rng)
 
     def bias(self, T):
         """The bias ``(1, H, T, T)`` of one whole window, T = w^2 tokens in raster order."""

@@ -32,11 +32,12 @@ square.
 * ``partial_rotary_factor`` (float in (0, 1], default 1.0): the fraction of each head that turns.
 """
 import contextlib
+from dataclasses import asdict, dataclass
 
 from ..engine.autograd import Tensor, _raw, op
 from ..engine.backend import xp
 from ..engine.validate import check_int, check_rotary_width
-from .base import PositionalScheme, Setting
+from .base import PositionalScheme, setting
 from .rope_scaling import check_rope_theta, rope_inv_freq
 
 #: rope types whose frequencies depend on the current sequence length, so they are recomputed per call
@@ -144,29 +145,33 @@ def apply_rotary(x, cos, sin, interleaved=False):
 # The scheme
 # ---------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class RoPESettings:
+    """The ``GPTConfig.extra`` keys of the ``"rope"`` scheme."""
+    rope_interleaved: bool = setting(False, "pair channels (2i, 2i+1) instead of (i, i + d/2)")
+    partial_rotary_factor: float = setting(1.0, "the fraction of each head that turns, in (0, 1]")
+
+
 class RoPE(PositionalScheme):
     """Rotates q and k in every layer (keys once, before the cache); adds nothing to the input or the scores."""
 
-    settings = {"rope_interleaved": Setting(bool, False, "pair channels (2i, 2i+1) instead of (i, i + d/2)",
-                                            "rotary.interleaved"),
-                "partial_rotary_factor": Setting(float, 1.0, "the fraction of each head that turns, in (0, 1]",
-                                                 "rotary.partial_rotary_factor")}
-    config_fields = {"rope_base": "rotary.base", "rope_scaling": "rotary.rope_scaling",
-                     "max_len": "rotary.max_position_embeddings"}
+    Settings = RoPESettings
+    config_fields = ("rope_base", "rope_scaling", "max_len")
 
     def __init__(self, d_head, base=10000.0, rope_scaling=None, partial_rotary_factor=1.0, interleaved=False,
                  max_position_embeddings=None):
         self.rotary = RotaryEmbedding(d_head, base, rope_scaling=rope_scaling,
                                       partial_rotary_factor=partial_rotary_factor, interleaved=interleaved,
                                       max_position_embeddings=max_position_embeddings)
+        self.settings = RoPESettings(rope_interleaved=interleaved, partial_rotary_factor=partial_rotary_factor)
         # dynamic NTK / LongRoPE change every angle as the sequence grows, so cached keys must be re-turned
         self.rerotate_keys = self.rotary.length_dependent
 
     @classmethod
     def from_config(cls, cfg, rng=None, causal=True):
-        s = cls.setting_values(cfg, causal)
+        s = cls.read_settings(cfg)
         return cls(cfg.d_head, cfg.rope_base, rope_scaling=cfg.rope_scaling,
-                   partial_rotary_factor=s["partial_rotary_factor"], interleaved=s["rope_interleaved"],
+                   partial_rotary_factor=s.partial_rotary_factor, interleaved=s.rope_interleaved,
                    max_position_embeddings=cfg.max_len)
 
     def signature(self):
@@ -175,7 +180,8 @@ class RoPE(PositionalScheme):
         scaling = r.rope_scaling or {}
         original = scaling.get("original_max_position_embeddings", r.max_position_embeddings)
         factor = scaling.get("factor", 1.0)
-        return {**super().signature(), "rope_theta": r.base, "rotary_dim": r.rotary_dim,
+        return {**asdict(self.settings), "rope_base": r.base, "rope_scaling": r.rope_scaling,
+                "max_len": r.max_position_embeddings, "rope_theta": r.base, "rotary_dim": r.rotary_dim,
                 "pairing": "interleaved (2i, 2i+1)" if r.interleaved else "rotate-half (i, i + d/2)",
                 "rope_type": scaling.get("rope_type", scaling.get("type", "default")),
                 "original_max_position_embeddings": original,

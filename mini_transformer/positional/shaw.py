@@ -20,12 +20,14 @@ first adds up each query's attention per distance (``F.scatter_distance``,
 * ``shaw_values`` (bool, default True): also learn a^V. This needs the attention
   probabilities in the graph (``needs_probs``), so attention takes its unfused path.
 """
+from dataclasses import dataclass
+
 from ..engine import functional as F
 from ..engine.backend import rng as make_rng
 from ..engine.backend import xp
 from ..engine.nn import Module, Parameter, init_normal
 from ..engine.validate import check_int
-from .base import PositionalScheme, Setting
+from .base import PositionalScheme, setting
 
 
 def clipped_distance_index(q_pos, k_pos, k):
@@ -41,22 +43,29 @@ class ShawLayer(Module):
         self.a_V = Parameter(init_normal(rng, (2 * k + 1, d_head), std)) if values else None
 
 
+@dataclass(frozen=True)
+class ShawSettings:
+    """The ``GPTConfig.extra`` keys of the ``"shaw"`` scheme."""
+    shaw_k: int = setting(16, "the clipping distance k")
+    shaw_values: bool = setting(True, "also learn the value vectors a^V")
+
+
 class ShawRelativePosition(PositionalScheme):
     """Adds q . a^K_{r_ij} to the scores and, with values, sum_j alpha_ij a^V_{r_ij} to the output."""
 
-    settings = {"shaw_k": Setting(int, 16, "the clipping distance k", "k"),
-                "shaw_values": Setting(bool, True, "also learn the value vectors a^V", "needs_probs")}
+    Settings = ShawSettings
 
     def __init__(self, d_head, n_layers, k=16, values=True, rng=None):
         check_int("ShawRelativePosition: shaw_k", k, minimum=1, why="the clipping distance")
         rng = rng or make_rng(0)
+        self.settings = ShawSettings(shaw_k=k, shaw_values=bool(values))
         self.k, self.d_head, self.needs_probs = k, d_head, bool(values)
         self.layers = [ShawLayer(k, d_head, values, rng) for _ in range(n_layers)]
 
     @classmethod
     def from_config(cls, cfg, rng=None, causal=True):
-        s = cls.setting_values(cfg, causal)
-        return cls(cfg.d_head, cfg.n_layers, s["shaw_k"], s["shaw_values"], rng)
+        s = cls.read_settings(cfg)
+        return cls(cfg.d_head, cfg.n_layers, s.shaw_k, s.shaw_values, rng)
 
     def index(self, q_pos, k_pos):
         """The row of a^K and a^V for each (query, key): ``(T_q, T_k)`` integers in 0 .. 2k."""

@@ -35,7 +35,7 @@ def sinusoidal_table(pos, d_model, base=10000.0):
 class SinusoidalPositionalEncoding(PositionalScheme):
     """x + PE[offset : offset + T]; no parameters."""
 
-    config_fields = {"sinusoidal_base": "base"}
+    config_fields = ("sinusoidal_base",)
 
     def __init__(self, d_model, base=10000.0):
         self.d_model, self.base = d_model, base
@@ -43,6 +43,9 @@ class SinusoidalPositionalEncoding(PositionalScheme):
     @classmethod
     def from_config(cls, cfg, rng=None, causal=True):
         return cls(cfg.d_model, cfg.sinusoidal_base)
+
+    def signature(self):
+        return {"sinusoidal_base": self.base}
 
     def embed(self, x, offset):
         pe = sinusoidal_positional_encoding(x.shape[1], self.d_model, self.base, offset)  # (T, d_model)

@@ -14,12 +14,13 @@ table ``(num_buckets, H)`` is one per model, shared by every layer of the stack.
   split the buckets between past and future keys, or spend them all on the past.
 """
 import math
+from dataclasses import dataclass
 
 from ..engine.backend import rng as make_rng
 from ..engine.backend import xp
 from ..engine.nn import Parameter, init_normal
 from ..engine.validate import check_int
-from .base import PositionalScheme, Setting
+from .base import PositionalScheme, setting
 
 
 def relative_position_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
@@ -71,6 +72,14 @@ def _check_buckets(bidirectional, num_buckets, max_distance):
                          f"exact distances, or the log-spaced buckets have no range to cover.")
 
 
+@dataclass(frozen=True)
+class T5Settings:
+    """The ``GPTConfig.extra`` keys of the ``"t5"`` scheme (None: the model decides)."""
+    num_buckets: int = setting(32, "distance buckets per head")
+    max_distance: int = setting(128, "where the last, shared bucket begins")
+    bidirectional: bool = setting(None, "buckets for future keys too; default: True in TinyEncoder, False in TinyGPT")
+
+
 class RelativePositionBias(PositionalScheme):
     r"""A ``(num_buckets, H)`` table; ``bias(T_q, T_k)`` gives the ``(1, H, T_q, T_k)`` bias it adds to the scores.
 
@@ -79,22 +88,19 @@ class RelativePositionBias(PositionalScheme):
     positions it is given.
     """
 
-    settings = {"num_buckets": Setting(int, 32, "distance buckets per head", "num_buckets"),
-                "max_distance": Setting(int, 128, "where the last, shared bucket begins", "max_distance"),
-                "bidirectional": Setting(bool, lambda cfg, causal: not causal,
-                                         "buckets for future keys too; default: True in TinyEncoder, False in TinyGPT",
-                                         "bidirectional")}
+    Settings = T5Settings
 
     def __init__(self, n_heads, num_buckets=32, max_distance=128, bidirectional=True, rng=None, std=0.02):
         _check_buckets(bidirectional, num_buckets, max_distance)
+        self.settings = T5Settings(num_buckets, max_distance, bidirectional)
         self.n_heads, self.num_buckets = n_heads, num_buckets
         self.max_distance, self.bidirectional = max_distance, bidirectional
         self.table = Parameter(init_normal(rng or make_rng(0), (num_buckets, n_heads), std))  # (num_buckets, H)
 
     @classmethod
     def from_config(cls, cfg, rng=None, causal=True):
-        s = cls.setting_values(cfg, causal)
-        return cls(cfg.n_heads, s["num_buckets"], s["max_distance"], s["bidirectional"], rng)
+        s = cls.read_settings(cfg, bidirectional=not causal)
+        return cls(cfg.n_heads, s.num_buckets, s.max_distance, s.bidirectional, rng)
 
     def bias(self, T_q, T_k):
         """The bias ``(1, H, T_q, T_k)`` for T_q queries that are the last of T_k positions."""

@@ -37,12 +37,14 @@ between segments (always at evaluation).
 
 R uses ``GPTConfig.sinusoidal_base``.
 """
+from dataclasses import dataclass
+
 from ..engine import functional as F
 from ..engine.backend import rng as make_rng
 from ..engine.backend import xp
 from ..engine.nn import Linear, Module, Parameter, init_normal
 from ..engine.validate import check_int
-from .base import PositionalScheme, Setting
+from .base import PositionalScheme, setting
 from .sinusoidal import sinusoidal_table
 
 
@@ -53,18 +55,24 @@ class TransformerXLLayer(Module):
         self.W_kR = Linear(d_model, d_model, rng, bias=False)
 
 
+@dataclass(frozen=True)
+class TransformerXLSettings:
+    """The ``GPTConfig.extra`` key of the ``"transformer_xl"`` scheme (None: the model decides)."""
+    mem_len: int = setting(None, "past tokens the segment memory keeps; default max_len")
+
+
 class TransformerXLRelative(PositionalScheme):
     """Adds (b) + (c) + (d) of the score decomposition, scaled like the content term."""
 
-    settings = {"mem_len": Setting(int, lambda cfg, causal: cfg.max_len,
-                                   "past tokens the segment memory keeps; default max_len", "mem_len")}
-    config_fields = {"sinusoidal_base": "base"}
+    Settings = TransformerXLSettings
+    config_fields = ("sinusoidal_base",)
 
     def __init__(self, d_model, n_heads, n_layers, causal=True, base=10000.0, mem_len=None, rng=None, std=0.02):
         if mem_len is not None:
             check_int("transformer_xl: mem_len", mem_len, minimum=1)
         rng = rng or make_rng(0)
         self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
+        self.settings = TransformerXLSettings(mem_len)
         self.causal, self.base, self.mem_len = causal, base, mem_len
         self.u = Parameter(init_normal(rng, (n_heads, self.d_head), std))   # (H, d_head) global content bias
         self.v = Parameter(init_normal(rng, (n_heads, self.d_head), std))   # (H, d_head) global position bias
@@ -73,10 +81,10 @@ class TransformerXLRelative(PositionalScheme):
     @classmethod
     def from_config(cls, cfg, rng=None, causal=True):
         return cls(cfg.d_model, cfg.n_heads, cfg.n_layers, causal, cfg.sinusoidal_base,
-                   cls.setting_values(cfg, causal)["mem_len"], rng)
+                   cls.read_settings(cfg, mem_len=cfg.max_len).mem_len, rng)
 
     def signature(self):
-        return {**super().signature(), "causal": self.causal}
+        return {**super().signature(), "sinusoidal_base": self.base, "causal": self.causal}
 
     def distances(self, q_pos, k_pos):
         r"""The distances d_{hi}, d_{hi} - 1, ..., d_{lo} for terms (b) and (d), in ``relative_shift``'s order.

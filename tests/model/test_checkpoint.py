@@ -298,7 +298,7 @@ CHANGED = {"shaw_k": 3, "shaw_values": False, "mem_len": 5, "num_buckets": 8, "m
            "d_rope": 4, "rope_base": 500.0, "sinusoidal_base": 100.0, "max_len": 12,
            "rope_scaling": {"rope_type": "linear", "factor": 2.0}}
 FIELDS = {f.name for f in dataclasses.fields(GPTConfig)}
-BINDINGS = [(name, key) for name, cls in SCHEMES.items() for key in [*cls.settings, *cls.config_fields]]
+BINDINGS = [(name, key) for name, cls in SCHEMES.items() for key in cls.declared()]
 
 
 def scheme_model(name, cls=TinyGPT, **changes):
@@ -348,7 +348,8 @@ def test_the_same_settings_load_however_they_are_spelled(name, tmp_path):
     path = str(tmp_path / f"{name}.npz")
     model = scheme_model(name)
     save_checkpoint(path, model)
-    spelled = {k: v for k, v in model.positional.signature().items() if k in type(model.positional).settings}
+    names = [f.name for f in dataclasses.fields(type(model.positional).Settings)]
+    spelled = {k: v for k, v in model.positional.signature().items() if k in names}
     twin = scheme_model(name, seed=7, **spelled)
     load_checkpoint(path, twin)
     x = np.arange(9)[None] % 8
