@@ -48,3 +48,23 @@ def test_the_plot_marks_where_the_curves_part():
     assert list(ax.get_lines()[2].get_xdata()) == [1, 1]                      # the vertical line at step 1
     ax = SideBySide(library=[1.0, 0.5], yours=[1.0, 0.5], tolerance=1e-6).plot(log=True)
     assert len(ax.get_lines()) == 2 and ax.get_yscale() == "log"
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_rope_from_your_functions_turns_like_the_library_at_any_offset(each_backend, dtype):
+    # the chapter's side-by-side scheme: tables from RotaryEmbedding, the turn from the public apply_rotary
+    import numpy as np
+    from mini_transformer import Tensor
+    from mini_transformer.engine import backend
+    from mini_transformer.positional import make_scheme
+    from mini_transformer.positional.rope import RotaryEmbedding, apply_rotary
+    mine = from_functions.rope(RotaryEmbedding(4), apply_rotary)
+    library = make_scheme(GPTConfig(vocab_size=8, d_model=4, n_heads=1, n_layers=1, max_len=16, positional="rope"),
+                          backend.rng(0)).to_dtype("float64")
+    x = Tensor(backend.asarray(np.random.default_rng(2).normal(size=(1, 1, 3, 4)).astype(dtype)))
+    for pos in ([5, 6, 7], [0]):
+        P = backend.asarray(np.asarray(pos, dtype=np.int64))
+        got = mine.rotate(x[:, :, :len(pos)], P, 0)
+        assert str(got.dtype) == dtype
+        np.testing.assert_allclose(backend.to_numpy(got), backend.to_numpy(library.rotate(x[:, :, :len(pos)], P, 0)),
+                                   rtol=0, atol=1e-15 if dtype == "float64" else 1e-6)
