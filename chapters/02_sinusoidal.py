@@ -423,7 +423,7 @@ reveal("sinusoidal", "test_sinusoidal_properties")
 # a weak test that checks only the defining property, with $k = 1$ and the default base.
 
 # %% tags=["nbval-check-output"]
-from exercises.grading.reader_tests import scoreboard
+from exercises.adapters.scoreboard import scoreboard
 
 impls = {"sinusoidal_positional_encoding": sinusoidal_positional_encoding, "shift_rotation": shift_rotation}
 
@@ -477,14 +477,14 @@ assert math.isclose(pe_norm, 4.0) and 25 < pe_norm / token_norm < 45
 # * both again with the table scaled by 0.1.
 #
 # The scaled table is your function times 0.1, in the model through
-# `SinusoidalPositionalEncoding.from_functions` (section 8 says more about it). The
+# `from_functions.sinusoidal` (section 8 says more about it). The
 # concatenation is a small scheme of its own: it overrides the `embed` hook, the place where an
 # input scheme adds its vectors.
 
 # %%
 from mini_transformer.engine.autograd import concat
 from mini_transformer.positional.base import PositionalScheme
-from mini_transformer.positional.sinusoidal import SinusoidalPositionalEncoding
+from exercises.adapters import from_functions
 from mini_transformer.model.train import TrainConfig, train
 
 
@@ -515,7 +515,7 @@ def train_inputs(scheme, steps=100, seed=0):
 
 
 def scaled(c):
-    return SinusoidalPositionalEncoding.from_functions(lambda T, d, base=10000.0: c * sinusoidal_positional_encoding(T, d, base))
+    return from_functions.sinusoidal(lambda T, d, base=10000.0: c * sinusoidal_positional_encoding(T, d, base))
 
 
 variants = {"added": None, "concatenated": ConcatenatedSinusoids(1.0),
@@ -553,7 +553,7 @@ fig.tight_layout()
 #
 # ## 8. Your encoding inside the model
 #
-# `SinusoidalPositionalEncoding.from_functions(sinusoidal_positional_encoding)` builds the
+# `from_functions.sinusoidal(sinusoidal_positional_encoding)` builds the
 # scheme from your function: every forward pass asks it for the table and adds the rows of the
 # tokens' positions. `train_side_by_side` trains the library's model and one running your
 # function, in float64, on the same batches from the same start. With a correct function the two
@@ -564,7 +564,7 @@ fig.tight_layout()
 from exercises.adapters.side_by_side import train_side_by_side
 
 small = GPTConfig(vocab_size=16, d_model=16, n_layers=2, n_heads=2, max_len=8, positional="sinusoidal", seed=0)
-yours = SinusoidalPositionalEncoding.from_functions(sinusoidal_positional_encoding)
+yours = from_functions.sinusoidal(sinusoidal_positional_encoding)
 side = train_side_by_side(small, yours, lookback_batches, steps=40)
 
 # %% tags=["nbval-check-output"]

@@ -401,18 +401,18 @@ assert (error[:4] < 1e-10).all() and (error[4:] > 0.1).all()
 # **C8, on the trained model.** Does generation "look fine for a few tokens"? Take the
 # look-3-back model of section 3, give it the first 3 tokens of held-out sequences and let it
 # generate 5 more through its cache, greedily. Then swap in a lookup that ignores the offset,
-# `LearnedPositionalEmbedding.from_functions` with a function that always returns the first rows
+# `from_functions.learned` with a function that always returns the first rows
 # (section 8 says more about `from_functions`): the uncached forward pass always starts at 0, so
 # only the cached steps see the bug.
 
 # %%
-from mini_transformer.positional.learned import LearnedPositionalEmbedding
+from exercises.adapters import from_functions
 
 held_out = data.lookback_task(256, TRAIN_LEN, 3, vocab_size=16, seed=777).x  # (256, 8)
 library_scheme = model.positional
 generated = {}
 for name, lookup in [("right offsets", position_rows), ("offset ignored", lambda weight, T, offset=0: weight[None, :T])]:
-    model.positional = LearnedPositionalEmbedding.from_functions(lookup, library_scheme.weight.data)
+    model.positional = from_functions.learned(lookup, library_scheme.weight.data)
     out = to_numpy(model.generate(held_out[:, :3], 5, greedy=True))  # (256, 8)
     generated[name] = (out[:, 3:] == to_numpy(held_out)[:, 3:]).mean(axis=0)  # accuracy at positions 3..7
 model.positional = library_scheme
@@ -480,7 +480,7 @@ reveal("learned", "test_learned_positions")
 # offset, and cached decoding of one sequence with a one-token prefill.
 
 # %% tags=["nbval-check-output"]
-from exercises.grading.reader_tests import scoreboard
+from exercises.adapters.scoreboard import scoreboard
 
 impls = {"position_rows": position_rows, "cached_decode": cached_decode}
 
@@ -504,7 +504,7 @@ assert all(r["reference"]["result"] == "passed" for r in runs.values())
 #
 # ## 8. Your lookup inside the model
 #
-# `LearnedPositionalEmbedding.from_functions(position_rows, weight)` builds the scheme from
+# `from_functions.learned(position_rows, weight)` builds the scheme from
 # your function and a starting table. Give it a copy of the library model's starting table, and
 # `train_side_by_side` trains the library's model and yours in float64 on the same batches. With
 # a correct lookup the loss curves agree to rounding; with a wrong one the cell says where they
@@ -515,7 +515,7 @@ from exercises.adapters.side_by_side import train_side_by_side
 
 small = GPTConfig(vocab_size=16, d_model=16, n_layers=2, n_heads=2, max_len=16, positional="learned", seed=0)
 start = TinyGPT(small).positional.weight.data  # the table both models start from
-side = train_side_by_side(small, LearnedPositionalEmbedding.from_functions(position_rows, start), lookback_batches,
+side = train_side_by_side(small, from_functions.learned(position_rows, start), lookback_batches,
                           steps=40)
 
 # %% tags=["nbval-check-output"]

@@ -190,14 +190,15 @@ fig.tight_layout()
 # (`functional.gather_distance`). The value term goes the other way: add up each query's
 # attention per distance (`functional.scatter_distance`), then multiply by $a^V$ once.
 #
-# Build the scheme with **your** index (`ShawRelativePosition.from_functions`) and check both
+# Build the scheme with **your** index (`from_functions.shaw`) and check both
 # against the direct way, written out with loops.
 
 # %%
+from exercises.adapters import from_functions
 from mini_transformer.positional.shaw import ShawRelativePosition
 
 B, H, T, d_head, k = 1, 2, 6, 4, 2
-shaw = ShawRelativePosition.from_functions(clipped_relative_index, d_head=d_head, n_layers=1, k=k).to_dtype("float64")
+shaw = from_functions.shaw(clipped_relative_index, d_head=d_head, n_layers=1, k=k).to_dtype("float64")
 a_K, a_V = shaw.layers[0].a_K.data, shaw.layers[0].a_V.data  # (2k + 1, d_head) each
 q, kk, v = randn(B, H, T, d_head), randn(B, H, T, d_head), randn(B, H, T, d_head)
 pos = xp.arange(T)
@@ -404,7 +405,7 @@ for lead, T_q, T_k in [((), 4, 4), ((2, 3), 4, 6), ((1, 2), 1, 5), ((3,), 5, 2)]
 # $$\frac{\partial L}{\partial X_{ir}} = \sum_j \frac{\partial L}{\partial Y_{ij}}\,[c_{ij} = r].$$
 #
 # The library's `functional.relative_shift` writes the gradient back through the same flat
-# view. `shift_op(relative_shift, x)` (in `positional/transformer_xl.py`) makes an op of **your**
+# view. `shift_op(relative_shift, x)` (in `exercises/adapters/from_functions.py`) makes an op of **your**
 # function: the forward runs it on the data, and to learn the columns $c_{ij}$ it runs it once
 # more, on a probe whose entries are numbered $1 \dots T_q L$, then scatters
 # (`functional.scatter_distance`). Check the gradient twice: by central differences, and
@@ -413,7 +414,7 @@ for lead, T_q, T_k in [((), 4, 4), ((2, 3), 4, 6), ((1, 2), 1, 5), ((3,), 5, 2)]
 # %%
 from mini_transformer.engine import functional as F
 from mini_transformer.engine.gradcheck import assert_gradcheck
-from mini_transformer.positional.transformer_xl import shift_op
+from exercises.adapters.from_functions import shift_op
 
 x = Tensor(randn(2, 3, 4, 9), requires_grad=True)  # (B, H, T_q 4, L 9): T_k 6
 gy = randn(2, 3, 4, 6)
@@ -474,15 +475,15 @@ print("test_relative_positions passes on the functions above")
 # %% [markdown]
 # ## 7. Your functions inside the model
 #
-# Now put both functions in a `TinyGPT`. `ShawRelativePosition.from_functions` and
-# `TransformerXLRelative.from_functions` build the library's scheme with **your** index and
+# Now put both functions in a `TinyGPT`. `from_functions.shaw` and
+# `from_functions.transformer_xl` build the library's scheme with **your** index and
 # **your** shift (the shift through `shift_op`), starting from the same parameters as a model
 # built by the library (`like=`). `train_side_by_side` trains both models in float64 on the
 # same batches, from the same weights: with correct functions the two loss curves agree to
 # rounding; with a wrong one they part, and it says at which step.
 
 # %%
-from mini_transformer.positional.shaw import ShawRelativePosition
+from exercises.adapters import from_functions
 from exercises.adapters.side_by_side import train_side_by_side
 
 
@@ -491,15 +492,15 @@ def copy_batches(gen):
     return b.x, b.y
 
 
-def side_by_side(positional, extra, scheme_class, fn, steps=20):
+def side_by_side(positional, extra, adapter, fn, steps=20):
     """Train the library's TinyGPT and the one running ``fn`` on the same batches; a SideBySide."""
     cfg = GPTConfig(vocab_size=16, d_model=16, n_layers=2, n_heads=2, max_len=16, positional=positional, extra=extra)
-    yours = scheme_class.from_functions(fn, like=TinyGPT(cfg).positional).to_dtype("float64")
+    yours = adapter(fn, like=TinyGPT(cfg).positional).to_dtype("float64")
     return train_side_by_side(cfg, yours, copy_batches, steps=steps)
 
 
-runs = {"Shaw, your clipped_relative_index": side_by_side("shaw", {"shaw_k": 4}, ShawRelativePosition, clipped_relative_index),
-        "Transformer-XL, your relative_shift": side_by_side("transformer_xl", {}, TransformerXLRelative, relative_shift)}
+runs = {"Shaw, your clipped_relative_index": side_by_side("shaw", {"shaw_k": 4}, from_functions.shaw, clipped_relative_index),
+        "Transformer-XL, your relative_shift": side_by_side("transformer_xl", {}, from_functions.transformer_xl, relative_shift)}
 
 # %% tags=["nbval-check-output"]
 for name, res in runs.items():
@@ -531,7 +532,7 @@ def shift_the_wrong_way(x):
     return x[..., i, j + i]
 
 
-wrong = side_by_side("transformer_xl", {}, TransformerXLRelative, shift_the_wrong_way, steps=20)
+wrong = side_by_side("transformer_xl", {}, from_functions.transformer_xl, shift_the_wrong_way, steps=20)
 print("the shift the wrong way: the curves part at step", wrong.first_difference)
 assert wrong.first_difference is not None and wrong.first_difference <= 2
 

@@ -188,16 +188,16 @@ fig.tight_layout()
 # through $j - i$, so it is constant along every diagonal: the bias at $(2, 5)$ must equal the
 # bias at $(6, 9)$ (C2, the test the book asks for; in the causal form those keys are in the
 # future, bucket 0, so check $(5, 2)$ against $(9, 6)$ too). Build it with **your** buckets
-# (`RelativePositionBias.from_functions`) and a table whose entry for bucket $b$ is $b$ itself,
+# (`from_functions.t5`) and a table whose entry for bucket $b$ is $b$ itself,
 # so the picture shows the buckets.
 
 # %%
-from mini_transformer.positional.t5 import RelativePositionBias
+from exercises.adapters import from_functions
 
 pictures = {}
 for bidirectional in (True, False):
-    t5 = RelativePositionBias.from_functions(relative_position_bucket, n_heads=1, num_buckets=16, max_distance=24,
-                                             bidirectional=bidirectional)
+    t5 = from_functions.t5(relative_position_bucket, n_heads=1, num_buckets=16, max_distance=24,
+                           bidirectional=bidirectional)
     t5.table.data = xp.arange(16, dtype="float64")[:, None]  # (num_buckets, H = 1): bucket b holds b
     pictures[bidirectional] = t5.bias(32, 32).data[0, 0]  # (T_q, T_k)
 
@@ -275,7 +275,7 @@ for cls in (TinyGPT, TinyEncoder):
 # %% [markdown]
 # ## 5. Your buckets inside the model
 #
-# `RelativePositionBias.from_functions(relative_position_bucket, like=...)` is the library's
+# `from_functions.t5(relative_position_bucket, like=...)` is the library's
 # scheme with **your** buckets, starting from the same table as a model built by the library.
 # `train_side_by_side` trains both in float64 on the same batches: with correct buckets the two
 # loss curves agree to rounding. A bucket outside $0 \dots$ `num_buckets - 1` would be refused
@@ -292,7 +292,7 @@ def lookback_batches(gen, T=16):
 
 small = GPTConfig(vocab_size=16, d_model=16, n_layers=2, n_heads=2, max_len=16, positional="t5",
                   extra={"num_buckets": 8, "max_distance": 12})
-yours = RelativePositionBias.from_functions(relative_position_bucket, like=TinyGPT(small).positional).to_dtype("float64")
+yours = from_functions.t5(relative_position_bucket, like=TinyGPT(small).positional).to_dtype("float64")
 res = train_side_by_side(small, yours, lookback_batches, steps=30)
 
 # %% tags=["nbval-check-output"]
@@ -309,7 +309,7 @@ def buckets_flipped(relative_position, bidirectional=True, num_buckets=32, max_d
     return relative_position_bucket(-relative_position, bidirectional, num_buckets, max_distance)
 
 
-wrong = train_side_by_side(small, RelativePositionBias.from_functions(buckets_flipped, like=TinyGPT(small).positional)
+wrong = train_side_by_side(small, from_functions.t5(buckets_flipped, like=TinyGPT(small).positional)
                            .to_dtype("float64"), lookback_batches, steps=30)
 print(res.report())
 print(wrong.report())
@@ -565,7 +565,7 @@ assert len(offsets) == 169 and all(len(r) == 1 for r in offsets.values()) and le
 from mini_transformer.positional.relative_2d import RelativePositionBias2D
 
 library2d = RelativePositionBias2D(n_heads=2, window_size=w, rng=rng(1))
-yours2d = RelativePositionBias2D.from_functions(swin_relative_index, like=library2d)
+yours2d = from_functions.relative_2d(swin_relative_index, like=library2d)
 bias2d = yours2d.bias(w * w).data[0]  # (H, 49, 49)
 print("your 2-D bias equals the library's:", bool(xp.array_equal(bias2d, library2d.bias(w * w).data[0])))
 assert xp.array_equal(bias2d, library2d.bias(w * w).data[0])
@@ -583,7 +583,7 @@ fig.tight_layout()
 # %% tags=["nbval-check-output"]
 window_cfg = GPTConfig(vocab_size=16, d_model=16, n_layers=2, n_heads=2, max_len=9, positional="relative_2d",
                        extra={"window_size": 3})
-res2d = train_side_by_side(window_cfg, RelativePositionBias2D.from_functions(
+res2d = train_side_by_side(window_cfg, from_functions.relative_2d(
     swin_relative_index, like=TinyGPT(window_cfg).positional).to_dtype("float64"),
     lambda gen: lookback_batches(gen, T=9), steps=20)
 print("your Swin index in TinyGPT:", "the curves agree" if res2d.first_difference is None else "the curves part")

@@ -570,7 +570,7 @@ print("the test passes on the RoPE this chapter runs")
 # $(3, 2)$.
 
 # %% tags=["nbval-check-output"]
-from exercises.grading.reader_tests import scoreboard
+from exercises.adapters.scoreboard import scoreboard
 
 
 def weak_test(apply_rotary, RotaryEmbedding):
@@ -1014,10 +1014,11 @@ assert not KVCache(1).keeps_raw_keys(plain_rope) and KVCache(1).keeps_raw_keys(d
 # Now put RoPE in a real model, and make it *your* RoPE. `TinyGPT` takes the scheme by name,
 # and its attention calls the scheme's `rotate` hook on every query and key. With the default
 # `kernels="reference"` the library's hook computes `x * cos + rotate_half(x) * sin`
-# (`mini_transformer/engine/functional.py`, `apply_rotary`); `GPTConfig(kernels="fast")` swaps in
+# (`mini_transformer/positional/rope.py`, `apply_rotary`, beside the frequencies and tables it
+# turns by); `GPTConfig(kernels="fast")` swaps in
 # `mini_transformer/engine/kernels/rope.py`, the same numbers as matrix products, faster.
 #
-# `RoPE.from_functions(RotaryEmbedding(d_head), apply_rotary)` is the same scheme computed by
+# `from_functions.rope(RotaryEmbedding(d_head), apply_rotary)` is the same scheme computed by
 # your two functions. The backward pass needs no code of yours: a rotation's transpose is the
 # rotation by the opposite angle, so the gradient is your `apply_rotary` again with $-\sin$.
 #
@@ -1030,7 +1031,7 @@ assert not KVCache(1).keeps_raw_keys(plain_rope) and KVCache(1).keeps_raw_keys(d
 # %%
 from mini_transformer.model import data
 from mini_transformer.engine.autograd import no_grad
-from mini_transformer.positional.rope import RoPE
+from exercises.adapters import from_functions
 from exercises.adapters.side_by_side import train_side_by_side
 from mini_transformer.model.train import TrainConfig, train
 
@@ -1043,7 +1044,7 @@ def copy_batches(g):
     return b.x, b.y
 
 
-yours = RoPE.from_functions(RotaryEmbedding(copy_cfg.d_head), apply_rotary)
+yours = from_functions.rope(RotaryEmbedding(copy_cfg.d_head), apply_rotary)
 side = train_side_by_side(copy_cfg, yours, copy_batches, steps=STEPS)
 
 # %% tags=["nbval-check-output"]
@@ -1303,7 +1304,8 @@ assert m["ntk"]["loss_at_4L"] < m["linear (PI)"]["loss_at_4L"]
 #   `python -m exercises drill --history rope`. Write the relative-position test first when you
 #   drill: it catches the sign errors that otherwise take twenty minutes to find.
 # * The fast RoPE kernel: `mini_transformer/engine/kernels/rope.py` (the quarter turn as a matrix, in
-#   the input's memory order), tested against `functional.apply_rotary` in `tests/engine/test_kernels.py`.
+#   the input's memory order), tested against `positional/rope.py`'s `apply_rotary` in
+#   `tests/engine/test_kernels.py`.
 # * The interview questions on RoPE, with answers from this chapter's numbers:
 #   [`chapters/cards/06_rope.md`](cards/06_rope.md).
 # * Chapter 7 (ALiBi) puts position in the scores instead; chapter 8 stretches RoPE past its

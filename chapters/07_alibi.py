@@ -467,7 +467,7 @@ assert xp.allclose(tiled, dense, atol=1e-12)
 #
 # ## 6. Your ALiBi inside a model
 #
-# `ALiBi.from_functions(alibi_slopes, alibi_bias)` is a positional scheme computed by your two
+# `from_functions.alibi(alibi_slopes, alibi_bias)` is a positional scheme computed by your two
 # functions: the model asks your `alibi_bias` for the bias at every layer and every step. The
 # cell trains a `TinyGPT` with it beside the same model built by the library, on the same
 # batches from the same weights, in float64, with the reference kernels (the textbook code;
@@ -477,7 +477,7 @@ assert xp.allclose(tiled, dense, atol=1e-12)
 # %%
 from mini_transformer.model import data
 from mini_transformer.model import GPTConfig, TinyGPT
-from mini_transformer.positional.alibi import ALiBi
+from exercises.adapters import from_functions
 from exercises.adapters.side_by_side import train_side_by_side
 
 cfg = GPTConfig(vocab_size=16, d_model=48, n_layers=2, n_heads=6, max_len=16, positional="alibi")
@@ -489,7 +489,7 @@ def copy_batches(g):
 
 
 # %%
-yours = train_side_by_side(cfg, ALiBi.from_functions(alibi_slopes, alibi_bias), copy_batches, steps=40)
+yours = train_side_by_side(cfg, from_functions.alibi(alibi_slopes, alibi_bias), copy_batches, steps=40)
 print(yours.report())
 assert yours.first_difference is None
 
@@ -505,7 +505,7 @@ def slopes_rounded_up(n_heads):
 
 
 # %%
-wrong = train_side_by_side(cfg, ALiBi.from_functions(slopes_rounded_up), copy_batches, steps=40)
+wrong = train_side_by_side(cfg, from_functions.alibi(slopes_rounded_up), copy_batches, steps=40)
 print(wrong.report())
 assert wrong.first_difference == 0
 

@@ -855,7 +855,7 @@ print("each verdict above holds on the committed run")
 #   with `python -m exercises grade context_extension` (one at a time with `--exercise 8.2`).
 # * Every method of this chapter, as the model runs it, is one function in
 #   `mini_transformer/positional/rope_scaling.py`; `GPTConfig(rope_scaling=...)` takes a published block as
-#   it is. The rotation itself, reference and fast, is `mini_transformer/engine/functional.py`
+#   it is. The rotation itself, reference and fast, is `mini_transformer/positional/rope.py`
 #   (`apply_rotary`) and `mini_transformer/engine/kernels/rope.py`.
 # * The interview cards on extending 8k to 128k, on base 10000 and on PI against NTK are in
 #   [`cards/08_stretching_rope.md`](cards/08_stretching_rope.md).

@@ -2,7 +2,7 @@ r"""Train two models side by side on the same batches: the library's, and one th
 
 A chapter builds the same ``TinyGPT`` twice, once as the library makes it and
 once with its positional scheme computed by the reader's code (for example
-``RoPE.from_functions(RotaryEmbedding(d_head), apply_rotary)``), trains both
+``from_functions.rope(RotaryEmbedding(d_head), apply_rotary)``), trains both
 in float64 on identical batches, and compares the loss curves step by step.
 With a correct implementation they agree to rounding; with a wrong one they
 part, and ``first_difference`` says at which step.

@@ -21,3 +21,12 @@ def check_lengths(name, values):
     if not values:
         raise ValueError(f"{name} must hold at least one length, got an empty {name}={values!r}.")
     return [check_int(f"each length in {name}", v, minimum=1) for v in values]
+
+
+def check_rotary_width(x, cos):
+    """The rotary width r (the tables' last axis), after checking it is even and fits x's channels."""
+    r = cos.shape[-1]
+    if r % 2 or r > x.shape[-1]:
+        raise ValueError(f"apply_rotary: the tables cover {r} channels, but x has {x.shape[-1]}; the rotary "
+                         f"width must be even and at most the head size.")
+    return r

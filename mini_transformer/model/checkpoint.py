@@ -160,7 +160,7 @@ def load_checkpoint(path, model, optimizer=None):
     if differ:
         # name the most telling field first: the scheme itself, then a setting the config spells (in the scheme's
         # order), then one derived from them (RoPE's rope_type, pairing), a whole dict (rope_scaling) last
-        declared = [*type(model.positional).settings, *type(model.positional).config_fields]
+        declared = type(model.positional).declared()
         first = min(differ, key=lambda k: (k != "positional", isinstance(want.get(k, have.get(k)), dict),
                                            k not in declared, declared.index(k) if k in declared else 0, k))
         others = "; ".join(f"{k}={want.get(k)!r} in the checkpoint, {have.get(k)!r} in the model"

@@ -23,53 +23,54 @@ A scheme is one object per model, shared by all layers, so it can keep state
 that spans layers (one bias table for the whole stack) or per-layer state
 indexed by ``layer``.
 
-**Settings.** Each scheme declares the ``GPTConfig.extra`` keys it reads in
-``settings`` (name, type, default, meaning) and the ``GPTConfig`` fields it
-reads in ``config_fields``, each with the attribute where the built scheme
-keeps it. ``check_config`` refuses an unknown or mistyped key
-when the config is made; ``from_config(cfg, rng, causal)`` builds the scheme,
-``causal`` saying whether the model masks the future (``TinyGPT``) or not
-(``TinyEncoder``); ``signature()`` lists every setting as the scheme uses it,
-which is what a checkpoint binds.
+**Settings.** Each scheme lists the ``GPTConfig.extra`` keys it reads in a small
+frozen dataclass, ``Settings`` (one typed field a key, its default and its
+meaning), and the ``GPTConfig`` fields it reads in ``config_fields``.
+``check_config`` refuses an unknown or mistyped key when the config is made;
+``from_config(cfg, rng, causal)`` builds the scheme, ``causal`` saying whether
+the model masks the future (``TinyGPT``) or not (``TinyEncoder``), and
+``read_settings`` fills a default that depends on the model (a field whose
+default is None). The built scheme keeps its settings as ``self.settings``;
+``signature()``, which is what a checkpoint binds, is
+``dataclasses.asdict(self.settings)`` plus the config fields as the scheme
+uses them.
 """
 import contextlib
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field, fields
 
 from ..engine.kernels import REFERENCE
 from ..engine.nn import Module
 
 
+def setting(default, doc):
+    """A field of a scheme's ``Settings``: its default (None: the model decides it) and what it means."""
+    return field(default=default, metadata={"doc": doc})
+
+
+def check_setting(scheme_name, f, value):
+    """Refuse ``value`` for the settings field ``f`` unless it has the field's type (bool, int or float)."""
+    ok = {bool: lambda v: isinstance(v, bool),
+          int: lambda v: isinstance(v, int) and not isinstance(v, bool),
+          float: lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)}[f.type](value)
+    if not ok:
+        raise ValueError(f"GPTConfig.extra[{f.name!r}]={value!r} for the {scheme_name!r} scheme must be a "
+                         f"{f.type.__name__} ({f.metadata['doc']}).")
+
+
 @dataclass(frozen=True)
-class Setting:
-    r"""One ``GPTConfig.extra`` key a scheme reads."""
-    type: type          # bool, int or float
-    default: object     # the value, or a function (cfg, causal) -> value where it depends on the model
-    doc: str            # what it means, in a few words
-    attr: str           # where the built scheme keeps it (dotted), for ``signature()``
-
-    def value(self, scheme_name, key, cfg, causal):
-        """The setting's value for ``cfg``: the one given in ``cfg.extra`` (type-checked) or the default."""
-        if key not in cfg.extra:
-            return self.default(cfg, causal) if callable(self.default) else self.default
-        self.check(scheme_name, key, cfg.extra[key])
-        return cfg.extra[key]
-
-    def check(self, scheme_name, key, value):
-        ok = {bool: lambda v: isinstance(v, bool),
-              int: lambda v: isinstance(v, int) and not isinstance(v, bool),
-              float: lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)}[self.type](value)
-        if not ok:
-            raise ValueError(f"GPTConfig.extra[{key!r}]={value!r} for the {scheme_name!r} scheme must be a "
-                             f"{self.type.__name__} ({self.doc}).")
+class NoSettings:
+    """The settings of a scheme that reads no ``GPTConfig.extra`` key."""
 
 
 class PositionalScheme(Module):
     """Base class: no positional information at all unless a subclass adds it."""
 
-    #: the GPTConfig.extra keys this scheme reads, {name: Setting}
-    settings = {}
-    #: the GPTConfig fields this scheme reads beyond the model's sizes, {field: where the built scheme keeps it}
-    config_fields = {}
+    #: the GPTConfig.extra keys this scheme reads: a frozen dataclass, one typed ``setting`` field a key
+    Settings = NoSettings
+    #: the settings this scheme was built with, a ``Settings`` instance
+    settings = NoSettings()
+    #: the GPTConfig fields this scheme reads beyond the model's sizes; ``signature()`` reports each
+    config_fields = ()
     #: positions at or past this cannot be encoded (a learned table's size); None means unbounded
     max_positions = None
     #: True if ``output_term`` is defined, so attention must keep its probabilities in the graph
@@ -79,28 +80,40 @@ class PositionalScheme(Module):
     rerotate_keys = False
     #: the kernel set for the ops a scheme calls (RoPE's rotation); the model sets its own
     kernels = REFERENCE
-    #: for a scheme made by ``from_functions``: the attribute that holds the reader's function
-    made_from = None
 
     # -- building from a config ------------------------------------------------
     @classmethod
     def check_config(cls, cfg, name):
         """Refuse an ``extra`` key this scheme does not read, a mistyped value, or a field it ignores."""
+        declared = {f.name: f for f in fields(cls.Settings)}
         for key, value in cfg.extra.items():
-            if key not in cls.settings:
-                valid = ", ".join(repr(k) for k in cls.settings) or "none"
+            if key not in declared:
+                valid = ", ".join(repr(k) for k in declared) or "none"
                 raise ValueError(f"GPTConfig.extra has the key {key!r}, which the {name!r} scheme does not read; "
                                  f"its keys are: {valid}.")
-            cls.settings[key].check(name, key, value)
+            check_setting(name, declared[key], value)
         if cfg.rope_scaling is not None and "rope_scaling" not in cls.config_fields:
             raise ValueError(f"GPTConfig.rope_scaling={cfg.rope_scaling!r} is set, but the {name!r} scheme does not "
                              "rotate queries and keys, so it would be ignored; use positional='rope' (or "
                              "'decoupled_rope'), or leave rope_scaling=None.")
 
     @classmethod
-    def setting_values(cls, cfg, causal=True):
-        """``{key: value}`` for every declared setting: the config's value, else the default."""
-        return {key: s.value(cls.__name__, key, cfg, causal) for key, s in cls.settings.items()}
+    def read_settings(cls, cfg, **from_model):
+        """``cls.Settings`` for ``cfg``: each key as ``cfg.extra`` gives it (type-checked), else as the model
+        decides it (``from_model``, e.g. ``bidirectional=not causal``), else the field's default."""
+        values = {}
+        for f in fields(cls.Settings):
+            if f.name in cfg.extra:
+                check_setting(cls.__name__, f, cfg.extra[f.name])
+                values[f.name] = cfg.extra[f.name]
+            elif f.name in from_model:
+                values[f.name] = from_model[f.name]
+        return cls.Settings(**values)
+
+    @classmethod
+    def declared(cls):
+        """The ``extra`` keys, then the config fields, this scheme reads: the names its signature must hold."""
+        return [f.name for f in fields(cls.Settings)] + list(cls.config_fields)
 
     @classmethod
     def from_config(cls, cfg, rng=None, causal=True):
@@ -108,18 +121,9 @@ class PositionalScheme(Module):
         return cls()
 
     def signature(self):
-        """Every declared setting and config field as this scheme uses it: what a checkpoint must match."""
-        where = {**{key: s.attr for key, s in self.settings.items()}, **self.config_fields}
-        out = {}
-        for key, attr in where.items():
-            value = self
-            for part in attr.split("."):
-                value = getattr(value, part)
-            out[key] = value
-        if self.made_from is not None:       # a checkpoint of a model that ran a reader's function names it
-            fn = getattr(self, self.made_from)
-            out["from_functions"] = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__name__', '?')}"
-        return out
+        """Every setting as this scheme uses it: what a checkpoint must match. Schemes that read config
+        fields add them."""
+        return asdict(self.settings)
 
     # -- the hooks ---------------------------------------------------------------
     def embed(self, x, offset):

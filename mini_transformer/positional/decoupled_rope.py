@@ -31,11 +31,13 @@ cached once; the scores are the same.
 
 It also reads ``rope_base`` and ``rope_scaling`` like ``"rope"``.
 """
+from dataclasses import asdict, dataclass
+
 from ..engine.backend import rng as make_rng
 from ..engine.nn import Linear, Module
 from ..engine.validate import check_int
-from .base import PositionalScheme, Setting
-from .rope import RotaryEmbedding
+from .base import PositionalScheme, setting
+from .rope import RotaryEmbedding, apply_rotary
 
 
 class DecoupledRoPELayer(Module):
@@ -46,13 +48,17 @@ class DecoupledRoPELayer(Module):
         self.W_KR = Linear(d_model, d_rope, rng, bias=False, std=std)
 
 
+@dataclass(frozen=True)
+class DecoupledRoPESettings:
+    """The ``GPTConfig.extra`` key of the ``"decoupled_rope"`` scheme (None: the model decides)."""
+    d_rope: int = setting(None, "the rotary width; default d_head / 2 rounded down to even, at least 2")
+
+
 class DecoupledRoPE(PositionalScheme):
     """Adds the rotary part of MLA's score; the content q and k stay position-free."""
 
-    settings = {"d_rope": Setting(int, lambda cfg, causal: _default_d_rope(cfg.d_head),
-                                  "the rotary width; default d_head / 2 rounded down to even, at least 2", "d_rope")}
-    config_fields = {"rope_base": "rotary.base", "rope_scaling": "rotary.rope_scaling",
-                     "max_len": "rotary.max_position_embeddings"}
+    Settings = DecoupledRoPESettings
+    config_fields = ("rope_base", "rope_scaling", "max_len")
 
     def __init__(self, d_model, n_heads, n_layers, d_rope=None, base=10000.0, rope_scaling=None,
                  max_position_embeddings=None, rng=None, std=0.02):
@@ -60,6 +66,7 @@ class DecoupledRoPE(PositionalScheme):
         d_rope = _default_d_rope(d_head) if d_rope is None else d_rope
         check_int("DecoupledRoPE: d_rope", d_rope, minimum=2, even=True, why="RoPE turns pairs of channels")
         rng = rng or make_rng(0)
+        self.settings = DecoupledRoPESettings(d_rope)
         self.n_heads, self.d_head, self.d_rope = n_heads, d_head, d_rope
         self.rotary = RotaryEmbedding(d_rope, base, rope_scaling=rope_scaling,
                                       max_position_embeddings=max_position_embeddings)
@@ -67,8 +74,13 @@ class DecoupledRoPE(PositionalScheme):
 
     @classmethod
     def from_config(cls, cfg, rng=None, causal=True):
-        return cls(cfg.d_model, cfg.n_heads, cfg.n_layers, cls.setting_values(cfg, causal)["d_rope"], cfg.rope_base,
-                   cfg.rope_scaling, cfg.max_len, rng)
+        s = cls.read_settings(cfg, d_rope=_default_d_rope(cfg.d_head))
+        return cls(cfg.d_model, cfg.n_heads, cfg.n_layers, s.d_rope, cfg.rope_base, cfg.rope_scaling, cfg.max_len, rng)
+
+    def signature(self):
+        r = self.rotary
+        return {**asdict(self.settings), "rope_base": r.base, "rope_scaling": r.rope_scaling,
+                "max_len": r.max_position_embeddings}
 
     def score_bias(self, q, k, q_pos, k_pos, layer):
         B, H, T_q, d_head = q.shape
@@ -78,11 +90,15 @@ class DecoupledRoPE(PositionalScheme):
         k_cat = k.transpose(0, 2, 1, 3).reshape(B, T_k, H * d_head)               # (B, T_k, d_model)
         q_R = lay.W_QR(q_cat).reshape(B, T_q, H, self.d_rope).transpose(0, 2, 1, 3)  # (B, H, T_q, d_rope)
         k_R = lay.W_KR(k_cat).reshape(B, 1, T_k, self.d_rope)                     # (B, 1, T_k, d_rope) all heads
-        cos_q, sin_q = self.rotary.at(q_pos)                                      # (T_q, d_rope) each
-        cos_k, sin_k = self.rotary.at(k_pos)                                      # (T_k, d_rope) each
-        q_R = self.kernels.apply_rotary(q_R, cos_q.astype(q.dtype), sin_q.astype(q.dtype)) * (1.0 / d_head ** 0.5)
-        k_R = self.kernels.apply_rotary(k_R, cos_k.astype(q.dtype), sin_k.astype(q.dtype))
+        q_R = self.turn(q_R, q_pos) * (1.0 / d_head ** 0.5)                      # (B, H, T_q, d_rope) R_i q^R_i
+        k_R = self.turn(k_R, k_pos)                                               # (B, 1, T_k, d_rope) R_j k^R_j
         return q_R @ k_R.transpose(0, 1, 3, 2)                                    # (B, H, T_q, T_k)
+
+    def turn(self, x, pos):
+        """Rotate the rotary part ``x`` ``(B, H or 1, T, d_rope)`` at positions ``pos``."""
+        cos, sin = self.rotary.at(pos)                                            # (T, d_rope) each, float64
+        rotary = self.kernels.apply_rotary or apply_rotary                        # the fast kernel, or RoPE's op
+        return rotary(x, cos.astype(x.dtype), sin.astype(x.dtype))
 
     # -- the two rotary parts on their own, for looking at what MLA would cache -------------
     def rotary_query(self, q, q_pos, layer):
@@ -93,8 +109,7 @@ class DecoupledRoPE(PositionalScheme):
         B, H, T_q, d_head = q.shape
         q_R = self.layers[layer].W_QR(q.transpose(0, 2, 1, 3).reshape(B, T_q, H * d_head))
         q_R = q_R.reshape(B, T_q, H, self.d_rope).transpose(0, 2, 1, 3)         # (B, H, T_q, d_rope)
-        cos, sin = self.rotary.at(q_pos)                                          # (T_q, d_rope) each
-        return self.kernels.apply_rotary(q_R, cos.astype(q.dtype), sin.astype(q.dtype)) * (1.0 / d_head ** 0.5)
+        return self.turn(q_R, q_pos) * (1.0 / d_head ** 0.5)
 
     def rotary_key(self, k, k_pos, layer):
         r"""R_j k^R_j for attention's content keys ``k`` ``(B, H, T_k, d_head)``: ``(B, 1, T_k, d_rope)``.
@@ -105,8 +120,7 @@ class DecoupledRoPE(PositionalScheme):
         B, H, T_k, d_head = k.shape
         k_R = self.layers[layer].W_KR(k.transpose(0, 2, 1, 3).reshape(B, T_k, H * d_head))
         k_R = k_R.reshape(B, 1, T_k, self.d_rope)                                 # (B, 1, T_k, d_rope) all heads
-        cos, sin = self.rotary.at(k_pos)                                          # (T_k, d_rope) each
-        return self.kernels.apply_rotary(k_R, cos.astype(k.dtype), sin.astype(k.dtype))
+        return self.turn(k_R, k_pos)
 
 
 def _default_d_rope(d_head):

@@ -16,19 +16,15 @@ vision Transformer over w x w patch ids. ``GPTConfig.extra`` key read by the
 ``"relative_2d"`` scheme:
 
 * ``window_size`` (int, default: the smallest w with w^2 >= ``max_len``).
-
-``RelativePositionBias2D.from_functions(swin_relative_index, like=scheme)`` is the
-same scheme with the table rows computed by a function you wrote (chapter 5).
 """
-import copy
 import math
+from dataclasses import dataclass
 
 from ..engine.backend import rng as make_rng
 from ..engine.backend import xp
 from ..engine.nn import Parameter, init_normal
 from ..engine.validate import check_int
-from .base import PositionalScheme, Setting
-from .t5 import check_table_index
+from .base import PositionalScheme, setting
 
 
 def relative_2d_index(window_size, q_pos=None, k_pos=None):
@@ -44,15 +40,20 @@ def relative_2d_index(window_size, q_pos=None, k_pos=None):
     return (dy + w - 1) * (2 * w - 1) + (dx + w - 1)
 
 
+@dataclass(frozen=True)
+class Relative2DSettings:
+    """The ``GPTConfig.extra`` key of the ``"relative_2d"`` scheme (None: the model decides)."""
+    window_size: int = setting(None, "the window's side w; default the smallest w with w^2 >= max_len")
+
+
 class RelativePositionBias2D(PositionalScheme):
     r"""A ``((2w-1)^2, H)`` table; ``bias(T)`` gives the ``(1, H, T, T)`` bias of a window's T = w^2 tokens."""
 
-    settings = {"window_size": Setting(int, lambda cfg, causal: math.isqrt(cfg.max_len - 1) + 1,
-                                       "the window's side w; default the smallest w with w^2 >= max_len",
-                                       "window_size")}
+    Settings = Relative2DSettings
 
     def __init__(self, n_heads, window_size, rng=None, std=0.02, table=None):
         check_int("RelativePositionBias2D: window_size", window_size, minimum=1)
+        self.settings = Relative2DSettings(window_size)
         self.n_heads, self.window_size = n_heads, window_size
         self.max_positions = window_size * window_size
         rows = (2 * window_size - 1) ** 2
@@ -65,7 +66,8 @@ class RelativePositionBias2D(PositionalScheme):
 
     @classmethod
     def from_config(cls, cfg, rng=None, causal=True):
-        return cls(cfg.n_heads, cls.setting_values(cfg, causal)["window_size"], rng)
+        s = cls.read_settings(cfg, window_size=math.isqrt(cfg.max_len - 1) + 1)
+        return cls(cfg.n_heads, s.window_size, rng)
 
     def bias(self, T):
         """The bias ``(1, H, T, T)`` of one whole window, T = w^2 tokens in raster order."""
@@ -92,33 +94,3 @@ class RelativePositionBias2D(PositionalScheme):
 
     def score_bias(self, q, k, q_pos, k_pos, layer):
         return self.bias_at(q_pos, k_pos)                                # (1, H, T_q, T_k)
-
-    @classmethod
-    def from_functions(cls, swin_relative_index, like=None, **settings):
-        r"""The 2-D bias with the table rows computed by a function you wrote, so a model trains on your code.
-
-        ``swin_relative_index(window)`` returns the ``(w^2, w^2)`` rows
-        (\Delta y + w - 1)(2w - 1) + (\Delta x + w - 1) of every pair of tokens in raster
-        order; the scheme picks the pairs it needs from it. It takes its settings and a
-        copy of its starting table from ``like`` (``like=TinyGPT(cfg).positional``), or
-        builds them from ``settings``, the constructor's arguments.
-        """
-        return _FunctionRelativePositionBias2D(swin_relative_index, like if like is not None else cls(**settings))
-
-
-class _FunctionRelativePositionBias2D(RelativePositionBias2D):
-    """``RelativePositionBias2D.from_functions``: the rows come from the function it was given."""
-
-    made_from = "swin_relative_index"
-
-    def __init__(self, swin_relative_index, like):
-        self.swin_relative_index = swin_relative_index
-        self.n_heads, self.window_size, self.max_positions = like.n_heads, like.window_size, like.max_positions
-        self.table = copy.deepcopy(like.table)              # the same starting table, trained on its own
-
-
-    def index(self, q_pos, k_pos):
-        w = self.window_size
-        full = check_table_index("swin_relative_index", self.swin_relative_index(w), (w * w, w * w),
-                                 (2 * w - 1) ** 2)                          # (w^2, w^2)
-        return full[q_pos[:, None], k_pos[None, :]]                         # (T_q, T_k)

@@ -32,35 +32,210 @@ square.
 * ``partial_rotary_factor`` (float in (0, 1], default 1.0): the fraction of each head that turns.
 """
 import contextlib
+from dataclasses import asdict, dataclass
 
-from ..engine import functional as F
+from ..engine.autograd import Tensor, _raw, op
 from ..engine.backend import xp
-from .rope_scaling import rope_inv_freq
-from ..engine.validate import check_int
-from .base import PositionalScheme, Setting
+from ..engine.validate import check_int, check_rotary_width
+from .base import PositionalScheme, setting
+from .rope_scaling import check_rope_theta, rope_inv_freq
 
 #: rope types whose frequencies depend on the current sequence length, so they are recomputed per call
 _LENGTH_DEPENDENT = ("dynamic", "longrope")
 
 
+# ---------------------------------------------------------------------------
+# The rotation the model runs: frequencies, tables, the quarter turn, the op and its backward
+# ---------------------------------------------------------------------------
+
+class RotaryEmbedding:
+    r"""``RotaryEmbedding(d_head, base)(T, offset)`` gives ``(cos, sin)``, each ``(T, rotary_dim)``.
+
+    rotary_dim r = int(d_head \cdot partial_rotary_factor), d_head unless you ask
+    for partial rotary. The angle m\theta_i of pair i goes into channels i and
+    i + r/2 (rotate-half) or 2i and 2i+1 (interleaved). A ``rope_scaling`` dict
+    (as in a config.json), or the chapter's ``scaling="linear"`` / ``"ntk"`` with
+    ``factor=s``, changes the frequencies (``rope_scaling.rope_inv_freq``) and
+    multiplies cos and sin by the method's attention factor; ``dynamic`` and
+    ``longrope`` pick theirs from the current length, the largest position asked
+    for plus one.
+    """
+
+    def __init__(self, d_head, base=10000.0, scaling=None, factor=1.0, rope_scaling=None,
+                 partial_rotary_factor=1.0, interleaved=False, max_position_embeddings=None):
+        self.d_head, self.base, self.rotary_dim = d_head, base, _rotary_dim(d_head, partial_rotary_factor)
+        self.partial_rotary_factor, self.interleaved = partial_rotary_factor, interleaved
+        self.rope_scaling = _scaling_dict(scaling, factor, rope_scaling)
+        self.max_position_embeddings = max_position_embeddings
+        rope_type = (self.rope_scaling or {}).get("rope_type", (self.rope_scaling or {}).get("type", "default"))
+        self.length_dependent = rope_type in _LENGTH_DEPENDENT
+        self.fixed_length = None  # when set, length-dependent methods use it instead of the positions asked for
+        if not self.length_dependent:
+            self.inv_freq, self.attention_factor = self.frequencies()     # (r/2,) theta_i, and the factor
+
+    def frequencies(self, seq_len=None):
+        r"""(\theta_0 .. \theta_{r/2-1}, attention factor): the paper's \theta_i = base^{-2i/r}, or a scaled set."""
+        if self.rope_scaling is None:
+            check_rope_theta(self.base)
+            r = self.rotary_dim
+            return self.base ** (-xp.arange(0, r, 2, dtype="float64") / r), 1.0
+        return rope_inv_freq(self.d_head, self.base, self.rope_scaling, seq_len=seq_len,
+                             partial_rotary_factor=self.partial_rotary_factor,
+                             max_position_embeddings=self.max_position_embeddings)
+
+    def at(self, pos):
+        """(cos, sin) for an integer array of positions, each ``(len(pos), rotary_dim)``, float64."""
+        if self.length_dependent:
+            inv_freq, attention_factor = self.frequencies(self.fixed_length or (int(pos.max()) + 1 if pos.size else 1))
+        else:
+            inv_freq, attention_factor = self.inv_freq, self.attention_factor
+        angles = pos.astype("float64")[:, None] * inv_freq[None, :]            # (T, r/2) m theta_i
+        if self.interleaved:
+            angles = xp.repeat(angles, 2, axis=-1)                             # (T, r) channels 2i, 2i+1
+        else:
+            angles = xp.concatenate([angles, angles], axis=-1)                 # (T, r) channels i, i + r/2
+        return xp.cos(angles) * attention_factor, xp.sin(angles) * attention_factor
+
+    def __call__(self, T, offset=0):
+        return self.at(xp.arange(offset, offset + T))
+
+
 def rotate_half(x):
-    r"""[x_1, x_2] \mapsto [-x_2, x_1] on the last axis (works on arrays)."""
-    return F.rotate_half_array(x)
+    r"""[x_1, x_2] \mapsto [-x_2, x_1] on the last axis: the quarter turn of every pair (i, i + d/2)."""
+    h = x.shape[-1] // 2
+    return xp.concatenate([-x[..., h:], x[..., :h]], axis=-1)
 
 
 def rotate_interleaved(x):
-    r"""(x_0, x_1, \dots) \mapsto (-x_1, x_0, \dots): the quarter turn of neighbouring pairs (arrays)."""
-    return F.rotate_interleaved_array(x)
+    r"""(x_0, x_1, x_2, x_3, \dots) \mapsto (-x_1, x_0, -x_3, x_2, \dots): the quarter turn of every pair (2i, 2i+1)."""
+    pairs = x.reshape(x.shape[:-1] + (x.shape[-1] // 2, 2))                   # (..., d/2, 2)
+    return xp.stack([-pairs[..., 1], pairs[..., 0]], axis=-1).reshape(x.shape)
 
 
 def apply_rotary(x, cos, sin, interleaved=False):
-    r"""x \odot \cos + \mathrm{rot}(x) \odot \sin; a Tensor gets the op with its backward, an array the formula.
+    r"""RoPE as one op: y = x \odot \cos + \mathrm{rot}(x) \odot \sin on the first r channels (r = the tables' width).
 
-    ``cos`` and ``sin`` may cover only the first r channels (partial rotary).
+    ``rot`` is ``rotate_half`` (pairs i, i + d/2) or, with ``interleaved=True``,
+    ``rotate_interleaved`` (the paper's pairs 2i, 2i+1). ``x`` is ``(..., T, d)``,
+    a Tensor (the model) or a plain array (the chapters); ``cos`` and ``sin``
+    broadcast against ``(..., T, r)``, and channels r..d-1 pass through
+    (partial rotary). Backward: a rotation's transpose is the rotation by the
+    opposite angle, so gx = gy \odot \cos - \mathrm{rot}(gy) \odot \sin, the same
+    turn with -\sin (an attention factor \alpha in both tables scales both ways alike).
     """
-    if hasattr(x, "requires_grad"):
-        return F.apply_rotary(x, cos, sin, interleaved=interleaved)
-    return F.rotary_array(x, cos, sin, interleaved=interleaved)
+    cos, sin = _raw(cos), _raw(sin)
+    r = check_rotary_width(_raw(x), cos)
+    rot = rotate_interleaved if interleaved else rotate_half
+
+    def turn(a, sin):
+        y = a[..., :r] * cos + rot(a[..., :r]) * sin
+        if y.dtype != a.dtype:
+            y = y.astype(a.dtype)                                              # float64 tables leave a float32 x float32
+        return y if r == a.shape[-1] else xp.concatenate([y, a[..., r:]], axis=-1)
+
+    if not isinstance(x, Tensor):
+        return turn(x, sin)
+
+    def backward(gy):
+        return (turn(gy, -sin),)
+    return op(turn(x.data, sin), (x,), backward)
+
+
+# ---------------------------------------------------------------------------
+# The scheme
+# ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RoPESettings:
+    """The ``GPTConfig.extra`` keys of the ``"rope"`` scheme."""
+    rope_interleaved: bool = setting(False, "pair channels (2i, 2i+1) instead of (i, i + d/2)")
+    partial_rotary_factor: float = setting(1.0, "the fraction of each head that turns, in (0, 1]")
+
+
+class RoPE(PositionalScheme):
+    """Rotates q and k in every layer (keys once, before the cache); adds nothing to the input or the scores."""
+
+    Settings = RoPESettings
+    config_fields = ("rope_base", "rope_scaling", "max_len")
+
+    def __init__(self, d_head, base=10000.0, rope_scaling=None, partial_rotary_factor=1.0, interleaved=False,
+                 max_position_embeddings=None):
+        self.rotary = RotaryEmbedding(d_head, base, rope_scaling=rope_scaling,
+                                      partial_rotary_factor=partial_rotary_factor, interleaved=interleaved,
+                                      max_position_embeddings=max_position_embeddings)
+        self.settings = RoPESettings(rope_interleaved=interleaved, partial_rotary_factor=partial_rotary_factor)
+        # dynamic NTK / LongRoPE change every angle as the sequence grows, so cached keys must be re-turned
+        self.rerotate_keys = self.rotary.length_dependent
+
+    @classmethod
+    def from_config(cls, cfg, rng=None, causal=True):
+        s = cls.read_settings(cfg)
+        return cls(cfg.d_head, cfg.rope_base, rope_scaling=cfg.rope_scaling,
+                   partial_rotary_factor=s.partial_rotary_factor, interleaved=s.rope_interleaved,
+                   max_position_embeddings=cfg.max_len)
+
+    def signature(self):
+        """The settings, and what they mean: change any of these and the weights mean something else."""
+        r = self.rotary
+        scaling = r.rope_scaling or {}
+        original = scaling.get("original_max_position_embeddings", r.max_position_embeddings)
+        factor = scaling.get("factor", 1.0)
+        return {**asdict(self.settings), "rope_base": r.base, "rope_scaling": r.rope_scaling,
+                "max_len": r.max_position_embeddings, "rope_theta": r.base, "rotary_dim": r.rotary_dim,
+                "pairing": "interleaved (2i, 2i+1)" if r.interleaved else "rotate-half (i, i + d/2)",
+                "rope_type": scaling.get("rope_type", scaling.get("type", "default")),
+                "original_max_position_embeddings": original,
+                "target_max_position_embeddings": None if original is None else int(original * factor)}
+
+    @contextlib.contextmanager
+    def planned_length(self, n):
+        r"""Fix the length that dynamic NTK and LongRoPE read to ``n`` for this block.
+
+        Without it, a cached generation turns each new key with the scale of the
+        length so far, and keys written earlier keep older scales: the cache goes
+        stale. With the length fixed at the final one, every step uses the scale
+        that a full forward pass over all ``n`` tokens uses.
+        """
+        previous, self.rotary.fixed_length = self.rotary.fixed_length, n
+        try:
+            yield
+        finally:
+            self.rotary.fixed_length = previous
+
+    def rotate(self, x, pos, layer):
+        cos, sin = self.rotary.at(pos)                                         # (T, rotary_dim) each, float64
+        rotary = self.kernels.apply_rotary or apply_rotary                     # the fast kernel, or the op above
+        return rotary(x, cos.astype(x.dtype), sin.astype(x.dtype), interleaved=self.rotary.interleaved)
+
+
+# ---------------------------------------------------------------------------
+# Checks, and the two conventions side by side
+# ---------------------------------------------------------------------------
+
+def _rotary_dim(d_head, partial_rotary_factor):
+    """The rotary width int(d_head * partial_rotary_factor), after checking it is an even count of at least 2."""
+    check_int("RotaryEmbedding: d_head", d_head, minimum=2, even=True, why="RoPE turns pairs of channels")
+    if not 0 < partial_rotary_factor <= 1:
+        raise ValueError(f"RotaryEmbedding: partial_rotary_factor={partial_rotary_factor!r} must lie in (0, 1].")
+    rotary_dim = int(d_head * partial_rotary_factor)
+    if rotary_dim < 2 or rotary_dim % 2:
+        raise ValueError(f"RotaryEmbedding: partial_rotary_factor={partial_rotary_factor} of d_head={d_head} "
+                         f"leaves rotary_dim={rotary_dim} channels, which must be even and at least 2 "
+                         f"(RoPE turns pairs); choose a factor that gives an even count.")
+    return rotary_dim
+
+
+def _scaling_dict(scaling, factor, rope_scaling):
+    """The ``rope_scaling`` dict: as given, or built from the chapter's ``scaling="linear"``/``"ntk"`` and ``factor``."""
+    if scaling in ("none", None):
+        return rope_scaling
+    if scaling in ("linear", "ntk"):
+        if rope_scaling is not None:
+            raise ValueError(f"RotaryEmbedding got scaling={scaling!r} and rope_scaling={rope_scaling!r}; "
+                             f"give one of the two.")
+        return {"rope_type": scaling, "factor": factor}   # linear and NTK live once, in rope_scaling.py
+    raise ValueError(f"RotaryEmbedding: scaling={scaling!r} must be None, 'linear' or 'ntk'; for other "
+                     f"methods pass a rope_scaling dict.")
 
 
 def rope_channel_permutation(d_head, rotary_dim=None):
@@ -89,174 +264,3 @@ def apply_rotary_complex(x, pos, inv_freq):
     z = x[..., 0::2] + 1j * x[..., 1::2]                                        # (..., T, d/2)
     z = z * xp.exp(1j * pos.astype("float64")[:, None] * inv_freq[None, :])     # turn pair i by m theta_i
     return xp.stack([z.real, z.imag], axis=-1).reshape(x.shape)
-
-
-class RotaryEmbedding:
-    r"""``RotaryEmbedding(d_head, base)(T, offset)`` gives ``(cos, sin)``, each ``(T, rotary_dim)``.
-
-    rotary_dim = int(d_head \cdot partial_rotary_factor), which is d_head unless
-    you ask for partial rotary. In the rotate-half layout the angle of pair i
-    is written into channels i and i + r/2; interleaved, into 2i and 2i+1.
-
-    Context extension, either way:
-
-    * ``rope_scaling``: a dict as in a config.json (``{"rope_type": "yarn", "factor": 4, ...}``),
-      passed to ``rope_scaling.rope_inv_freq``;
-    * the chapter's front ``scaling="linear"`` or ``"ntk"`` with ``factor=s``, which only
-      builds the equivalent dict (linear and NTK live once, in ``rope_scaling.py``).
-
-    cos and sin come out multiplied by the method's attention factor.
-    ``dynamic`` and ``longrope`` pick their frequencies from the current length,
-    taken as the largest position asked for plus one.
-    """
-
-    def __init__(self, d_head, base=10000.0, scaling=None, factor=1.0, rope_scaling=None,
-                 partial_rotary_factor=1.0, interleaved=False, max_position_embeddings=None):
-        check_int("RotaryEmbedding: d_head", d_head, minimum=2, even=True, why="RoPE turns pairs of channels")
-        if not 0 < partial_rotary_factor <= 1:
-            raise ValueError(f"RotaryEmbedding: partial_rotary_factor={partial_rotary_factor!r} must lie in (0, 1].")
-        rotary_dim = int(d_head * partial_rotary_factor)
-        if rotary_dim < 2 or rotary_dim % 2:
-            raise ValueError(f"RotaryEmbedding: partial_rotary_factor={partial_rotary_factor} of d_head={d_head} "
-                             f"leaves rotary_dim={rotary_dim} channels, which must be even and at least 2 "
-                             f"(RoPE turns pairs); choose a factor that gives an even count.")
-        if scaling in ("none", None):
-            scaling = None
-        elif scaling in ("linear", "ntk"):
-            if rope_scaling is not None:
-                raise ValueError(f"RotaryEmbedding got scaling={scaling!r} and rope_scaling={rope_scaling!r}; "
-                                 f"give one of the two.")
-            rope_scaling = {"rope_type": scaling, "factor": factor}
-        else:
-            raise ValueError(f"RotaryEmbedding: scaling={scaling!r} must be None, 'linear' or 'ntk'; for other "
-                             f"methods pass a rope_scaling dict.")
-        self.d_head, self.base, self.rotary_dim = d_head, base, rotary_dim
-        self.partial_rotary_factor, self.interleaved = partial_rotary_factor, interleaved
-        self.rope_scaling, self.max_position_embeddings = rope_scaling, max_position_embeddings
-        rope_type = (rope_scaling or {}).get("rope_type", (rope_scaling or {}).get("type", "default"))
-        self.length_dependent = rope_type in _LENGTH_DEPENDENT
-        self.fixed_length = None  # when set, length-dependent methods use it instead of the positions asked for
-        if not self.length_dependent:
-            # theta_i (rotary_dim/2,) and the factor that multiplies cos and sin
-            self.inv_freq, self.attention_factor = self._frequencies(None)
-
-    def _frequencies(self, seq_len):
-        return rope_inv_freq(self.d_head, self.base, self.rope_scaling, seq_len=seq_len,
-                             partial_rotary_factor=self.partial_rotary_factor,
-                             max_position_embeddings=self.max_position_embeddings)
-
-    def at(self, pos):
-        """(cos, sin) for an integer array of positions, each ``(len(pos), rotary_dim)``, float64."""
-        if self.length_dependent:
-            length = self.fixed_length or (int(pos.max()) + 1 if pos.size else 1)
-            inv_freq, attention_factor = self._frequencies(length)
-        else:
-            inv_freq, attention_factor = self.inv_freq, self.attention_factor
-        angles = pos.astype("float64")[:, None] * inv_freq[None, :]            # (T, r/2) m theta_i
-        if self.interleaved:
-            angles = xp.repeat(angles, 2, axis=-1)                             # (T, r) channels 2i, 2i+1
-        else:
-            angles = xp.concatenate([angles, angles], axis=-1)                 # (T, r) channels i, i + r/2
-        return xp.cos(angles) * attention_factor, xp.sin(angles) * attention_factor
-
-    def __call__(self, T, offset=0):
-        return self.at(xp.arange(offset, offset + T))
-
-
-class RoPE(PositionalScheme):
-    """Rotates q and k in every layer (keys once, before the cache); adds nothing to the input or the scores."""
-
-    settings = {"rope_interleaved": Setting(bool, False, "pair channels (2i, 2i+1) instead of (i, i + d/2)",
-                                            "rotary.interleaved"),
-                "partial_rotary_factor": Setting(float, 1.0, "the fraction of each head that turns, in (0, 1]",
-                                                 "rotary.partial_rotary_factor")}
-    config_fields = {"rope_base": "rotary.base", "rope_scaling": "rotary.rope_scaling",
-                     "max_len": "rotary.max_position_embeddings"}
-
-    def __init__(self, d_head, base=10000.0, rope_scaling=None, partial_rotary_factor=1.0, interleaved=False,
-                 max_position_embeddings=None):
-        self.rotary = RotaryEmbedding(d_head, base, rope_scaling=rope_scaling,
-                                      partial_rotary_factor=partial_rotary_factor, interleaved=interleaved,
-                                      max_position_embeddings=max_position_embeddings)
-        # dynamic NTK / LongRoPE change every angle as the sequence grows, so cached keys must be re-turned
-        self.rerotate_keys = self.rotary.length_dependent
-
-    @classmethod
-    def from_config(cls, cfg, rng=None, causal=True):
-        s = cls.setting_values(cfg, causal)
-        return cls(cfg.d_head, cfg.rope_base, rope_scaling=cfg.rope_scaling,
-                   partial_rotary_factor=s["partial_rotary_factor"], interleaved=s["rope_interleaved"],
-                   max_position_embeddings=cfg.max_len)
-
-    def signature(self):
-        """The settings, and what they mean: change any of these and the weights mean something else."""
-        r = self.rotary
-        scaling = r.rope_scaling or {}
-        original = scaling.get("original_max_position_embeddings", r.max_position_embeddings)
-        factor = scaling.get("factor", 1.0)
-        return {**super().signature(), "rope_theta": r.base, "rotary_dim": r.rotary_dim,
-                "pairing": "interleaved (2i, 2i+1)" if r.interleaved else "rotate-half (i, i + d/2)",
-                "rope_type": scaling.get("rope_type", scaling.get("type", "default")),
-                "original_max_position_embeddings": original,
-                "target_max_position_embeddings": None if original is None else int(original * factor)}
-
-    @contextlib.contextmanager
-    def planned_length(self, n):
-        r"""Fix the length that dynamic NTK and LongRoPE read to ``n`` for this block.
-
-        Without it, a cached generation turns each new key with the scale of the
-        length so far, and keys written earlier keep older scales: the cache goes
-        stale. With the length fixed at the final one, every step uses the scale
-        that a full forward pass over all ``n`` tokens uses.
-        """
-        previous, self.rotary.fixed_length = self.rotary.fixed_length, n
-        try:
-            yield
-        finally:
-            self.rotary.fixed_length = previous
-
-    def rotate(self, x, pos, layer):
-        cos, sin = self.rotary.at(pos)                                         # (T, rotary_dim) each, float64
-        return self.kernels.apply_rotary(x, cos.astype(x.dtype), sin.astype(x.dtype),
-                                         interleaved=self.rotary.interleaved)
-
-    @classmethod
-    def from_functions(cls, rotary, apply_rotary):
-        r"""RoPE computed by two functions you wrote, so a model trains on your code.
-
-        ``rotary(T, offset)`` returns the ``(T, d_head)`` cos and sin tables of the
-        positions ``offset .. offset + T - 1`` (a ``RotaryEmbedding`` instance), and
-        ``apply_rotary(x, cos, sin)`` rotates plain arrays ``(..., T, d_head)``.
-        The op's backward is ``apply_rotary`` again with -\sin, the rotation back
-        (``functional.rotation``). Positions must be consecutive, as in training
-        and in a text-position cache.
-        """
-        return _FunctionRoPE(rotary, apply_rotary)
-
-
-class _FunctionRoPE(RoPE):
-    """``RoPE.from_functions``: the tables and the rotation come from the functions it was given."""
-
-    settings = {}
-    config_fields = {}
-    made_from = "turn"
-
-    def __init__(self, rotary, apply_rotary):
-        self.rotary_tables, self.turn = rotary, apply_rotary
-        self.rerotate_keys = False
-
-    def signature(self):
-        return PositionalScheme.signature(self)   # the function's name only: it has no RotaryEmbedding to read
-
-    @contextlib.contextmanager
-    def planned_length(self, n):
-        yield
-
-    def rotate(self, x, pos, layer):
-        T = pos.shape[0]
-        offset = int(pos[0]) if T else 0
-        if T > 1 and not bool(xp.all(pos[1:] - pos[:-1] == 1)):
-            raise ValueError("RoPE.from_functions takes consecutive positions (offset .. offset + T - 1); this "
-                             "call asked for a gap, as a slot-position cache or an evicting window would.")
-        cos, sin = self.rotary_tables(T, offset)                               # (T, d_head) each
-        return F.rotation(self.turn, x, cos.astype(x.dtype), sin.astype(x.dtype))

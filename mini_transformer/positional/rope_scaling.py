@@ -347,8 +347,7 @@ def rope_inv_freq(head_dim, rope_theta=10000.0, rope_scaling=None, seq_len=None,
     ``max_position_embeddings / factor``; the two differ, so give the key when you can).
     """
     d = _rotary_dim(head_dim, partial_rotary_factor)
-    if not (isinstance(rope_theta, (int, float)) and rope_theta > 1):
-        raise ValueError(f"rope_theta is {rope_theta!r}; the RoPE base must be a number above 1 (10000 in the RoPE paper).")
+    check_rope_theta(rope_theta)
     cfg = _read_rope_scaling(rope_scaling)
     rope_type = cfg["_type"]
     if rope_type == "default":
@@ -460,6 +459,12 @@ def _trained_length(cfg, max_position_embeddings, rope_type):
             f"rope_type {rope_type!r} needs the trained context length: give "
             "rope_scaling['original_max_position_embeddings'], or max_position_embeddings=.")
     return float(train_len)
+
+
+def check_rope_theta(rope_theta):
+    """Refuse a RoPE base that is not a number above 1."""
+    if not (isinstance(rope_theta, (int, float)) and rope_theta > 1):
+        raise ValueError(f"rope_theta is {rope_theta!r}; the RoPE base must be a number above 1 (10000 in the RoPE paper).")
 
 
 def _rotary_dim(head_dim, partial_rotary_factor):

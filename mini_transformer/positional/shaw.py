@@ -19,18 +19,15 @@ first adds up each query's attention per distance (``F.scatter_distance``,
 * ``shaw_k`` (int, default 16): the clipping distance k (the survey's K).
 * ``shaw_values`` (bool, default True): also learn a^V. This needs the attention
   probabilities in the graph (``needs_probs``), so attention takes its unfused path.
-
-``ShawRelativePosition.from_functions(clipped_relative_index, like=scheme)`` is
-the same scheme with the index computed by a function you wrote (chapter 4).
 """
-import copy
+from dataclasses import dataclass
 
 from ..engine import functional as F
 from ..engine.backend import rng as make_rng
 from ..engine.backend import xp
 from ..engine.nn import Module, Parameter, init_normal
 from ..engine.validate import check_int
-from .base import PositionalScheme, Setting
+from .base import PositionalScheme, setting
 
 
 def clipped_distance_index(q_pos, k_pos, k):
@@ -46,22 +43,29 @@ class ShawLayer(Module):
         self.a_V = Parameter(init_normal(rng, (2 * k + 1, d_head), std)) if values else None
 
 
+@dataclass(frozen=True)
+class ShawSettings:
+    """The ``GPTConfig.extra`` keys of the ``"shaw"`` scheme."""
+    shaw_k: int = setting(16, "the clipping distance k")
+    shaw_values: bool = setting(True, "also learn the value vectors a^V")
+
+
 class ShawRelativePosition(PositionalScheme):
     """Adds q . a^K_{r_ij} to the scores and, with values, sum_j alpha_ij a^V_{r_ij} to the output."""
 
-    settings = {"shaw_k": Setting(int, 16, "the clipping distance k", "k"),
-                "shaw_values": Setting(bool, True, "also learn the value vectors a^V", "needs_probs")}
+    Settings = ShawSettings
 
     def __init__(self, d_head, n_layers, k=16, values=True, rng=None):
         check_int("ShawRelativePosition: shaw_k", k, minimum=1, why="the clipping distance")
         rng = rng or make_rng(0)
+        self.settings = ShawSettings(shaw_k=k, shaw_values=bool(values))
         self.k, self.d_head, self.needs_probs = k, d_head, bool(values)
         self.layers = [ShawLayer(k, d_head, values, rng) for _ in range(n_layers)]
 
     @classmethod
     def from_config(cls, cfg, rng=None, causal=True):
-        s = cls.setting_values(cfg, causal)
-        return cls(cfg.d_head, cfg.n_layers, s["shaw_k"], s["shaw_values"], rng)
+        s = cls.read_settings(cfg)
+        return cls(cfg.d_head, cfg.n_layers, s.shaw_k, s.shaw_values, rng)
 
     def index(self, q_pos, k_pos):
         """The row of a^K and a^V for each (query, key): ``(T_q, T_k)`` integers in 0 .. 2k."""
@@ -79,32 +83,3 @@ class ShawRelativePosition(PositionalScheme):
         index = self.index(q_pos, k_pos)                                     # (T_q, T_k)
         per_distance = F.scatter_distance(probs, index, 2 * self.k + 1)      # (B, H, T_q, 2k+1)
         return per_distance @ a_V                                            # (B, H, T_q, d_head)
-
-    @classmethod
-    def from_functions(cls, clipped_relative_index, like=None, **settings):
-        r"""Shaw's scheme with the index computed by a function you wrote, so a model trains on your code.
-
-        ``clipped_relative_index(q_pos, k_pos, k)`` returns the ``(T_q, T_k)`` rows
-        \mathrm{clip}(j - i, -k, k) + k. The new scheme takes its settings and a copy of
-        its starting a^K and a^V from ``like`` (for a side-by-side run:
-        ``like=TinyGPT(cfg).positional``), or builds them from ``settings``, the
-        constructor's arguments. Everything else is the library's: the gather into the
-        scores and the scatter of the probabilities, whose checks turn an index outside
-        0 .. 2k into a sentence.
-        """
-        return _FunctionShaw(clipped_relative_index, like if like is not None else cls(**settings))
-
-
-class _FunctionShaw(ShawRelativePosition):
-    """``ShawRelativePosition.from_functions``: the index comes from the function it was given."""
-
-    made_from = "clipped_relative_index"
-
-    def __init__(self, clipped_relative_index, like):
-        self.clipped_relative_index = clipped_relative_index
-        self.k, self.d_head, self.needs_probs = like.k, like.d_head, like.needs_probs
-        self.layers = copy.deepcopy(like.layers)          # the same starting vectors, trained on their own
-
-
-    def index(self, q_pos, k_pos):
-        return self.clipped_relative_index(q_pos, k_pos, self.k)           # (T_q, T_k)

@@ -35,7 +35,7 @@ def sinusoidal_table(pos, d_model, base=10000.0):
 class SinusoidalPositionalEncoding(PositionalScheme):
     """x + PE[offset : offset + T]; no parameters."""
 
-    config_fields = {"sinusoidal_base": "base"}
+    config_fields = ("sinusoidal_base",)
 
     def __init__(self, d_model, base=10000.0):
         self.d_model, self.base = d_model, base
@@ -44,37 +44,9 @@ class SinusoidalPositionalEncoding(PositionalScheme):
     def from_config(cls, cfg, rng=None, causal=True):
         return cls(cfg.d_model, cfg.sinusoidal_base)
 
+    def signature(self):
+        return {"sinusoidal_base": self.base}
+
     def embed(self, x, offset):
         pe = sinusoidal_positional_encoding(x.shape[1], self.d_model, self.base, offset)  # (T, d_model)
         return x + pe.astype(x.dtype)
-
-    @classmethod
-    def from_functions(cls, sinusoidal_positional_encoding, base=10000.0):
-        r"""The sinusoidal scheme computed by a function you wrote, so a model trains on your code.
-
-        ``sinusoidal_positional_encoding(T, d_model, base)`` returns the ``(T, d_model)``
-        table of the positions ``0 .. T-1`` (the signature of chapter 2's exercise). The
-        scheme asks it for ``offset + T`` rows and adds the last ``T`` to the token
-        embeddings, so a cached decoding step gets the rows of its own positions; the
-        width is the model's, read from the embeddings.
-        """
-        return _FunctionSinusoidal(sinusoidal_positional_encoding, base)
-
-
-class _FunctionSinusoidal(SinusoidalPositionalEncoding):
-    """``SinusoidalPositionalEncoding.from_functions``: the table comes from the function it was given."""
-
-    config_fields = {"sinusoidal_base": "base"}
-    made_from = "encoding"
-
-    def __init__(self, encoding, base):
-        self.encoding, self.base = encoding, base
-
-    def embed(self, x, offset):
-        T, d_model = x.shape[1], x.shape[2]
-        pe = xp.asarray(self.encoding(offset + T, d_model, self.base))  # (offset + T, d_model)
-        if tuple(pe.shape) != (offset + T, d_model):
-            raise ValueError(f"SinusoidalPositionalEncoding.from_functions: the function was asked for "
-                             f"T={offset + T} positions of width d_model={d_model} and returned shape "
-                             f"{tuple(pe.shape)}; it must return (T, d_model).")
-        return x + pe[offset:].astype(x.dtype)

@@ -12,18 +12,15 @@ table ``(num_buckets, H)`` is one per model, shared by every layer of the stack.
 * ``max_distance`` (int, default 128);
 * ``bidirectional`` (bool, default: True in ``TinyEncoder``, False in ``TinyGPT``):
   split the buckets between past and future keys, or spend them all on the past.
-
-``RelativePositionBias.from_functions(relative_position_bucket, like=scheme)`` is
-the same scheme with the buckets computed by a function you wrote (chapter 5).
 """
-import copy
 import math
+from dataclasses import dataclass
 
 from ..engine.backend import rng as make_rng
 from ..engine.backend import xp
 from ..engine.nn import Parameter, init_normal
 from ..engine.validate import check_int
-from .base import PositionalScheme, Setting
+from .base import PositionalScheme, setting
 
 
 def relative_position_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
@@ -75,6 +72,14 @@ def _check_buckets(bidirectional, num_buckets, max_distance):
                          f"exact distances, or the log-spaced buckets have no range to cover.")
 
 
+@dataclass(frozen=True)
+class T5Settings:
+    """The ``GPTConfig.extra`` keys of the ``"t5"`` scheme (None: the model decides)."""
+    num_buckets: int = setting(32, "distance buckets per head")
+    max_distance: int = setting(128, "where the last, shared bucket begins")
+    bidirectional: bool = setting(None, "buckets for future keys too; default: True in TinyEncoder, False in TinyGPT")
+
+
 class RelativePositionBias(PositionalScheme):
     r"""A ``(num_buckets, H)`` table; ``bias(T_q, T_k)`` gives the ``(1, H, T_q, T_k)`` bias it adds to the scores.
 
@@ -83,22 +88,19 @@ class RelativePositionBias(PositionalScheme):
     positions it is given.
     """
 
-    settings = {"num_buckets": Setting(int, 32, "distance buckets per head", "num_buckets"),
-                "max_distance": Setting(int, 128, "where the last, shared bucket begins", "max_distance"),
-                "bidirectional": Setting(bool, lambda cfg, causal: not causal,
-                                         "buckets for future keys too; default: True in TinyEncoder, False in TinyGPT",
-                                         "bidirectional")}
+    Settings = T5Settings
 
     def __init__(self, n_heads, num_buckets=32, max_distance=128, bidirectional=True, rng=None, std=0.02):
         _check_buckets(bidirectional, num_buckets, max_distance)
+        self.settings = T5Settings(num_buckets, max_distance, bidirectional)
         self.n_heads, self.num_buckets = n_heads, num_buckets
         self.max_distance, self.bidirectional = max_distance, bidirectional
         self.table = Parameter(init_normal(rng or make_rng(0), (num_buckets, n_heads), std))  # (num_buckets, H)
 
     @classmethod
     def from_config(cls, cfg, rng=None, causal=True):
-        s = cls.setting_values(cfg, causal)
-        return cls(cfg.n_heads, s["num_buckets"], s["max_distance"], s["bidirectional"], rng)
+        s = cls.read_settings(cfg, bidirectional=not causal)
+        return cls(cfg.n_heads, s.num_buckets, s.max_distance, s.bidirectional, rng)
 
     def bias(self, T_q, T_k):
         """The bias ``(1, H, T_q, T_k)`` for T_q queries that are the last of T_k positions."""
@@ -127,47 +129,3 @@ class RelativePositionBias(PositionalScheme):
 
     def score_bias(self, q, k, q_pos, k_pos, layer):
         return self.bias_at(q_pos, k_pos)                                         # (1, H, T_q, T_k)
-
-    @classmethod
-    def from_functions(cls, relative_position_bucket, like=None, **settings):
-        r"""T5's bias with the buckets computed by a function you wrote, so a model trains on your code.
-
-        ``relative_position_bucket(relative_position, bidirectional, num_buckets, max_distance)``
-        maps an integer array of ``key_pos - query_pos`` to bucket ids. The new scheme
-        takes its settings and a copy of its starting table from ``like`` (for a
-        side-by-side run: ``like=TinyGPT(cfg).positional``), or builds them from
-        ``settings``, the constructor's arguments. A bucket outside
-        0 .. num_buckets - 1 is refused in a sentence (NumPy would read bucket -1 as
-        the last row, silently).
-        """
-        return _FunctionRelativePositionBias(relative_position_bucket, like if like is not None else cls(**settings))
-
-
-class _FunctionRelativePositionBias(RelativePositionBias):
-    """``RelativePositionBias.from_functions``: the buckets come from the function it was given."""
-
-    made_from = "relative_position_bucket"
-
-    def __init__(self, relative_position_bucket, like):
-        self.relative_position_bucket = relative_position_bucket
-        self.n_heads, self.num_buckets = like.n_heads, like.num_buckets
-        self.max_distance, self.bidirectional = like.max_distance, like.bidirectional
-        self.table = copy.deepcopy(like.table)              # the same starting table, trained on its own
-
-
-    def bucket(self, relative_position):
-        buckets = self.relative_position_bucket(relative_position, self.bidirectional, self.num_buckets,
-                                                self.max_distance)
-        return check_table_index("relative_position_bucket", buckets, relative_position.shape, self.num_buckets)
-
-
-def check_table_index(who, index, shape, rows):
-    """``index`` as it is, after checking it is an integer array of ``shape`` with entries in 0 .. rows - 1."""
-    index = xp.asarray(index)
-    if index.shape != tuple(shape) or index.dtype.kind not in "iu":
-        raise ValueError(f"{who} returned an array of shape {index.shape} and dtype {index.dtype}; the table "
-                         f"lookup needs integers of shape {tuple(shape)}.")
-    if index.size and (int(index.min()) < 0 or int(index.max()) >= rows):
-        raise ValueError(f"{who} returned rows from {int(index.min())} to {int(index.max())}, but the table has "
-                         f"rows 0 .. {rows - 1}; a negative row would silently read from the end.")
-    return index

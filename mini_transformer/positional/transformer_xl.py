@@ -36,19 +36,15 @@ between segments (always at evaluation).
   read it back as ``scheme.mem_len`` when you build the cache.
 
 R uses ``GPTConfig.sinusoidal_base``.
-
-``TransformerXLRelative.from_functions(relative_shift, like=scheme)`` is the
-same scheme with the shift done by a function you wrote on plain arrays
-(chapter 4), made a trainable op by ``shift_op``.
 """
-import copy
+from dataclasses import dataclass
 
 from ..engine import functional as F
 from ..engine.backend import rng as make_rng
 from ..engine.backend import xp
 from ..engine.nn import Linear, Module, Parameter, init_normal
 from ..engine.validate import check_int
-from .base import PositionalScheme, Setting
+from .base import PositionalScheme, setting
 from .sinusoidal import sinusoidal_table
 
 
@@ -59,18 +55,24 @@ class TransformerXLLayer(Module):
         self.W_kR = Linear(d_model, d_model, rng, bias=False)
 
 
+@dataclass(frozen=True)
+class TransformerXLSettings:
+    """The ``GPTConfig.extra`` key of the ``"transformer_xl"`` scheme (None: the model decides)."""
+    mem_len: int = setting(None, "past tokens the segment memory keeps; default max_len")
+
+
 class TransformerXLRelative(PositionalScheme):
     """Adds (b) + (c) + (d) of the score decomposition, scaled like the content term."""
 
-    settings = {"mem_len": Setting(int, lambda cfg, causal: cfg.max_len,
-                                   "past tokens the segment memory keeps; default max_len", "mem_len")}
-    config_fields = {"sinusoidal_base": "base"}
+    Settings = TransformerXLSettings
+    config_fields = ("sinusoidal_base",)
 
     def __init__(self, d_model, n_heads, n_layers, causal=True, base=10000.0, mem_len=None, rng=None, std=0.02):
         if mem_len is not None:
             check_int("transformer_xl: mem_len", mem_len, minimum=1)
         rng = rng or make_rng(0)
         self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
+        self.settings = TransformerXLSettings(mem_len)
         self.causal, self.base, self.mem_len = causal, base, mem_len
         self.u = Parameter(init_normal(rng, (n_heads, self.d_head), std))   # (H, d_head) global content bias
         self.v = Parameter(init_normal(rng, (n_heads, self.d_head), std))   # (H, d_head) global position bias
@@ -79,10 +81,10 @@ class TransformerXLRelative(PositionalScheme):
     @classmethod
     def from_config(cls, cfg, rng=None, causal=True):
         return cls(cfg.d_model, cfg.n_heads, cfg.n_layers, causal, cfg.sinusoidal_base,
-                   cls.setting_values(cfg, causal)["mem_len"], rng)
+                   cls.read_settings(cfg, mem_len=cfg.max_len).mem_len, rng)
 
     def signature(self):
-        return {**super().signature(), "causal": self.causal}
+        return {**super().signature(), "sinusoidal_base": self.base, "causal": self.causal}
 
     def distances(self, q_pos, k_pos):
         r"""The distances d_{hi}, d_{hi} - 1, ..., d_{lo} for terms (b) and (d), in ``relative_shift``'s order.
@@ -115,76 +117,6 @@ class TransformerXLRelative(PositionalScheme):
     def shift(self, bd, T_k):
         """Move each query's per-distance scores ``(B, H, T_q, L)`` to their keys: ``(B, H, T_q, T_k)``."""
         return F.relative_shift(bd)[:, :, :, :T_k]
-
-    @classmethod
-    def from_functions(cls, relative_shift, like=None, **settings):
-        r"""Transformer-XL with the relative shift done by a function you wrote, so a model trains on your code.
-
-        ``relative_shift(x)`` takes plain arrays ``(..., T_q, T_q + T_k - 1)``, one column
-        per distance from the largest down, and returns ``(..., T_q, T_k)`` with
-        y_{..., i, j} = x_{..., i, j + T_q - 1 - i}. ``shift_op`` makes it an op with a
-        backward. The causal form computes only the distances down to 0, so its
-        ``T_q - 1`` missing columns (future keys, masked anyway) are zeros. The new
-        scheme takes its settings and a copy of u, v and W_{k,R} from ``like`` (for a
-        side-by-side run: ``like=TinyGPT(cfg).positional``), or builds them from
-        ``settings``, the constructor's arguments.
-        """
-        return _FunctionTransformerXL(relative_shift, like if like is not None else cls(**settings))
-
-
-class _FunctionTransformerXL(TransformerXLRelative):
-    """``TransformerXLRelative.from_functions``: the shift comes from the function it was given."""
-
-    made_from = "relative_shift"
-
-    def __init__(self, relative_shift, like):
-        self.relative_shift = relative_shift
-        self.d_model, self.n_heads, self.d_head = like.d_model, like.n_heads, like.d_head
-        self.causal, self.base, self.mem_len = like.causal, like.base, like.mem_len
-        self.u, self.v, self.layers = copy.deepcopy((like.u, like.v, like.layers))  # same start, trained apart
-
-
-    def shift(self, bd, T_k):
-        T_q, L = bd.shape[-2:]
-        if L < T_q + T_k - 1:                                                # causal: no future distances
-            bd = F.pad(bd, [(0, 0)] * (bd.ndim - 1) + [(0, T_q + T_k - 1 - L)])  # (B, H, T_q, T_q + T_k - 1)
-        return shift_op(self.relative_shift, bd)                             # (B, H, T_q, T_k)
-
-
-def shift_op(shift, x):
-    r"""The op y = shift(x), for a function ``shift`` on plain arrays that only moves entries within each row.
-
-    ``x`` is ``(..., T_q, L)``; ``shift`` returns ``(..., T_q, T_k)`` in which every entry
-    is one entry of the same row of x, or a zero pad. Such a map is linear, and its
-    transpose is a scatter: if y_{i,j} = x_{i, c_{ij}}, then
-    gx_{..., i, r} = \sum_j gy_{..., i, j} [c_{ij} = r] (``scatter_distance``), with nothing
-    for a pad. To learn the columns c_{ij} the op runs ``shift`` once more, on a probe: the
-    ``(T_q, L)`` array of the numbers 1 .. T_q L, where 0 can only be a pad. So the forward
-    is your function on the data, and the backward needs nothing from you but where each
-    entry went. A function that adds, scales or mixes rows is refused in a sentence.
-    """
-    *lead, T_q, L = x.shape
-    probe = xp.arange(1, T_q * L + 1, dtype="float64").reshape(T_q, L)     # (T_q, L) entry numbers, 0 for a pad
-    source = xp.asarray(shift(probe))                                     # (T_q, T_k) which entry lands where
-    y = shift(x.data)                                                      # (..., T_q, T_k)
-    if source.ndim != 2 or source.shape[0] != T_q or y.shape != tuple(lead) + source.shape:
-        raise ValueError(f"shift_op: the shift turned x of shape {x.shape} into {y.shape} (and a ({T_q}, {L}) "
-                         f"array into {source.shape}); it must keep every axis but the last, (..., T_q, T_k).")
-    number = xp.rint(source).astype("int64")
-    rows = (number - 1) // L                                               # (T_q, T_k) the row each entry came from
-    moved = (number > 0) & (rows != xp.arange(T_q)[:, None])
-    if not bool(xp.all(source == number)) or int(number.min()) < 0 or int(number.max()) > T_q * L \
-            or bool(xp.any(moved)):
-        raise ValueError("shift_op: the shift does more than move entries within their row (it adds, scales or "
-                         "mixes rows), so its backward cannot be read from where the entries went; a relative "
-                         "shift only moves them.")
-    keep = (number > 0).astype(x.dtype)                                    # (T_q, T_k) 0 where a pad landed
-    column = xp.where(number > 0, (number - 1) % L, 0)                     # (T_q, T_k) c_ij
-
-    def backward(gy):
-        return (F.scatter_distance(F.as_tensor(gy * keep), column, L).data,)
-    return F.op(y.astype(x.dtype, copy=False), (x,), backward)
-
 
 def _check_consecutive(name, pos):
     if pos.shape[0] == 0 or (pos.shape[0] > 1 and not bool(xp.all(pos[1:] - pos[:-1] == 1))):

@@ -12,8 +12,7 @@ from mini_transformer.model import data
 from mini_transformer.engine.autograd import Tensor, no_grad
 from mini_transformer.engine.backend import asarray, to_numpy
 from mini_transformer.model import GPTConfig, TinyGPT
-from mini_transformer.positional.learned import LearnedPositionalEmbedding
-from mini_transformer.positional.sinusoidal import SinusoidalPositionalEncoding
+from exercises.adapters import from_functions
 from exercises.adapters.side_by_side import train_side_by_side
 from solutions import learned as learned_reference
 from solutions import sinusoidal as sinusoidal_reference
@@ -34,7 +33,7 @@ def config(positional, **kw):
 # ---------------------------------------------------------------------------
 
 def test_the_reference_encoding_trains_exactly_like_the_library():
-    scheme = SinusoidalPositionalEncoding.from_functions(sinusoidal_reference.sinusoidal_positional_encoding)
+    scheme = from_functions.sinusoidal(sinusoidal_reference.sinusoidal_positional_encoding)
     res = train_side_by_side(config("sinusoidal"), scheme, batches, steps=4)
     assert res.first_difference is None and res.max_difference <= 1e-12
 
@@ -43,14 +42,14 @@ def test_a_swapped_encoding_parts_at_the_first_step():
     def swapped(T, d_model, base=10000.0):
         pe = sinusoidal_reference.sinusoidal_positional_encoding(T, d_model, base)
         return pe.reshape(T, d_model // 2, 2)[..., ::-1].reshape(T, d_model)  # cos in even columns
-    res = train_side_by_side(config("sinusoidal"), SinusoidalPositionalEncoding.from_functions(swapped), batches,
+    res = train_side_by_side(config("sinusoidal"), from_functions.sinusoidal(swapped), batches,
                              steps=3)
     assert res.first_difference == 0 and "the curves part at step 0" in res.report()
 
 
 def test_the_encoding_is_read_at_the_tokens_own_positions():
     """embed at offset 5 adds the rows of positions 5, 6, 7: sin(5), cos(5) ... worked by hand for d_model 2."""
-    scheme = SinusoidalPositionalEncoding.from_functions(sinusoidal_reference.sinusoidal_positional_encoding)
+    scheme = from_functions.sinusoidal(sinusoidal_reference.sinusoidal_positional_encoding)
     out = to_numpy(scheme.embed(asarray(np.zeros((1, 3, 2))), 5))
     np.testing.assert_allclose(out[0], [[math.sin(t), math.cos(t)] for t in (5, 6, 7)], atol=1e-15)
     assert scheme.signature() == {"sinusoidal_base": 10000.0,
@@ -58,7 +57,7 @@ def test_the_encoding_is_read_at_the_tokens_own_positions():
 
 
 def test_a_table_of_the_wrong_shape_is_refused_in_a_sentence():
-    scheme = SinusoidalPositionalEncoding.from_functions(
+    scheme = from_functions.sinusoidal(
         lambda T, d_model, base=10000.0: sinusoidal_reference.sinusoidal_positional_encoding(T, d_model, base)[:, ::2])
     with pytest.raises(ValueError, match=r"returned shape \(3, 2\); it must return \(T, d_model\)"):
         scheme.embed(asarray(np.zeros((1, 3, 4))), 0)
@@ -75,7 +74,7 @@ def start_table(cfg):
 
 def test_the_reference_lookup_trains_exactly_like_the_library():
     cfg = config("learned")
-    scheme = LearnedPositionalEmbedding.from_functions(learned_reference.position_rows, start_table(cfg))
+    scheme = from_functions.learned(learned_reference.position_rows, start_table(cfg))
     res = train_side_by_side(cfg, scheme, batches, steps=4)
     assert res.first_difference is None and res.max_difference <= 1e-12
 
@@ -83,13 +82,13 @@ def test_the_reference_lookup_trains_exactly_like_the_library():
 def test_a_lookup_one_row_late_parts_at_the_first_step():
     cfg = config("learned", max_len=9)
     late = lambda weight, T, offset=0: weight[None, offset + 1:offset + T + 1]  # noqa: E731
-    res = train_side_by_side(cfg, LearnedPositionalEmbedding.from_functions(late, start_table(cfg)), batches, steps=3)
+    res = train_side_by_side(cfg, from_functions.learned(late, start_table(cfg)), batches, steps=3)
     assert res.first_difference == 0
 
 
 def test_the_table_is_copied_and_trained():
     table = np.arange(16.0).reshape(8, 2)
-    scheme = LearnedPositionalEmbedding.from_functions(learned_reference.position_rows, table)
+    scheme = from_functions.learned(learned_reference.position_rows, table)
     assert scheme.max_positions == 8 and [n for n, _ in scheme.named_parameters()] == ["weight"]
     assert scheme.signature() == {"max_len": 8, "from_functions": "solutions.learned.position_rows"}
     out = scheme.embed(Tensor(asarray(np.zeros((2, 3, 2)))), 4)
@@ -102,11 +101,11 @@ def test_the_table_is_copied_and_trained():
 
 
 def test_a_lookup_that_drops_the_gradient_is_refused_in_a_sentence():
-    scheme = LearnedPositionalEmbedding.from_functions(lambda weight, T, offset=0: weight.data[None, offset:offset + T],
+    scheme = from_functions.learned(lambda weight, T, offset=0: weight.data[None, offset:offset + T],
                                                        np.zeros((8, 2)))
     with pytest.raises(ValueError, match=r"plain ndarray .* slice the table instead"):
         scheme.rows(3, 0)
-    scheme = LearnedPositionalEmbedding.from_functions(lambda weight, T, offset=0: weight[offset:offset + T],
+    scheme = from_functions.learned(lambda weight, T, offset=0: weight[offset:offset + T],
                                                        np.zeros((8, 2)))
     with pytest.raises(ValueError, match=r"returned shape \(3, 2\); it must return \(1, T, d_model\)"):
         scheme.rows(3, 0)
@@ -120,7 +119,7 @@ def test_cached_generation_runs_the_functions_at_the_cached_positions():
     ignored = lambda weight, T, offset=0: weight[None, :T]  # noqa: E731
     runs = {}
     for name, fn in [("reference", learned_reference.position_rows), ("offset ignored", ignored)]:
-        model.positional = LearnedPositionalEmbedding.from_functions(fn, model.positional.weight.data)
+        model.positional = from_functions.learned(fn, model.positional.weight.data)
         with no_grad():
             runs[name] = [to_numpy(model.generate(prompt, 10, greedy=True, use_cache=c)) for c in (True, False)]
     np.testing.assert_array_equal(*runs["reference"])

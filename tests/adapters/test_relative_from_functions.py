@@ -15,10 +15,8 @@ from mini_transformer.engine import backend
 from mini_transformer.model import data
 from mini_transformer.engine.gradcheck import assert_gradcheck
 from mini_transformer.model import GPTConfig, TinyEncoder, TinyGPT
-from mini_transformer.positional.relative_2d import RelativePositionBias2D
-from mini_transformer.positional.shaw import ShawRelativePosition
-from mini_transformer.positional.t5 import RelativePositionBias
-from mini_transformer.positional.transformer_xl import TransformerXLRelative, shift_op
+from exercises.adapters import from_functions
+from exercises.adapters.from_functions import shift_op
 from exercises.adapters.side_by_side import train_side_by_side
 from solutions import relative, t5
 
@@ -113,21 +111,21 @@ def _t5_wrong(relative_position, bidirectional=True, num_buckets=32, max_distanc
 
 
 SCHEMES = {
-    "shaw": (config("shaw", shaw_k=2), ShawRelativePosition, relative.clipped_relative_index,
+    "shaw": (config("shaw", shaw_k=2), from_functions.shaw, relative.clipped_relative_index,
              lambda q_pos, k_pos, k: 2 * k - relative.clipped_relative_index(q_pos, k_pos, k)),  # sign reversed
-    "transformer_xl": (config("transformer_xl"), TransformerXLRelative, relative.relative_shift,
+    "transformer_xl": (config("transformer_xl"), from_functions.transformer_xl, relative.relative_shift,
                        lambda x: relative.relative_shift(x[..., ::-1])[..., ::-1]),         # the wrong way
-    "t5": (config("t5", num_buckets=8, max_distance=6), RelativePositionBias, t5.relative_position_bucket,
+    "t5": (config("t5", num_buckets=8, max_distance=6), from_functions.t5, t5.relative_position_bucket,
            _t5_wrong),
-    "relative_2d": (config("relative_2d", window_size=3), RelativePositionBias2D, t5.swin_relative_index,
+    "relative_2d": (config("relative_2d", window_size=3), from_functions.relative_2d, t5.swin_relative_index,
                     lambda w: t5.swin_relative_index(w).T.copy()),                          # offsets negated
 }
 
 
 @pytest.mark.parametrize("name", sorted(SCHEMES))
 def test_the_reference_functions_train_exactly_like_the_library(name):
-    cfg, cls, right, _ = SCHEMES[name]
-    yours = cls.from_functions(right, like=TinyGPT(cfg).positional).to_dtype("float64")
+    cfg, adapt, right, _ = SCHEMES[name]
+    yours = adapt(right, like=TinyGPT(cfg).positional).to_dtype("float64")
     res = train_side_by_side(cfg, yours, batches, steps=4)
     assert res.first_difference is None and res.max_difference <= 1e-12, res.report()
     assert yours.signature()["from_functions"].endswith(right.__name__)
@@ -135,17 +133,17 @@ def test_the_reference_functions_train_exactly_like_the_library(name):
 
 @pytest.mark.parametrize("name", sorted(SCHEMES))
 def test_a_wrong_function_parts_at_the_first_step(name):
-    cfg, cls, _, wrong = SCHEMES[name]
-    res = train_side_by_side(cfg, cls.from_functions(wrong, like=TinyGPT(cfg).positional).to_dtype("float64"),
+    cfg, adapt, _, wrong = SCHEMES[name]
+    res = train_side_by_side(cfg, adapt(wrong, like=TinyGPT(cfg).positional).to_dtype("float64"),
                              batches, steps=2)
     assert res.first_difference == 0, res.report()
 
 
 def test_from_functions_copies_the_start_and_trains_its_own_copy():
     lib = TinyGPT(config("t5")).positional
-    yours = RelativePositionBias.from_functions(t5.relative_position_bucket, like=lib)
+    yours = from_functions.t5(t5.relative_position_bucket, like=lib)
     assert yours.table is not lib.table and np.array_equal(yours.table.data, lib.table.data)
-    built = ShawRelativePosition.from_functions(relative.clipped_relative_index, d_head=8, n_layers=2, k=3)
+    built = from_functions.shaw(relative.clipped_relative_index, d_head=8, n_layers=2, k=3)
     assert built.k == 3 and len(built.layers) == 2 and built.layers[0].a_K.shape == (7, 8)
 
 
@@ -154,20 +152,20 @@ def test_transformer_xl_from_functions_in_the_encoder_form():
     lib = TinyEncoder(cfg).to_dtype("float64")
     ids = backend.asarray(np.random.default_rng(3).integers(0, 16, size=(2, 7)))
     want = lib(ids).numpy()
-    lib.positional = TransformerXLRelative.from_functions(relative.relative_shift, like=lib.positional)
+    lib.positional = from_functions.transformer_xl(relative.relative_shift, like=lib.positional)
     assert np.array_equal(lib(ids).numpy(), want)
 
 
-@pytest.mark.parametrize("cls,fn,bad,why", [
-    (RelativePositionBias, t5.relative_position_bucket, lambda *a: t5.relative_position_bucket(*a) - 1,
+@pytest.mark.parametrize("name,fn,bad,why", [
+    ("t5", t5.relative_position_bucket, lambda *a: t5.relative_position_bucket(*a) - 1,
      "a negative row would silently read from the end"),
-    (RelativePositionBias, t5.relative_position_bucket, lambda *a: t5.relative_position_bucket(*a).astype(float),
+    ("t5", t5.relative_position_bucket, lambda *a: t5.relative_position_bucket(*a).astype(float),
      "needs integers"),
-    (RelativePositionBias2D, t5.swin_relative_index, lambda w: t5.swin_relative_index(w)[:-1], "needs integers"),
+    ("relative_2d", t5.swin_relative_index, lambda w: t5.swin_relative_index(w)[:-1], "needs integers"),
 ])
-def test_a_bad_index_is_refused_in_a_sentence(cls, fn, bad, why):
-    cfg = config({RelativePositionBias: "t5", RelativePositionBias2D: "relative_2d"}[cls])
-    scheme = cls.from_functions(bad, like=TinyGPT(cfg).positional)
+def test_a_bad_index_is_refused_in_a_sentence(name, fn, bad, why):
+    cfg = config(name)
+    scheme = getattr(from_functions, name)(bad, like=TinyGPT(cfg).positional)
     with pytest.raises(ValueError, match=why):
         scheme.bias_at(backend.asarray(np.arange(4)), backend.asarray(np.arange(4)))
 
@@ -176,9 +174,9 @@ def test_a_bad_index_is_refused_in_a_sentence(cls, fn, bad, why):
 def test_the_function_schemes_run_on_every_backend(each_backend, name):
     # the strict stand-in refuses host NumPy exactly where CuPy would: the reader's function and the checks
     # around it must stay on the backend
-    cfg, cls, right, _ = SCHEMES[name]
+    cfg, adapt, right, _ = SCHEMES[name]
     model = TinyGPT(cfg)
-    model.positional = cls.from_functions(right, like=model.positional)
+    model.positional = adapt(right, like=model.positional)
     model.zero_grad()
     model(backend.asarray(np.random.default_rng(4).integers(0, 16, size=(2, 9)))).sum().backward()
     assert all(p.grad is not None for p in model.positional.parameters())

@@ -3,7 +3,7 @@ import pytest
 
 from mini_transformer.model import data
 from mini_transformer.model import GPTConfig
-from mini_transformer.positional.rope import RoPE
+from exercises.adapters import from_functions
 from exercises.adapters.side_by_side import train_side_by_side
 from solutions import rope as reference
 
@@ -16,7 +16,7 @@ def batches(g):
 
 
 def test_the_reference_functions_train_exactly_like_the_library():
-    res = train_side_by_side(CFG, RoPE.from_functions(reference.RotaryEmbedding(CFG.d_head), reference.apply_rotary),
+    res = train_side_by_side(CFG, from_functions.rope(reference.RotaryEmbedding(CFG.d_head), reference.apply_rotary),
                              batches, steps=6)
     assert res.first_difference is None and res.max_difference <= 1e-12
     assert "exactly as the library does" in res.report()
@@ -27,13 +27,13 @@ def test_the_reference_functions_train_exactly_like_the_library():
     lambda x, cos, sin: x * cos + reference.rotate_half(x) * cos,              # sin and cos mixed up
 ])
 def test_a_wrong_rotation_is_reported_where_the_curves_part(wrong):
-    res = train_side_by_side(CFG, RoPE.from_functions(reference.RotaryEmbedding(CFG.d_head), wrong), batches, steps=6)
+    res = train_side_by_side(CFG, from_functions.rope(reference.RotaryEmbedding(CFG.d_head), wrong), batches, steps=6)
     assert res.first_difference == 0                                           # the very first loss differs
     assert "the curves part at step 0" in res.report()
 
 
 def test_positions_with_a_gap_are_refused_in_a_sentence():
-    scheme = RoPE.from_functions(reference.RotaryEmbedding(4), reference.apply_rotary)
+    scheme = from_functions.rope(reference.RotaryEmbedding(4), reference.apply_rotary)
     from mini_transformer import Tensor
     from mini_transformer.engine import backend
     x = Tensor(backend.rng(0).normal(size=(1, 1, 2, 4)))
@@ -48,3 +48,23 @@ def test_the_plot_marks_where_the_curves_part():
     assert list(ax.get_lines()[2].get_xdata()) == [1, 1]                      # the vertical line at step 1
     ax = SideBySide(library=[1.0, 0.5], yours=[1.0, 0.5], tolerance=1e-6).plot(log=True)
     assert len(ax.get_lines()) == 2 and ax.get_yscale() == "log"
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_rope_from_your_functions_turns_like_the_library_at_any_offset(each_backend, dtype):
+    # the chapter's side-by-side scheme: tables from RotaryEmbedding, the turn from the public apply_rotary
+    import numpy as np
+    from mini_transformer import Tensor
+    from mini_transformer.engine import backend
+    from mini_transformer.positional import make_scheme
+    from mini_transformer.positional.rope import RotaryEmbedding, apply_rotary
+    mine = from_functions.rope(RotaryEmbedding(4), apply_rotary)
+    library = make_scheme(GPTConfig(vocab_size=8, d_model=4, n_heads=1, n_layers=1, max_len=16, positional="rope"),
+                          backend.rng(0)).to_dtype("float64")
+    x = Tensor(backend.asarray(np.random.default_rng(2).normal(size=(1, 1, 3, 4)).astype(dtype)))
+    for pos in ([5, 6, 7], [0]):
+        P = backend.asarray(np.asarray(pos, dtype=np.int64))
+        got = mine.rotate(x[:, :, :len(pos)], P, 0)
+        assert str(got.dtype) == dtype
+        np.testing.assert_allclose(backend.to_numpy(got), backend.to_numpy(library.rotate(x[:, :, :len(pos)], P, 0)),
+                                   rtol=0, atol=1e-15 if dtype == "float64" else 1e-6)

@@ -18,6 +18,7 @@ from mini_transformer.engine import backend, kernels
 from mini_transformer.engine.kernels import threads
 from mini_transformer.model import GPTConfig, TinyGPT
 from mini_transformer.model.train import TrainConfig, train
+from mini_transformer.positional.rope import apply_rotary as rope_reference
 
 pytestmark = pytest.mark.usefixtures("each_backend")
 
@@ -36,6 +37,11 @@ def head_view(seed, B, H, T, d):
 def causal(T_q, T_k):
     """Queries are the last T_q of T_k positions; True where a query may look."""
     return np.arange(T_k)[None, :] <= np.arange(T_k - T_q, T_k)[:, None]
+
+
+def rotary(ops):
+    """The set's RoPE rotation: the fast kernel, or (None in REFERENCE) the scheme's own op in positional/rope.py."""
+    return ops.apply_rotary or rope_reference
 
 
 def rope_tables(seed, T, r, interleaved=False, factor=1.0):
@@ -87,15 +93,15 @@ CASES = {
         lambda ops, i: [ops.attention(i.t(0, 2, 2, 2, 3, 4), i.t(1, 2, 2, 2, 3, 4), i.t(2, 2, 2, 2, 3, 4),
                                       bias=i.a(host(3, 2, 2, 2, 3, 3)))],
     "apply_rotary: rotate-half":
-        lambda ops, i: [ops.apply_rotary(i.t(0, 2, 3, 5, 8), *i.tables(1, 5, 8))],
+        lambda ops, i: [rotary(ops)(i.t(0, 2, 3, 5, 8), *i.tables(1, 5, 8))],
     "apply_rotary: interleaved":
-        lambda ops, i: [ops.apply_rotary(i.t(0, 2, 3, 5, 8), *i.tables(1, 5, 8, True), interleaved=True)],
+        lambda ops, i: [rotary(ops)(i.t(0, 2, 3, 5, 8), *i.tables(1, 5, 8, True), interleaved=True)],
     "apply_rotary: partial rotary, T = 1":
-        lambda ops, i: [ops.apply_rotary(i.t(0, 2, 3, 1, 8), *i.tables(1, 1, 4))],
+        lambda ops, i: [rotary(ops)(i.t(0, 2, 3, 1, 8), *i.tables(1, 1, 4))],
     "apply_rotary: head views, an attention factor":
-        lambda ops, i: [ops.apply_rotary(i.t(0, 2, 3, 5, 8, view=True), *i.tables(1, 5, 8, factor=1.2))],
+        lambda ops, i: [rotary(ops)(i.t(0, 2, 3, 5, 8, view=True), *i.tables(1, 5, 8, factor=1.2))],
     "apply_rotary: one key shared by every head (decoupled RoPE)":
-        lambda ops, i: [ops.apply_rotary(i.t(0, 2, 1, 5, 4), *i.tables(1, 5, 4))],
+        lambda ops, i: [rotary(ops)(i.t(0, 2, 1, 5, 4), *i.tables(1, 5, 4))],
     "gelu: (B, T, 4 d_model)":
         lambda ops, i: [ops.gelu(i.t(0, 2, 3, 16, scale=3.0))],
     "gelu: a transposed view":
@@ -214,8 +220,13 @@ def test_tiny_gpt_trains_to_the_same_parameters_with_either_kernel_set(positiona
 def test_each_kernel_set_holds_the_code_it_names():
     fields = [f for f in kernels.Kernels.__dataclass_fields__ if f != "name"]
     for f in fields:
-        assert getattr(kernels.REFERENCE, f).__module__ in (
-            "mini_transformer.engine.functional", "mini_transformer.engine.autograd", "mini_transformer.engine.optim"), f
+        if f == "apply_rotary":      # None: the RoPE schemes run their own op, beside their frequencies
+            assert kernels.REFERENCE.apply_rotary is None and rotary(kernels.REFERENCE).__module__ == \
+                "mini_transformer.positional.rope"
+        else:
+            assert getattr(kernels.REFERENCE, f).__module__ in (
+                "mini_transformer.engine.functional", "mini_transformer.engine.autograd",
+                "mini_transformer.engine.optim"), f
         assert getattr(kernels.FAST, f).__module__.startswith("mini_transformer.engine.kernels."), f
     assert kernels.select("reference") is kernels.REFERENCE and kernels.select("fast") is kernels.FAST
     with pytest.raises(ValueError, match=r"kernels='quick' is not a kernel set; choose 'reference'"):

@@ -32,7 +32,7 @@ from mini_transformer.evaluation.experiments import (attention_sinks, permutatio
 from mini_transformer.evaluation.experiments.train_short_test_long import context_use
 from mini_transformer.model import GPTConfig, TinyGPT
 from mini_transformer.model.kv_cache import KVCache
-from mini_transformer.positional.alibi import ALiBi
+from exercises.adapters import from_functions
 
 # ---------------------------------------------------------------------------
 # Train short, test long (quick: none, learned, rope, alibi; L = 32, 300 steps)
@@ -95,7 +95,7 @@ def model(positional, **kw):
 def test_a_model_that_sees_only_the_current_token_scores_the_same_with_a_window():
     # slopes of 1000 nats per token: every key but the query itself gets weight exp(-1000) = 0 exactly
     m = model("alibi")
-    m.positional = ALiBi.from_functions(lambda n_heads: np.full(n_heads, 1000.0))
+    m.positional = from_functions.alibi(lambda n_heads: np.full(n_heads, 1000.0))
     u = context_use(m, STREAM, L, 4 * L, n_windows=4, seed=1)
     assert u["positions"] == list(range(L, 4 * L, 1))            # stride L // 8 = 1
     np.testing.assert_allclose(u["full"], u["window"], rtol=0, atol=1e-12)

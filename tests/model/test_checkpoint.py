@@ -298,7 +298,7 @@ CHANGED = {"shaw_k": 3, "shaw_values": False, "mem_len": 5, "num_buckets": 8, "m
            "d_rope": 4, "rope_base": 500.0, "sinusoidal_base": 100.0, "max_len": 12,
            "rope_scaling": {"rope_type": "linear", "factor": 2.0}}
 FIELDS = {f.name for f in dataclasses.fields(GPTConfig)}
-BINDINGS = [(name, key) for name, cls in SCHEMES.items() for key in [*cls.settings, *cls.config_fields]]
+BINDINGS = [(name, key) for name, cls in SCHEMES.items() for key in cls.declared()]
 
 
 def scheme_model(name, cls=TinyGPT, **changes):
@@ -348,7 +348,8 @@ def test_the_same_settings_load_however_they_are_spelled(name, tmp_path):
     path = str(tmp_path / f"{name}.npz")
     model = scheme_model(name)
     save_checkpoint(path, model)
-    spelled = {k: v for k, v in model.positional.signature().items() if k in type(model.positional).settings}
+    names = [f.name for f in dataclasses.fields(type(model.positional).Settings)]
+    spelled = {k: v for k, v in model.positional.signature().items() if k in names}
     twin = scheme_model(name, seed=7, **spelled)
     load_checkpoint(path, twin)
     x = np.arange(9)[None] % 8
@@ -424,11 +425,12 @@ def test_a_refusal_names_the_first_declared_setting_and_lists_the_others(tmp_pat
 
 
 def test_a_model_on_your_own_rope_functions_records_which_functions(tmp_path):
-    # RoPE.from_functions (the chapter's side-by-side training) binds the function that turns q and k by name, so
+    # from_functions.rope (the chapter's side-by-side training) binds the function that turns q and k by name, so
     # its weights never load silently into the library's RoPE, nor the library's into it
-    from mini_transformer.positional.rope import RoPE, RotaryEmbedding, apply_rotary
+    from exercises.adapters import from_functions
+    from mini_transformer.positional.rope import RotaryEmbedding, apply_rotary
     mine = scheme_model("rope")
-    mine.positional = RoPE.from_functions(RotaryEmbedding(4), apply_rotary)
+    mine.positional = from_functions.rope(RotaryEmbedding(4), apply_rotary)
     assert mine.positional.signature() == {"from_functions": "mini_transformer.positional.rope.apply_rotary"}
     path = str(tmp_path / "mine.npz")
     save_checkpoint(path, mine)

@@ -1,4 +1,6 @@
 """The positional-scheme protocol: declared settings, checked configs, and signatures that name every setting."""
+from dataclasses import fields
+
 import pytest
 
 from mini_transformer.model import GPTConfig, TinyEncoder, TinyGPT
@@ -18,8 +20,9 @@ def config(positional, **extra):
 def test_every_scheme_is_a_class_that_declares_its_settings():
     for name, cls in SCHEMES.items():
         assert issubclass(cls, PositionalScheme)
-        for key, s in cls.settings.items():
-            assert s.type in (bool, int, float) and s.doc, (name, key)
+        for s in fields(cls.Settings):
+            key = s.name
+            assert s.type in (bool, int, float) and s.metadata["doc"], (name, key)
             assert key in OTHER_VALUE, f"add a test value for {name}'s setting {key!r}"
 
 
@@ -52,8 +55,8 @@ def test_an_unknown_kernel_set_is_refused_when_the_config_is_made():
 @pytest.mark.parametrize("name", sorted(SCHEMES))
 def test_the_signature_names_every_setting_and_follows_each_change(name):
     base = TinyGPT(config(name)).positional.signature()
-    assert set(SCHEMES[name].settings) | set(SCHEMES[name].config_fields) <= set(base)
-    for key in SCHEMES[name].settings:
+    assert set(SCHEMES[name].declared()) <= set(base)
+    for key in [s.name for s in fields(SCHEMES[name].Settings)]:
         changed = TinyGPT(config(name, **{key: OTHER_VALUE[key]})).positional.signature()
         assert changed[key] == OTHER_VALUE[key] != base[key], (name, key)
 

@@ -1,7 +1,8 @@
 r"""The two sets of kernels, and the one switch between them.
 
 Every op a chapter talks about has a **reference form**: the equation in code,
-in ``functional.py``, ``autograd.py`` and ``optim.py``, short, one thread, no
+in ``functional.py``, ``autograd.py`` and ``optim.py`` (RoPE's in
+``positional/rope.py``, beside its frequencies), short, one thread, no
 memory-order tricks. Some also have a **fast kernel** here, one file each,
 with the same signature and the same numbers (``tests/engine/test_kernels.py`` checks
 values and gradients to 1e-10 in float64). Each file's docstring says what it
@@ -11,7 +12,7 @@ does differently and why.
 op                          reference                                    fast kernel
 ==========================  ===========================================  ==========================
 attention                   ``functional.scaled_dot_product_attention``  ``kernels/attention.py``
-RoPE                        ``functional.apply_rotary``                  ``kernels/rope.py``
+RoPE                        ``positional/rope.py``, ``apply_rotary``     ``kernels/rope.py``
 GELU                        ``autograd.gelu``                            ``kernels/gelu.py``
 layer norm, RMS norm        ``functional.layer_norm``, ``rms_norm``      ``kernels/norms.py``
 cross-entropy               ``functional.cross_entropy``                 ``kernels/cross_entropy.py``
@@ -40,7 +41,7 @@ class Kernels:
     """One implementation of each op that has a fast kernel; a model calls them through this."""
     name: str
     attention: object
-    apply_rotary: object
+    apply_rotary: object    # None in REFERENCE: the RoPE schemes then run their own, in positional/rope.py
     gelu: object
     layer_norm: object
     rms_norm: object
@@ -51,7 +52,7 @@ class Kernels:
     clip_grad_norm: object
 
 
-REFERENCE = Kernels("reference", functional.scaled_dot_product_attention, functional.apply_rotary, autograd.gelu,
+REFERENCE = Kernels("reference", functional.scaled_dot_product_attention, None, autograd.gelu,
                     functional.layer_norm, functional.rms_norm, functional.cross_entropy, functional.qkv_projection,
                     functional.embedding, optim.AdamW, optim.clip_grad_norm)
 

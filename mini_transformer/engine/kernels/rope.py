@@ -1,4 +1,4 @@
-r"""Fast RoPE: the same numbers as ``functional.apply_rotary``, as matrix products in x's own memory order.
+r"""Fast RoPE: the same numbers as ``positional/rope.py``'s ``apply_rotary``, as matrix products in x's memory order.
 
 The reference computes x \odot \cos + \mathrm{rot}(x) \odot \sin with ``rot`` built
 by slicing and concatenating halves: one short loop per head and position.
@@ -18,7 +18,7 @@ import functools
 from .. import backend
 from ..autograd import op, _raw, contiguous
 from ..backend import xp
-from ..functional import check_rotary_width
+from ..validate import check_rotary_width
 from .layout import memory_order
 
 
@@ -64,7 +64,7 @@ def _quarter_turn(r, interleaved, dtype, backend_name):
 
 
 def apply_rotary(x, cos, sin, interleaved=False):
-    r"""``functional.apply_rotary`` as matrix products in x's memory order (see the module docstring)."""
+    r"""``positional.rope.apply_rotary`` as matrix products in x's memory order (see the module docstring)."""
     cos, sin = _raw(cos), _raw(sin)
     a = x.data
     d, r = a.shape[-1], check_rotary_width(a, cos)
