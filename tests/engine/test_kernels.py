@@ -186,8 +186,9 @@ def test_fast_adamw_and_clipping_equal_the_reference_over_several_steps(thread_c
     np.testing.assert_allclose(n_fast, n_ref, rtol=RTOL)
     for a, b in zip(p_fast, p_ref):
         np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL)
-    for key in ("m", "v"):
-        np.testing.assert_allclose(s_fast[key], s_ref[key], rtol=RTOL, atol=ATOL)
+    assert s_fast.keys() == s_ref.keys() == {"t", *(f"{name}.{i}" for name in "mv" for i in range(len(p_ref)))}
+    for key in s_ref.keys() - {"t"}:
+        np.testing.assert_allclose(s_fast[key], s_ref[key], rtol=RTOL, atol=ATOL, err_msg=key)
     assert s_fast["t"] == s_ref["t"] == 5
 
 
@@ -209,6 +210,31 @@ def test_tiny_gpt_trains_to_the_same_parameters_with_either_kernel_set(positiona
     assert not np.allclose(p_ref["head.weight"], TinyGPT(GPTConfig(vocab_size=16, d_model=16, n_layers=2, n_heads=2,
                                                                    max_len=8, positional=positional)).state_dict()
                            ["head.weight"])      # training moved the weights: the comparison is not vacuous
+
+
+@pytest.mark.parametrize("first, then", [("reference", "fast"), ("fast", "reference")])
+def test_a_checkpoint_of_either_adamw_resumes_in_the_other_as_if_never_interrupted(first, then, tmp_path):
+    data = np.random.default_rng(0).integers(0, 16, size=(4, 9))
+    x, y = backend.asarray(data[:, :-1]), backend.asarray(data[:, 1:])
+
+    def model(name):
+        return TinyGPT(GPTConfig(vocab_size=16, d_model=16, n_layers=2, n_heads=2, max_len=8, kernels=name)
+                       ).to_dtype("float64")
+
+    # min_lr = lr: after one warmup step the rate is constant, so 3 steps then 3 more follow the 6-step schedule
+    settings = dict(lr=1e-2, min_lr=1e-2, warmup=1, progress=False)
+    straight = model(then)
+    straight_run = train(straight, lambda rng: (x, y), TrainConfig(steps=6, **settings))
+    path = str(tmp_path / "ck.npz")
+    train(model(first), lambda rng: (x, y), TrainConfig(steps=3, checkpoint_path=path, **settings))
+    resumed = model(then)
+    resumed_run = train(resumed, lambda rng: (x, y), TrainConfig(steps=6, **settings), resume_from=path)
+    np.testing.assert_allclose(resumed_run.losses, straight_run.losses[3:], rtol=1e-10)
+    p_straight, p_resumed = straight.state_dict(), resumed.state_dict()
+    for key in p_straight:
+        np.testing.assert_allclose(p_resumed[key], p_straight[key], rtol=1e-10, atol=1e-10, err_msg=key)
+    moved = resumed.state_dict()["head.weight"] - model(then).state_dict()["head.weight"]
+    assert np.abs(moved).max() > 1e-3                     # six steps moved the weights: the comparison is not vacuous
 
 
 def test_each_kernel_set_holds_the_code_it_names():
