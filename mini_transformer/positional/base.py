@@ -35,7 +35,6 @@ which is what a checkpoint binds.
 import contextlib
 from dataclasses import dataclass
 
-from ..engine.kernels import REFERENCE
 from ..engine.nn import Module
 
 
@@ -77,8 +76,6 @@ class PositionalScheme(Module):
     #: True if a key's rotation depends on more than its own position (dynamic NTK: the current length),
     #: so a KV cache must store keys unrotated and rotate them afresh at every step
     rerotate_keys = False
-    #: the kernel set for the ops a scheme calls (RoPE's rotation); the model sets its own
-    kernels = REFERENCE
     #: for a scheme made by ``from_functions``: the attribute that holds the reader's function
     made_from = None
 

@@ -31,6 +31,7 @@ cached once; the scores are the same.
 
 It also reads ``rope_base`` and ``rope_scaling`` like ``"rope"``.
 """
+from ..engine import kernels
 from ..engine.backend import rng as make_rng
 from ..engine.nn import Linear, Module
 from ..engine.validate import check_int
@@ -80,8 +81,8 @@ class DecoupledRoPE(PositionalScheme):
         k_R = lay.W_KR(k_cat).reshape(B, 1, T_k, self.d_rope)                     # (B, 1, T_k, d_rope) all heads
         cos_q, sin_q = self.rotary.at(q_pos)                                      # (T_q, d_rope) each
         cos_k, sin_k = self.rotary.at(k_pos)                                      # (T_k, d_rope) each
-        q_R = self.kernels.apply_rotary(q_R, cos_q.astype(q.dtype), sin_q.astype(q.dtype)) * (1.0 / d_head ** 0.5)
-        k_R = self.kernels.apply_rotary(k_R, cos_k.astype(q.dtype), sin_k.astype(q.dtype))
+        q_R = kernels.active().apply_rotary(q_R, cos_q.astype(q.dtype), sin_q.astype(q.dtype)) * (1.0 / d_head ** 0.5)
+        k_R = kernels.active().apply_rotary(k_R, cos_k.astype(q.dtype), sin_k.astype(q.dtype))
         return q_R @ k_R.transpose(0, 1, 3, 2)                                    # (B, H, T_q, T_k)
 
     # -- the two rotary parts on their own, for looking at what MLA would cache -------------
@@ -94,7 +95,7 @@ class DecoupledRoPE(PositionalScheme):
         q_R = self.layers[layer].W_QR(q.transpose(0, 2, 1, 3).reshape(B, T_q, H * d_head))
         q_R = q_R.reshape(B, T_q, H, self.d_rope).transpose(0, 2, 1, 3)         # (B, H, T_q, d_rope)
         cos, sin = self.rotary.at(q_pos)                                          # (T_q, d_rope) each
-        return self.kernels.apply_rotary(q_R, cos.astype(q.dtype), sin.astype(q.dtype)) * (1.0 / d_head ** 0.5)
+        return kernels.active().apply_rotary(q_R, cos.astype(q.dtype), sin.astype(q.dtype)) * (1.0 / d_head ** 0.5)
 
     def rotary_key(self, k, k_pos, layer):
         r"""R_j k^R_j for attention's content keys ``k`` ``(B, H, T_k, d_head)``: ``(B, 1, T_k, d_rope)``.
@@ -106,7 +107,7 @@ class DecoupledRoPE(PositionalScheme):
         k_R = self.layers[layer].W_KR(k.transpose(0, 2, 1, 3).reshape(B, T_k, H * d_head))
         k_R = k_R.reshape(B, 1, T_k, self.d_rope)                                 # (B, 1, T_k, d_rope) all heads
         cos, sin = self.rotary.at(k_pos)                                          # (T_k, d_rope) each
-        return self.kernels.apply_rotary(k_R, cos.astype(k.dtype), sin.astype(k.dtype))
+        return kernels.active().apply_rotary(k_R, cos.astype(k.dtype), sin.astype(k.dtype))
 
 
 def _default_d_rope(d_head):

@@ -34,6 +34,7 @@ square.
 import contextlib
 
 from ..engine import functional as F
+from ..engine import kernels
 from ..engine.backend import xp
 from .rope_scaling import rope_inv_freq
 from ..engine.validate import check_int
@@ -217,8 +218,8 @@ class RoPE(PositionalScheme):
 
     def rotate(self, x, pos, layer):
         cos, sin = self.rotary.at(pos)                                         # (T, rotary_dim) each, float64
-        return self.kernels.apply_rotary(x, cos.astype(x.dtype), sin.astype(x.dtype),
-                                         interleaved=self.rotary.interleaved)
+        return kernels.active().apply_rotary(x, cos.astype(x.dtype), sin.astype(x.dtype),
+                                             interleaved=self.rotary.interleaved)
 
     @classmethod
     def from_functions(cls, rotary, apply_rotary):
