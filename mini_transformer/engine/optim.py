@@ -7,6 +7,8 @@ themselves, so changing a model's dtype after building the optimiser
 
 A faster AdamW, which keeps every parameter in one flat buffer, lives in
 ``kernels/adamw.py``; a model built with ``GPTConfig(kernels="fast")`` trains with it.
+It saves and loads the state in this file's per-parameter format, so a
+checkpoint of either optimiser resumes in the other.
 """
 import math
 

@@ -12,6 +12,10 @@ The windows are the catch: anything that gives a parameter a new array
 (``model.to_dtype``, assigning ``p.data``) cuts it from the buffer. ``step``
 notices and gathers the parameters into a new buffer, moments kept (cast to
 the new dtype), so training keeps working.
+
+The state it saves is the reference's, one ``m`` and ``v`` per parameter
+(``optim.moments_state``): the flat moments are cut into per-parameter views
+on the way out and joined into one buffer again on the way in.
 """
 import math
 
