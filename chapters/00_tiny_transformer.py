@@ -676,9 +676,11 @@ plt.show()
 # slow that way also have a **fast kernel** in `mini_transformer/engine/kernels/` with the same signature
 # (attention's is `mini_transformer/engine/kernels/attention.py`: scores stored key-major, rows in blocks over
 # the cores). One switch chooses the set: `GPTConfig(kernels="fast")`, read once by the model through
-# `mini_transformer.engine.kernels.select`. The experiments run the fast set; the chapters run the
-# reference. Check that they compute the same thing, value and gradient, on one attention call and on
-# a whole model:
+# `mini_transformer.engine.kernels.select` and kept as `model.kernels`. The model runs every forward pass
+# inside `kernels.using(model.kernels)`, and each layer asks `kernels.active()` for the op it calls; a layer
+# you call on its own, outside a model, runs the reference. The experiments run the fast set; the
+# chapters run the reference. Check that they compute the same thing, value and gradient, on one
+# attention call and on a whole model:
 
 # %%
 import dataclasses
@@ -717,7 +719,7 @@ assert value_gap < 1e-10 and grad_gap < 1e-10 and model_gap < 1e-10
 #
 # The reference attention calls `functional.softmax`. Swap in yours: build an attention function whose
 # softmax is your forward with a backward you choose, give it to every layer of a `TinyGPT` through its
-# kernel set (`dataclasses.replace` copies the reference set with one entry changed), and train it
+# kernel set (`dataclasses.replace` copies the model's set with one entry changed), and train it
 # beside the library's model on the same batches, from the same weights, in float64. With your
 # `softmax_backward` the two loss curves must be the same curve; with `diagonal_only` from section 5
 # they must part.
@@ -742,9 +744,7 @@ def attention_using(backward_of_softmax):
 
 def train_with(attention, steps=30):
     m = TinyGPT(cfg).to_dtype("float64")
-    ops = dataclasses.replace(m.kernels, name="yours", attention=attention)
-    for block in m.blocks:
-        block.attn.kernels = ops
+    m.kernels = dataclasses.replace(m.kernels, name="yours", attention=attention)  # every layer asks the model's set
     return train(m, copy_batches, TrainConfig(steps=steps, lr=1e-2, warmup=3, seed=0, progress=False)).losses
 
 

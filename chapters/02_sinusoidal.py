@@ -509,7 +509,6 @@ def train_inputs(scheme, steps=100, seed=0):
     """Train the look-3-back model of `cfg` with `scheme` in place of the library's; return the losses."""
     model = TinyGPT(cfg)
     if scheme is not None:
-        scheme.kernels = model.kernels
         model.positional = scheme
     return train(model, lookback_batches, TrainConfig(steps=steps, lr=3e-3, warmup=10, seed=seed, progress=False)).losses
 

@@ -620,7 +620,6 @@ for name, layers in [("NoPE in both layers", []), ("RoPE in layer 0, NoPE in lay
                      ("NoPE in layer 0, RoPE in layer 1", [1]), ("RoPE in both layers", [0, 1])]:
     encoder = sharpen(TinyEncoder(enc_cfg))
     encoder.positional = RoPEInLayers(enc_cfg.d_head, layers)
-    encoder.positional.kernels = encoder.kernels
     plain, mixed = layer_outputs(encoder, enc_ids), layer_outputs(encoder, enc_ids[:, shuffle])
     order_change[name] = [float(xp.abs(b - a[:, shuffle]).max() / xp.abs(a).max()) for a, b in zip(plain, mixed)]
 

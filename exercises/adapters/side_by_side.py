@@ -62,7 +62,6 @@ def train_side_by_side(cfg, scheme, get_batch, steps=100, lr=3e-3, seed=0, toler
     for swap in (False, True):
         model = TinyGPT(cfg).to_dtype("float64")
         if swap:
-            scheme.kernels = model.kernels
             model.positional = scheme.to_dtype("float64")   # its parameters too, if it has any
         result = train(model, get_batch, TrainConfig(steps=steps, lr=lr, warmup=max(1, steps // 10), seed=seed,
                                                      progress=False))

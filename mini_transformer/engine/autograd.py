@@ -520,44 +520,22 @@ def max_(x, axis=None, keepdims=False):
 # Matrix product
 # ---------------------------------------------------------------------------
 
-def contiguous(a):
-    r"""``a`` in C order. NumPy's stacked matmul falls off BLAS onto a loop that can be a
-    hundred times slower when its *second* operand is a transposed view, so every
-    transpose that feeds a product on the right goes through here first."""
-    return a if a.flags.c_contiguous else xp.ascontiguousarray(a)
-
-
 def matmul(x0, x1):
     r"""y = x0 @ x1, batched and broadcast over leading axes (both at least 2-D).
 
-    dy/dx0: gx0 = gy @ x1^T;   dy/dx1: gx1 = x0^T @ gy (each summed back to its shape).
+    dy/dx0: gx0 = gy @ x1^T;   dy/dx1: gx1 = x0^T @ gy (each summed back to its shape, so a weight
+    shared by every row of a batch collects the gradient of all of them).
     """
     x0, x1 = as_tensor(x0), as_tensor(x1)
     if x0.ndim < 2 or x1.ndim < 2 or x0.shape[-1] != x1.shape[-2]:
         raise ValueError(f"matmul: shapes {x0.shape} and {x1.shape} do not fit; both need at least two "
                          f"axes and x0.shape[-1] must equal x1.shape[-2].")
 
-    flat = x1.ndim == 2 and x0.ndim > 2   # a weight shared by every row: one 2-D product, not a batch
-
     def backward(gy):
-        gx0 = gx1 = None
-        if flat:
-            gy2 = gy.reshape(-1, gy.shape[-1])                                 # (rows, d_out)
-            if x0.requires_grad:
-                gx0 = (gy2 @ x1.data.T).reshape(x0.shape)
-            if x1.requires_grad:
-                gx1 = x0.data.reshape(-1, x0.shape[-1]).T @ gy2
-            return gx0, gx1
-        if x0.requires_grad:
-            gx0 = sum_to(gy @ contiguous(xp.swapaxes(x1.data, -1, -2)), x0.shape)
-        if x1.requires_grad:
-            gx1 = sum_to(xp.swapaxes(x0.data, -1, -2) @ contiguous(gy), x1.shape)
+        gx0 = sum_to(gy @ xp.swapaxes(x1.data, -1, -2), x0.shape) if x0.requires_grad else None
+        gx1 = sum_to(xp.swapaxes(x0.data, -1, -2) @ gy, x1.shape) if x1.requires_grad else None
         return gx0, gx1
-    if flat:
-        y = (x0.data.reshape(-1, x0.shape[-1]) @ x1.data).reshape(x0.shape[:-1] + (x1.shape[-1],))
-    else:
-        y = x0.data @ contiguous(x1.data)
-    return op(y, (x0, x1), backward)
+    return op(x0.data @ x1.data, (x0, x1), backward)
 
 
 # ---------------------------------------------------------------------------

@@ -15,6 +15,7 @@ Faster kernels with the same signatures and the same numbers live in
 """
 from .autograd import (Tensor, op, _raw, as_tensor, concat, gelu, is_grad_enabled,  # noqa: F401
                        masked_fill, pad, relu, split, stack, sum_to, where)
+from . import backend
 from .backend import xp
 
 
@@ -300,15 +301,11 @@ def scatter_distance(x, index, size):
 
 
 def _scatter_distance(a, idx, size):
-    """The sum of ``scatter_distance`` on plain arrays, as one weighted bincount."""
-    lead, T_q = a.shape[:-2], a.shape[-2]
-    n = 1
-    for s in lead:
-        n *= s
-    row = xp.arange(n * T_q).reshape(n, T_q, 1)            # (n, T_q, 1) one row per (batch, head, query)
-    flat = (row * size + idx[None]).reshape(-1)            # (n * T_q * T_k,) target cell of every entry
-    out = xp.bincount(flat, weights=a.reshape(-1), minlength=n * T_q * size)
-    return out.astype(a.dtype).reshape(lead + (T_q, size))
+    """The sum of ``scatter_distance`` on plain arrays: each entry added into the column of its distance."""
+    out = xp.zeros(a.shape[:-1] + (size,), dtype=a.dtype)  # (..., T_q, size)
+    rows = xp.arange(idx.shape[0])[:, None]                # (T_q, 1)
+    backend.scatter_add(out, (Ellipsis, rows, idx), a)     # out[..., i, idx[i, j]] += a[..., i, j], repeats adding up
+    return out
 
 
 def _check_distance_index(name, x, idx, size):

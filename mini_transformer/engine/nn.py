@@ -5,15 +5,14 @@ A ``Module`` finds its parameters by looking at its attributes: a
 attribute path (``blocks.0.attn.W_qkv.weight``), so a state dict reads like the
 model's source.
 
-Layers whose op has a fast kernel take ``kernels`` (``kernels.REFERENCE`` by
-default, the code in ``functional.py``); the model passes the set its config
-chose.
+Layers whose op has a fast kernel call it through ``kernels.active()``: the
+set the model runs under (``kernels.using``), or ``kernels.REFERENCE``, the
+code in ``functional.py``, for a layer called on its own.
 """
-from . import backend
+from . import backend, kernels
 from . import functional as F
 from .autograd import Tensor
 from .backend import xp
-from .kernels import REFERENCE
 
 
 class Parameter(Tensor):
@@ -122,8 +121,8 @@ class Linear(Module):
 class Embedding(Module):
     r"""A lookup table: row ``i`` of ``weight`` is the vector of token ``i``."""
 
-    def __init__(self, num_embeddings, d_model, rng, std=0.02, kernels=REFERENCE):
-        self.num_embeddings, self.kernels = num_embeddings, kernels
+    def __init__(self, num_embeddings, d_model, rng, std=0.02):
+        self.num_embeddings = num_embeddings
         self.weight = Parameter(init_normal(rng, (num_embeddings, d_model), std))
 
     def forward(self, idx):
@@ -136,26 +135,26 @@ class Embedding(Module):
                 bad = lo if lo < 0 else hi
                 raise IndexError(f"Embedding: id {bad} is out of range; ids must lie in "
                                  f"[0, {self.num_embeddings}).")
-        return self.kernels.embedding(self.weight, idx)
+        return kernels.active().embedding(self.weight, idx)
 
 
 class LayerNorm(Module):
-    def __init__(self, d_model, eps=1e-5, kernels=REFERENCE):
-        self.eps, self.kernels = eps, kernels
+    def __init__(self, d_model, eps=1e-5):
+        self.eps = eps
         self.weight = Parameter(xp.ones(d_model, dtype="float32"))
         self.bias = Parameter(xp.zeros(d_model, dtype="float32"))
 
     def forward(self, x):
-        return self.kernels.layer_norm(x, self.weight, self.bias, self.eps)
+        return kernels.active().layer_norm(x, self.weight, self.bias, self.eps)
 
 
 class RMSNorm(Module):
-    def __init__(self, d_model, eps=1e-6, kernels=REFERENCE):
-        self.eps, self.kernels = eps, kernels
+    def __init__(self, d_model, eps=1e-6):
+        self.eps = eps
         self.weight = Parameter(xp.ones(d_model, dtype="float32"))
 
     def forward(self, x):
-        return self.kernels.rms_norm(x, self.weight, self.eps)
+        return kernels.active().rms_norm(x, self.weight, self.eps)
 
 
 class Dropout(Module):
@@ -171,12 +170,11 @@ class Dropout(Module):
 class MLP(Module):
     r"""The Transformer's feed-forward block: Linear(d, 4d), GELU, Linear(4d, d)."""
 
-    def __init__(self, d_model, rng, hidden=None, dropout=0.0, out_std=0.02, kernels=REFERENCE):
+    def __init__(self, d_model, rng, hidden=None, dropout=0.0, out_std=0.02):
         hidden = hidden or 4 * d_model
-        self.kernels = kernels
         self.fc = Linear(d_model, hidden, rng)
         self.proj = Linear(hidden, d_model, rng, std=out_std)
         self.dropout = Dropout(dropout, rng)
 
     def forward(self, x):
-        return self.dropout(self.proj(self.kernels.gelu(self.fc(x))))
+        return self.dropout(self.proj(kernels.active().gelu(self.fc(x))))

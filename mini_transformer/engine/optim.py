@@ -7,6 +7,8 @@ themselves, so changing a model's dtype after building the optimiser
 
 A faster AdamW, which keeps every parameter in one flat buffer, lives in
 ``kernels/adamw.py``; a model built with ``GPTConfig(kernels="fast")`` trains with it.
+It saves and loads the state in this file's per-parameter format, so a
+checkpoint of either optimiser resumes in the other.
 """
 import math
 
@@ -71,7 +73,7 @@ class AdamW(Optimizer):
 
     Weight decay \lambda applies to matrices (ndim >= 2) only; biases, norm gains and
     other vectors are not decayed. A parameter without a gradient this step
-    counts as a zero gradient (its moments still decay), as in one flat buffer.
+    counts as a zero gradient: its moments still decay.
     """
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01):
@@ -96,31 +98,40 @@ class AdamW(Optimizer):
             p.data = (p.data - self.lr * (m_hat / (xp.sqrt(v_hat) + self.eps) + decay)).astype(p.dtype, copy=False)
 
     def state_dict(self):
-        """The moments as two flat host arrays in parameter order, and the step (the fast AdamW's format too)."""
-        return {"m": flat_host(self.m, self.params), "v": flat_host(self.v, self.params), "t": self.t}
+        r"""The step ``t`` and each parameter's two moments as host arrays: ``"m.0"``, ``"v.0"``, ``"m.1"``, ...
+
+        Parameter i's moments are ``"m.i"`` and ``"v.i"``, in its shape (zeros before its first step).
+        The fast AdamW reads and writes this format too, so either loads the other's checkpoint.
+        """
+        return moments_state(self.t, self.m, self.v, self.params)
 
     def load_state_dict(self, state):
-        for name in ("m", "v"):
-            setattr(self, name, unflatten(state[name], self.params, f"AdamW.load_state_dict: {name}"))
+        self.m, self.v = (moments_from(state, name, self.params) for name in ("m", "v"))
         self.t = int(state["t"])
 
 
-def flat_host(buffers, params):
-    """Per-parameter state as one flat host array in parameter order (zeros where none exists yet)."""
-    return hostnp.concatenate([to_numpy(b).reshape(-1) if b is not None else hostnp.zeros(p.size, dtype=str(p.dtype))
-                               for b, p in zip(buffers, params)])
+def moments_state(t, m, v, params):
+    """``AdamW.state_dict()`` from the step and two lists of per-parameter moments (None: no step yet)."""
+    state = {"t": t}
+    for i, p in enumerate(params):
+        for name, moments in (("m", m), ("v", v)):
+            b = moments[i]
+            state[f"{name}.{i}"] = to_numpy(b).copy() if b is not None else hostnp.zeros(p.shape, dtype=str(p.dtype))
+    return state
 
 
-def unflatten(flat, params, where):
-    """One flat array back into a list of per-parameter arrays on the backend, each in its parameter's dtype."""
-    total = sum(p.size for p in params)
-    if tuple(flat.shape) != (total,):
-        raise ValueError(f"{where} has shape {tuple(flat.shape)}, but the optimiser's parameters hold {total} "
-                         "numbers; the state belongs to another model.")
-    out, offset = [], 0
-    for p in params:
-        out.append(asarray(flat[offset:offset + p.size].reshape(p.shape), dtype=p.dtype))
-        offset += p.size
+def moments_from(state, name, params):
+    """The moments ``name`` ("m" or "v") of ``AdamW.state_dict()``, one backend array per parameter in its dtype."""
+    out = []
+    for i, p in enumerate(params):
+        key = f"{name}.{i}"
+        if key not in state:
+            raise ValueError(f"AdamW.load_state_dict: the state has no entry {key!r}, but the optimiser has "
+                             f"{len(params)} parameters; the state belongs to another model.")
+        if tuple(state[key].shape) != p.shape:
+            raise ValueError(f"AdamW.load_state_dict: {key!r} has shape {tuple(state[key].shape)}, but parameter {i} "
+                             f"has shape {p.shape}; the state belongs to another model.")
+        out.append(asarray(state[key], dtype=p.dtype))
     return out
 
 

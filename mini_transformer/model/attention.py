@@ -6,19 +6,18 @@ and, for schemes that need it, to add to the output (``output_term``); the
 input hook ``embed`` is called once by the model, before the first block.
 Attention never asks which scheme it has.
 """
-from ..engine import functional as F
-from ..engine.kernels import REFERENCE
+from ..engine import functional as F, kernels
 from ..engine.nn import Linear, Module
 
 
 class MultiHeadAttention(Module):
     r"""y = \mathrm{softmax}(Q K^\top / \sqrt{d_{head}} + \text{bias}) V, per head, then W_o."""
 
-    def __init__(self, d_model, n_heads, rng, layer, out_std=0.02, kernels=REFERENCE):
+    def __init__(self, d_model, n_heads, rng, layer, out_std=0.02):
         if d_model % n_heads:
             raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}; each head needs "
                              f"d_model / n_heads channels.")
-        self.n_heads, self.d_head, self.layer, self.kernels = n_heads, d_model // n_heads, layer, kernels
+        self.n_heads, self.d_head, self.layer = n_heads, d_model // n_heads, layer
         self.W_qkv = Linear(d_model, 3 * d_model, rng)
         self.W_o = Linear(d_model, d_model, rng, std=out_std)
         self.record_attention = False   # set True to keep the last attention probabilities
@@ -28,7 +27,7 @@ class MultiHeadAttention(Module):
         B, T, D = x.shape
         H, d_head = self.n_heads, self.d_head
         q, k, v = (a.reshape(B, T, H, d_head).transpose(0, 2, 1, 3)       # each (B, H, T, d_head)
-                   for a in self.kernels.qkv_projection(x, self.W_qkv.weight, self.W_qkv.bias))
+                   for a in kernels.active().qkv_projection(x, self.W_qkv.weight, self.W_qkv.bias))
         q = scheme.rotate(q, q_pos, self.layer)
         if cache is not None and cache.keeps_raw_keys(scheme):
             k, v = cache.update(self.layer, k, v)               # (B, H, T_k, d_head), stored unrotated
@@ -41,7 +40,7 @@ class MultiHeadAttention(Module):
         if scheme.needs_probs:
             y = self._attend_with_output_term(q, k, v, bias, mask, scheme, q_pos, k_pos)
         else:
-            y = self.kernels.attention(q, k, v, bias=bias, mask=mask, return_weights=self.record_attention)
+            y = kernels.active().attention(q, k, v, bias=bias, mask=mask, return_weights=self.record_attention)
             if self.record_attention:
                 y, self.last_attention = y
         y = y.transpose(0, 2, 1, 3).reshape(B, T, D)            # (B, T, d_model)

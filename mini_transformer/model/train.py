@@ -25,7 +25,6 @@ except ImportError:  # a bare GPU box may have only numpy, cupy and pytest: trai
 from ..engine import backend
 from ..engine.autograd import no_grad
 from .checkpoint import load_checkpoint, save_checkpoint
-from ..engine.kernels import REFERENCE
 from ..engine.optim import cosine_lr
 
 
@@ -74,7 +73,11 @@ def train(model, get_batch, cfg=None, eval_batch=None, resume_from=None):
     cfg = cfg or TrainConfig()
     if cfg.steps < 0:
         raise ValueError(f"TrainConfig.steps must be at least 0, got {cfg.steps}.")
-    ops = getattr(model, "kernels", REFERENCE)   # the fast AdamW for a model built with kernels="fast"
+    try:
+        ops = model.kernels                      # the fast AdamW for a model built with kernels="fast"
+    except AttributeError:
+        raise TypeError(f"train needs a model that carries its kernel set as model.kernels, as TinyGPT and "
+                        f"TinyEncoder do (from GPTConfig.kernels); a {type(model).__name__} has none.") from None
     opt = ops.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     rng = backend.rng(cfg.seed)
     start = 0

@@ -59,19 +59,19 @@ class GPTConfig:
         return asdict(self)
 
 
-def _norm(cfg, ops):
-    return LayerNorm(cfg.d_model, kernels=ops) if cfg.norm == "layer" else RMSNorm(cfg.d_model, kernels=ops)
+def _norm(cfg):
+    return LayerNorm(cfg.d_model) if cfg.norm == "layer" else RMSNorm(cfg.d_model)
 
 
 class Block(Module):
     """One pre-norm Transformer block."""
 
-    def __init__(self, cfg, rng, layer, ops):
+    def __init__(self, cfg, rng, layer):
         out_std = 0.02 / (2 * cfg.n_layers) ** 0.5   # GPT-2: residual writes shrink with depth
-        self.norm1 = _norm(cfg, ops)
-        self.attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, rng, layer, out_std=out_std, kernels=ops)
-        self.norm2 = _norm(cfg, ops)
-        self.mlp = MLP(cfg.d_model, rng, dropout=cfg.dropout, out_std=out_std, kernels=ops)
+        self.norm1 = _norm(cfg)
+        self.attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, rng, layer, out_std=out_std)
+        self.norm2 = _norm(cfg)
+        self.mlp = MLP(cfg.d_model, rng, dropout=cfg.dropout, out_std=out_std)
         self.drop = Dropout(cfg.dropout, rng)
 
     def forward(self, x, scheme, q_pos, k_pos, mask, cache):
@@ -84,6 +84,10 @@ class Transformer(Module):
 
     ``causal`` decides the one difference: a causal model masks future keys
     (and T5's buckets and ALiBi's distance take their one-directional form).
+
+    ``self.kernels`` is the kernel set ``cfg.kernels`` names; every forward pass
+    and loss runs inside ``kernels.using(self.kernels)``, so each layer and the
+    scheme find it with ``kernels.active()``.
     """
 
     causal = True
@@ -92,24 +96,26 @@ class Transformer(Module):
         self.cfg = cfg
         self.kernels = kernels.select(cfg.kernels)   # the one place the kernel setting is read
         rng = backend.rng(cfg.seed)
-        self.tok = Embedding(cfg.vocab_size, cfg.d_model, rng, kernels=self.kernels)
-        self.positional = make_scheme(cfg, rng, causal=self.causal, kernels=self.kernels)
-        self.blocks = [Block(cfg, rng, layer, self.kernels) for layer in range(cfg.n_layers)]
-        self.norm_f = _norm(cfg, self.kernels)
+        self.tok = Embedding(cfg.vocab_size, cfg.d_model, rng)
+        self.positional = make_scheme(cfg, rng, causal=self.causal)
+        self.blocks = [Block(cfg, rng, layer) for layer in range(cfg.n_layers)]
+        self.norm_f = _norm(cfg)
         self.head = Linear(cfg.d_model, cfg.vocab_size, rng, bias=False)
 
     def _run(self, idx, q_pos, k_pos, offset, cache=None):
         """Logits ``(B, T, vocab_size)`` for ids ``(B, T)`` whose queries sit at ``q_pos`` and keys at ``k_pos``."""
         self.positional.check_positions(offset + idx.shape[1] - 1)
         mask = (k_pos[None, :] <= q_pos[:, None]) if self.causal else None  # (T, T_k)
-        x = self.positional.embed(self.tok(idx), offset)                    # (B, T, d_model)
-        for block in self.blocks:
-            x = block(x, self.positional, q_pos, k_pos, mask, cache)
-        return self.head(self.norm_f(x))                                    # (B, T, vocab_size)
+        with kernels.using(self.kernels):
+            x = self.positional.embed(self.tok(idx), offset)                # (B, T, d_model)
+            for block in self.blocks:
+                x = block(x, self.positional, q_pos, k_pos, mask, cache)
+            return self.head(self.norm_f(x))                                # (B, T, vocab_size)
 
     def loss(self, idx, targets, ignore_index=-1):
         """Mean next-token (or per-token) cross-entropy; targets equal to ``ignore_index`` are not counted."""
-        return self.kernels.cross_entropy(self(idx), backend.asarray(targets), ignore_index=ignore_index)
+        with kernels.using(self.kernels):
+            return kernels.active().cross_entropy(self(idx), backend.asarray(targets), ignore_index=ignore_index)
 
 
 def _ids(idx, model):

@@ -44,14 +44,12 @@ SCHEMES = {
 }
 
 
-def make_scheme(cfg, rng, causal=True, kernels=None):
+def make_scheme(cfg, rng, causal=True):
     """The scheme named by ``cfg.positional``, built from the config for a causal model or an encoder.
 
-    ``kernels`` is the model's kernel set, for the ops a scheme calls itself (RoPE's rotation).
+    The ops a scheme calls itself (RoPE's rotation) come from ``kernels.active()``: the model's set
+    while it runs.
     """
     if cfg.positional not in SCHEMES:
         raise ValueError(f"Unknown positional scheme {cfg.positional!r}; choose one of {sorted(SCHEMES)}.")
-    scheme = SCHEMES[cfg.positional].from_config(cfg, rng, causal=causal)
-    if kernels is not None:
-        scheme.kernels = kernels
-    return scheme
+    return SCHEMES[cfg.positional].from_config(cfg, rng, causal=causal)

@@ -38,7 +38,6 @@ uses them.
 import contextlib
 from dataclasses import asdict, dataclass, field, fields
 
-from ..engine.kernels import REFERENCE
 from ..engine.nn import Module
 
 
@@ -78,8 +77,6 @@ class PositionalScheme(Module):
     #: True if a key's rotation depends on more than its own position (dynamic NTK: the current length),
     #: so a KV cache must store keys unrotated and rotate them afresh at every step
     rerotate_keys = False
-    #: the kernel set for the ops a scheme calls (RoPE's rotation); the model sets its own
-    kernels = REFERENCE
 
     # -- building from a config ------------------------------------------------
     @classmethod

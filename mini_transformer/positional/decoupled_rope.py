@@ -33,6 +33,7 @@ It also reads ``rope_base`` and ``rope_scaling`` like ``"rope"``.
 """
 from dataclasses import asdict, dataclass
 
+from ..engine import kernels
 from ..engine.backend import rng as make_rng
 from ..engine.nn import Linear, Module
 from ..engine.validate import check_int
@@ -97,7 +98,7 @@ class DecoupledRoPE(PositionalScheme):
     def turn(self, x, pos):
         """Rotate the rotary part ``x`` ``(B, H or 1, T, d_rope)`` at positions ``pos``."""
         cos, sin = self.rotary.at(pos)                                            # (T, d_rope) each, float64
-        rotary = self.kernels.apply_rotary or apply_rotary                        # the fast kernel, or RoPE's op
+        rotary = kernels.active().apply_rotary or apply_rotary                    # the fast kernel, or RoPE's op
         return rotary(x, cos.astype(x.dtype), sin.astype(x.dtype))
 
     # -- the two rotary parts on their own, for looking at what MLA would cache -------------

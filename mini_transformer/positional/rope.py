@@ -35,6 +35,7 @@ import contextlib
 from dataclasses import asdict, dataclass
 
 from ..engine.autograd import Tensor, _raw, op
+from ..engine import kernels
 from ..engine.backend import xp
 from ..engine.validate import check_int, check_rotary_width
 from .base import PositionalScheme, setting
@@ -204,7 +205,7 @@ class RoPE(PositionalScheme):
 
     def rotate(self, x, pos, layer):
         cos, sin = self.rotary.at(pos)                                         # (T, rotary_dim) each, float64
-        rotary = self.kernels.apply_rotary or apply_rotary                     # the fast kernel, or the op above
+        rotary = kernels.active().apply_rotary or apply_rotary                 # the fast kernel, or the op above
         return rotary(x, cos.astype(x.dtype), sin.astype(x.dtype), interleaved=self.rotary.interleaved)
 
 

@@ -10,11 +10,13 @@ and on the strict stand-in, and the threaded paths run with two threads and
 small blocks. Then a whole TinyGPT trained a few steps in float64 ends with
 the same parameters under both settings.
 """
+import sys
+
 import numpy as np
 import pytest
 
 from mini_transformer import Tensor
-from mini_transformer.engine import backend, kernels
+from mini_transformer.engine import backend, kernels, nn
 from mini_transformer.engine.kernels import threads
 from mini_transformer.model import GPTConfig, TinyGPT
 from mini_transformer.model.train import TrainConfig, train
@@ -157,6 +159,33 @@ def test_fast_kernel_equals_reference(case, thread_count):
         np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL, err_msg=f"{case}: gradient of input {n}")
 
 
+@pytest.mark.parametrize("dtype, score, tol", [("float64", 1000.0, 1e-10), ("float32", 100.0, 1e-5)])
+def test_attention_at_scores_where_exp_overflows_equals_the_reference(dtype, score, tol, thread_count):
+    # e^x overflows past about 709 in float64 and 88 in float32. q_i = c e + m_i, k_j = c e + n_j with m, n
+    # orthogonal to the unit vector e, so every score is s q_i . k_j = s c^2 + s m_i . n_j = `score` + O(1): softmax
+    # is blind to the shift, so the output is the one the O(1) scores s m_i . n_j give, finite, computed by hand.
+    B, H, T, d = 2, 2, 5, 4
+    e, s = np.ones(d) / np.sqrt(d), 1 / np.sqrt(d)
+    m, n = (a - (a @ e)[..., None] * e for a in (host(0, B, H, T, d), host(1, B, H, T, d)))
+    c = np.sqrt(score / s)
+    q, k, v, gy = c * e + m, c * e + n, host(2, B, H, T, d), host(3, B, H, T, d)
+    mask = causal(T, T)
+    small = np.where(mask, s * m @ np.swapaxes(n, -1, -2), -np.inf)               # (B, H, T, T) the O(1) scores
+    p = np.exp(small - small.max(axis=-1, keepdims=True))
+    by_hand = (p / p.sum(axis=-1, keepdims=True)) @ v
+    runs = {}
+    for ops in (kernels.REFERENCE, kernels.FAST):
+        ts = [Tensor(backend.asarray(a.astype(dtype)), requires_grad=True) for a in (q, k, v)]
+        y = ops.attention(*ts, mask=backend.asarray(mask))
+        (y * Tensor(backend.asarray(gy.astype(dtype)))).sum().backward()
+        runs[ops.name] = [backend.to_numpy(y.data)] + [backend.to_numpy(t.grad) for t in ts]
+        assert all(np.isfinite(a).all() for a in runs[ops.name]), f"{ops.name}: not finite at scores near {score}"
+        np.testing.assert_allclose(runs[ops.name][0], by_hand, rtol=100 * tol, atol=100 * tol, err_msg=ops.name)
+    for name, a, b in zip(["output", "gq", "gk", "gv"], runs["fast"], runs["reference"]):
+        assert a.dtype == b.dtype == dtype
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol, err_msg=f"{dtype}, scores near {score}: {name}")
+
+
 def test_parallel_rows_covers_every_row_once_in_several_blocks(thread_count):
     seen = []
     threads.parallel_rows(lambda i, j: seen.append((i, j)), 37, work=37)
@@ -192,8 +221,9 @@ def test_fast_adamw_and_clipping_equal_the_reference_over_several_steps(thread_c
     np.testing.assert_allclose(n_fast, n_ref, rtol=RTOL)
     for a, b in zip(p_fast, p_ref):
         np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL)
-    for key in ("m", "v"):
-        np.testing.assert_allclose(s_fast[key], s_ref[key], rtol=RTOL, atol=ATOL)
+    assert s_fast.keys() == s_ref.keys() == {"t", *(f"{name}.{i}" for name in "mv" for i in range(len(p_ref)))}
+    for key in s_ref.keys() - {"t"}:
+        np.testing.assert_allclose(s_fast[key], s_ref[key], rtol=RTOL, atol=ATOL, err_msg=key)
     assert s_fast["t"] == s_ref["t"] == 5
 
 
@@ -217,6 +247,31 @@ def test_tiny_gpt_trains_to_the_same_parameters_with_either_kernel_set(positiona
                            ["head.weight"])      # training moved the weights: the comparison is not vacuous
 
 
+@pytest.mark.parametrize("first, then", [("reference", "fast"), ("fast", "reference")])
+def test_a_checkpoint_of_either_adamw_resumes_in_the_other_as_if_never_interrupted(first, then, tmp_path):
+    data = np.random.default_rng(0).integers(0, 16, size=(4, 9))
+    x, y = backend.asarray(data[:, :-1]), backend.asarray(data[:, 1:])
+
+    def model(name):
+        return TinyGPT(GPTConfig(vocab_size=16, d_model=16, n_layers=2, n_heads=2, max_len=8, kernels=name)
+                       ).to_dtype("float64")
+
+    # min_lr = lr: after one warmup step the rate is constant, so 3 steps then 3 more follow the 6-step schedule
+    settings = dict(lr=1e-2, min_lr=1e-2, warmup=1, progress=False)
+    straight = model(then)
+    straight_run = train(straight, lambda rng: (x, y), TrainConfig(steps=6, **settings))
+    path = str(tmp_path / "ck.npz")
+    train(model(first), lambda rng: (x, y), TrainConfig(steps=3, checkpoint_path=path, **settings))
+    resumed = model(then)
+    resumed_run = train(resumed, lambda rng: (x, y), TrainConfig(steps=6, **settings), resume_from=path)
+    np.testing.assert_allclose(resumed_run.losses, straight_run.losses[3:], rtol=1e-10)
+    p_straight, p_resumed = straight.state_dict(), resumed.state_dict()
+    for key in p_straight:
+        np.testing.assert_allclose(p_resumed[key], p_straight[key], rtol=1e-10, atol=1e-10, err_msg=key)
+    moved = resumed.state_dict()["head.weight"] - model(then).state_dict()["head.weight"]
+    assert np.abs(moved).max() > 1e-3                     # six steps moved the weights: the comparison is not vacuous
+
+
 def test_each_kernel_set_holds_the_code_it_names():
     fields = [f for f in kernels.Kernels.__dataclass_fields__ if f != "name"]
     for f in fields:
@@ -231,3 +286,90 @@ def test_each_kernel_set_holds_the_code_it_names():
     assert kernels.select("reference") is kernels.REFERENCE and kernels.select("fast") is kernels.FAST
     with pytest.raises(ValueError, match=r"kernels='quick' is not a kernel set; choose 'reference'"):
         kernels.select("quick")
+
+
+# ---------------------------------------------------------------------------
+# The switch: one set in force, which the model enters and the layers ask for
+# ---------------------------------------------------------------------------
+
+FIELDS = [f for f in kernels.Kernels.__dataclass_fields__ if f != "name"]
+
+
+def _ran(run):
+    """The code of every Python function called on this thread while ``run()`` runs."""
+    codes = set()
+
+    def profile(frame, event, arg):
+        if event == "call":
+            codes.add(frame.f_code)
+    previous = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        run()
+    finally:
+        sys.setprofile(previous)
+    return codes
+
+
+def _code(kernel_set, field):
+    """The code of one op of a kernel set (None for a class such as AdamW, or an empty entry)."""
+    return getattr(getattr(kernel_set, field), "__code__", None)
+
+
+def _ops_that_ran(kernel_set, codes):
+    return {f for f in FIELDS if _code(kernel_set, f) is not None and _code(kernel_set, f) in codes}
+
+
+def _tiny(name, norm="layer"):
+    return TinyGPT(GPTConfig(vocab_size=16, d_model=16, n_layers=1, n_heads=2, max_len=8, norm=norm, kernels=name))
+
+
+def test_using_puts_a_set_in_force_for_its_block_and_restores_the_previous_one_even_on_a_raise():
+    assert kernels.active() is kernels.REFERENCE                         # outside any block
+    with kernels.using(kernels.FAST) as chosen:
+        assert chosen is kernels.active() is kernels.FAST
+        with pytest.raises(RuntimeError, match="raised inside"):
+            with kernels.using(kernels.REFERENCE):
+                assert kernels.active() is kernels.REFERENCE
+                raise RuntimeError("raised inside")
+        assert kernels.active() is kernels.FAST                          # the inner block's set is gone
+    assert kernels.active() is kernels.REFERENCE
+    with pytest.raises(TypeError, match=r"kernels.using needs a kernel set .*, got 'fast'"):
+        with kernels.using("fast"):
+            pass
+    with pytest.raises(IndexError, match="id 16 is out of range"):     # raised inside the model's forward ...
+        _tiny("fast")(backend.asarray(np.array([[1, 16]])))
+    assert kernels.active() is kernels.REFERENCE                         # ... which still restores the set
+
+
+@pytest.mark.parametrize("norm", ["layer", "rms"])
+@pytest.mark.parametrize("name", kernels.NAMES)
+def test_a_model_runs_every_op_from_the_set_its_config_names_and_none_from_the_other(name, norm):
+    chosen, other = kernels.select(name), kernels.select({"fast": "reference", "reference": "fast"}[name])
+    model = _tiny(name, norm)
+    data = np.random.default_rng(0).integers(0, 16, size=(2, 6))
+    x, y = backend.asarray(data[:, :-1]), backend.asarray(data[:, 1:])
+    ran = _ran(lambda: model.loss(x, y).backward())
+    used = {"embedding", "qkv_projection", "attention", "gelu", "cross_entropy", f"{norm}_norm"}
+    assert used <= _ops_that_ran(chosen, ran) <= used | {"apply_rotary"}   # and RoPE's rotation, where the set has one
+    assert _ops_that_ran(other, ran) == set()
+    if _code(chosen, "apply_rotary") is not None:
+        assert "apply_rotary" in _ops_that_ran(chosen, ran)
+    assert kernels.active() is kernels.REFERENCE                         # the model left no set in force
+
+
+def test_a_layer_called_outside_any_model_runs_the_reference():
+    fast = _tiny("fast")
+    x = Tensor(backend.asarray(host(0, 2, 3, 16)), requires_grad=True)
+    pos = backend.xp.arange(3)
+
+    def layers():
+        fast.blocks[0](x, fast.positional, pos, pos, None, None).sum().backward()   # a fast model's block, alone
+        nn.RMSNorm(16)(x)
+        nn.Embedding(5, 16, backend.rng(0))(backend.asarray(np.array([[1, 4]])))
+    alone = _ran(layers)
+    used = {"embedding", "qkv_projection", "attention", "gelu", "layer_norm", "rms_norm"}
+    assert used <= _ops_that_ran(kernels.REFERENCE, alone) and _ops_that_ran(kernels.FAST, alone) == set()
+    with kernels.using(kernels.FAST):
+        inside = _ran(layers)
+    assert used <= _ops_that_ran(kernels.FAST, inside) and _ops_that_ran(kernels.REFERENCE, inside) == set()

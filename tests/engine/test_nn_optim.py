@@ -113,6 +113,37 @@ def test_adamw_two_steps_by_hand(ops):
     assert abs(expected - 0.9177104) < 1e-6  # 0.890000002 - 0.0089 + 0.0366103
 
 
+def test_adamw_state_is_each_parameters_moments_and_the_step(ops):
+    # one step with g = 0.5 on a 1x1 weight and g = [2, -2] on a vector: m = 0.1 g, v = 0.001 g^2 (betas 0.9, 0.999)
+    w, b = _param([[1.0]]), _param([0.0, 0.0])
+    opt = ops.AdamW([w, b], lr=0.1)
+    assert sorted(opt.state_dict()) == ["m.0", "m.1", "t", "v.0", "v.1"]
+    assert all(not np.any(v) for k, v in opt.state_dict().items())               # zeros before the first step
+    w.grad, b.grad = backend.asarray(np.array([[0.5]])), backend.asarray(np.array([2.0, -2.0]))
+    opt.step()
+    state = opt.state_dict()
+    assert state["t"] == 1 and state["m.0"].shape == (1, 1) and state["v.1"].shape == (2,)
+    np.testing.assert_allclose(state["m.0"], [[0.05]], rtol=1e-12)
+    np.testing.assert_allclose(state["v.0"], [[0.00025]], rtol=1e-12)
+    np.testing.assert_allclose(state["m.1"], [0.2, -0.2], rtol=1e-12)
+    np.testing.assert_allclose(state["v.1"], [0.004, 0.004], rtol=1e-12)
+    state["m.1"][:] = 99.0                                                        # a copy: the optimiser is untouched
+    np.testing.assert_allclose(opt.state_dict()["m.1"], [0.2, -0.2], rtol=1e-12)
+
+
+def test_adamw_refuses_the_state_of_another_model_in_a_sentence(ops):
+    opt = ops.AdamW([_param([[1.0]]), _param([0.0, 0.0])], lr=0.1)
+    state = opt.state_dict()
+    del state["v.1"]
+    with pytest.raises(ValueError, match=r"the state has no entry 'v.1', but the optimiser has 2 parameters; the "
+                                         r"state belongs to another model"):
+        opt.load_state_dict(state)
+    state = opt.state_dict()
+    state["m.0"] = np.zeros(3)
+    with pytest.raises(ValueError, match=r"'m.0' has shape \(3,\), but parameter 0 has shape \(1, 1\)"):
+        opt.load_state_dict(state)
+
+
 def test_adamw_does_not_decay_vectors(ops):
     b = _param([1.0])
     opt = ops.AdamW([b], lr=0.1, weight_decay=0.5)

@@ -228,13 +228,14 @@ def test_sigmoid_attention_gradients():
 
 
 def test_sigmoid_attention_is_opt_in_and_leaves_the_default_alone():
-    from mini_transformer.evaluation.experiments.attention_sinks import use_sigmoid_attention
+    from mini_transformer.evaluation.experiments.attention_sinks import sigmoid_attention, use_sigmoid_attention
     x = stream(10)
     before = random_model(kernels="fast")(x).numpy()
     switched = use_sigmoid_attention(random_model(kernels="fast"))
     assert not np.allclose(switched(x).numpy(), before)
-    assert all(b.attn.kernels.attention is not FAST.attention for b in switched.blocks)
-    assert switched.kernels is FAST                               # the optimiser and the rest keep the fast set
+    assert switched.kernels.attention is sigmoid_attention and switched.kernels.attention is not FAST.attention
+    assert all(getattr(switched.kernels, f) is getattr(FAST, f)   # the optimiser and the rest keep the fast set
+               for f in FAST.__dataclass_fields__ if f not in ("name", "attention"))
     np.testing.assert_array_equal(random_model(kernels="fast")(x).numpy(), before)   # a new model: unchanged
     assert REFERENCE.attention.__module__ == "mini_transformer.engine.functional"
 

@@ -109,6 +109,13 @@ def test_training_is_deterministic_and_resumes_exactly(tmp_path, monkeypatch):
     assert resumed.losses == straight.losses[6:]
 
 
+def test_train_refuses_a_model_without_a_kernel_set_in_a_sentence():
+    from mini_transformer.engine.nn import Linear
+    with pytest.raises(TypeError, match=r"train needs a model that carries its kernel set as model.kernels, as "
+                                        r"TinyGPT and TinyEncoder do .*; a Linear has none"):
+        train(Linear(4, 4, backend.rng(0)), copy_batches(n=4, batch=4), TrainConfig(steps=1, progress=False))
+
+
 def test_nan_loss_stops_with_the_step_and_keeps_the_last_checkpoint(tmp_path):
     path = str(tmp_path / "ck.npz")
     model = TinyGPT(tiny("rope"))

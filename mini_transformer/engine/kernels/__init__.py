@@ -23,10 +23,16 @@ AdamW, gradient clipping    ``optim.AdamW``, ``optim.clip_grad_norm``    ``kerne
 
 **The switch** is ``GPTConfig.kernels``: ``"reference"`` (the default, what a
 chapter runs) or ``"fast"`` (what the bench and the experiments run). The
-model reads it once, ``kernels.select(cfg.kernels)``, and hands the chosen set
-to the layers that call these ops. ``kernels.tune()`` (``tuning.py``) is the
-separate, explicit call that sets threads and the allocator for speed.
+model reads it once, ``kernels.select(cfg.kernels)``, keeps the set as
+``model.kernels`` and runs every forward pass inside ``kernels.using(model.kernels)``.
+A layer or scheme asks ``kernels.active()`` for the set in force when it runs
+an op; a backward closure is made in the forward, so it keeps the kernels that
+ran. Outside any ``using`` block, a layer called on its own (as a chapter
+does) runs ``REFERENCE``. ``kernels.tune()`` (``tuning.py``) is the separate,
+explicit call that sets threads and the allocator for speed.
 """
+import contextlib
+import contextvars
 from dataclasses import dataclass
 
 from .. import autograd, functional, optim
@@ -69,3 +75,24 @@ def select(name):
         return FAST
     raise ValueError(f"kernels={name!r} is not a kernel set; choose 'reference' (the textbook code the chapters "
                      f"show) or 'fast' (kernels/, the same numbers, faster).")
+
+
+_active = contextvars.ContextVar("kernels", default=REFERENCE)
+
+
+def active():
+    """The kernel set in force: the one the innermost ``using`` block chose, ``REFERENCE`` outside any."""
+    return _active.get()
+
+
+@contextlib.contextmanager
+def using(kernel_set):
+    """Run the block with ``kernel_set`` (a ``Kernels``) in force; the previous set returns as it ends, raise or not."""
+    if not isinstance(kernel_set, Kernels):
+        raise TypeError(f"kernels.using needs a kernel set (kernels.REFERENCE, kernels.FAST or kernels.select(name)), "
+                        f"got {kernel_set!r}.")
+    token = _active.set(kernel_set)
+    try:
+        yield kernel_set
+    finally:
+        _active.reset(token)

@@ -12,12 +12,15 @@ The windows are the catch: anything that gives a parameter a new array
 (``model.to_dtype``, assigning ``p.data``) cuts it from the buffer. ``step``
 notices and gathers the parameters into a new buffer, moments kept (cast to
 the new dtype), so training keeps working.
+
+The state it saves is the reference's, one ``m`` and ``v`` per parameter
+(``optim.moments_state``): the flat moments are cut into per-parameter views
+on the way out and joined into one buffer again on the way in.
 """
 import math
 
 from .. import optim
-from ..backend import to_numpy, xp
-from ..optim import unflatten
+from ..backend import xp
 
 
 class AdamW(optim.AdamW):
@@ -79,14 +82,22 @@ class AdamW(optim.AdamW):
         self.flat -= update
 
     def state_dict(self):
-        """The moments as flat host arrays in parameter order and the step: ``optim.AdamW``'s format."""
-        return {"m": to_numpy(self.m).copy(), "v": to_numpy(self.v).copy(), "t": self.t}
+        """``optim.AdamW``'s format: the flat moments cut into one array per parameter, and the step."""
+        return optim.moments_state(self.t, self._per_parameter(self.m), self._per_parameter(self.v), self.params)
 
     def load_state_dict(self, state):
         for name in ("m", "v"):
-            parts = unflatten(state[name], self.params, f"AdamW.load_state_dict: {name}")
+            parts = optim.moments_from(state, name, self.params)      # one array per parameter, checked
             setattr(self, name, xp.concatenate([a.reshape(-1) for a in parts]))
         self.t = int(state["t"])
+
+    def _per_parameter(self, flat):
+        """Views of ``flat``, one per parameter, each in its parameter's shape."""
+        out, offset = [], 0
+        for p in self.params:
+            out.append(flat[offset:offset + p.size].reshape(p.shape))
+            offset += p.size
+        return out
 
 
 def clip_grad_norm(params, max_norm):

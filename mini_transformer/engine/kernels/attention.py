@@ -25,10 +25,10 @@ D_i = \sum_j gP_{ij} P_{ij} = gy_i \cdot y_i (the row sum needs only the
 ``(T_q, d_v)`` output, not the ``(T_q, T_k)`` product); gQ = s\, gS K;
 gK = s\, gS^\top Q; g\text{bias} = gS summed to the bias's shape.
 """
-from ..autograd import op, as_tensor, contiguous, sum_to
+from ..autograd import op, as_tensor, sum_to
 from ..backend import xp
 from ..functional import check_attention_shapes, check_bias_shape
-from .layout import empty_like_layout, sum_of_products
+from .layout import contiguous, empty_like_layout, sum_of_products
 from .threads import parallel_rows
 
 

@@ -3,6 +3,13 @@ from .. import backend
 from ..backend import xp
 
 
+def contiguous(a):
+    r"""``a`` in C order. NumPy's stacked matmul can fall off BLAS onto a much slower loop when its *second*
+    operand is a transposed view, so a fast kernel passes every transpose that feeds a product on the right
+    through here first (one copy, and none when ``a`` is C-contiguous already)."""
+    return a if a.flags.c_contiguous else xp.ascontiguousarray(a)
+
+
 def memory_order(a):
     """Axes p such that ``a.transpose(p)`` is C-contiguous with the last axis still last (the identity when
     ``a`` has no such order), and the inverse permutation, which turns the transposed array back."""

@@ -16,10 +16,10 @@ gx = gy \odot \cos + (gy \odot \sin) R^\top on the rotated channels, gx = gy on 
 import functools
 
 from .. import backend
-from ..autograd import op, _raw, contiguous
+from ..autograd import op, _raw
 from ..backend import xp
 from ..validate import check_rotary_width
-from .layout import memory_order
+from .layout import contiguous, memory_order
 
 
 def _c_order_product(a, b):

@@ -98,9 +98,8 @@ def sigmoid_attention(q, k, v, bias=None, mask=None, scale=None, return_weights=
 
 def use_sigmoid_attention(model):
     """Make every attention layer of ``model`` run ``sigmoid_attention``; the other kernels stay."""
-    ops = dataclasses.replace(model.kernels, name=model.kernels.name + "+sigmoid", attention=sigmoid_attention)
-    for block in model.blocks:
-        block.attn.kernels = ops
+    model.kernels = dataclasses.replace(model.kernels, name=model.kernels.name + "+sigmoid",
+                                        attention=sigmoid_attention)   # every layer asks the model's set
     return model
 
 
