@@ -14,7 +14,6 @@ from mini_transformer import Tensor, no_grad
 from mini_transformer.engine import backend
 from mini_transformer.engine.autograd import pad
 from mini_transformer.engine.gradcheck import assert_gradcheck
-from mini_transformer.positional.rope import apply_rotary
 
 pytestmark = pytest.mark.usefixtures("each_backend")
 
@@ -100,13 +99,6 @@ def test_gradcheck_attention_with_causal_mask_and_scale():
 def test_gradcheck_cross_entropy(ignore):
     targets = idx([[0, 1, 2], [1, 3, 1]])
     assert_gradcheck(lambda z: F.cross_entropy(z, targets, ignore_index=ignore), [t64(2, 3, 4)], tol=TOL)
-
-
-def test_gradcheck_rotary():
-    ang = np.random.default_rng(3).normal(size=(3, 2))
-    ang = np.concatenate([ang, ang], axis=-1)
-    cos, sin = backend.asarray(np.cos(ang)), backend.asarray(np.sin(ang))
-    assert_gradcheck(lambda x: apply_rotary(x, cos, sin), [t64(2, 2, 3, 4)], tol=TOL)
 
 
 def test_gradcheck_dropout_with_fixed_mask():

@@ -17,6 +17,8 @@ import pytest
 
 from mini_transformer import Tensor
 from mini_transformer.engine import backend, kernels, nn
+from mini_transformer.engine.gradcheck import assert_gradcheck
+from mini_transformer.engine.kernels import rope as fast_rope
 from mini_transformer.engine.kernels import threads
 from mini_transformer.model import GPTConfig, TinyGPT
 from mini_transformer.model.train import TrainConfig, train
@@ -373,3 +375,56 @@ def test_a_layer_called_outside_any_model_runs_the_reference():
     with kernels.using(kernels.FAST):
         inside = _ran(layers)
     assert used <= _ops_that_ran(kernels.FAST, inside) and _ops_that_ran(kernels.REFERENCE, inside) == set()
+
+
+# ---------------------------------------------------------------------------
+# The fast RoPE kernel: its quarter-turn matrix, and the rotation on a head view
+# ---------------------------------------------------------------------------
+
+ROPE_TOL = 1e-9   # the rotation is linear in x: central differences leave only rounding
+
+
+@pytest.mark.parametrize("interleaved,want", [(False, [-3.0, -4.0, 1.0, 2.0]), (True, [-2.0, 1.0, -4.0, 3.0])])
+def test_quarter_turn_matrix_by_hand(interleaved, want):
+    # rotate-half: [x1, x2] -> [-x2, x1] with halves (1, 2), (3, 4); interleaved: pairs (1, 2), (3, 4) each turned
+    R = fast_rope.quarter_turn_matrix(4, interleaved, dtype="float64")
+    x = backend.asarray(np.array([1.0, 2.0, 3.0, 4.0]))
+    assert backend.to_numpy(x @ R).tolist() == want
+    np.testing.assert_array_equal(backend.to_numpy(R.T), backend.to_numpy(-R))                # R^T = -R
+    np.testing.assert_array_equal(backend.to_numpy(R @ R), -np.eye(4))                        # two quarter turns
+
+
+def _rotary_by_formula(a, cos, sin, interleaved):
+    """x cos + rot(x) sin on the first r channels with the quarter turn written out pair by pair (NumPy)."""
+    r = cos.shape[-1]
+    x = a[..., :r]
+    if interleaved:
+        turned = np.stack([-x[..., 1::2], x[..., 0::2]], axis=-1).reshape(x.shape)
+    else:
+        turned = np.concatenate([-x[..., r // 2:], x[..., :r // 2]], axis=-1)
+    return np.concatenate([x * cos + turned * sin, a[..., r:]], axis=-1)
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+@pytest.mark.parametrize("r", [6, 4])
+def test_fast_apply_rotary_on_a_head_view_keeps_its_layout_and_its_numbers(interleaved, r):
+    # attention hands RoPE q as a (B, H, T, d) view of a (B, T, H, d) array; the fast kernel works in that memory
+    # order, and its backward is the exact transpose for any tables (the reference's needs one angle per pair)
+    B, T, H, d = 2, 5, 3, 6
+    rng = np.random.default_rng(4)
+    a = rng.normal(size=(B, T, H, d)).transpose(0, 2, 1, 3)           # (B, H, T, d) view
+    cos, sin = rng.normal(size=(T, r)), rng.normal(size=(T, r))        # any tables: the op is linear in them
+    x = Tensor(backend.asarray(a), requires_grad=True)
+    y = fast_rope.apply_rotary(x, backend.asarray(cos), backend.asarray(sin), interleaved=interleaved)
+    np.testing.assert_allclose(y.numpy(), _rotary_by_formula(a, cos, sin, interleaved), rtol=1e-13, atol=1e-13)
+    assert y.data.strides == x.data.strides                            # no transposing copy on the way out
+    gy = rng.normal(size=a.shape)
+    y.backward(backend.asarray(gy))
+    assert x.grad.strides == x.data.strides
+    # the backward is the transpose: <gy, J e> = <J^T gy, e> for any direction e
+    e = rng.normal(size=a.shape)
+    np.testing.assert_allclose((gy * _rotary_by_formula(e, cos, sin, interleaved)).sum(),
+                               (backend.to_numpy(x.grad) * e).sum(), rtol=1e-12)
+    assert_gradcheck(lambda t: fast_rope.apply_rotary(t, backend.asarray(cos), backend.asarray(sin),
+                                                      interleaved=interleaved),
+                     [Tensor(backend.asarray(a), requires_grad=True)], tol=ROPE_TOL)

@@ -11,6 +11,7 @@ import pytest
 
 from mini_transformer import Tensor
 from mini_transformer.engine import backend
+from mini_transformer.engine.gradcheck import assert_gradcheck
 from mini_transformer.positional import (
     apply_rotary, apply_rotary_complex, rope_channel_permutation, RotaryEmbedding, rotate_half,
     rotate_interleaved,
@@ -144,7 +145,7 @@ def test_the_public_apply_rotary_takes_a_tensor_and_its_gradient():
         x = Tensor(backend.asarray(a), requires_grad=True)
         np.testing.assert_allclose(N(apply_rotary(x, cos, sin, interleaved)),
                                    N(apply_rotary(backend.asarray(a), cos, sin, interleaved)), rtol=0, atol=1e-15)
-        # linear in x, so only rounding is left (see tests/engine/test_functional_positional_ops.py)
+        # linear in x, so only rounding is left (see tests/engine/test_functional.py)
         assert_gradcheck(lambda t: apply_rotary(t, cos, sin, interleaved), [x], tol=1e-9)
 
 
@@ -181,3 +182,23 @@ def test_rope_signature_by_hand():
             sig["target_max_position_embeddings"]) == ("interleaved (2i, 2i+1)", "yarn", 4, 8)
     assert RoPE(8).signature()["target_max_position_embeddings"] is None      # built with no length at all
     assert RoPE(8, rope_scaling={"type": "dynamic", "factor": 2.0}, max_position_embeddings=4).rerotate_keys
+
+
+# ---------------------------------------------------------------------------
+# The rotation as an op: its backward by central differences
+# ---------------------------------------------------------------------------
+
+TOL = 1e-9   # the op is linear in x, so central differences leave only rounding (tests/engine/test_functional.py)
+
+
+def t64(*shape, seed=0):
+    return Tensor(np.random.default_rng(seed).normal(size=shape), requires_grad=True, dtype="float64")
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+@pytest.mark.parametrize("r", [4, 2])
+def test_gradcheck_apply_rotary_conventions_and_partial(interleaved, r):
+    ang = np.random.default_rng(3).normal(size=(3, r // 2))
+    ang = np.repeat(ang, 2, axis=-1) if interleaved else np.concatenate([ang, ang], axis=-1)
+    cos, sin = backend.asarray(np.cos(ang)), backend.asarray(np.sin(ang))
+    assert_gradcheck(lambda x: apply_rotary(x, cos, sin, interleaved=interleaved), [t64(2, 2, 3, 4)], tol=TOL)

@@ -1,4 +1,4 @@
-r"""The engine ops the positional schemes added: gradchecked in float64, and checked against the slow way.
+r"""The relative-position ops of ``engine/functional.py``: gradchecked in float64, and checked against the slow way.
 
 Every op here is linear in its input, so central differences have no truncation
 error and only rounding is left: about eps |L| / h = 1e-16 |L| / 1e-4, measured at
@@ -14,8 +14,6 @@ import mini_transformer.engine.functional as F
 from mini_transformer import Tensor
 from mini_transformer.engine import backend
 from mini_transformer.engine.gradcheck import assert_gradcheck
-from mini_transformer.engine.kernels import rope as fast_rope
-from mini_transformer.positional.rope import apply_rotary
 
 pytestmark = pytest.mark.usefixtures("each_backend")
 
@@ -33,15 +31,6 @@ def idx(a):
 def index():
     """(T_q 3, T_k 5) into 5 distances, repeats included; built per test, on the backend under test."""
     return idx([[0, 1, 4, 4, 2], [3, 3, 0, 1, 1], [2, 4, 4, 4, 0]])
-
-
-@pytest.mark.parametrize("interleaved", [False, True])
-@pytest.mark.parametrize("r", [4, 2])
-def test_gradcheck_apply_rotary_conventions_and_partial(interleaved, r):
-    ang = np.random.default_rng(3).normal(size=(3, r // 2))
-    ang = np.repeat(ang, 2, axis=-1) if interleaved else np.concatenate([ang, ang], axis=-1)
-    cos, sin = backend.asarray(np.cos(ang)), backend.asarray(np.sin(ang))
-    assert_gradcheck(lambda x: apply_rotary(x, cos, sin, interleaved=interleaved), [t64(2, 2, 3, 4)], tol=TOL)
 
 
 def test_gradcheck_gather_distance():
@@ -91,49 +80,3 @@ def test_relative_shift_equals_the_naive_gather(q_first, T_q, k_first, T_k, caus
     naive = x[..., np.arange(T_q)[:, None], np.clip(d_hi - dist, 0, L - 1)]
     np.testing.assert_array_equal(shifted[..., valid], naive[..., valid])
     assert valid.all() or causal                            # only the masked future is left out
-
-
-@pytest.mark.parametrize("interleaved,want", [(False, [-3.0, -4.0, 1.0, 2.0]), (True, [-2.0, 1.0, -4.0, 3.0])])
-def test_quarter_turn_matrix_by_hand(interleaved, want):
-    # rotate-half: [x1, x2] -> [-x2, x1] with halves (1, 2), (3, 4); interleaved: pairs (1, 2), (3, 4) each turned
-    R = fast_rope.quarter_turn_matrix(4, interleaved, dtype="float64")
-    x = backend.asarray(np.array([1.0, 2.0, 3.0, 4.0]))
-    assert backend.to_numpy(x @ R).tolist() == want
-    np.testing.assert_array_equal(backend.to_numpy(R.T), backend.to_numpy(-R))                # R^T = -R
-    np.testing.assert_array_equal(backend.to_numpy(R @ R), -np.eye(4))                        # two quarter turns
-
-
-def _rotary_by_formula(a, cos, sin, interleaved):
-    """x cos + rot(x) sin on the first r channels with the quarter turn written out pair by pair (NumPy)."""
-    r = cos.shape[-1]
-    x = a[..., :r]
-    if interleaved:
-        turned = np.stack([-x[..., 1::2], x[..., 0::2]], axis=-1).reshape(x.shape)
-    else:
-        turned = np.concatenate([-x[..., r // 2:], x[..., :r // 2]], axis=-1)
-    return np.concatenate([x * cos + turned * sin, a[..., r:]], axis=-1)
-
-
-@pytest.mark.parametrize("interleaved", [False, True])
-@pytest.mark.parametrize("r", [6, 4])
-def test_fast_apply_rotary_on_a_head_view_keeps_its_layout_and_its_numbers(interleaved, r):
-    # attention hands RoPE q as a (B, H, T, d) view of a (B, T, H, d) array; the fast kernel works in that memory
-    # order, and its backward is the exact transpose for any tables (the reference's needs one angle per pair)
-    B, T, H, d = 2, 5, 3, 6
-    rng = np.random.default_rng(4)
-    a = rng.normal(size=(B, T, H, d)).transpose(0, 2, 1, 3)           # (B, H, T, d) view
-    cos, sin = rng.normal(size=(T, r)), rng.normal(size=(T, r))        # any tables: the op is linear in them
-    x = Tensor(backend.asarray(a), requires_grad=True)
-    y = fast_rope.apply_rotary(x, backend.asarray(cos), backend.asarray(sin), interleaved=interleaved)
-    np.testing.assert_allclose(y.numpy(), _rotary_by_formula(a, cos, sin, interleaved), rtol=1e-13, atol=1e-13)
-    assert y.data.strides == x.data.strides                            # no transposing copy on the way out
-    gy = rng.normal(size=a.shape)
-    y.backward(backend.asarray(gy))
-    assert x.grad.strides == x.data.strides
-    # the backward is the transpose: <gy, J e> = <J^T gy, e> for any direction e
-    e = rng.normal(size=a.shape)
-    np.testing.assert_allclose((gy * _rotary_by_formula(e, cos, sin, interleaved)).sum(),
-                               (backend.to_numpy(x.grad) * e).sum(), rtol=1e-12)
-    assert_gradcheck(lambda t: fast_rope.apply_rotary(t, backend.asarray(cos), backend.asarray(sin),
-                                                      interleaved=interleaved),
-                     [Tensor(backend.asarray(a), requires_grad=True)], tol=TOL)
