@@ -116,6 +116,7 @@ class CompiledTest:
     params: list  # the implementations it receives, by name
     signatures: dict
     mutants: list  # [{"key", "wraps", "title", "hint", "required"}] ("required" absent means True)
+    reference: str = None  # the reference's source of the implementations it runs on (None in a student copy)
 
     is_class = False
     kind = "reader_test"
@@ -124,13 +125,13 @@ class CompiledTest:
     def key(self):
         return f"{self.module}.{self.name}"
 
-    def to_json(self):
-        return {"module": self.module, "name": self.name, "label": self.label, "params": self.params,
-                "signatures": self.signatures, "mutants": self.mutants}
+    def stored(self):
+        """As the stored form holds it: plain data (``wire``)."""
+        return dict(vars(self))
 
     @classmethod
-    def from_json(cls, d):
-        return cls(d["module"], d["name"], d["label"], d["params"], d["signatures"], d["mutants"])
+    def from_stored(cls, d):
+        return cls(**d)
 
 
 def judge(c, report):

@@ -16,7 +16,7 @@ needs instead:
   them (a test file that imports ``solutions``, or one listed in ``INSTRUCTOR_TESTS``);
 * each chapter as a percent-format ``.py`` without its ``answer`` and ``hint`` cells;
 * fresh stubs in ``exercises/<module>.py``;
-* ``exercises/grading/stored/<module>.json``: the compiled checks (cases, the reference's
+* ``exercises/grading/stored/<module>.npz``: the compiled checks (cases, the reference's
   outputs, every misconception's outputs), labels, the exercise file and the blank drill files.
   ``python -m exercises grade`` and ``drill`` read them where ``solutions/`` is missing.
 
@@ -32,7 +32,7 @@ import subprocess
 from pathlib import Path
 
 from exercises.grading import notebooks
-from exercises.grading.atomic import write_atomic
+from mini_transformer.model.checkpoint import atomic_write
 from exercises.grading.paths import ROOT
 
 # tests that need the reference, the grader's checks or the stored chapter outputs, besides those importing solutions
@@ -101,8 +101,8 @@ def _imports_solutions(text):
 def _stored_knowledge(module):
     from exercises.grading.drill import DRILLS
     from exercises.grading.generate import drill_text, exercise_modules, generated_text, labels_of
-    from exercises.grading.knowledge import knowledge
-    data = knowledge(module).to_json()
+    from exercises.grading.knowledge import compile_module
+    data = compile_module(module, reference=False)
     data["region_labels"] = labels_of(module)
     data["exercise_text"] = generated_text(module) if module in exercise_modules() else None
     data["drills"] = {d.name: drill_text(d.module, d.names, d.name, d.minutes) for d in DRILLS.values()
@@ -150,8 +150,8 @@ def repository(out_dir):
     from exercises.grading.stored import write
     for m in modules:
         write(out / "exercises" / "grading" / "stored", m, _stored_knowledge(m))
-    write_atomic(out / "STUDENT_COPY", "This is a student copy of the workbook, written by "
-                                       "`python -m exercises release --repo`.\n")
+    atomic_write(out / "STUDENT_COPY", lambda f: f.write(b"This is a student copy of the workbook, written by "
+                                                         b"`python -m exercises release --repo`.\n"))
     return out
 
 

@@ -8,7 +8,8 @@ Built from what Python and the operating system give every process, with nothing
   grader's own environment (no tokens, no credentials);
 * **resource limits** set by the graded process on itself before it loads the code, with
   ``resource.setrlimit`` where the platform has it: CPU seconds, address space, size of any file
-  written, number of processes, open files, no core dumps;
+  written, number of processes, open files, no core dumps; and a **wall-clock alarm**
+  (``signal.setitimer``, SIGALRM left at its default: the kernel ends the process, even inside C);
 * **a guard** (a PEP 578 audit hook, which the graded code cannot remove) that refuses, records
   and reports: writing, deleting, renaming or linking anything outside the throwaway folder;
   reading or importing the reference (``solutions/``, the grader's checks) or other submissions;
@@ -24,6 +25,7 @@ a real sandbox for that (``--wrap``; see README.md, "Grading a class").
 """
 import os
 import shutil
+import signal
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -40,10 +42,7 @@ class Limits:
     file_mb: int = 16  # the largest file it may write (in its own folder)
     processes: int = 64  # per user; enforced by the kernel for users other than root
     open_files: int = 256
-    cpu_s: int = 0  # 0: worked out from the time limits of the jobs
-
-    def to_json(self):
-        return dict(vars(self))
+    cpu_s: int = 0  # 0: worked out from the time limit of the job
 
 
 def environment(folder):
@@ -51,7 +50,7 @@ def environment(folder):
     return {"PATH": "/usr/bin:/bin", "HOME": str(folder), "TMPDIR": str(folder), "LANG": "C.UTF-8",
             "LC_ALL": "C.UTF-8", "MPLBACKEND": "Agg", "MPLCONFIGDIR": str(folder), "MT_BACKEND": "numpy",
             "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-            "PYTHONHASHSEED": "0", "MT_KEEP_FREED_MEMORY": "0"}
+            "PYTHONHASHSEED": "0"}
 
 
 def throwaway_folder(source, module):
@@ -77,8 +76,15 @@ def remove_folder(folder):
 # The graded process's side: limits and the guard, installed before the reader's code loads
 # ---------------------------------------------------------------------------
 
+def set_alarm(seconds):
+    r"""End this process ``seconds`` from now (0: never); the grader's own time limit backs it up."""
+    if hasattr(signal, "setitimer"):  # not on Windows
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+
+
 def apply_limits(limits):
-    r"""Set hard limits on this process (soft = hard, so the graded code cannot raise them)."""
+    r"""Set hard limits on this process (soft = hard, so the graded code cannot raise them), and the alarm."""
+    set_alarm(limits.get("wall_s", 0))
     try:
         import resource
     except ImportError:  # not on this platform (Windows): the time limit still holds

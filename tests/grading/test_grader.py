@@ -315,14 +315,14 @@ def test_every_mutant_is_wrong_in_the_way_it_says(module, test, mutant):
     """Wrap the reference, grade the result with the wrapped exercise's own checks: it must fail, as named."""
     import importlib
 
-    from exercises.grading.checking import case_to_wire, judge
+    from exercises.grading.checking import judge
     from exercises.grading.knowledge import knowledge
     from exercises.grading.worker import describe, run_cases
     reference = importlib.import_module(f"solutions.{module}")
     wrong = mutant.make(getattr(reference, mutant.wraps))
     check = knowledge(module).compiled[mutant.wraps]
     report = dict(describe(wrong, check.name, check.methods),
-                  **run_cases(wrong, check.methods, [case_to_wire(c) for c in check.cases]))
+                  **run_cases(wrong, check.methods, check.cases))
     r = judge(check, report)
     assert r["status"] == "fail", f"mutant {mutant.key} passes the checks of {mutant.wraps}"
     assert r["kind"] not in ("signature", "missing", "type", "raised"), r["message"]  # right signature, one slip
