@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np  # host NumPy: the grader compares on the host
 
-from exercises.grading.wire import Opaque, Recorded
+from exercises.grading.wire import Opaque, Recorded, type_name as _type_name
 
 # ---------------------------------------------------------------------------
 # What a check is made of
@@ -195,13 +195,6 @@ def _expected(target, reference, case, is_class):
 def result(c, status, kind, message, misconception=None):
     return {"target": c.key, "label": c.label, "status": status, "kind": kind, "misconception": misconception,
             "message": message}
-
-
-def _type_name(x):
-    if isinstance(x, Opaque):
-        return x.type_name
-    t = type(x)
-    return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__name__}"
 
 
 def _shape_note(x):

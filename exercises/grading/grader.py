@@ -22,6 +22,7 @@ import concurrent.futures
 import json
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -108,25 +109,23 @@ def _run(job, timeout, limits, wrap, private_dirs, own):
     r"""Grade one job in a fresh worker: ``(result, loaded)``, ``loaded`` False when the file itself failed."""
     c, display = job["check"], job["display"]
     job_s = timeout * (1 + len(c.mutants) if _is_test(c) else 1)  # a reader test runs once per mutant too
-    folder, copy = sandbox.throwaway_folder(job["source"], c.module)
-    request = {"file": copy, "display": display, "job": _job(job, own), "job_s": job_s,
-               "limits": dict(vars(limits), wall_s=timeout, cpu_s=limits.cpu_s or int(STARTUP_GRACE + timeout + job_s)),
-               "reference_dirs": [str(SOLUTIONS), str(GRADING / "checks")], "private_dirs": [str(p) for p in private_dirs]}
     command = (shlex.split(wrap) if wrap else []) + [sys.executable, "-I", "-B", str(WORKER)]
-    try:
-        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, _SLOTS:
-            try:
-                code = subprocess.run(command, input=wire.dumps(request), stdout=out, stderr=err, cwd=folder,
-                                      env=sandbox.environment(folder), timeout=STARTUP_GRACE + timeout + job_s,
-                                      start_new_session=True).returncode
-            except subprocess.TimeoutExpired:
-                code = None
-            out.seek(0)
-            answer = out.read()
-            err.seek(max(0, err.seek(0, os.SEEK_END) - STDERR_KEPT))
-            printed = err.read().decode(errors="replace")
-    finally:
-        sandbox.remove_folder(folder)
+    with tempfile.TemporaryDirectory(prefix=f"pe-grade-{c.module}-") as folder, tempfile.TemporaryFile() as out, \
+            tempfile.TemporaryFile() as err, _SLOTS:
+        request = {"file": shutil.copyfile(job["source"], os.path.join(folder, f"{c.module}.py")), "display": display,
+                   "job": _job(job, own), "job_s": job_s, "private_dirs": [str(p) for p in private_dirs],
+                   "limits": dict(vars(limits), wall_s=timeout, cpu_s=limits.cpu_s or int(STARTUP_GRACE + timeout + job_s)),
+                   "reference_dirs": [str(SOLUTIONS), str(GRADING / "checks")]}
+        try:
+            code = subprocess.run(command, input=wire.dumps(request), stdout=out, stderr=err, cwd=folder,
+                                  env=sandbox.environment(folder), timeout=STARTUP_GRACE + timeout + job_s,
+                                  start_new_session=True).returncode
+        except subprocess.TimeoutExpired:
+            code = None
+        out.seek(0)
+        answer = out.read()
+        err.seek(max(0, err.seek(0, os.SEEK_END) - STDERR_KEPT))
+        printed = err.read().decode(errors="replace")
     timed_out = code is None or abs(code) % 128 in _TIMED_OUT  # an alarm, the CPU limit, or the grader's own limit
     tail = "\n".join(printed.strip().splitlines()[-5:])
     tail = "\n" + tail if tail else ""

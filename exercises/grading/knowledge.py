@@ -9,8 +9,9 @@ in memory, when the grader first needs it (every module in well under a second),
 either counts at once. Both go through ``wire`` bytes and the same ``Knowledge``.
 
 The rule for the reference's own source, which only the workbook has: compiled here, each target
-carries the source of the file's other exercises (``siblings``: they stand in while it runs, so
-an unfinished rotate_half cannot fail apply_rotary) and each reader test the source of the
+carries the reference's file without that exercise and the reader tests (``siblings``: they stand
+in for the rest of the reader's file while it runs, so an unfinished rotate_half cannot fail
+apply_rotary), and each reader test the file without the reader tests, to build the
 implementations it runs on (``reference``). A release stores both as None: there the reader's own
 siblings run, and a reader test runs on the reader's own implementations once they pass.
 """
@@ -72,25 +73,13 @@ class Knowledge:
         return self.compiled.get(name) or self.tests[name]
 
 
-def reference_source(text, names, exclude=()):
-    r"""Source of ``names`` from the reference ``text``, with the imports and every definition they use.
-
-    Never includes ``exclude`` (the exercise being graded, the reader tests).
-    """
-    tree = ast.parse(text)
-    defs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
-    wanted, todo = [], [n for n in names if n not in exclude]
-    while todo:
-        name = todo.pop()
-        if name in wanted or name not in defs:
-            continue
-        wanted.append(name)
-        todo += [n.id for n in ast.walk(defs[name]) if isinstance(n, ast.Name) and n.id in defs and n.id not in exclude]
+def reference_without(text, names):
+    r"""The reference's source ``text`` without its top-level definitions ``names``."""
     lines = text.splitlines(keepends=True)
-    keep = [n for n in tree.body if not isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.Expr))
-            or getattr(n, "name", None) in wanted]
-    return "\n".join("".join(lines[min([n.lineno] + [d.lineno for d in getattr(n, "decorator_list", [])]) - 1:
-                                   n.end_lineno]) for n in keep)
+    for n in reversed(ast.parse(text).body):
+        if getattr(n, "name", None) in names:
+            del lines[min([n.lineno] + [d.lineno for d in n.decorator_list]) - 1:n.end_lineno]
+    return "".join(lines)
 
 
 def compile_module(module, reference=True):
@@ -110,9 +99,8 @@ def compile_module(module, reference=True):
         if name not in labels:
             raise LookupError(f"exercises/grading/checks/{module}.py checks {name}, but solutions/{module}.py "
                               f"marks no solution region in it; add '# BEGIN SOLUTION Exercise N.M' there.")
-        siblings = [n for n in checks_of(module) if n != name]
         targets.append(compile_target(target, getattr(solution, name), labels[name],
-                                      reference_source(text, siblings, [name, *tests]) if reference else None).stored())
+                                      reference_without(text, [name, *tests]) if reference else None).stored())
     compiled_tests = []
     for name, spec in tests.items():
         fn = getattr(solution, name)
@@ -124,7 +112,7 @@ def compile_module(module, reference=True):
         compiled_tests.append(CompiledTest(
             module, name, labels[name], params, signatures(name, fn, ()),
             [{"key": m.key, "wraps": m.wraps, "title": m.title, "hint": m.hint, "required": m.required}
-             for m in spec.mutants], reference_source(text, params, list(tests)) if reference else None).stored())
+             for m in spec.mutants], reference_without(text, tests) if reference else None).stored())
     return {"module": module, "labels": labels, "targets": targets, "tests": compiled_tests}
 
 

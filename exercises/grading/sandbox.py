@@ -2,8 +2,8 @@ r"""The box the graded code runs in: a throwaway folder, a scrubbed environment,
 
 Built from what Python and the operating system give every process, with nothing to install:
 
-* **a throwaway working folder** per graded file, holding a copy of the file, removed afterwards;
-  it is the process's working directory, ``HOME`` and ``TMPDIR``;
+* **a throwaway working folder** per job (``tempfile.TemporaryDirectory``), holding a copy of the
+  file, removed afterwards; it is the process's working directory, ``HOME`` and ``TMPDIR``;
 * **a scrubbed environment**: a fixed ``PATH``, locale and thread settings, nothing of the
   grader's own environment (no tokens, no credentials);
 * **resource limits** set by the graded process on itself before it loads the code, with
@@ -24,14 +24,12 @@ grader; nothing stops the network below Python's socket module. Run the graded p
 a real sandbox for that (``--wrap``; see README.md, "Grading a class").
 """
 import os
-import shutil
 import signal
 import sys
-import tempfile
 from dataclasses import dataclass
 
 # ---------------------------------------------------------------------------
-# The grader's side: the folder, the environment, the command
+# The grader's side: what the process may use, its environment
 # ---------------------------------------------------------------------------
 
 
@@ -53,25 +51,6 @@ def environment(folder):
             "PYTHONHASHSEED": "0"}
 
 
-def throwaway_folder(source, module):
-    r"""A new folder holding a copy of ``source`` named ``<module>.py``; returns (folder, copy)."""
-    folder = tempfile.mkdtemp(prefix=f"pe-grade-{module}-")
-    copy = os.path.join(folder, f"{module}.py")
-    shutil.copyfile(source, copy)
-    return folder, copy
-
-
-def remove_folder(folder):
-    def unlock(func, path, _):
-        try:
-            os.chmod(os.path.dirname(path), 0o700)
-            os.chmod(path, 0o700)
-            func(path)
-        except OSError:
-            pass
-    shutil.rmtree(folder, onerror=unlock)
-
-
 # ---------------------------------------------------------------------------
 # The graded process's side: limits and the guard, installed before the reader's code loads
 # ---------------------------------------------------------------------------
@@ -88,12 +67,11 @@ def apply_limits(limits):
     try:
         import resource
     except ImportError:  # not on this platform (Windows): the time limit still holds
-        return []
+        return
     mb = 1 << 20
     wanted = [("RLIMIT_CPU", limits["cpu_s"]), ("RLIMIT_AS", limits["memory_mb"] * mb),
               ("RLIMIT_FSIZE", limits["file_mb"] * mb), ("RLIMIT_NPROC", limits["processes"]),
               ("RLIMIT_NOFILE", limits["open_files"]), ("RLIMIT_CORE", 0)]
-    applied = []
     for name, value in wanted:
         which = getattr(resource, name, None)
         if which is None or not value and name != "RLIMIT_CORE":
@@ -102,10 +80,8 @@ def apply_limits(limits):
         value = value if hard == resource.RLIM_INFINITY else min(value, hard)
         try:
             resource.setrlimit(which, (value, value))
-            applied.append(name)
         except (ValueError, OSError):  # a limit below what is already in use, or not allowed here
             pass
-    return applied
 
 
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND

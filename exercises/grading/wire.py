@@ -45,14 +45,14 @@ class Recorded:
     """
 
     def __init__(self, name, params, attrs, calls):
-        self._name, self._params, self._calls = name, [tuple(p) for p in params], calls
+        self._name, self._params, self._calls = name, [tuple(p) for p in params], calls  # params: (name,) or (name, default)
         for k, v in attrs.items():
             setattr(self, k, v)
 
     @classmethod
     def of(cls, obj, calls, attrs=()):
         r"""Record ``obj``'s answers to ``calls``, a list of ``(args, kwargs)``, and the ``attrs`` named."""
-        params = [(p.name, p.default if p.default is not p.empty else _REQUIRED)
+        params = [(p.name,) if p.default is p.empty else (p.name, p.default)
                   for p in inspect.signature(obj).parameters.values()]
         stand_in = cls(type(obj).__name__, params, {a: getattr(obj, a) for a in attrs}, {})
         for args, kwargs in calls:
@@ -60,20 +60,15 @@ class Recorded:
         return stand_in
 
     def _key(self, args, kwargs):
-        if len(args) > len(self._params):
-            raise TypeError(f"{self._name}() takes {len(self._params)} arguments, got {len(args)}.")
-        bound = dict(zip([n for n, _ in self._params], args))
-        for k, v in kwargs.items():
-            if k not in [n for n, _ in self._params] or k in bound:
-                raise TypeError(f"{self._name}() got an unexpected or repeated argument {k!r}.")
-            bound[k] = v
-        values = []
-        for name, default in self._params:
-            v = bound.get(name, default)
-            if v is _REQUIRED:
-                raise TypeError(f"{self._name}() is missing the argument {name!r}.")
-            values.append(_canonical(v))
-        return tuple(values)
+        kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+        signature = inspect.Signature([inspect.Parameter(p[0], kind, default=p[1] if len(p) > 1 else inspect.Parameter.empty)
+                                       for p in self._params])
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{self._name}(): {e}") from None
+        bound.apply_defaults()
+        return tuple(_canonical(v) for v in bound.arguments.values())
 
     def __call__(self, *args, **kwargs):
         key = self._key(args, kwargs)
@@ -85,18 +80,10 @@ class Recorded:
         return plain(self._calls[key])  # a fresh copy each call
 
     def _show(self, key):
-        return f"{self._name}(" + ", ".join(f"{n}={v!r}" for (n, _), v in zip(self._params, key)) + ")"
+        return f"{self._name}(" + ", ".join(f"{p[0]}={v!r}" for p, v in zip(self._params, key)) + ")"
 
     def __repr__(self):
         return f"<stand-in for {self._name}>"
-
-
-class _Required:
-    def __repr__(self):
-        return "<required>"
-
-
-_REQUIRED = _Required()
 
 
 def _canonical(v):
@@ -109,6 +96,14 @@ def _canonical(v):
     return repr(v)
 
 
+def type_name(x):
+    """``x``'s type as the feedback names it: ``float``, ``numpy.ndarray``."""
+    if isinstance(x, Opaque):
+        return x.type_name
+    t = type(x)
+    return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__name__}"
+
+
 def _short(text):
     return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + "..."
 
@@ -118,13 +113,12 @@ def _opaque(x):
         text = _short(repr(x))
     except Exception:  # a reader's object whose repr raises
         text = ""
-    t = type(x)
     shape = getattr(x, "shape", None)
     try:
         shape = [int(n) for n in shape] if shape is not None else None
     except (TypeError, ValueError):
         shape = None
-    return Opaque(t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__name__}", text, shape)
+    return Opaque(type_name(x), text, shape)
 
 
 def _pack(x, arrays, limit, depth=0):
@@ -148,8 +142,6 @@ def _pack(x, arrays, limit, depth=0):
         elif isinstance(x, Recorded):
             attrs = {k: v for k, v in vars(x).items() if not k.startswith("_")}
             return {"recorded": _pack([x._name, x._params, attrs, list(x._calls.items())], arrays, None)}
-        elif x is _REQUIRED:
-            return {"required": 0}
         x = x if isinstance(x, Opaque) else _opaque(x)
         return {"opaque": [x.type_name, x.text, list(x.shape) if x.shape is not None else None,
                            x.dtype.str if x.dtype is not None else None]}
@@ -172,8 +164,6 @@ def _unpack(d, arrays):
     if tag == "recorded":
         name, params, attrs, calls = _unpack(v, arrays)
         return Recorded(name, params, attrs, dict(calls))
-    if tag == "required":
-        return _REQUIRED
     if tag == "opaque":
         return Opaque(*v)
     raise ValueError(f"unknown value tag {tag!r} on the wire")

@@ -18,27 +18,18 @@ import io
 import json
 import os
 import sys
-import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _text(e):
-    try:
-        return str(e)[:2000]
-    except Exception:
-        return "(an exception whose message cannot be printed)"
 
 
 def describe(obj, name, methods):
     r"""The facts the grader judges before any call: what ``obj`` is, whether it is a stub, its signature."""
     from exercises.grading.checking import signatures
     from exercises.grading.generate import function_is_stub
+    from exercises.grading.wire import type_name
     if obj is None:
         return {"found": "missing", "type_name": "None", "stubs": {}, "signatures": {}}
-    t = type(obj)
-    type_name = t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__name__}"
     if isinstance(obj, type):
         found = "class"
         stubs = {m: function_is_stub(obj.__dict__[m]) for m in methods if m in obj.__dict__}
@@ -46,20 +37,21 @@ def describe(obj, name, methods):
         found = "function"
         stubs = {name: function_is_stub(obj)}
     else:
-        return {"found": "other", "type_name": type_name, "stubs": {}, "signatures": {}}
-    return {"found": found, "type_name": type_name, "stubs": stubs, "signatures": signatures(name, obj, methods)}
+        return {"found": "other", "type_name": type_name(obj), "stubs": {}, "signatures": {}}
+    return {"found": found, "type_name": type_name(obj), "stubs": stubs, "signatures": signatures(name, obj, methods)}
 
 
 def run_cases(obj, methods, cases, where=lambda e: ""):
     r"""Call ``obj`` on every case, up to the first raise: ``{"calls", "after"}`` (outputs, inputs afterwards)."""
     from exercises.grading.checking import arrays_in, invoke
+    from exercises.grading.reader_tests import text
     from exercises.grading.wire import plain
     calls, after = [], []
     for case in map(copy.deepcopy, cases):  # the call may write into its inputs
         try:
             out = invoke(obj, case, bool(methods))
         except BaseException as e:  # anything the reader's code raises, even SystemExit
-            calls.append({"raised": {"type": type(e).__name__, "message": _text(e), "where": where(e)}})
+            calls.append({"raised": {"type": type(e).__name__, "message": text(e, 2000), "where": where(e)}})
             break
         calls.append({"out": plain(out)})  # as it is now: a later call cannot change it
         after.append(plain(arrays_in(case)))
@@ -85,13 +77,8 @@ class Worker:
         self.module = None
 
     def where(self, exc):
-        """The frames of an exception that lie in the reader's file, with the reader's path."""
-        if isinstance(exc, SyntaxError) and exc.filename == self.copy:
-            return f"\n  line {exc.lineno}: {(exc.text or '').strip()}"
-        frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == self.copy]
-        if not frames:
-            return ""
-        return "\n" + "".join(traceback.format_list(frames[-3:])).rstrip().replace(self.copy, self.display)
+        from exercises.grading.reader_tests import where
+        return where(exc, self.copy, self.display)
 
     def load(self):
         spec = importlib.util.spec_from_file_location("_graded", self.copy)
@@ -100,7 +87,8 @@ class Worker:
         try:
             spec.loader.exec_module(module)
         except BaseException as e:  # a SyntaxError or a SystemExit in the reader's file is a result too
-            return f"your file {self.display} does not import: {type(e).__name__}: {_text(e)}{self.where(e)}"
+            from exercises.grading.reader_tests import text
+            return f"your file {self.display} does not import: {type(e).__name__}: {text(e, 2000)}{self.where(e)}"
         self.module = module
         return None
 
@@ -176,7 +164,7 @@ def main():
         try:
             report = worker.reader_test(job) if job["kind"] == "reader_test" else worker.target(job)
         except BaseException as e:  # the grader's side must never take the worker down silently
-            report = {"crashed": f"grading stopped with {type(e).__name__}: {_text(e)}; your code may have "
+            report = {"crashed": f"grading stopped with {type(e).__name__}: {exercises.grading.reader_tests.text(e)}; your code may have "
                                  "changed something the grader relies on."}
         sandbox.set_alarm(0)
         report.update(violations=list(guard.violations), reference_import=guard.reference_import,
