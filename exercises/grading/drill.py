@@ -125,7 +125,8 @@ def grade(name, attempts=None, history=None, timeout=DEFAULT_TIMEOUT):
                  "target_s": drill.minutes * 60, "passed": passed,
                  "results": {r["label"]: r["status"] if r["status"] != "fail" else f"fail: {r['kind']}"
                              for r in results}})
-    atomic_write(hist_file, lambda f: f.write(json.dumps({"attempts": hist}, indent=1).encode()))  # never half a history
+    text = json.dumps({"attempts": hist}, indent=1)
+    atomic_write(hist_file, lambda f: f.write(text.encode()))  # never half a history
     target = drill.minutes * 60
     verdict = (f"under the target by {_mmss(target - elapsed)}" if elapsed <= target
                else f"over the target by {_mmss(elapsed - target)}")

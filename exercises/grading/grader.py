@@ -19,6 +19,7 @@ not load fails every job the same way, so the others are not run; the rest run s
 """
 import collections
 import concurrent.futures
+import functools
 import json
 import os
 import shlex
@@ -31,12 +32,11 @@ import threading
 from pathlib import Path
 
 from exercises.grading import sandbox, wire
-from exercises.grading.knowledge import graded_modules, knowledge
-from exercises.grading.paths import EXERCISES, GRADING, SOLUTIONS
+from exercises.grading.knowledge import graded_modules, knowledge, reference_places
+from exercises.grading.paths import EXERCISES
 
 DEFAULT_TIMEOUT = 10.0  # seconds per exercise: the cases are tiny, so only a hang gets near it
-STARTUP_GRACE = 60.0  # seconds for a worker to start (imports) on a slow machine; only a worker that
-# outlives its own alarm waits for it
+STARTUP_GRACE = 60.0  # seconds for a worker to start on a slow machine (only one that outlives its alarm waits)
 MAX_FILE_BYTES = 1 << 20  # a graded file larger than this is refused
 STDERR_KEPT = 8192  # bytes of the worker's console output kept for the report
 WORKER = Path(__file__).resolve().parent / "worker.py"
@@ -114,8 +114,9 @@ def _run(job, timeout, limits, wrap, private_dirs, own):
             tempfile.TemporaryFile() as err, _SLOTS:
         request = {"file": shutil.copyfile(job["source"], os.path.join(folder, f"{c.module}.py")), "display": display,
                    "job": _job(job, own), "job_s": job_s, "private_dirs": [str(p) for p in private_dirs],
-                   "limits": dict(vars(limits), wall_s=timeout, cpu_s=limits.cpu_s or int(STARTUP_GRACE + timeout + job_s)),
-                   "reference_dirs": [str(SOLUTIONS), str(GRADING / "checks")]}
+                   "limits": dict(vars(limits), wall_s=timeout,
+                                  cpu_s=limits.cpu_s or int(STARTUP_GRACE + timeout + job_s)),
+                   "reference": [[str(p) for p in reference_places()[0]], reference_places()[1]]}
         try:
             code = subprocess.run(command, input=wire.dumps(request), stdout=out, stderr=err, cwd=folder,
                                   env=sandbox.environment(folder), timeout=STARTUP_GRACE + timeout + job_s,
@@ -127,8 +128,7 @@ def _run(job, timeout, limits, wrap, private_dirs, own):
         err.seek(max(0, err.seek(0, os.SEEK_END) - STDERR_KEPT))
         printed = err.read().decode(errors="replace")
     timed_out = code is None or abs(code) % 128 in _TIMED_OUT  # an alarm, the CPU limit, or the grader's own limit
-    tail = "\n".join(printed.strip().splitlines()[-5:])
-    tail = "\n" + tail if tail else ""
+    tail = "".join("\n" + line for line in printed.strip().splitlines()[-5:])
     ready, _, rest = answer.partition(b"\n")
     load, loaded, report = rest.partition(b"\n")
     if ready != b"ready":
@@ -140,9 +140,9 @@ def _run(job, timeout, limits, wrap, private_dirs, own):
                 _fail(c, "crashed", f"crashed: the process died while loading {display} (exit code {code}).{tail}"),
                 False)
     try:
-        load = json.loads(load)
-        report = wire.loads(report) if report else None
-        assert isinstance(load, dict) and isinstance(report, (dict, type(None)))
+        load, report = json.loads(load), wire.loads(report) if report else None
+        if not isinstance(load, dict) or not isinstance(report, (dict, type(None))):
+            raise ValueError(report)
     except Exception:
         return _fail(c, "crashed", "crashed: the graded process wrote something that is not the grader's answer "
                                    "into the grader's channel."), True
@@ -166,21 +166,21 @@ def _run(job, timeout, limits, wrap, private_dirs, own):
 # Jobs
 # ---------------------------------------------------------------------------
 
-def _grade_file(jobs, timeout, limits, wrap, private_dirs, own):
+def _grade_file(jobs, run, own):
     r"""The results of ``jobs``, all on one file: its first job alone, then the others side by side."""
     if not jobs:
         return []
     path, display = jobs[0]["source"], jobs[0]["display"]
-    if not os.path.isfile(path):
-        return [_fail(j["check"], "missing", f"there is no file {display}.") for j in jobs]
-    if os.path.getsize(path) > MAX_FILE_BYTES:
-        return [_fail(j["check"], "import", f"{display} is larger than {MAX_FILE_BYTES >> 20} MiB; the grader does "
-                                            "not load it.") for j in jobs]
-    first, loaded = _run(jobs[0], timeout, limits, wrap, private_dirs, own)
+    problem = (("missing", f"there is no file {display}.") if not os.path.isfile(path) else
+               ("import", f"{display} is larger than {MAX_FILE_BYTES >> 20} MiB; the grader does not load it.")
+               if os.path.getsize(path) > MAX_FILE_BYTES else None)
+    if problem:
+        return [_fail(j["check"], *problem) for j in jobs]
+    first, loaded = run(jobs[0], own=own)
     if not loaded:  # the file fails to load the same way every time: say so for every job
         return [first] + [_fail(j["check"], first["kind"], first["message"]) for j in jobs[1:]]
     with concurrent.futures.ThreadPoolExecutor(CORES) as pool:
-        return [first] + list(pool.map(lambda j: _run(j, timeout, limits, wrap, private_dirs, own)[0], jobs[1:]))
+        return [first] + [r for r, _ in pool.map(lambda j: run(j, own=own), jobs[1:])]
 
 
 def grade_jobs(jobs, timeout=DEFAULT_TIMEOUT, limits=None, wrap=None, private_dirs=(), display=None, known=None):
@@ -191,7 +191,8 @@ def grade_jobs(jobs, timeout=DEFAULT_TIMEOUT, limits=None, wrap=None, private_di
     path to the name its messages use; ``known`` maps a module to the ``Knowledge`` to grade it
     by (default: ``knowledge(module)``).
     """
-    limits = limits or sandbox.Limits()
+    run_one = functools.partial(_run, timeout=timeout, limits=limits or sandbox.Limits(), wrap=wrap,
+                                private_dirs=private_dirs)
     groups = collections.defaultdict(list)
     for i, j in enumerate(jobs):
         module, name = j["target"].split(".", 1)
@@ -203,7 +204,7 @@ def grade_jobs(jobs, timeout=DEFAULT_TIMEOUT, limits=None, wrap=None, private_di
 
     def grade_group(group):
         k = group[0]["knowledge"]
-        run = lambda some, own: _grade_file(some, timeout, limits, wrap, private_dirs, own)  # noqa: E731
+        run = lambda some, own: _grade_file(some, run_one, own)  # noqa: E731
         targets, tests = [p for p in group if not _is_test(p["check"])], [p for p in group if _is_test(p["check"])]
         results = dict(zip([p["index"] for p in targets], run(targets, {})))
         own = {p["check"].name: results[p["index"]] for p in targets}

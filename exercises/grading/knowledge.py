@@ -21,7 +21,7 @@ import importlib
 import inspect
 
 from exercises.grading import stored, wire
-from exercises.grading.paths import SOLUTIONS
+from exercises.grading.paths import GRADING, SOLUTIONS
 
 
 # ---------------------------------------------------------------------------
@@ -29,7 +29,10 @@ from exercises.grading.paths import SOLUTIONS
 # ---------------------------------------------------------------------------
 
 def modules_with_checks():
-    from exercises.grading import checks
+    try:
+        from exercises.grading import checks
+    except ImportError:  # a student copy ships no checks
+        return []
     return checks.modules()
 
 
@@ -37,6 +40,11 @@ def checks_of(module):
     """``{name: Target}`` of the module's checks file."""
     from exercises.grading import checks
     return checks.targets(module)
+
+
+def reference_places():
+    r"""``(folders, packages)`` the graded process may neither read nor import: the reference and the checks."""
+    return [SOLUTIONS, GRADING / "checks"], ["solutions", "exercises.grading.checks"]
 
 
 def mutants_of(module):
@@ -131,8 +139,5 @@ def knowledge(module):
 
 def graded_modules():
     r"""Modules the grader can grade here: those with checks and a reference, or stored ones."""
-    try:
-        live = [m for m in modules_with_checks() if (SOLUTIONS / f"{m}.py").is_file()]
-    except ImportError:  # a student copy ships no checks
-        live = []
+    live = [m for m in modules_with_checks() if (SOLUTIONS / f"{m}.py").is_file()]
     return sorted(set(live) | set(stored.modules()))

@@ -99,9 +99,10 @@ _PATH_EVENTS = {"os.remove": "delete", "os.rmdir": "delete a folder", "shutil.rm
 class Guard:
     r"""The audit hook: refuses what graded code must not do, and remembers every attempt."""
 
-    def __init__(self, folder, reference_dirs, private_dirs):
+    def __init__(self, folder, reference_dirs, reference_packages, private_dirs):
         self.folder = os.path.realpath(folder)
         self.reference_dirs = [os.path.realpath(d) for d in reference_dirs]
+        self.reference_packages = list(reference_packages)
         self.private_dirs = [os.path.realpath(d) for d in private_dirs]
         self.violations = []  # sentences
         self.reference_import = ""  # what was tried, once
@@ -113,10 +114,8 @@ class Guard:
         return path == folder or path.startswith(folder + os.sep)
 
     def _path(self, p):
-        if isinstance(p, int) or p is None:
-            return None
         try:
-            return os.path.realpath(os.fsdecode(p))
+            return None if isinstance(p, int) or p is None else os.path.realpath(os.fsdecode(p))
         except (TypeError, ValueError):
             return None
 
@@ -169,7 +168,7 @@ class Guard:
             self._check_read(args[0] if args else None)
         elif event == "import":
             name = args[0] or ""
-            if name == "solutions" or name.startswith(("solutions.", "exercises.grading.checks")):
+            if any(name == p or name.startswith(p + ".") for p in self.reference_packages):
                 self._refuse(f"import {name}", reference=True)
             if name in ("_posixsubprocess", "_ctypes"):
                 self._refuse(f"import {name}")
@@ -181,9 +180,9 @@ class Guard:
             self._refuse("call C code through ctypes")
 
 
-def install_guard(folder, reference_dirs=(), private_dirs=()):
+def install_guard(folder, reference_dirs=(), reference_packages=(), private_dirs=()):
     r"""Install the guard for the rest of this process's life; returns it (to read what it refused)."""
-    guard = Guard(folder, reference_dirs, private_dirs)
+    guard = Guard(folder, reference_dirs, reference_packages, private_dirs)
     # subprocess keeps its own handle on the C fork-and-exec; take both away from the graded code
     sys.modules.pop("_posixsubprocess", None)
     if "subprocess" in sys.modules:

@@ -1,10 +1,7 @@
-r"""A student copy's stored knowledge: what the grader needs, per module, without ``solutions/``.
+r"""A student copy's stored knowledge: ``exercises/grading/stored/<module>.npz`` (``wire`` data).
 
-``python -m exercises release --repo`` writes ``exercises/grading/stored/<module>.npz`` into the
-copy (``wire`` data): the module's stored form (``knowledge.compile_module(m, reference=False)``:
-labels, every target's compiled check, the reader tests' mutants), the generated exercise file and
-the blank drill files. In the workbook itself the folder does not exist and the same form is
-compiled from ``solutions/``.
+``python -m exercises release --repo`` writes it: the module's stored form
+(``knowledge.compile_module(m, reference=False)``), its exercise file and its blank drill files.
 """
 import os
 

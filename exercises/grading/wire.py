@@ -45,7 +45,8 @@ class Recorded:
     """
 
     def __init__(self, name, params, attrs, calls):
-        self._name, self._params, self._calls = name, [tuple(p) for p in params], calls  # params: (name,) or (name, default)
+        self._name, self._calls = name, calls
+        self._params = [tuple(p) for p in params]  # (name,) or (name, default)
         for k, v in attrs.items():
             setattr(self, k, v)
 
@@ -60,8 +61,8 @@ class Recorded:
         return stand_in
 
     def _key(self, args, kwargs):
-        kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
-        signature = inspect.Signature([inspect.Parameter(p[0], kind, default=p[1] if len(p) > 1 else inspect.Parameter.empty)
+        P = inspect.Parameter
+        signature = inspect.Signature([P(p[0], P.POSITIONAL_OR_KEYWORD, default=p[1] if len(p) > 1 else P.empty)
                                        for p in self._params])
         try:
             bound = signature.bind(*args, **kwargs)
@@ -87,12 +88,10 @@ class Recorded:
 
 
 def _canonical(v):
-    if isinstance(v, (bool, np.bool_)):
-        return bool(v)
-    if isinstance(v, numbers.Integral):
-        return int(v)
-    if isinstance(v, numbers.Real):
-        return float(v)
+    r"""An argument as part of a key of the recorded table: numbers by value, anything else by its repr."""
+    for kind, cast in (((bool, np.bool_), bool), (numbers.Integral, int), (numbers.Real, float)):
+        if isinstance(v, kind):
+            return cast(v)
     return repr(v)
 
 
@@ -128,16 +127,17 @@ def _pack(x, arrays, limit, depth=0):
             return x
         if type(x) is str:
             return _short(x) if limit else x
-        if isinstance(x, (np.ndarray, np.generic)) and x.dtype.kind in "biufc" and depth <= MAX_DEPTH:
-            if limit and x.size > limit:
-                x = Opaque("numpy.ndarray", f"an array of {x.size} elements", x.shape, x.dtype)
-            else:
+        if depth > MAX_DEPTH:
+            pass
+        elif isinstance(x, (np.ndarray, np.generic)) and x.dtype.kind in "biufc":
+            if not limit or x.size <= limit:
                 arrays.append(np.array(x))  # a copy; a NumPy scalar becomes a 0-d array
                 return {"scalar" if isinstance(x, np.generic) else "array": len(arrays) - 1}
-        elif type(x) in (list, tuple) and len(x) <= MAX_ITEMS and depth <= MAX_DEPTH:
+            x = Opaque("numpy.ndarray", f"an array of {x.size} elements", x.shape, x.dtype)
+        elif type(x) in (list, tuple) and len(x) <= MAX_ITEMS:
             items = [_pack(v, arrays, limit, depth + 1) for v in x]
             return items if type(x) is list else {"tuple": items}
-        elif type(x) is dict and len(x) <= MAX_ITEMS and all(type(k) is str for k in x) and depth <= MAX_DEPTH:
+        elif type(x) is dict and len(x) <= MAX_ITEMS and all(type(k) is str for k in x):
             return {"dict": {k: _pack(v, arrays, limit, depth + 1) for k, v in x.items()}}
         elif isinstance(x, Recorded):
             attrs = {k: v for k, v in vars(x).items() if not k.startswith("_")}

@@ -28,16 +28,11 @@ def describe(obj, name, methods):
     from exercises.grading.checking import signatures
     from exercises.grading.generate import function_is_stub
     from exercises.grading.wire import type_name
-    if obj is None:
-        return {"found": "missing", "type_name": "None", "stubs": {}, "signatures": {}}
-    if isinstance(obj, type):
-        found = "class"
-        stubs = {m: function_is_stub(obj.__dict__[m]) for m in methods if m in obj.__dict__}
-    elif callable(obj):
-        found = "function"
-        stubs = {name: function_is_stub(obj)}
-    else:
-        return {"found": "other", "type_name": type_name(obj), "stubs": {}, "signatures": {}}
+    found = "missing" if obj is None else "class" if isinstance(obj, type) else "function" if callable(obj) else "other"
+    if found in ("missing", "other"):
+        return {"found": found, "type_name": type_name(obj), "stubs": {}, "signatures": {}}
+    stubs = ({m: function_is_stub(obj.__dict__[m]) for m in methods if m in obj.__dict__} if found == "class" else
+             {name: function_is_stub(obj)})
     return {"found": found, "type_name": type_name(obj), "stubs": stubs, "signatures": signatures(name, obj, methods)}
 
 
@@ -71,66 +66,55 @@ class Printed(io.TextIOBase):
         return len(s)
 
 
-class Worker:
-    def __init__(self, request):
-        self.copy, self.display = request["file"], request["display"]
-        self.module = None
+def load(path, display):
+    r"""The reader's file as a module, or the sentence saying why it does not import."""
+    from exercises.grading.reader_tests import text, where
+    spec = importlib.util.spec_from_file_location("_graded", path)
+    module = sys.modules["_graded"] = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except BaseException as e:  # a SyntaxError or a SystemExit in the reader's file is a result too
+        return f"your file {display} does not import: {type(e).__name__}: {text(e, 2000)}{where(e, path, display)}"
+    return module
 
-    def where(self, exc):
-        from exercises.grading.reader_tests import where
-        return where(exc, self.copy, self.display)
 
-    def load(self):
-        spec = importlib.util.spec_from_file_location("_graded", self.copy)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["_graded"] = module
-        try:
-            spec.loader.exec_module(module)
-        except BaseException as e:  # a SyntaxError or a SystemExit in the reader's file is a result too
-            from exercises.grading.reader_tests import text
-            return f"your file {self.display} does not import: {type(e).__name__}: {text(e, 2000)}{self.where(e)}"
-        self.module = module
-        return None
-
-    def target(self, job):
-        from exercises.grading.checking import Case
-        methods = tuple(job["methods"])
-        report = dict(describe(self.module.__dict__.get(job["attr"]), job["name"], methods), calls=[], after=[])
-        if report["found"] not in ("function", "class") or any(report["stubs"].values()):
-            return report
-        obj = self.module.__dict__[job["attr"]]
-        # While this exercise runs, the other exercises of the file are the reference's, so an
-        # unfinished rotate_half cannot fail apply_rotary (a student copy has no source for them).
-        if job["siblings"]:
-            exec(compile(job["siblings"], "<the reference's other exercises>", "exec"), self.module.__dict__)
-        report.update(run_cases(obj, methods, [Case(**c) for c in job["cases"]], self.where))
+def target(module, job, where):
+    from exercises.grading.checking import Case
+    methods = tuple(job["methods"])
+    report = dict(describe(module.__dict__.get(job["attr"]), job["name"], methods), calls=[], after=[])
+    if report["found"] not in ("function", "class") or any(report["stubs"].values()):
         return report
+    obj = module.__dict__[job["attr"]]
+    # While this exercise runs, the rest of the file is the reference's, so an unfinished
+    # rotate_half cannot fail apply_rotary (a student copy has no source for it).
+    if job["siblings"]:
+        exec(compile(job["siblings"], "<the rest of the reference's file>", "exec"), module.__dict__)
+    return dict(report, **run_cases(obj, methods, [Case(**c) for c in job["cases"]], where))
 
-    def reader_test(self, job):
-        from exercises.grading import reader_tests
-        from exercises.grading.knowledge import mutants_of
-        name, impl, names = job["name"], job["implementations"], job["params"]
-        report = dict(describe(self.module.__dict__.get(job["attr"]), name, ()), outcomes={})
-        if report["found"] != "function" or any(report["stubs"].values()):
-            return report
-        if impl["from"] == "none":  # a student copy, and the implementations do not pass yet
-            return dict(report, waiting=True)
 
-        def fresh():
-            if impl["from"] == "yours":
-                return {n: self.module.__dict__[n] for n in names}
-            namespace = {"__name__": "reference"}
-            exec(compile(impl["source"], "<the reference>", "exec"), namespace)
-            return {n: namespace[n] for n in names}
-
-        chosen = [m for m in mutants_of(job["module"])[name].mutants if m.key in set(job["mutants"])]
-        report["outcomes"] = reader_tests.run(self.module.__dict__[job["attr"]], fresh, chosen, self.copy,
-                                              self.display)
+def reader_test(module, job, copy, display):
+    from exercises.grading import reader_tests
+    from exercises.grading.knowledge import mutants_of
+    name, impl, names = job["name"], job["implementations"], job["params"]
+    report = dict(describe(module.__dict__.get(job["attr"]), name, ()), outcomes={})
+    if report["found"] != "function" or any(report["stubs"].values()):
         return report
+    if impl["from"] == "none":  # a student copy, and the implementations do not pass yet
+        return dict(report, waiting=True)
+
+    def fresh():
+        if impl["from"] == "yours":
+            return {n: module.__dict__[n] for n in names}
+        namespace = {"__name__": "reference"}
+        exec(compile(impl["source"], "<the reference>", "exec"), namespace)
+        return {n: namespace[n] for n in names}
+
+    chosen = [m for m in mutants_of(job["module"])[name].mutants if m.key in set(job["mutants"])]
+    return dict(report, outcomes=reader_tests.run(module.__dict__[job["attr"]], fresh, chosen, copy, display))
 
 
 def main():
-    answer = os.fdopen(os.dup(1), "wb")
+    answer = os.fdopen(os.dup(1), "wb", buffering=0)  # each write lands at once: a death loses none of it
     os.dup2(2, 1)  # the reader's prints, even from C, land on stderr
     sys.path.insert(0, str(ROOT))
     from exercises.grading import wire
@@ -142,8 +126,7 @@ def main():
     backend.set_backend("numpy")
     import exercises.grading.checking  # noqa: F401
     import exercises.grading.generate  # noqa: F401
-    import exercises.grading.reader_tests  # noqa: F401
-    from exercises.grading import sandbox
+    from exercises.grading import reader_tests, sandbox
     from exercises.grading.knowledge import mutants_of
     if job["kind"] == "reader_test":
         mutants_of(job["module"])
@@ -151,21 +134,22 @@ def main():
     printed = Printed()
     sys.stdout = sys.stderr = printed
     sandbox.apply_limits(request["limits"])
-    guard = sandbox.install_guard(os.getcwd(), request["reference_dirs"], request["private_dirs"])
+    guard = sandbox.install_guard(os.getcwd(), *request["reference"], request["private_dirs"])
     answer.write(b"ready\n")
-    answer.flush()
-    worker = Worker(request)
-    load = {"import_error": worker.load(), "violations": list(guard.violations),
-            "reference_import": guard.reference_import}
-    answer.write(json.dumps(load).encode() + b"\n")
-    answer.flush()
-    if not any(load.values()):  # a file that fails to load fails every job the same way: nothing to run
+    copy, display = request["file"], request["display"]
+    module = load(copy, display)
+    load_error = module if isinstance(module, str) else None
+    load_facts = {"import_error": load_error, "violations": list(guard.violations),
+                  "reference_import": guard.reference_import}
+    answer.write(json.dumps(load_facts).encode() + b"\n")
+    if not any(load_facts.values()):  # a file that fails to load fails every job the same way: nothing to run
         sandbox.set_alarm(request["job_s"])
         try:
-            report = worker.reader_test(job) if job["kind"] == "reader_test" else worker.target(job)
+            report = (reader_test(module, job, copy, display) if job["kind"] == "reader_test" else
+                      target(module, job, lambda e: reader_tests.where(e, copy, display)))
         except BaseException as e:  # the grader's side must never take the worker down silently
-            report = {"crashed": f"grading stopped with {type(e).__name__}: {exercises.grading.reader_tests.text(e)}; your code may have "
-                                 "changed something the grader relies on."}
+            report = {"crashed": f"grading stopped with {type(e).__name__}: {reader_tests.text(e)}; your code may "
+                                 "have changed something the grader relies on."}
         sandbox.set_alarm(0)
         report.update(violations=list(guard.violations), reference_import=guard.reference_import,
                       printed=printed.total)
@@ -174,7 +158,6 @@ def main():
             data = wire.dumps({"crashed": f"crashed: your code returned {len(data) >> 20} MB of results, more "
                                           "than the grader reads back; the cases' outputs are a few kB."})
         answer.write(data)
-        answer.flush()
     os._exit(0)  # no atexit handler or thread of the reader's code runs after the answer
 
 

@@ -283,4 +283,5 @@ def test_a_given_parameter_does_not_wait_in_a_student_copy():
     copy = Knowledge(compile_module("clinic", reference=False))   # no source: as in a student copy
     assert implementations(copy.tests["check_cache"], copy, {}) == {"from": "yours"}
     rope_copy = Knowledge(compile_module("rope", reference=False))
-    assert implementations(rope_copy.tests["test_rope_properties"], rope_copy, {}) == {"from": "none"}   # its implementations are exercises
+    # its implementations are exercises
+    assert implementations(rope_copy.tests["test_rope_properties"], rope_copy, {}) == {"from": "none"}
