@@ -166,21 +166,25 @@ def _run(job, timeout, limits, wrap, private_dirs, own):
 # Jobs
 # ---------------------------------------------------------------------------
 
-def _grade_file(jobs, run, own):
-    r"""The results of ``jobs``, all on one file: its first job alone, then the others side by side."""
-    if not jobs:
-        return []
-    path, display = jobs[0]["source"], jobs[0]["display"]
-    problem = (("missing", f"there is no file {display}.") if not os.path.isfile(path) else
-               ("import", f"{display} is larger than {MAX_FILE_BYTES >> 20} MiB; the grader does not load it.")
-               if os.path.getsize(path) > MAX_FILE_BYTES else None)
-    if problem:
-        return [_fail(j["check"], *problem) for j in jobs]
-    first, loaded = run(jobs[0], own=own)
-    if not loaded:  # the file fails to load the same way every time: say so for every job
-        return [first] + [_fail(j["check"], first["kind"], first["message"]) for j in jobs[1:]]
-    with concurrent.futures.ThreadPoolExecutor(CORES) as pool:
-        return [first] + [r for r, _ in pool.map(lambda j: run(j, own=own), jobs[1:])]
+def _grade_file(jobs, run, own, failed=None):
+    r"""``(results, failed)`` of ``jobs``, all on one file: its first job alone, then the others side by side.
+
+    ``failed`` is the result of a job whose file failed to load (given, or found here): the file fails
+    to load the same way every time, so every job gets that verdict without running.
+    """
+    if jobs and failed is None:
+        path, display = jobs[0]["source"], jobs[0]["display"]
+        if not os.path.isfile(path) or os.path.getsize(path) > MAX_FILE_BYTES:
+            failed = (_fail(jobs[0]["check"], "missing", f"there is no file {display}.") if not os.path.isfile(path)
+                      else _fail(jobs[0]["check"], "import", f"{display} is larger than {MAX_FILE_BYTES >> 20} MiB; "
+                                                           "the grader does not load it."))
+        else:
+            first, loaded = run(jobs[0], own=own)
+            if loaded:
+                with concurrent.futures.ThreadPoolExecutor(CORES) as pool:
+                    return [first] + [r for r, _ in pool.map(lambda j: run(j, own=own), jobs[1:])], None
+            failed = first
+    return [_fail(j["check"], failed["kind"], failed["message"]) for j in jobs], failed
 
 
 def grade_jobs(jobs, timeout=DEFAULT_TIMEOUT, limits=None, wrap=None, private_dirs=(), display=None, known=None):
@@ -204,16 +208,16 @@ def grade_jobs(jobs, timeout=DEFAULT_TIMEOUT, limits=None, wrap=None, private_di
 
     def grade_group(group):
         k = group[0]["knowledge"]
-        run = lambda some, own: _grade_file(some, run_one, own)  # noqa: E731
         targets, tests = [p for p in group if not _is_test(p["check"])], [p for p in group if _is_test(p["check"])]
-        results = dict(zip([p["index"] for p in targets], run(targets, {})))
+        got, failed = _grade_file(targets, run_one, {})
+        results = dict(zip([p["index"] for p in targets], got))
         own = {p["check"].name: results[p["index"]] for p in targets}
         # a student copy runs a reader test on the reader's own code: grade what it needs first
         needed = sorted({n for p in tests if p["check"].reference is None for n in p["check"].params
                          if n not in own and n in k.compiled})
-        extra = [dict(group[0], attr=n, check=k.check(n)) for n in needed]
-        own.update(zip(needed, run(extra, {})))
-        results.update(zip([p["index"] for p in tests], run(tests, own)))
+        got, failed = _grade_file([dict(group[0], attr=n, check=k.check(n)) for n in needed], run_one, {}, failed)
+        own.update(zip(needed, got))
+        results.update(zip([p["index"] for p in tests], _grade_file(tests, run_one, own, failed)[0]))
         return results
 
     out = [None] * len(jobs)
