@@ -135,7 +135,9 @@ class Compiled:
     cases: list  # [Case], inputs as host objects
     expected: list  # the reference's outputs, normalised
     misconceptions: list  # [{"key", "title", "hint", "match_tol", "outputs": [normalised or None]}]
-    siblings: str = None  # the reference's source of the file's other exercises (None in a student copy)
+    siblings: str = None  # the reference's file without this exercise and the reader tests (None in a student copy)
+
+    kind = "target"
 
     @property
     def key(self):

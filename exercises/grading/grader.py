@@ -9,13 +9,12 @@ r"""Grade the reader's code: run it in a box, judge what it returned here.
              | "reference_import" | "sandbox" | "fails_reference" | "weak_test" | "waiting" | "link",
      "misconception": None or a stable key such as "sign_error", "message": "..."}
 
-Every job (one exercise of one file) runs in a fresh worker process (``worker.py``), started with
-``subprocess.run(..., timeout=...)`` inside the box of ``sandbox.py``: its own throwaway folder
-with a copy of the file, a scrubbed environment, resource limits, an alarm and a guard. Nothing
-one job leaves behind can reach the next, and an infinite loop costs one timeout. The worker
-sends back facts and outputs; this process, which alone holds the reference's outputs, judges
-them (``checking.judge``, ``reader_tests.judge``). A file's first job runs alone: a file that does
-not load fails every job the same way, so the others are not run; the rest run side by side.
+Every job (one exercise of one file) runs in a fresh worker process (``worker.py``, started by
+``subprocess.run(..., timeout=...)``) in the box of ``sandbox.py``, so nothing one job leaves behind
+reaches the next and an infinite loop costs one timeout. The worker sends back facts and outputs;
+this process, which alone holds the reference's outputs, judges them (``checking.judge``,
+``reader_tests.judge``). A file's first job runs alone (a file that does not load fails every job
+the same way, and the others are not run); the rest run side by side.
 """
 import collections
 import concurrent.futures
@@ -70,10 +69,6 @@ def _fail(c, kind, message):
     return result(c, "fail", kind, message)
 
 
-def _is_test(c):
-    return getattr(c, "kind", "") == "reader_test"
-
-
 def implementations(c, k, own):
     r"""What reader test ``c`` runs on: the reference (its stored source), or in a student copy the
     reader's own implementations once they pass (``own``: their results), else none yet."""
@@ -87,8 +82,8 @@ def implementations(c, k, own):
 
 def _job(job, own):
     c, k = job["check"], job["knowledge"]
-    if _is_test(c):
-        return {"kind": "reader_test", "attr": job["attr"], "name": c.name, "module": c.module, "params": c.params,
+    if c.kind == "reader_test":
+        return {"kind": c.kind, "attr": job["attr"], "name": c.name, "module": c.module, "params": c.params,
                 "implementations": implementations(c, k, own), "mutants": [m["key"] for m in c.mutants]}
     return {"kind": "target", "attr": job["attr"], "name": c.name, "methods": list(c.methods),
             "cases": [vars(case) for case in c.cases], "siblings": c.siblings}
@@ -99,7 +94,7 @@ def _judge(c, report):
     if "crashed" in report:
         return _fail(c, "crashed", str(report["crashed"]))
     try:
-        return reader_tests.judge(c, report) if _is_test(c) else checking.judge(c, report)
+        return reader_tests.judge(c, report) if c.kind == "reader_test" else checking.judge(c, report)
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
         return _fail(c, "crashed", f"the graded process sent back something the grader cannot read "
                                    f"({type(e).__name__}); did your code write into the grader's channel?")
@@ -108,7 +103,7 @@ def _judge(c, report):
 def _run(job, timeout, limits, wrap, private_dirs, own):
     r"""Grade one job in a fresh worker: ``(result, loaded)``, ``loaded`` False when the file itself failed."""
     c, display = job["check"], job["display"]
-    job_s = timeout * (1 + len(c.mutants) if _is_test(c) else 1)  # a reader test runs once per mutant too
+    job_s = timeout * (1 + len(c.mutants) if c.kind == "reader_test" else 1)  # a reader test runs once per mutant too
     command = (shlex.split(wrap) if wrap else []) + [sys.executable, "-I", "-B", str(WORKER)]
     with tempfile.TemporaryDirectory(prefix=f"pe-grade-{c.module}-") as folder, tempfile.TemporaryFile() as out, \
             tempfile.TemporaryFile() as err, _SLOTS:
@@ -208,7 +203,8 @@ def grade_jobs(jobs, timeout=DEFAULT_TIMEOUT, limits=None, wrap=None, private_di
 
     def grade_group(group):
         k = group[0]["knowledge"]
-        targets, tests = [p for p in group if not _is_test(p["check"])], [p for p in group if _is_test(p["check"])]
+        targets = [p for p in group if p["check"].kind == "target"]
+        tests = [p for p in group if p["check"].kind == "reader_test"]
         got, failed = _grade_file(targets, run_one, {})
         results = dict(zip([p["index"] for p in targets], got))
         own = {p["check"].name: results[p["index"]] for p in targets}
@@ -220,12 +216,9 @@ def grade_jobs(jobs, timeout=DEFAULT_TIMEOUT, limits=None, wrap=None, private_di
         results.update(zip([p["index"] for p in tests], _grade_file(tests, run_one, own, failed)[0]))
         return results
 
-    out = [None] * len(jobs)
     with concurrent.futures.ThreadPoolExecutor(CORES) as pool:
-        for results in pool.map(grade_group, groups.values()):
-            for i, r in results.items():
-                out[i] = r
-    return out
+        results = {i: r for done in pool.map(grade_group, groups.values()) for i, r in done.items()}
+    return [results[i] for i in range(len(jobs))]
 
 
 def grade_file(path, module, names=None, timeout=DEFAULT_TIMEOUT, **kwargs):

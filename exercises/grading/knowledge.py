@@ -57,11 +57,6 @@ def mutants_of(module):
 # The stored form, and what the grader reads from it
 # ---------------------------------------------------------------------------
 
-def _number(label):
-    tail = label.split()[-1]
-    return tuple(int(p) if p.isdigit() else p for p in tail.split("."))
-
-
 class Knowledge:
     r"""Compiled checks and reader tests of one module, in exercise order, read from its stored form."""
 
@@ -75,7 +70,8 @@ class Knowledge:
 
     def names(self):
         """Every graded name (targets and reader tests), in label order."""
-        return sorted(list(self.compiled) + list(self.tests), key=lambda n: _number(self.labels[n]))
+        return sorted(list(self.compiled) + list(self.tests),
+                      key=lambda n: tuple(int(p) if p.isdigit() else p for p in self.labels[n].split()[-1].split(".")))
 
     def check(self, name):
         return self.compiled.get(name) or self.tests[name]

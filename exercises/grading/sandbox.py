@@ -132,9 +132,7 @@ class Guard:
             self._refuse(f"{verb} {path} (outside its own folder)")
 
     def _check_read(self, p):
-        path = self._path(p)
-        if path is None:
-            return
+        path = self._path(p) or ""
         if any(self._inside(path, d) for d in self.reference_dirs):
             self._refuse(f"read {path}", reference=True)
         if any(self._inside(path, d) for d in self.private_dirs):

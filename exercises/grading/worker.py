@@ -67,15 +67,16 @@ class Printed(io.TextIOBase):
 
 
 def load(path, display):
-    r"""The reader's file as a module, or the sentence saying why it does not import."""
+    r"""``(the reader's file as a module, None)``, or ``(None, the sentence saying why it does not import)``."""
     from exercises.grading.reader_tests import text, where
     spec = importlib.util.spec_from_file_location("_graded", path)
     module = sys.modules["_graded"] = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
     except BaseException as e:  # a SyntaxError or a SystemExit in the reader's file is a result too
-        return f"your file {display} does not import: {type(e).__name__}: {text(e, 2000)}{where(e, path, display)}"
-    return module
+        return None, (f"your file {display} does not import: {type(e).__name__}: {text(e, 2000)}"
+                      f"{where(e, path, display)}")
+    return module, None
 
 
 def target(module, job, where):
@@ -137,8 +138,7 @@ def main():
     guard = sandbox.install_guard(os.getcwd(), *request["reference"], request["private_dirs"])
     answer.write(b"ready\n")
     copy, display = request["file"], request["display"]
-    module = load(copy, display)
-    load_error = module if isinstance(module, str) else None
+    module, load_error = load(copy, display)
     load_facts = {"import_error": load_error, "violations": list(guard.violations),
                   "reference_import": guard.reference_import}
     answer.write(json.dumps(load_facts).encode() + b"\n")
