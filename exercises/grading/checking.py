@@ -6,11 +6,10 @@ is the float32 one) and misconceptions: small host-NumPy implementations of the 
 readers make.
 
 The grader's process turns a target into a ``Compiled`` check, which is data only: the cases'
-inputs, the reference's outputs (from ``solutions/``) and every misconception's outputs. The
-reader's code runs elsewhere (``worker.py``) and sends back what it returned; ``judge`` then
-decides here, in layers (signature, type, shape, dtype, NaN, misconception, numbers), and its
-feedback never quotes code. A student copy of the workbook ships the compiled checks instead of
-``solutions/`` and the checks files, and grades the same way.
+inputs, the reference's outputs (from ``solutions/``) and every misconception's outputs; it is
+what the stored form of a module holds (``knowledge.py``). The reader's code runs elsewhere
+(``worker.py``) and sends back what it returned; ``judge`` then decides here, in layers
+(signature, type, shape, dtype, NaN, misconception, numbers), and its feedback never quotes code.
 """
 import copy
 import inspect
@@ -19,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np  # host NumPy: the grader compares on the host
 
-from exercises.grading.wire import Opaque, Recorded, decode, encode
+from exercises.grading.wire import Opaque, Recorded, type_name as _type_name
 
 # ---------------------------------------------------------------------------
 # What a check is made of
@@ -89,18 +88,6 @@ def arrays_in(case):
             + list(case.call_kwargs.values()) if isinstance(a, np.ndarray)]
 
 
-def case_to_wire(case):
-    return {"label": case.label, "show": case.show, "raises": case.raises,
-            "call": encode({"args": list(case.args), "kwargs": case.kwargs, "call_args": list(case.call_args),
-                            "call_kwargs": case.call_kwargs})}
-
-
-def case_from_wire(d):
-    call = decode(d["call"])
-    return Case(d["label"], tuple(call["args"]), call["kwargs"], tuple(call["call_args"]), call["call_kwargs"],
-                d["show"], d.get("raises", ""))
-
-
 # ---------------------------------------------------------------------------
 # Compiled checks: data only, made in the grader's process or read from a release
 # ---------------------------------------------------------------------------
@@ -148,6 +135,9 @@ class Compiled:
     cases: list  # [Case], inputs as host objects
     expected: list  # the reference's outputs, normalised
     misconceptions: list  # [{"key", "title", "hint", "match_tol", "outputs": [normalised or None]}]
+    siblings: str = None  # the reference's file without this exercise and the reader tests (None in a student copy)
+
+    kind = "target"
 
     @property
     def key(self):
@@ -157,23 +147,16 @@ class Compiled:
     def is_class(self):
         return bool(self.methods)
 
-    def to_json(self):
-        return {"module": self.module, "name": self.name, "label": self.label, "output": self.output,
-                "methods": list(self.methods), "elementwise_arg": self.elementwise_arg,
-                "dtype_hint": self.dtype_hint, "signatures": self.signatures,
-                "cases": [case_to_wire(c) for c in self.cases], "expected": encode(self.expected),
-                "misconceptions": [dict(m, match_tol=list(m["match_tol"]) if m["match_tol"] else None,
-                                        outputs=encode(m["outputs"])) for m in self.misconceptions]}
+    def stored(self):
+        """As the stored form holds it: plain data (``wire``)."""
+        return dict(vars(self), cases=[vars(c) for c in self.cases])
 
     @classmethod
-    def from_json(cls, d):
-        return cls(d["module"], d["name"], d["label"], d["output"], tuple(d["methods"]), d["elementwise_arg"],
-                   d["dtype_hint"], d["signatures"], [case_from_wire(c) for c in d["cases"]], decode(d["expected"]),
-                   [dict(m, match_tol=tuple(m["match_tol"]) if m["match_tol"] else None,
-                         outputs=decode(m["outputs"])) for m in d["misconceptions"]])
+    def from_stored(cls, d):
+        return cls(**dict(d, cases=[Case(**c) for c in d["cases"]]))
 
 
-def compile_target(target, reference, label):
+def compile_target(target, reference, label, siblings=None):
     r"""Run the reference and every misconception on the target's cases, in this process."""
     cases = target.cases()
     is_class = bool(target.methods)
@@ -190,7 +173,8 @@ def compile_target(target, reference, label):
                 outs.append(None)
         mis.append({"key": m.key, "title": m.title, "hint": m.hint, "match_tol": m.match_tol, "outputs": outs})
     return Compiled(target.module, target.name, label, target.output, tuple(target.methods), target.elementwise_arg,
-                    target.dtype_hint, signatures(target.name, reference, target.methods), cases, expected, mis)
+                    target.dtype_hint, signatures(target.name, reference, target.methods), cases, expected, mis,
+                    siblings)
 
 
 def _expected(target, reference, case, is_class):
@@ -213,13 +197,6 @@ def _expected(target, reference, case, is_class):
 def result(c, status, kind, message, misconception=None):
     return {"target": c.key, "label": c.label, "status": status, "kind": kind, "misconception": misconception,
             "message": message}
-
-
-def _type_name(x):
-    if isinstance(x, Opaque):
-        return x.type_name
-    t = type(x)
-    return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__name__}"
 
 
 def _shape_note(x):
@@ -449,7 +426,7 @@ def judge(c, report):
             must = f" It must raise {case.raises} here." if case.raises else ""
             return fail("raised", f"raised {r['type']}: {r['message']} on case '{case.label}'.{must}"
                                   f"{r['where']}\nInput: {case.show}")
-        out = decode(call["out"])
+        out = call["out"]
         if case.raises:  # returned where it must raise: judged after the other cases
             raw.append(out)
             continue
@@ -457,7 +434,7 @@ def judge(c, report):
         if form and form[0] == "type":
             return fail("type", f"type: {form[1]} (case '{case.label}')")
         before = arrays_in(case)
-        after = [decode(a) for a in report["after"][i]]
+        after = report["after"][i]
         if len(after) != len(before) or any(
                 a.shape != b.shape or a.dtype != b.dtype or not np.array_equal(a, b, equal_nan=True)
                 for a, b in zip(after, before)):

@@ -17,7 +17,7 @@ import os
 import time
 from pathlib import Path
 
-from exercises.grading.atomic import write_atomic
+from mini_transformer.model.checkpoint import atomic_write
 from exercises.grading.generate import drill_text
 from exercises.grading.grader import DEFAULT_TIMEOUT, format_results, grade_file
 from exercises.grading.paths import ROOT
@@ -144,7 +144,8 @@ def grade(name, attempts=None, history=None, timeout=DEFAULT_TIMEOUT):
                  "target_s": drill.minutes * 60, "passed": passed,
                  "results": {r["label"]: r["status"] if r["status"] != "fail" else f"fail: {r['kind']}"
                              for r in results}})
-    write_atomic(hist_file, json.dumps({"attempts": hist}, indent=1))  # never half a history
+    text = json.dumps({"attempts": hist}, indent=1)
+    atomic_write(hist_file, lambda f: f.write(text.encode()))  # never half a history
     target = drill.minutes * 60
     verdict = (f"under the target by {_mmss(target - elapsed)}" if elapsed <= target
                else f"over the target by {_mmss(elapsed - target)}")

@@ -9,38 +9,39 @@ r"""Grade the reader's code: run it in a box, judge what it returned here.
              | "reference_import" | "sandbox" | "fails_reference" | "weak_test" | "waiting" | "link",
      "misconception": None or a stable key such as "sign_error", "message": "..."}
 
-The reader's code runs in a worker process (``worker.py``) inside the box of ``sandbox.py``: a
-throwaway folder with a copy of the file, a scrubbed environment, resource limits and a guard.
-The worker sends back facts and outputs; this process, which alone holds the reference's
-outputs, judges them (``checking.judge``, ``reader_tests.judge``). A job that overruns its time
-limit gets its worker killed and the remaining jobs go to a fresh one, so an infinite loop costs
-one timeout and never hangs the caller.
-
-``isolation="file"`` runs all of a file's jobs in one worker (your own grading);
-``isolation="job"`` gives every job a fresh worker (a class: nothing one job leaves behind can
-reach the next).
+Every job (one exercise of one file) runs in a fresh worker process (``worker.py``, started by
+``subprocess.run(..., timeout=...)``) in the box of ``sandbox.py``, so nothing one job leaves behind
+reaches the next and an infinite loop costs one timeout. The worker sends back facts and outputs;
+this process, which alone holds the reference's outputs, judges them (``checking.judge``,
+``reader_tests.judge``). A file's first job runs alone (a file that does not load fails every job
+the same way, and the others are not run); the rest run side by side.
 """
 import collections
+import concurrent.futures
+import functools
 import json
 import os
-import queue
 import shlex
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 import threading
-import time
 from pathlib import Path
 
-from exercises.grading import sandbox
-from exercises.grading.knowledge import graded_modules, knowledge
-from exercises.grading.paths import EXERCISES, answer_paths
+from exercises.grading import sandbox, wire
+from exercises.grading.knowledge import graded_modules, knowledge, reference_places
+from exercises.grading.paths import EXERCISES
 
 DEFAULT_TIMEOUT = 10.0  # seconds per exercise: the cases are tiny, so only a hang gets near it
-STARTUP_GRACE = 60.0  # seconds for the worker to start (imports) on a slow machine
+STARTUP_GRACE = 60.0  # seconds for a worker to start on a slow machine (only one that outlives its alarm waits)
 MAX_FILE_BYTES = 1 << 20  # a graded file larger than this is refused
-MAX_LINE = 64 << 20  # the longest protocol line the grader reads
 STDERR_KEPT = 8192  # bytes of the worker's console output kept for the report
 WORKER = Path(__file__).resolve().parent / "worker.py"
+CORES = os.cpu_count() or 1
+_SLOTS = threading.BoundedSemaphore(CORES)  # worker processes at once, however many callers
+_TIMED_OUT = {getattr(signal, s) for s in ("SIGALRM", "SIGXCPU") if hasattr(signal, s)}
 
 
 def label_of(target_key):
@@ -60,86 +61,7 @@ def exercise_module_names():
 
 
 # ---------------------------------------------------------------------------
-# One worker process
-# ---------------------------------------------------------------------------
-
-class _Tail:
-    r"""Keeps the last bytes of a stream and counts them all, however much the graded code prints."""
-
-    def __init__(self, stream):
-        self.kept, self.total = collections.deque(), 0
-        self._size = 0
-        self._thread = threading.Thread(target=self._pump, args=(stream,), daemon=True)
-        self._thread.start()
-
-    def _pump(self, stream):
-        for chunk in iter(lambda: stream.read(65536), b""):
-            self.total += len(chunk)
-            self.kept.append(chunk)
-            self._size += len(chunk)
-            while self._size - len(self.kept[0]) >= STDERR_KEPT:
-                self._size -= len(self.kept.popleft())
-
-    def text(self, wait=1.0):
-        self._thread.join(wait)
-        return b"".join(self.kept)[-STDERR_KEPT:].decode(errors="replace")
-
-
-def _lines(stream, out):
-    while True:
-        line = stream.readline(MAX_LINE)
-        if not line:
-            break
-        out.put(line)
-    out.put(None)
-
-
-class _Run:
-    r"""One worker process: its request in, its events out, its console output kept short."""
-
-    def __init__(self, request, folder, wrap):
-        command = shlex.split(wrap) if wrap else []
-        command += [sys.executable, "-I", "-B", str(WORKER)]
-        self.proc = subprocess.Popen(command, cwd=folder, env=sandbox.environment(folder), stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-        self.stderr = _Tail(self.proc.stderr)
-        self.lines = queue.Queue()
-        threading.Thread(target=_lines, args=(self.proc.stdout, self.lines), daemon=True).start()
-        try:
-            self.proc.stdin.write(json.dumps(request).encode())
-            self.proc.stdin.close()
-        except (BrokenPipeError, OSError):
-            pass
-
-    def next_event(self, deadline):
-        r"""The next event as a dict, or the reason there is none: 'timeout', 'eof' or 'garbled'."""
-        try:
-            line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
-        except queue.Empty:
-            return "timeout"
-        if line is None:
-            return "eof"
-        try:
-            msg = json.loads(line)
-        except ValueError:
-            return "garbled"
-        return msg if isinstance(msg, dict) and isinstance(msg.get("event"), str) else "garbled"
-
-    def stop(self, kill):
-        if kill:
-            try:
-                os.killpg(self.proc.pid, 9)  # its whole session: anything it started dies with it
-            except (OSError, AttributeError):  # no process groups (Windows), or already gone
-                self.proc.kill()
-        try:
-            self.proc.wait(timeout=STARTUP_GRACE)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-
-
-# ---------------------------------------------------------------------------
-# Jobs
+# One job, in one worker process
 # ---------------------------------------------------------------------------
 
 def _fail(c, kind, message):
@@ -147,189 +69,156 @@ def _fail(c, kind, message):
     return result(c, "fail", kind, message)
 
 
-def _is_test(c):
-    return getattr(c, "kind", "") == "reader_test"
+def implementations(c, k, own):
+    r"""What reader test ``c`` runs on: the reference (its stored source), or in a student copy the
+    reader's own implementations once they pass (``own``: their results), else none yet."""
+    if c.reference is not None:
+        return {"from": "reference", "source": c.reference}
+    # a parameter that is no exercise, such as the clinic's make_patient, is given: taken as it is
+    if all(own.get(p, {}).get("status") == "pass" for p in c.params if p in k.compiled):
+        return {"from": "yours"}
+    return {"from": "none"}
 
 
-def _job_payload(job, own_results):
+def _job(job, own):
     c, k = job["check"], job["knowledge"]
-    if _is_test(c):
-        if k.has_reference:
-            impl = {"from": "reference", "source": k.reference_source(c.params, exclude=list(k.tests))}
-        elif all(own_results.get(p, {}).get("status") == "pass" for p in c.params if p in k.compiled):
-            impl = {"from": "yours"}  # a student copy: the reader's own implementations, once they pass
-            # (a parameter that is no exercise, such as the clinic's make_patient, is given: taken as it is)
-        else:
-            impl = {"from": "none"}
-        return {"index": job["index"], "kind": "reader_test", "attr": job["attr"], "name": c.name, "module": c.module,
-                "params": c.params, "implementations": impl, "mutants": [m["key"] for m in c.mutants]}
-    from exercises.grading.checking import case_to_wire
-    siblings = [n for n in k.compiled if n != c.name]
-    return {"index": job["index"], "kind": "target", "attr": job["attr"], "name": c.name, "methods": list(c.methods),
-            "cases": [case_to_wire(case) for case in c.cases],
-            "siblings": k.reference_source(siblings, exclude=[c.name])}
+    if c.kind == "reader_test":
+        return {"kind": c.kind, "attr": job["attr"], "name": c.name, "module": c.module, "params": c.params,
+                "implementations": implementations(c, k, own), "mutants": [m["key"] for m in c.mutants]}
+    return {"kind": "target", "attr": job["attr"], "name": c.name, "methods": list(c.methods),
+            "cases": [vars(case) for case in c.cases], "siblings": c.siblings}
 
 
-def _judge(job, report, load):
+def _judge(c, report):
     from exercises.grading import checking, reader_tests
-    c = job["check"]
-    report = dict(report)
-    report["violations"] = list(load.get("violations") or []) + list(report.get("violations") or [])
-    report["reference_import"] = load.get("reference_import") or report.get("reference_import") or ""
     if "crashed" in report:
         return _fail(c, "crashed", str(report["crashed"]))
     try:
-        return reader_tests.judge(c, report) if _is_test(c) else checking.judge(c, report)
+        return reader_tests.judge(c, report) if c.kind == "reader_test" else checking.judge(c, report)
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
         return _fail(c, "crashed", f"the graded process sent back something the grader cannot read "
                                    f"({type(e).__name__}); did your code write into the grader's channel?")
 
 
-def _load_failed(load):
-    return bool(load and (load.get("import_error") or load.get("reference_import") or load.get("violations")
-                          or load.get("dead")))
-
-
-def _run_group(path, display, jobs, timeout, isolation, limits, wrap, private_dirs, own_results):
-    r"""Grade ``jobs`` (dicts with "index", "check", "attr", "knowledge") on one file; ``{index: result}``."""
-    results = {}
-    if not jobs:
-        return results
-    if not os.path.isfile(path):
-        return {j["index"]: _fail(j["check"], "missing", f"there is no file {display}.") for j in jobs}
-    if os.path.getsize(path) > MAX_FILE_BYTES:
-        return {j["index"]: _fail(j["check"], "import", f"{display} is larger than {MAX_FILE_BYTES >> 20} MiB; "
-                                  "the grader does not load it.") for j in jobs}
-    folder, copy = sandbox.throwaway_folder(path, jobs[0]["check"].module)
-    try:
-        load, attempts, pending = None, collections.Counter(), list(jobs)
-        while pending:
-            if _load_failed(load):  # the file fails to load the same way every time: say so for every job
-                for j in pending:
-                    results[j["index"]] = (_fail(j["check"], *load["dead"]) if load.get("dead")
-                                           else _judge(j, {"import_error": load.get("import_error")}, load))
-                break
-            batch = pending if isolation == "file" else pending[:1]
-            got, load = _run_batch(batch, folder, copy, display, timeout, limits, wrap, private_dirs, own_results)
-            results.update(got)
-            for j in batch:
-                attempts[j["index"]] += 1
-                if j["index"] not in results and attempts[j["index"]] >= 2:
-                    results[j["index"]] = _fail(j["check"], "crashed", "crashed: the graded process kept dying "
-                                                "before it could run this exercise.")
-            pending = [j for j in pending if j["index"] not in results]
-    finally:
-        sandbox.remove_folder(folder)
-    return results
-
-
-def _run_batch(batch, folder, copy, display, timeout, limits, wrap, private_dirs, own_results):
-    r"""One worker over ``batch``: ``({index: result}, what loading did)``."""
-    scale = {j["index"]: 1 + len(j["check"].mutants) if _is_test(j["check"]) else 1 for j in batch}
-    limits = dict(limits.to_json())
-    limits["cpu_s"] = limits["cpu_s"] or int(STARTUP_GRACE + timeout * (1 + sum(scale.values())))
-    request = {"file": copy, "display": display, "limits": limits,
-               "reference_dirs": [str(p) for p in answer_paths()],
-               "private_dirs": [str(p) for p in private_dirs],
-               "mutant_modules": sorted({j["check"].module for j in batch if _is_test(j["check"])}),
-               "jobs": [_job_payload(j, own_results) for j in batch]}
-    by_index = {j["index"]: j for j in batch}
-    results, current, load, ready, stop = {}, None, None, False, None
-    run = _Run(request, folder, wrap)
-    deadline = time.monotonic() + STARTUP_GRACE
-    while stop is None:
-        msg = run.next_event(deadline)
-        if isinstance(msg, str):
-            stop = msg
-            break
-        event = msg["event"]
-        if event == "ready" and not ready:
-            ready, deadline = True, time.monotonic() + timeout  # loading the file has the time of one exercise
-        elif event == "loaded" and ready and load is None:
-            load = {"import_error": msg.get("import_error"), "violations": list(msg.get("violations") or []),
-                    "reference_import": msg.get("reference_import") or ""}
-            deadline = time.monotonic() + timeout
-        elif event == "start" and load is not None and current is None and msg.get("index") in by_index \
-                and msg["index"] not in results:
-            current = msg["index"]
-            deadline = time.monotonic() + timeout * scale[current]
-        elif event == "result" and current is not None and msg.get("index") == current \
-                and isinstance(msg.get("report"), dict):
-            results[current] = _judge(by_index[current], msg["report"], load)
-            current, deadline = None, time.monotonic() + timeout
-        elif event == "done" and current is None and load is not None:
-            break
-        else:
-            stop = "garbled"
-    run.stop(kill=stop is not None)
-    tail = run.stderr.text().strip().splitlines()[-5:]
-    tail_text = ("\n" + "\n".join(tail)) if tail else ""
-    if stop and not ready:
+def _run(job, timeout, limits, wrap, private_dirs, own):
+    r"""Grade one job in a fresh worker: ``(result, loaded)``, ``loaded`` False when the file itself failed."""
+    c, display = job["check"], job["display"]
+    job_s = timeout * (1 + len(c.mutants) if c.kind == "reader_test" else 1)  # a reader test runs once per mutant too
+    command = (shlex.split(wrap) if wrap else []) + [sys.executable, "-I", "-B", str(WORKER)]
+    with tempfile.TemporaryDirectory(prefix=f"pe-grade-{c.module}-") as folder, tempfile.TemporaryFile() as out, \
+            tempfile.TemporaryFile() as err, _SLOTS:
+        request = {"file": shutil.copyfile(job["source"], os.path.join(folder, f"{c.module}.py")), "display": display,
+                   "job": _job(job, own), "job_s": job_s, "private_dirs": [str(p) for p in private_dirs],
+                   "limits": dict(vars(limits), wall_s=timeout,
+                                  cpu_s=limits.cpu_s or int(STARTUP_GRACE + timeout + job_s)),
+                   "reference": [[str(p) for p in reference_places()[0]], reference_places()[1]]}
+        try:
+            code = subprocess.run(command, input=wire.dumps(request), stdout=out, stderr=err, cwd=folder,
+                                  env=sandbox.environment(folder), timeout=STARTUP_GRACE + timeout + job_s,
+                                  start_new_session=True).returncode
+        except subprocess.TimeoutExpired:
+            code = None
+        out.seek(0)
+        answer = out.read()
+        err.seek(max(0, err.seek(0, os.SEEK_END) - STDERR_KEPT))
+        printed = err.read().decode(errors="replace")
+    timed_out = code is None or abs(code) % 128 in _TIMED_OUT  # an alarm, the CPU limit, or the grader's own limit
+    tail = "".join("\n" + line for line in printed.strip().splitlines()[-5:])
+    ready, _, rest = answer.partition(b"\n")
+    load, loaded, report = rest.partition(b"\n")
+    if ready != b"ready":
         raise RuntimeError("the grading worker stopped before it loaded any code (is --memory-mb too low?):\n"
-                           + run.stderr.text()[-2000:])
-    if stop and load is None:
-        load = {"dead": ("timeout", f"timeout: loading {display} took longer than {timeout:g} s (code at the "
-                                    "top level of your file that never ends?); the grader stopped it.")
-                if stop == "timeout" else
-                ("crashed", f"crashed: the process died while loading {display} (exit code "
-                            f"{run.proc.returncode}).{tail_text}")}
-    elif stop and current is not None:
-        job = by_index[current]
-        if stop == "timeout":
-            results[current] = _fail(job["check"], "timeout", (
-                f"timeout: {job['attr']} ran longer than {timeout * scale[current]:g} s (an infinite loop, or a loop "
-                "over far more elements than the inputs have); the grader stopped it."))
-        elif stop == "garbled":
-            results[current] = _fail(job["check"], "crashed", "crashed: the graded process wrote something that "
-                                     "is not the grader's protocol into the grader's channel.")
+                           + printed[-2000:])
+    if not loaded:
+        return (_fail(c, "timeout", f"timeout: loading {display} took longer than {timeout:g} s (code at the top "
+                                    "level of your file that never ends?); the grader stopped it.") if timed_out else
+                _fail(c, "crashed", f"crashed: the process died while loading {display} (exit code {code}).{tail}"),
+                False)
+    try:
+        load, report = json.loads(load), wire.loads(report) if report else None
+        if not isinstance(load, dict) or not isinstance(report, (dict, type(None))):
+            raise ValueError(report)
+    except Exception:
+        return _fail(c, "crashed", "crashed: the graded process wrote something that is not the grader's answer "
+                                   "into the grader's channel."), True
+    if any(load.values()):
+        return _judge(c, load), False
+    if report is None:
+        return (_fail(c, "timeout", f"timeout: {job['attr']} ran longer than {job_s:g} s (an infinite loop, or a "
+                                    "loop over far more elements than the inputs have); the grader stopped it.")
+                if timed_out else
+                _fail(c, "crashed", f"crashed: the process running {job['attr']} died (exit code {code}); does your "
+                                    "code call os._exit or exit the interpreter, or use more memory than allowed?"
+                                    f"{tail}"), True)
+    result = _judge(c, report)
+    if isinstance(report.get("printed"), int) and report["printed"] > 1 << 20:
+        result["message"] += (f"\n(Your code printed {report['printed'] / (1 << 20):.1f} MB; the grader kept only "
+                              "the start.)")
+    return result, True
+
+
+# ---------------------------------------------------------------------------
+# Jobs
+# ---------------------------------------------------------------------------
+
+def _grade_file(jobs, run, own, failed=None):
+    r"""``(results, failed)`` of ``jobs``, all on one file: its first job alone, then the others side by side.
+
+    ``failed`` is the result of a job whose file failed to load (given, or found here): the file fails
+    to load the same way every time, so every job gets that verdict without running.
+    """
+    if jobs and failed is None:
+        path, display = jobs[0]["source"], jobs[0]["display"]
+        if not os.path.isfile(path) or os.path.getsize(path) > MAX_FILE_BYTES:
+            failed = (_fail(jobs[0]["check"], "missing", f"there is no file {display}.") if not os.path.isfile(path)
+                      else _fail(jobs[0]["check"], "import", f"{display} is larger than {MAX_FILE_BYTES >> 20} MiB; "
+                                                           "the grader does not load it."))
         else:
-            results[current] = _fail(job["check"], "crashed", (
-                f"crashed: the process running {job['attr']} died (exit code {run.proc.returncode}); does your "
-                f"code call os._exit or exit the interpreter, or use more memory than allowed?{tail_text}"))
-    if run.stderr.total > 1 << 20:
-        for r in results.values():
-            r["message"] += (f"\n(Your code printed {run.stderr.total / (1 << 20):.1f} MB; the grader kept only the "
-                             "end.)")
-    return results, load
+            first, loaded = run(jobs[0], own=own)
+            if loaded:
+                with concurrent.futures.ThreadPoolExecutor(CORES) as pool:
+                    return [first] + [r for r, _ in pool.map(lambda j: run(j, own=own), jobs[1:])], None
+            failed = first
+    return [_fail(j["check"], failed["kind"], failed["message"]) for j in jobs], failed
 
 
-def grade_jobs(jobs, timeout=DEFAULT_TIMEOUT, isolation="file", limits=None, wrap=None, private_dirs=(),
-               display=None):
+def grade_jobs(jobs, timeout=DEFAULT_TIMEOUT, limits=None, wrap=None, private_dirs=(), display=None, known=None):
     r"""Grade ``[{"target", "source", "attr"}]``; returns one result per job, in order.
 
     ``source`` is a path to a .py file, ``attr`` the name to grade in it (default: the target's
     own name). A file's reader tests run after its other exercises. ``display`` maps a source
-    path to the name its messages use.
+    path to the name its messages use; ``known`` maps a module to the ``Knowledge`` to grade it
+    by (default: ``knowledge(module)``).
     """
-    limits = limits or sandbox.Limits()
-    prepared = []
+    run_one = functools.partial(_run, timeout=timeout, limits=limits or sandbox.Limits(), wrap=wrap,
+                                private_dirs=private_dirs)
+    groups = collections.defaultdict(list)
     for i, j in enumerate(jobs):
         module, name = j["target"].split(".", 1)
-        k = knowledge(module)
+        k = (known or {}).get(module) or knowledge(module)
         source = str(Path(j["source"]).resolve())
-        prepared.append({"index": i, "source": source, "display": (display or {}).get(source, str(j["source"])),
-                         "attr": j.get("attr") or name, "check": k.check(name), "knowledge": k})
-    results = [None] * len(prepared)
-    groups = collections.defaultdict(list)
-    for p in prepared:
-        groups[(p["source"], p["check"].module)].append(p)
-    for (source, _), group in groups.items():
-        k, display_path = group[0]["knowledge"], group[0]["display"]
-        run = lambda jobs_, own: _run_group(source, display_path, jobs_, timeout, isolation, limits,  # noqa: E731
-                                            wrap, private_dirs, own)
-        own = {}
-        for i, r in run([p for p in group if not _is_test(p["check"])], {}).items():
-            results[i] = r
-            own[r["target"].split(".", 1)[1]] = r
-        tests = [p for p in group if _is_test(p["check"])]
-        if tests and not k.has_reference:  # a student copy runs a reader test on the reader's own code
-            needed = sorted({n for p in tests for n in p["check"].params if n not in own and n in k.compiled})
-            extra = [{"index": -1 - n, "source": source, "display": display_path, "attr": name,
-                      "check": k.check(name), "knowledge": k} for n, name in enumerate(needed)]
-            own.update({r["target"].split(".", 1)[1]: r for r in run(extra, {}).values()})
-        for i, r in run(tests, own).items():
-            results[i] = r
-    return results
+        groups[source, module].append({"index": i, "source": source, "knowledge": k, "check": k.check(name),
+                                       "display": (display or {}).get(source, str(j["source"])),
+                                       "attr": j.get("attr") or name})
+
+    def grade_group(group):
+        k = group[0]["knowledge"]
+        targets = [p for p in group if p["check"].kind == "target"]
+        tests = [p for p in group if p["check"].kind == "reader_test"]
+        got, failed = _grade_file(targets, run_one, {})
+        results = dict(zip([p["index"] for p in targets], got))
+        own = {p["check"].name: results[p["index"]] for p in targets}
+        # a student copy runs a reader test on the reader's own code: grade what it needs first
+        needed = sorted({n for p in tests if p["check"].reference is None for n in p["check"].params
+                         if n not in own and n in k.compiled})
+        got, failed = _grade_file([dict(group[0], attr=n, check=k.check(n)) for n in needed], run_one, {}, failed)
+        own.update(zip(needed, got))
+        results.update(zip([p["index"] for p in tests], _grade_file(tests, run_one, own, failed)[0]))
+        return results
+
+    with concurrent.futures.ThreadPoolExecutor(CORES) as pool:
+        results = {i: r for done in pool.map(grade_group, groups.values()) for i, r in done.items()}
+    return [results[i] for i in range(len(jobs))]
 
 
 def grade_file(path, module, names=None, timeout=DEFAULT_TIMEOUT, **kwargs):

@@ -38,9 +38,9 @@ import sys
 import time
 from pathlib import Path
 
-from exercises.grading.atomic import write_atomic
 from exercises.grading.grader import DEFAULT_TIMEOUT
 from exercises.grading.paths import ROOT
+from mini_transformer.model.checkpoint import atomic_write
 
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 BUNDLED = ("exercises/", "solutions/", "mini_transformer/", "pyproject.toml", "requirements.txt")
@@ -92,7 +92,7 @@ def grade_submission(submission, results_path, modules, timeout=DEFAULT_TIMEOUT,
                 "output": f"The autograder itself failed ({type(e).__name__}: {e}). This is not your fault: "
                           "tell your instructor, who can rerun it."}
     Path(results_path).parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(Path(results_path), json.dumps(data, indent=1))
+    atomic_write(Path(results_path), lambda f: f.write(json.dumps(data, indent=1).encode()))
     return data
 
 

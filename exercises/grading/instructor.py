@@ -29,7 +29,11 @@ from pathlib import Path
 
 from exercises.grading.grader import DEFAULT_TIMEOUT, grade_file, summary, targets_of
 from exercises.grading.knowledge import knowledge
-from exercises.grading.atomic import write_atomic
+from mini_transformer.model.checkpoint import atomic_write
+
+
+def _write(path, text):
+    atomic_write(path, lambda f: f.write(text.encode()))  # whole or not at all
 
 
 def module_file(entry, module, folder):
@@ -66,7 +70,7 @@ def _grade_one(folder, name, path, problem, keys, module, timeout, limits, wrap)
                  "misconception": None, "message": problem} for key in keys]
     display = str(Path(path).relative_to(folder.parent)) if folder.parent in Path(path).parents else str(path)
     try:
-        return grade_file(path, module, timeout=timeout, isolation="job", limits=limits, wrap=wrap,
+        return grade_file(path, module, timeout=timeout, limits=limits, wrap=wrap,
                           private_dirs=[folder], display={str(Path(path).resolve()): display})
     except Exception as e:  # a grader failure on one student must not lose the others' grades
         return [{"target": key, "label": k.labels[key.split(".", 1)[1]], "status": "fail", "kind": "crashed",
@@ -101,8 +105,8 @@ def grade_folder(folder, out, module="rope", timeout=DEFAULT_TIMEOUT, limits=Non
     for s in report["students"]:
         w.writerow([s["student"]] + [summary(dict(s["results"][c], target="", label=""))
                                      for c in columns] + [s["passed"], s["total"]])
-    write_atomic(out.with_suffix(".csv"), text.getvalue())
-    write_atomic(out.with_suffix(".json"), json.dumps(report, indent=1))
+    _write(out.with_suffix(".csv"), text.getvalue())
+    _write(out.with_suffix(".json"), json.dumps(report, indent=1))
     return dict(report, csv=str(out.with_suffix(".csv")), json=str(out.with_suffix(".json")))
 
 
@@ -202,6 +206,6 @@ def grade_folder_modules(folder, out, modules, timeout=DEFAULT_TIMEOUT, limits=N
     for s in book["students"]:
         cells = dict(s.pop("_cells"), **s["mutants"])
         w.writerow([s["student"]] + [cells[c] for c in order] + [s["points"], s["out_of"]])
-    write_atomic(out.with_suffix(".csv"), text.getvalue())
-    write_atomic(out.with_suffix(".json"), json.dumps(book, indent=1))
+    _write(out.with_suffix(".csv"), text.getvalue())
+    _write(out.with_suffix(".json"), json.dumps(book, indent=1))
     return dict(book, csv=str(out.with_suffix(".csv")), json=str(out.with_suffix(".json")))

@@ -28,10 +28,10 @@ solutions, the answers of "Check yourself") and cells tagged ``hint`` (hint boxe
 import copy
 import os
 import subprocess
+import unittest.mock
 from pathlib import Path
 
 from exercises.grading.paths import CHAPTERS, ROOT
-from exercises.grading.saved import saved
 
 EXPECTED = CHAPTERS / "expected_outputs"
 CHECK_TAG = "nbval-check-output"
@@ -170,8 +170,7 @@ def refresh(name, timeout=600):
     import nbformat
     from nbclient import NotebookClient
     nb = read_chapter(name)
-    with saved(os.environ, RUN_SETTINGS):
-        os.environ.update(RUN_SETTINGS)
+    with unittest.mock.patch.dict(os.environ, RUN_SETTINGS):
         NotebookClient(nb, timeout=timeout, kernel_name="python3",
                        resources={"metadata": {"path": str(CHAPTERS)}}).execute()
     for cell in nb.cells:

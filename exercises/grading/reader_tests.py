@@ -66,7 +66,10 @@ def wraps_function(original):
 # In the graded process: run the reader's test on the reference and on every mutant
 # ---------------------------------------------------------------------------
 
-def _where(exc, source_file, display):
+def where(exc, source_file, display):
+    """The frames of ``exc`` that lie in the reader's file (or the line of its syntax error), under ``display``."""
+    if isinstance(exc, SyntaxError) and exc.filename == source_file:
+        return f"\n  line {exc.lineno}: {(exc.text or '').strip()}"
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == source_file]
     text = "".join(traceback.format_list(frames[-3:])).rstrip()
     return ("\n" + text.replace(source_file, display)) if frames else ""
@@ -77,20 +80,20 @@ def outcome(test, impls, source_file, display):
     try:
         test(**impls)
     except AssertionError as e:
-        return {"result": "assertion", "type": "AssertionError", "message": _text(e),
-                "where": _where(e, source_file, display)}
+        return {"result": "assertion", "type": "AssertionError", "message": text(e),
+                "where": where(e, source_file, display)}
     except BaseException as e:  # a crash on a mutant still tells the mutant apart; on the reference it fails
-        return {"result": "raised", "type": type(e).__name__, "message": _text(e),
-                "where": _where(e, source_file, display)}
+        return {"result": "raised", "type": type(e).__name__, "message": text(e),
+                "where": where(e, source_file, display)}
     return {"result": "passed"}
 
 
-def _text(e):
+def text(e, limit=1000):
+    """An exception's message, never raising, at most ``limit`` characters."""
     try:
-        text = str(e)
+        return str(e)[:limit]
     except Exception:
-        text = ""
-    return text[:1000]
+        return "(an exception whose message cannot be printed)"
 
 
 def run(test, fresh_impls, mutants, source_file, display):
@@ -116,6 +119,7 @@ class CompiledTest:
     params: list  # the implementations it receives, by name
     signatures: dict
     mutants: list  # [{"key", "wraps", "title", "hint", "required"}] ("required" absent means True)
+    reference: str = None  # the reference's source of the implementations it runs on (None in a student copy)
 
     is_class = False
     kind = "reader_test"
@@ -124,13 +128,13 @@ class CompiledTest:
     def key(self):
         return f"{self.module}.{self.name}"
 
-    def to_json(self):
-        return {"module": self.module, "name": self.name, "label": self.label, "params": self.params,
-                "signatures": self.signatures, "mutants": self.mutants}
+    def stored(self):
+        """As the stored form holds it: plain data (``wire``)."""
+        return dict(vars(self))
 
     @classmethod
-    def from_json(cls, d):
-        return cls(d["module"], d["name"], d["label"], d["params"], d["signatures"], d["mutants"])
+    def from_stored(cls, d):
+        return cls(**d)
 
 
 def judge(c, report):

@@ -18,8 +18,8 @@ a new module or a new test needs no list updated. On the way the release writes:
 
 * each chapter as a percent-format ``.py`` without its ``answer`` and ``hint`` cells;
 * fresh stubs in ``exercises/<module>.py``;
-* ``exercises/grading/stored/<module>.json``: the compiled checks (cases, the reference's
-  outputs, every misconception's outputs), labels, the exercise file and the blank drill file.
+* ``exercises/grading/stored/<module>.npz``: the compiled checks (cases, the reference's
+  outputs, every misconception's outputs), labels, the exercise file and the blank drill files.
   ``python -m exercises grade`` and ``drill`` read them where ``solutions/`` is missing.
 
 It refuses to write a copy in which a chapter cell or a shipped test imports ``solutions`` or a
@@ -37,7 +37,7 @@ import subprocess
 from pathlib import Path
 
 from exercises.grading import notebooks
-from exercises.grading.atomic import write_atomic
+from mini_transformer.model.checkpoint import atomic_write
 from exercises.grading.paths import ROOT, SHIPPED, is_answer_import
 
 
@@ -124,8 +124,8 @@ def refused_tests(root, rels):
 def _stored_knowledge(module):
     from exercises.grading.drill import drills
     from exercises.grading.generate import drill_text, exercise_modules, generated_text, labels_of
-    from exercises.grading.knowledge import knowledge
-    data = knowledge(module).to_json()
+    from exercises.grading.knowledge import compile_module
+    data = compile_module(module, reference=False)
     data["region_labels"] = labels_of(module)
     data["exercise_text"] = generated_text(module) if module in exercise_modules() else None
     d = drills().get(module)
@@ -175,8 +175,8 @@ def repository(out_dir):
     from exercises.grading.stored import write
     for m in modules:
         write(out / "exercises" / "grading" / "stored", m, _stored_knowledge(m))
-    write_atomic(out / "STUDENT_COPY", "This is a student copy of the workbook, written by "
-                                       "`python -m exercises release --repo`.\n")
+    atomic_write(out / "STUDENT_COPY", lambda f: f.write(b"This is a student copy of the workbook, written by "
+                                                         b"`python -m exercises release --repo`.\n"))
     return out
 
 

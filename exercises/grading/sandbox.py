@@ -2,13 +2,14 @@ r"""The box the graded code runs in: a throwaway folder, a scrubbed environment,
 
 Built from what Python and the operating system give every process, with nothing to install:
 
-* **a throwaway working folder** per graded file, holding a copy of the file, removed afterwards;
-  it is the process's working directory, ``HOME`` and ``TMPDIR``;
+* **a throwaway working folder** per job (``tempfile.TemporaryDirectory``), holding a copy of the
+  file, removed afterwards; it is the process's working directory, ``HOME`` and ``TMPDIR``;
 * **a scrubbed environment**: a fixed ``PATH``, locale and thread settings, nothing of the
   grader's own environment (no tokens, no credentials);
 * **resource limits** set by the graded process on itself before it loads the code, with
   ``resource.setrlimit`` where the platform has it: CPU seconds, address space, size of any file
-  written, number of processes, open files, no core dumps;
+  written, number of processes, open files, no core dumps; and a **wall-clock alarm**
+  (``signal.setitimer``, SIGALRM left at its default: the kernel ends the process, even inside C);
 * **a guard** (a PEP 578 audit hook, which the graded code cannot remove) that refuses, records
   and reports: writing, deleting, renaming or linking anything outside the throwaway folder;
   reading or importing the reference (``solutions/``, the grader's checks) or other submissions;
@@ -23,15 +24,13 @@ grader; nothing stops the network below Python's socket module. Run the graded p
 a real sandbox for that (``--wrap``; see README.md, "Grading a class").
 """
 import os
-import shutil
+import signal
 import sys
-import tempfile
 from dataclasses import dataclass
 
-from exercises.grading.paths import is_answer_import
 
 # ---------------------------------------------------------------------------
-# The grader's side: the folder, the environment, the command
+# The grader's side: what the process may use, its environment
 # ---------------------------------------------------------------------------
 
 
@@ -42,10 +41,7 @@ class Limits:
     file_mb: int = 16  # the largest file it may write (in its own folder)
     processes: int = 64  # per user; enforced by the kernel for users other than root
     open_files: int = 256
-    cpu_s: int = 0  # 0: worked out from the time limits of the jobs
-
-    def to_json(self):
-        return dict(vars(self))
+    cpu_s: int = 0  # 0: worked out from the time limit of the job
 
 
 def environment(folder):
@@ -53,43 +49,30 @@ def environment(folder):
     return {"PATH": "/usr/bin:/bin", "HOME": str(folder), "TMPDIR": str(folder), "LANG": "C.UTF-8",
             "LC_ALL": "C.UTF-8", "MPLBACKEND": "Agg", "MPLCONFIGDIR": str(folder), "MT_BACKEND": "numpy",
             "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-            "PYTHONHASHSEED": "0", "MT_KEEP_FREED_MEMORY": "0"}
-
-
-def throwaway_folder(source, module):
-    r"""A new folder holding a copy of ``source`` named ``<module>.py``; returns (folder, copy)."""
-    folder = tempfile.mkdtemp(prefix=f"pe-grade-{module}-")
-    copy = os.path.join(folder, f"{module}.py")
-    shutil.copyfile(source, copy)
-    return folder, copy
-
-
-def remove_folder(folder):
-    def unlock(func, path, _):
-        try:
-            os.chmod(os.path.dirname(path), 0o700)
-            os.chmod(path, 0o700)
-            func(path)
-        except OSError:
-            pass
-    shutil.rmtree(folder, onerror=unlock)
+            "PYTHONHASHSEED": "0"}
 
 
 # ---------------------------------------------------------------------------
 # The graded process's side: limits and the guard, installed before the reader's code loads
 # ---------------------------------------------------------------------------
 
+def set_alarm(seconds):
+    r"""End this process ``seconds`` from now (0: never); the grader's own time limit backs it up."""
+    if hasattr(signal, "setitimer"):  # not on Windows
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+
+
 def apply_limits(limits):
-    r"""Set hard limits on this process (soft = hard, so the graded code cannot raise them)."""
+    r"""Set hard limits on this process (soft = hard, so the graded code cannot raise them), and the alarm."""
+    set_alarm(limits.get("wall_s", 0))
     try:
         import resource
     except ImportError:  # not on this platform (Windows): the time limit still holds
-        return []
+        return
     mb = 1 << 20
     wanted = [("RLIMIT_CPU", limits["cpu_s"]), ("RLIMIT_AS", limits["memory_mb"] * mb),
               ("RLIMIT_FSIZE", limits["file_mb"] * mb), ("RLIMIT_NPROC", limits["processes"]),
               ("RLIMIT_NOFILE", limits["open_files"]), ("RLIMIT_CORE", 0)]
-    applied = []
     for name, value in wanted:
         which = getattr(resource, name, None)
         if which is None or not value and name != "RLIMIT_CORE":
@@ -98,10 +81,8 @@ def apply_limits(limits):
         value = value if hard == resource.RLIM_INFINITY else min(value, hard)
         try:
             resource.setrlimit(which, (value, value))
-            applied.append(name)
         except (ValueError, OSError):  # a limit below what is already in use, or not allowed here
             pass
-    return applied
 
 
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
@@ -119,9 +100,10 @@ _PATH_EVENTS = {"os.remove": "delete", "os.rmdir": "delete a folder", "shutil.rm
 class Guard:
     r"""The audit hook: refuses what graded code must not do, and remembers every attempt."""
 
-    def __init__(self, folder, reference_dirs, private_dirs):
+    def __init__(self, folder, reference_dirs, reference_packages, private_dirs):
         self.folder = os.path.realpath(folder)
         self.reference_dirs = [os.path.realpath(d) for d in reference_dirs]
+        self.reference_packages = list(reference_packages)
         self.private_dirs = [os.path.realpath(d) for d in private_dirs]
         self.violations = []  # sentences
         self.reference_import = ""  # what was tried, once
@@ -133,10 +115,8 @@ class Guard:
         return path == folder or path.startswith(folder + os.sep)
 
     def _path(self, p):
-        if isinstance(p, int) or p is None:
-            return None
         try:
-            return os.path.realpath(os.fsdecode(p))
+            return None if isinstance(p, int) or p is None else os.path.realpath(os.fsdecode(p))
         except (TypeError, ValueError):
             return None
 
@@ -153,9 +133,7 @@ class Guard:
             self._refuse(f"{verb} {path} (outside its own folder)")
 
     def _check_read(self, p):
-        path = self._path(p)
-        if path is None:
-            return
+        path = self._path(p) or ""
         if any(self._inside(path, d) for d in self.reference_dirs):
             self._refuse(f"read {path}", reference=True)
         if any(self._inside(path, d) for d in self.private_dirs):
@@ -189,7 +167,7 @@ class Guard:
             self._check_read(args[0] if args else None)
         elif event == "import":
             name = args[0] or ""
-            if is_answer_import(name):
+            if any(name == p or name.startswith(p + ".") for p in self.reference_packages):
                 self._refuse(f"import {name}", reference=True)
             if name in ("_posixsubprocess", "_ctypes"):
                 self._refuse(f"import {name}")
@@ -201,9 +179,9 @@ class Guard:
             self._refuse("call C code through ctypes")
 
 
-def install_guard(folder, reference_dirs=(), private_dirs=()):
+def install_guard(folder, reference_dirs=(), reference_packages=(), private_dirs=()):
     r"""Install the guard for the rest of this process's life; returns it (to read what it refused)."""
-    guard = Guard(folder, reference_dirs, private_dirs)
+    guard = Guard(folder, reference_dirs, reference_packages, private_dirs)
     # subprocess keeps its own handle on the C fork-and-exec; take both away from the graded code
     sys.modules.pop("_posixsubprocess", None)
     if "subprocess" in sys.modules:

@@ -1,33 +1,30 @@
-r"""A student copy's stored knowledge: what the grader needs, per module, without ``solutions/``.
+r"""A student copy's stored knowledge: ``exercises/grading/stored/<module>.npz`` (``wire`` data).
 
-``python -m exercises release --repo`` writes ``exercises/grading/stored/<module>.json`` into the
-copy: the exercise labels, the generated exercise file, the blank drill files, every target's
-compiled check (cases, expected outputs, misconception outputs) and the reader tests' mutants.
-In the workbook itself the folder does not exist and everything is worked out from
-``solutions/``.
+``python -m exercises release --repo`` writes it: the module's stored form
+(``knowledge.compile_module(m, reference=False)``), its exercise file and its blank drill files.
 """
-import json
 import os
 
-from exercises.grading.atomic import write_atomic
+from exercises.grading import wire
 from exercises.grading.paths import STORED
 
 
 def modules():
-    return sorted(p.stem for p in STORED.glob("*.json")) if STORED.is_dir() else []
+    return sorted(p.stem for p in STORED.glob("*.npz")) if STORED.is_dir() else []
 
 
 def read(module):
     """The stored knowledge of ``module``, or None when there is none."""
-    path = STORED / f"{module}.json"
+    path = STORED / f"{module}.npz"
     if not path.is_file():
         return None
     try:
-        return json.loads(path.read_text())
-    except ValueError as e:
-        raise SystemExit(f"{path} is not valid JSON ({e}); rebuild the student copy with "
+        return wire.loads(path.read_bytes())
+    except Exception as e:  # a damaged or foreign file: a sentence, not a traceback
+        raise SystemExit(f"{path} cannot be read ({type(e).__name__}: {e}); rebuild the student copy with "
                          "`python -m exercises release --repo`.") from None
 
 
 def write(folder, module, data):
-    write_atomic(os.path.join(folder, f"{module}.json"), json.dumps(data))
+    from mini_transformer.model.checkpoint import atomic_write  # not in the graded process: it costs an import
+    atomic_write(os.path.join(folder, f"{module}.npz"), lambda f: f.write(wire.dumps(data)))

@@ -1,20 +1,26 @@
-r"""Values on the wire: what the grader sends the graded process, what comes back, what a release stores.
+r"""Values between the processes and in stored data: one ``.npz``, its arrays as arrays, the rest as JSON.
 
-Plain JSON with a tag per value, never pickle: the graded process is untrusted, and unpickling
-its answer would run its code in the grader. Arrays travel as dtype, shape and base64 bytes;
-anything the grader cannot rebuild comes back as an ``Opaque`` that keeps its type name, its
-shape (if it has one) and a short repr, which is all the feedback needs.
+``dumps(value)`` is ``np.savez`` of every array in ``value`` (entries ``0``, ``1``, ...) and of
+``value`` itself as JSON (entry ``value``), each array replaced by ``{"array": n}``; ``loads`` reads
+it back with ``np.load(allow_pickle=False)``. Never pickle: the graded process is untrusted, and
+unpickling its answer would run its code in the grader. JSON has no tuples, NumPy scalars or
+objects, so those get a one-key tag (``{"tuple": [...]}``); anything the grader cannot rebuild
+becomes an ``Opaque`` that keeps its type name, its shape (if it has one) and a short repr, which is
+all the feedback needs. ``plain(x)`` is ``x`` as the other side will see it (a copy).
 """
-import base64
 import inspect
+import io
+import json
 import numbers
+import zipfile
 
 import numpy as np
 
-MAX_ELEMENTS = 1 << 22  # an output bigger than this (32 MB of float64) comes back as its shape only
+MAX_ELEMENTS = 1 << 16  # a graded output bigger than this comes back as its shape only (the largest case: 3,200)
 MAX_ITEMS = 10_000  # longer lists and tuples come back as Opaque
 MAX_DEPTH = 8
 MAX_TEXT = 2_000  # characters kept of a string or a repr
+MAX_BYTES = 256 << 20  # the most ``loads`` unpacks
 
 
 class Opaque:
@@ -39,14 +45,15 @@ class Recorded:
     """
 
     def __init__(self, name, params, attrs, calls):
-        self._name, self._params, self._calls = name, [tuple(p) for p in params], calls
+        self._name, self._calls = name, calls
+        self._params = [tuple(p) for p in params]  # (name,) or (name, default)
         for k, v in attrs.items():
             setattr(self, k, v)
 
     @classmethod
     def of(cls, obj, calls, attrs=()):
         r"""Record ``obj``'s answers to ``calls``, a list of ``(args, kwargs)``, and the ``attrs`` named."""
-        params = [(p.name, p.default if p.default is not p.empty else _REQUIRED)
+        params = [(p.name,) if p.default is p.empty else (p.name, p.default)
                   for p in inspect.signature(obj).parameters.values()]
         stand_in = cls(type(obj).__name__, params, {a: getattr(obj, a) for a in attrs}, {})
         for args, kwargs in calls:
@@ -54,20 +61,15 @@ class Recorded:
         return stand_in
 
     def _key(self, args, kwargs):
-        if len(args) > len(self._params):
-            raise TypeError(f"{self._name}() takes {len(self._params)} arguments, got {len(args)}.")
-        bound = dict(zip([n for n, _ in self._params], args))
-        for k, v in kwargs.items():
-            if k not in [n for n, _ in self._params] or k in bound:
-                raise TypeError(f"{self._name}() got an unexpected or repeated argument {k!r}.")
-            bound[k] = v
-        values = []
-        for name, default in self._params:
-            v = bound.get(name, default)
-            if v is _REQUIRED:
-                raise TypeError(f"{self._name}() is missing the argument {name!r}.")
-            values.append(_canonical(v))
-        return tuple(values)
+        P = inspect.Parameter
+        signature = inspect.Signature([P(p[0], P.POSITIONAL_OR_KEYWORD, default=p[1] if len(p) > 1 else P.empty)
+                                       for p in self._params])
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{self._name}(): {e}") from None
+        bound.apply_defaults()
+        return tuple(_canonical(v) for v in bound.arguments.values())
 
     def __call__(self, *args, **kwargs):
         key = self._key(args, kwargs)
@@ -76,36 +78,29 @@ class Recorded:
             raise LookupError(f"the grader's stand-in for {self._name} answers only the calls this case needs "
                               f"({known}); your code called {self._show(key)}. Call it the way the docstring "
                               "says.")
-        return decode(encode(self._calls[key]))  # a fresh copy each call
+        return plain(self._calls[key])  # a fresh copy each call
 
     def _show(self, key):
-        return f"{self._name}(" + ", ".join(f"{n}={v!r}" for (n, _), v in zip(self._params, key)) + ")"
+        return f"{self._name}(" + ", ".join(f"{p[0]}={v!r}" for p, v in zip(self._params, key)) + ")"
 
     def __repr__(self):
         return f"<stand-in for {self._name}>"
 
 
-class _Required:
-    def __repr__(self):
-        return "<required>"
-
-
-_REQUIRED = _Required()
-
-
 def _canonical(v):
-    if isinstance(v, (bool, np.bool_)):
-        return bool(v)
-    if isinstance(v, numbers.Integral):
-        return int(v)
-    if isinstance(v, numbers.Real):
-        return float(v)
+    r"""An argument as part of a key of the recorded table: numbers by value, anything else by its repr."""
+    for kind, cast in (((bool, np.bool_), bool), (numbers.Integral, int), (numbers.Real, float)):
+        if isinstance(v, kind):
+            return cast(v)
     return repr(v)
 
 
-def _array(a):
-    a = np.ascontiguousarray(a)
-    return {"t": "a", "d": a.dtype.str, "s": list(a.shape), "b": base64.b64encode(a.tobytes()).decode()}
+def type_name(x):
+    """``x``'s type as the feedback names it: ``float``, ``numpy.ndarray``."""
+    if isinstance(x, Opaque):
+        return x.type_name
+    t = type(x)
+    return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__name__}"
 
 
 def _short(text):
@@ -117,86 +112,84 @@ def _opaque(x):
         text = _short(repr(x))
     except Exception:  # a reader's object whose repr raises
         text = ""
-    t = type(x)
-    name = t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__name__}"
     shape = getattr(x, "shape", None)
     try:
         shape = [int(n) for n in shape] if shape is not None else None
     except (TypeError, ValueError):
         shape = None
-    return {"t": "o", "type": name, "r": text, "s": shape}
+    return Opaque(type_name(x), text, shape)
 
 
-def encode(x, depth=0):
-    """``x`` as JSON-safe data; never raises on a reader's object."""
+def _pack(x, arrays, limit, depth=0):
+    r"""``x`` as JSON data, its arrays appended to ``arrays``; never raises on a reader's object."""
     try:
-        if depth > MAX_DEPTH:
-            return _opaque(x)
-        if x is None:
-            return {"t": "n"}
-        if isinstance(x, Opaque):
-            return {"t": "o", "type": x.type_name, "r": x.text, "s": list(x.shape) if x.shape is not None else None,
-                    "d": x.dtype.str if x.dtype is not None else None}
-        if isinstance(x, Recorded):
-            return {"t": "rec", "name": x._name, "params": [[n, encode(d, depth + 1)] for n, d in x._params],
-                    "attrs": {k: encode(v, depth + 1) for k, v in vars(x).items() if not k.startswith("_")},
-                    "calls": [[encode(list(k), depth + 1), encode(v, depth + 1)] for k, v in x._calls.items()]}
-        if isinstance(x, _Required):
-            return {"t": "req"}
-        if type(x) is bool:
-            return {"t": "b", "v": x}
-        if type(x) is int:
-            return {"t": "i", "v": str(x)}
-        if type(x) is float:
-            return {"t": "f", "v": repr(x)}
+        if x is None or type(x) in (bool, float) or type(x) is int and x.bit_length() < 64:
+            return x
         if type(x) is str:
-            return {"t": "str", "v": _short(x)}
-        if isinstance(x, np.generic) and x.dtype.kind in "biufc":
-            return {"t": "g", "d": x.dtype.str, "b": base64.b64encode(x.tobytes()).decode()}
-        if isinstance(x, np.ndarray) and x.dtype.kind in "biufc":
-            if x.size > MAX_ELEMENTS:
-                return {"t": "o", "type": "numpy.ndarray", "r": f"an array of {x.size} elements", "s": list(x.shape),
-                        "d": x.dtype.str}
-            return _array(x)
-        if type(x) in (tuple, list) and len(x) <= MAX_ITEMS:
-            return {"t": type(x).__name__, "v": [encode(v, depth + 1) for v in x]}
-        if type(x) is dict and len(x) <= MAX_ITEMS and all(type(k) is str for k in x):
-            return {"t": "dict", "v": {k: encode(v, depth + 1) for k, v in x.items()}}
-        return _opaque(x)
+            return _short(x) if limit else x
+        if depth > MAX_DEPTH:
+            pass
+        elif isinstance(x, (np.ndarray, np.generic)) and x.dtype.kind in "biufc":
+            if not limit or x.size <= limit:
+                arrays.append(np.array(x))  # a copy; a NumPy scalar becomes a 0-d array
+                return {"scalar" if isinstance(x, np.generic) else "array": len(arrays) - 1}
+            x = Opaque("numpy.ndarray", f"an array of {x.size} elements", x.shape, x.dtype)
+        elif type(x) in (list, tuple) and len(x) <= MAX_ITEMS:
+            items = [_pack(v, arrays, limit, depth + 1) for v in x]
+            return items if type(x) is list else {"tuple": items}
+        elif type(x) is dict and len(x) <= MAX_ITEMS and all(type(k) is str for k in x):
+            return {"dict": {k: _pack(v, arrays, limit, depth + 1) for k, v in x.items()}}
+        elif isinstance(x, Recorded):
+            attrs = {k: v for k, v in vars(x).items() if not k.startswith("_")}
+            return {"recorded": _pack([x._name, x._params, attrs, list(x._calls.items())], arrays, None)}
+        x = x if isinstance(x, Opaque) else _opaque(x)
+        return {"opaque": [x.type_name, x.text, list(x.shape) if x.shape is not None else None,
+                           x.dtype.str if x.dtype is not None else None]}
     except Exception:  # a reader's subclass that misbehaves under inspection
-        return {"t": "o", "type": "unknown", "r": "", "s": None}
+        return {"opaque": ["unknown", "", None, None]}
 
 
-def decode(d):
-    """The value ``encode`` described (arrays as host NumPy arrays)."""
-    t = d["t"]
-    if t == "n":
-        return None
-    if t == "b":
-        return bool(d["v"])
-    if t == "i":
-        return int(d["v"])
-    if t == "f":
-        return float(d["v"])
-    if t == "str":
-        return str(d["v"])
-    if t == "a":
-        raw = base64.b64decode(d["b"])
-        return np.frombuffer(raw, dtype=np.dtype(d["d"])).reshape(d["s"]).copy()
-    if t == "g":
-        return np.frombuffer(base64.b64decode(d["b"]), dtype=np.dtype(d["d"]))[0]
-    if t == "tuple":
-        return tuple(decode(v) for v in d["v"])
-    if t == "list":
-        return [decode(v) for v in d["v"]]
-    if t == "dict":
-        return {k: decode(v) for k, v in d["v"].items()}
-    if t == "req":
-        return _REQUIRED
-    if t == "rec":
-        calls = {tuple(decode(k)): decode(v) for k, v in d["calls"]}
-        return Recorded(d["name"], [(n, decode(v)) for n, v in d["params"]],
-                        {k: decode(v) for k, v in d["attrs"].items()}, calls)
-    if t == "o":
-        return Opaque(d["type"], d.get("r", ""), d.get("s"), d.get("d"))
-    raise ValueError(f"unknown value tag {t!r} on the wire")
+def _unpack(d, arrays):
+    if isinstance(d, list):
+        return [_unpack(v, arrays) for v in d]
+    if not isinstance(d, dict):
+        return d
+    (tag, v), = d.items()
+    if tag in ("array", "scalar"):
+        return arrays[v] if tag == "array" else arrays[v][()]
+    if tag == "tuple":
+        return tuple(_unpack(x, arrays) for x in v)
+    if tag == "dict":
+        return {k: _unpack(x, arrays) for k, x in v.items()}
+    if tag == "recorded":
+        name, params, attrs, calls = _unpack(v, arrays)
+        return Recorded(name, params, attrs, dict(calls))
+    if tag == "opaque":
+        return Opaque(*v)
+    raise ValueError(f"unknown value tag {tag!r} on the wire")
+
+
+def plain(x, limit=MAX_ELEMENTS):
+    r"""``x`` as the other side of the wire sees it: a copy, with arrays over ``limit`` elements and
+    everything else the grader does not rebuild made ``Opaque``."""
+    arrays = []
+    return _unpack(_pack(x, arrays, limit), arrays)
+
+
+def dumps(value):
+    """``value`` as the bytes of one ``.npz``."""
+    arrays = []
+    text = json.dumps(_pack(value, arrays, None))
+    out = io.BytesIO()
+    np.savez(out, value=np.array(text), **{str(n): a for n, a in enumerate(arrays)})
+    return out.getvalue()
+
+
+def loads(data):
+    """The value ``dumps`` wrote; refuses an archive that would unpack to more than ``MAX_BYTES``."""
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        if sum(i.file_size for i in z.infolist()) > MAX_BYTES:
+            raise ValueError(f"the archive unpacks to more than {MAX_BYTES >> 20} MB")
+    with np.load(io.BytesIO(data), allow_pickle=False) as z:
+        arrays = [z[str(n)] for n in range(len(z.files) - 1)]
+        return _unpack(json.loads(str(z["value"])), arrays)

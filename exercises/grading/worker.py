@@ -1,188 +1,164 @@
-r"""The graded process: load the reader's file in its box, run each job, report what happened.
+r"""The graded process: load the reader's file in its box, run one job, report what happened.
 
-Started by ``exercises.grading.grader`` as ``python -I -B worker.py``, in a throwaway folder with
-a scrubbed environment (``sandbox.py``). It reads one request from stdin, limits itself,
-installs the guard, loads the reader's file, and writes one JSON line per event on its own copy
-of the original stdout: ``ready``, ``loaded``, then ``start`` and ``result`` for each job, then
-``done``. Whatever the reader's code prints goes to stderr.
+Started by ``exercises.grading.grader``, once per job, as ``python -I -B worker.py`` in a throwaway
+folder with a scrubbed environment (``sandbox.py``). It reads the job from stdin (``wire`` bytes),
+limits itself, installs the guard, loads the reader's file and runs the job. Its stdout is a file
+of the grader's, read once the process has ended; on it go, in turn, ``ready``, a line of JSON
+saying how loading went, and the job's report (``wire.dumps``), so a process that stops early
+says by what is missing where it stopped. What the reader's code prints goes to stderr, counted.
 
 It reports facts, never verdicts: what the reader's object is, whether it is still a stub, its
 signature, and what each call returned or raised. The grader's process compares those with the
 reference's outputs, which this process never sees; the reference's code is never importable
 here. Everything here is untrusted once the reader's file is loaded, and the grader treats it so.
 """
+import copy
 import importlib.util
+import io
 import json
 import os
 import sys
-import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _text(e):
-    try:
-        return str(e)[:2000]
-    except Exception:
-        return "(an exception whose message cannot be printed)"
 
 
 def describe(obj, name, methods):
     r"""The facts the grader judges before any call: what ``obj`` is, whether it is a stub, its signature."""
     from exercises.grading.checking import signatures
     from exercises.grading.generate import function_is_stub
-    if obj is None:
-        return {"found": "missing", "type_name": "None", "stubs": {}, "signatures": {}}
-    t = type(obj)
-    type_name = t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__name__}"
-    if isinstance(obj, type):
-        found = "class"
-        stubs = {m: function_is_stub(obj.__dict__[m]) for m in methods if m in obj.__dict__}
-    elif callable(obj):
-        found = "function"
-        stubs = {name: function_is_stub(obj)}
-    else:
-        return {"found": "other", "type_name": type_name, "stubs": {}, "signatures": {}}
-    return {"found": found, "type_name": type_name, "stubs": stubs, "signatures": signatures(name, obj, methods)}
+    from exercises.grading.wire import type_name
+    found = "missing" if obj is None else "class" if isinstance(obj, type) else "function" if callable(obj) else "other"
+    if found in ("missing", "other"):
+        return {"found": found, "type_name": type_name(obj), "stubs": {}, "signatures": {}}
+    stubs = ({m: function_is_stub(obj.__dict__[m]) for m in methods if m in obj.__dict__} if found == "class" else
+             {name: function_is_stub(obj)})
+    return {"found": found, "type_name": type_name(obj), "stubs": stubs, "signatures": signatures(name, obj, methods)}
 
 
-def run_cases(obj, methods, wire_cases, where=lambda e: ""):
+def run_cases(obj, methods, cases, where=lambda e: ""):
     r"""Call ``obj`` on every case, up to the first raise: ``{"calls", "after"}`` (outputs, inputs afterwards)."""
-    from exercises.grading.checking import arrays_in, case_from_wire, invoke
-    from exercises.grading.wire import encode
+    from exercises.grading.checking import arrays_in, invoke
+    from exercises.grading.reader_tests import text
+    from exercises.grading.wire import plain
     calls, after = [], []
-    for wire_case in wire_cases:
-        case = case_from_wire(wire_case)
+    for case in map(copy.deepcopy, cases):  # the call may write into its inputs
         try:
             out = invoke(obj, case, bool(methods))
         except BaseException as e:  # anything the reader's code raises, even SystemExit
-            calls.append({"raised": {"type": type(e).__name__, "message": _text(e), "where": where(e)}})
+            calls.append({"raised": {"type": type(e).__name__, "message": text(e, 2000), "where": where(e)}})
             break
-        calls.append({"out": encode(out)})
-        after.append([encode(a) for a in arrays_in(case)])
+        calls.append({"out": plain(out)})  # as it is now: a later call cannot change it
+        after.append(plain(arrays_in(case)))
     return {"calls": calls, "after": after}
 
 
-class Worker:
-    def __init__(self, request, emit):
-        self.request, self.emit = request, emit
-        self.copy, self.display = request["file"], request["display"]
-        self.module = None
+class Printed(io.TextIOBase):
+    r"""The reader's ``sys.stdout`` and ``sys.stderr``: counts every character, keeps what the file limit allows."""
+    total = 0
 
-    # -- what the reader's code did ---------------------------------------------
-    def where(self, exc):
-        """The frames of an exception that lie in the reader's file, with the reader's path."""
-        if isinstance(exc, SyntaxError) and exc.filename == self.copy:
-            return f"\n  line {exc.lineno}: {(exc.text or '').strip()}"
-        frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == self.copy]
-        if not frames:
-            return ""
-        return "\n" + "".join(traceback.format_list(frames[-3:])).rstrip().replace(self.copy, self.display)
-
-    def describe(self, attr, name, methods):
-        r"""What ``attr`` in the reader's file is, described under the exercise's ``name``."""
-        return describe(self.module.__dict__.get(attr), name, methods)
-
-    # -- loading the file ----------------------------------------------------------
-    def load(self):
-        spec = importlib.util.spec_from_file_location("_graded", self.copy)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["_graded"] = module
+    def write(self, s):
+        self.total += len(s)
         try:
-            spec.loader.exec_module(module)
-        except BaseException as e:  # a SyntaxError or a SystemExit in the reader's file is a result too
-            return f"your file {self.display} does not import: {type(e).__name__}: {_text(e)}{self.where(e)}"
-        self.module = module
-        return None
+            os.write(2, str(s).encode(errors="replace"))
+        except OSError:  # past the size limit of the grader's file: counted, not kept
+            pass
+        return len(s)
 
-    # -- the jobs ------------------------------------------------------------------------
-    def target(self, job):
-        from exercises.grading.saved import saved
-        methods = tuple(job["methods"])
-        report = dict(self.describe(job["attr"], job["name"], methods), calls=[], after=[])
-        if report["found"] not in ("function", "class") or any(report["stubs"].values()):
-            return report
-        obj = self.module.__dict__[job["attr"]]
-        # While this exercise runs, the other exercises of the file are the reference's, so an
-        # unfinished rotate_half cannot fail apply_rotary (in a student copy there is no source).
-        with saved(self.module.__dict__):  # the whole module comes back as the reader wrote it
-            if job["siblings"]:
-                exec(compile(job["siblings"], "<the reference's other exercises>", "exec"), self.module.__dict__)
-            report.update(run_cases(obj, methods, job["cases"], self.where))
+
+def load(path, display):
+    r"""``(the reader's file as a module, None)``, or ``(None, the sentence saying why it does not import)``."""
+    from exercises.grading.reader_tests import text, where
+    spec = importlib.util.spec_from_file_location("_graded", path)
+    module = sys.modules["_graded"] = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except BaseException as e:  # a SyntaxError or a SystemExit in the reader's file is a result too
+        return None, (f"your file {display} does not import: {type(e).__name__}: {text(e, 2000)}"
+                      f"{where(e, path, display)}")
+    return module, None
+
+
+def target(module, job, where):
+    from exercises.grading.checking import Case
+    methods = tuple(job["methods"])
+    report = dict(describe(module.__dict__.get(job["attr"]), job["name"], methods), calls=[], after=[])
+    if report["found"] not in ("function", "class") or any(report["stubs"].values()):
         return report
+    obj = module.__dict__[job["attr"]]
+    # While this exercise runs, the rest of the file is the reference's, so an unfinished
+    # rotate_half cannot fail apply_rotary (a student copy has no source for it).
+    if job["siblings"]:
+        exec(compile(job["siblings"], "<the rest of the reference's file>", "exec"), module.__dict__)
+    return dict(report, **run_cases(obj, methods, [Case(**c) for c in job["cases"]], where))
 
-    def reader_test(self, job):
-        from exercises.grading import modules, reader_tests
-        name = job["name"]
-        report = dict(self.describe(job["attr"], name, ()), outcomes={})
-        impl = job["implementations"]
-        if report["found"] != "function" or any(report["stubs"].values()):
-            return report
-        if impl["from"] == "none":  # a student copy, and the implementations do not pass yet
-            report["waiting"] = True
-            return report
-        test = self.module.__dict__[job["attr"]]
-        names = job["params"]
 
-        def fresh():
-            if impl["from"] == "yours":
-                return {n: self.module.__dict__[n] for n in names}
-            namespace = {"__name__": "reference"}
-            exec(compile(impl["source"], "<the reference>", "exec"), namespace)
-            return {n: namespace[n] for n in names}
-
-        wanted = set(job["mutants"])
-        chosen = [m for m in modules.reader_tests(job["module"])[name].mutants if m.key in wanted]
-        report["outcomes"] = reader_tests.run(test, fresh, chosen, self.copy, self.display)
+def reader_test(module, job, copy, display):
+    from exercises.grading import reader_tests
+    from exercises.grading.knowledge import mutants_of
+    name, impl, names = job["name"], job["implementations"], job["params"]
+    report = dict(describe(module.__dict__.get(job["attr"]), name, ()), outcomes={})
+    if report["found"] != "function" or any(report["stubs"].values()):
         return report
+    if impl["from"] == "none":  # a student copy, and the implementations do not pass yet
+        return dict(report, waiting=True)
+
+    def fresh():
+        if impl["from"] == "yours":
+            return {n: module.__dict__[n] for n in names}
+        namespace = {"__name__": "reference"}
+        exec(compile(impl["source"], "<the reference>", "exec"), namespace)
+        return {n: namespace[n] for n in names}
+
+    chosen = [m for m in mutants_of(job["module"])[name].mutants if m.key in set(job["mutants"])]
+    return dict(report, outcomes=reader_tests.run(module.__dict__[job["attr"]], fresh, chosen, copy, display))
 
 
 def main():
-    protocol = os.fdopen(os.dup(1), "w", buffering=1)
+    answer = os.fdopen(os.dup(1), "wb", buffering=0)  # each write lands at once: a death loses none of it
     os.dup2(2, 1)  # the reader's prints, even from C, land on stderr
-    sys.stdout = sys.stderr
-    request = json.loads(sys.stdin.read())
-    sys.stdin.close()
     sys.path.insert(0, str(ROOT))
-
-    def emit(**message):
-        protocol.write(json.dumps(message) + "\n")
-        protocol.flush()
+    from exercises.grading import wire
+    request = wire.loads(sys.stdin.buffer.read())
+    job = request["job"]
 
     # Everything the grader's side of this process needs is imported before the reader's code runs.
     from mini_transformer.engine import backend
     backend.set_backend("numpy")
     import exercises.grading.checking  # noqa: F401
     import exercises.grading.generate  # noqa: F401
-    import exercises.grading.reader_tests  # noqa: F401
-    import exercises.grading.saved  # noqa: F401
-    from exercises.grading import modules, sandbox
-    for module in request["mutant_modules"]:
-        modules.reader_tests(module)
+    from exercises.grading import reader_tests, sandbox
+    from exercises.grading.knowledge import mutants_of
+    if job["kind"] == "reader_test":
+        mutants_of(job["module"])
 
+    printed = Printed()
+    sys.stdout = sys.stderr = printed
     sandbox.apply_limits(request["limits"])
-    guard = sandbox.install_guard(os.getcwd(), request["reference_dirs"], request["private_dirs"])
-    worker = Worker(request, emit)
-    emit(event="ready")
-    import_error = worker.load()
-    emit(event="loaded", import_error=import_error, violations=list(guard.violations),
-         reference_import=guard.reference_import)
-    seen = len(guard.violations)
-    for job in request["jobs"]:
-        emit(event="start", index=job["index"])
-        reference_import = guard.reference_import
+    guard = sandbox.install_guard(os.getcwd(), *request["reference"], request["private_dirs"])
+    answer.write(b"ready\n")
+    copy, display = request["file"], request["display"]
+    module, load_error = load(copy, display)
+    load_facts = {"import_error": load_error, "violations": list(guard.violations),
+                  "reference_import": guard.reference_import}
+    answer.write(json.dumps(load_facts).encode() + b"\n")
+    if not any(load_facts.values()):  # a file that fails to load fails every job the same way: nothing to run
+        sandbox.set_alarm(request["job_s"])
         try:
-            report = ({"import_error": import_error} if import_error else
-                      worker.reader_test(job) if job["kind"] == "reader_test" else worker.target(job))
+            report = (reader_test(module, job, copy, display) if job["kind"] == "reader_test" else
+                      target(module, job, lambda e: reader_tests.where(e, copy, display)))
         except BaseException as e:  # the grader's side must never take the worker down silently
-            report = {"crashed": f"grading stopped with {type(e).__name__}: {_text(e)}; your code may have "
-                                 "changed something the grader relies on."}
-        report["violations"] = guard.violations[seen:]
-        report["reference_import"] = guard.reference_import if guard.reference_import != reference_import else ""
-        seen = len(guard.violations)
-        emit(event="result", index=job["index"], report=report)
-    emit(event="done")
+            report = {"crashed": f"grading stopped with {type(e).__name__}: {reader_tests.text(e)}; your code may "
+                                 "have changed something the grader relies on."}
+        sandbox.set_alarm(0)
+        report.update(violations=list(guard.violations), reference_import=guard.reference_import,
+                      printed=printed.total)
+        data = wire.dumps(report)
+        if len(data) > (request["limits"]["file_mb"] << 20) - 4096:
+            data = wire.dumps({"crashed": f"crashed: your code returned {len(data) >> 20} MB of results, more "
+                                          "than the grader reads back; the cases' outputs are a few kB."})
+        answer.write(data)
+    os._exit(0)  # no atexit handler or thread of the reader's code runs after the answer
 
 
 if __name__ == "__main__":

@@ -312,16 +312,75 @@ def test_every_mutant_is_wrong_in_the_way_it_says(module, test, mutant):
     """Wrap the reference, grade the result with the wrapped exercise's own checks: it must fail, as named."""
     import importlib
 
-    from exercises.grading.checking import case_to_wire, judge
+    from exercises.grading.checking import judge
     from exercises.grading.knowledge import knowledge
     from exercises.grading.worker import describe, run_cases
     reference = importlib.import_module(f"solutions.{module}")
     wrong = mutant.make(getattr(reference, mutant.wraps))
     check = knowledge(module).compiled[mutant.wraps]
     report = dict(describe(wrong, check.name, check.methods),
-                  **run_cases(wrong, check.methods, [case_to_wire(c) for c in check.cases]))
+                  **run_cases(wrong, check.methods, check.cases))
     r = judge(check, report)
     assert r["status"] == "fail", f"mutant {mutant.key} passes the checks of {mutant.wraps}"
     assert r["kind"] not in ("signature", "missing", "type", "raised"), r["message"]  # right signature, one slip
     if mutant.misconception:
         assert r["misconception"] == mutant.misconception, r["message"]
+
+
+# ---------------------------------------------------------------------------
+# 5. One grading path: the stored form compiled here and the one a release writes grade alike
+# ---------------------------------------------------------------------------
+
+def _rope_file(tmp_path, name, text):
+    path = tmp_path / name / "rope.py"
+    path.parent.mkdir()
+    path.write_text(text)
+    return path
+
+
+def test_a_release_grades_like_the_workbook_but_where_the_reference_source_stands_in(tmp_path):
+    r"""Grade the same reader files from the stored form compiled here and from the one a release writes.
+
+    The release stores no reference source (README.md, "How a grade is reached"), so verdicts may differ
+    in two places only, worked out by hand from solutions/rope.py: an exercise whose reference calls
+    a sibling the reader got wrong (apply_rotary calls rotate_half; relative_score and decode call
+    apply_rotary), and a reader test, which in a release runs on the reader's own implementations
+    once they pass, and waits before.
+    """
+    from exercise_text import fill, reference_body, stub
+    from exercises.grading import stored, wire
+    from exercises.grading.generate import generated_text
+    from exercises.grading.grader import summary
+    from exercises.grading.knowledge import Knowledge, compile_module, knowledge
+    stored.write(tmp_path, "rope", compile_module("rope", reference=False))  # what `release --repo` writes
+    release = Knowledge(wire.loads((tmp_path / "rope.npz").read_bytes()))
+    here = knowledge("rope")
+    assert all(c.siblings for c in here.compiled.values()) and all(t.reference for t in here.tests.values())
+    assert not any(c.siblings for c in release.compiled.values())
+    assert not any(t.reference for t in release.tests.values())
+
+    reference = (SOLUTIONS / "rope.py").read_text()
+    labels = {n: here.labels[n] for n in here.names()}
+    lines = reference.splitlines(keepends=True)
+    [(first, last, indent)] = [(f, l, i) for label, f, l, i in regions(reference) if label == labels["rotate_half"]]
+    lines[first + 1:last] = [f"{indent}h = x.shape[-1] // 2\n",  # the sign error, the rest of the file the reference
+                             f"{indent}return xp.concatenate([x[..., h:], -x[..., :h]], axis=-1)\n"]
+    wrong_half = "".join(lines)
+    test_only = fill(generated_text("rope"), labels["test_rope_properties"],
+                     reference_body("rope", labels["test_rope_properties"]))
+    assert stub(labels["apply_rotary"]) in test_only
+    cases = [  # (reader file, the exercises graded, those whose verdicts differ in a release)
+        (reference, None, set()),
+        (wrong_half, None, {"apply_rotary", "relative_score", "decode", "test_rope_properties"}),
+        (test_only, ["test_rope_properties", "apply_rotary", "RotaryEmbedding"], {"test_rope_properties"}),
+    ]
+    for n, (text, names, differ) in enumerate(cases):
+        path = _rope_file(tmp_path, f"reader{n}", text)
+        ours = grade_file(path, "rope", names=names, timeout=TIMEOUT)
+        theirs = grade_file(path, "rope", names=names, timeout=TIMEOUT, known={"rope": release})
+        assert [r["target"] for r in ours] == [r["target"] for r in theirs]
+        changed = {a["target"].split(".")[1] for a, b in zip(ours, theirs) if summary(a) != summary(b)}
+        assert changed == differ, [(a["target"], summary(a), summary(b)) for a, b in zip(ours, theirs)]
+        assert all(r["status"] == "pass" for r in ours if r["target"].split(".")[1] in differ)
+    rotate = next(r for r in theirs if r["target"] == "rope.test_rope_properties")
+    assert rotate["kind"] == "waiting"

@@ -30,14 +30,10 @@ def test_a_mutant_not_required_never_makes_a_test_weak():
 
 
 def test_a_given_parameter_does_not_wait_in_a_student_copy():
-    from exercises.grading.grader import _job_payload
-    from exercises.grading.knowledge import Knowledge, knowledge
-    k = knowledge("clinic")
-    copy = Knowledge(k.module, k.labels, k.compiled, k.tests)   # no source: as in a student copy
-    job = {"index": 0, "check": copy.tests["check_cache"], "knowledge": copy, "attr": "check_cache"}
-    assert _job_payload(job, {})["implementations"] == {"from": "yours"}
-    r = knowledge("rope")
-    rope_copy = Knowledge(r.module, r.labels, r.compiled, r.tests)
-    job = {"index": 0, "check": rope_copy.tests["test_rope_properties"], "knowledge": rope_copy,
-           "attr": "test_rope_properties"}
-    assert _job_payload(job, {})["implementations"] == {"from": "none"}   # its implementations are exercises
+    from exercises.grading.grader import implementations
+    from exercises.grading.knowledge import Knowledge, compile_module
+    copy = Knowledge(compile_module("clinic", reference=False))   # no source: as in a student copy
+    assert implementations(copy.tests["check_cache"], copy, {}) == {"from": "yours"}
+    rope_copy = Knowledge(compile_module("rope", reference=False))
+    # its implementations are exercises
+    assert implementations(rope_copy.tests["test_rope_properties"], rope_copy, {}) == {"from": "none"}

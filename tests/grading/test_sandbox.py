@@ -199,7 +199,7 @@ def test_a_wrapper_command_runs_every_graded_process(tmp_path):
     source = tmp_path / "ada.py"
     source.write_text(CORRECT)
     names = ["rotate_half", "apply_rotary"]
-    results = grade_file(source, "rope", names=names, timeout=TIMEOUT, isolation="job", wrap=str(wrapper))
+    results = grade_file(source, "rope", names=names, timeout=TIMEOUT, wrap=str(wrapper))
     assert [r["status"] for r in results] == ["pass", "pass"]
     runs = marker.read_text().splitlines()
     assert len(runs) == 2 and all("worker.py" in line for line in runs)  # one wrapped process per exercise
