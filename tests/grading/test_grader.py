@@ -347,7 +347,7 @@ def test_a_release_grades_like_the_workbook_but_where_the_reference_source_stand
     apply_rotary), and a reader test, which in a release runs on the reader's own implementations
     once they pass, and waits before.
     """
-    from exercise_text import fill, reference_body, stub
+    from exercises.grading.modules.exercise_text import fill, reference_body, stub
     from exercises.grading import stored, wire
     from exercises.grading.generate import generated_text
     from exercises.grading.grader import summary
