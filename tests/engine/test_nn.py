@@ -3,30 +3,12 @@ import numpy as np
 import pytest
 
 from mini_transformer import Tensor
-from mini_transformer.engine import backend, kernels, nn
+from mini_transformer.engine import backend, nn
 from mini_transformer.engine.gradcheck import assert_gradcheck
 
+from two_layer import TwoLayer, ops  # noqa: F401  (ops is a fixture)
+
 pytestmark = pytest.mark.usefixtures("each_backend")
-
-
-@pytest.fixture(params=kernels.NAMES)
-def ops(request):
-    """The reference kernel set and the fast one: the same hand values."""
-    return kernels.select(request.param)
-
-
-class TwoLayer(nn.Module):
-    def __init__(self, rng):
-        self.emb = nn.Embedding(5, 4, rng)
-        self.blocks = [nn.Linear(4, 4, rng), nn.LayerNorm(4)]
-        self.mlp = nn.MLP(4, rng)
-        self.norm = nn.RMSNorm(4)
-
-    def forward(self, ids):
-        x = self.emb(ids)
-        for block in self.blocks:
-            x = block(x)
-        return self.norm(x + self.mlp(x))
 
 
 def test_named_parameters_follow_attribute_paths():

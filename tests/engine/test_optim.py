@@ -7,27 +7,9 @@ import pytest
 from mini_transformer.engine import backend, kernels, nn
 from mini_transformer.engine.optim import SGD, AdamW, cosine_lr
 
+from two_layer import TwoLayer, ops  # noqa: F401  (ops is a fixture)
+
 pytestmark = pytest.mark.usefixtures("each_backend")
-
-
-@pytest.fixture(params=kernels.NAMES)
-def ops(request):
-    """The reference AdamW and clipping (optim.py), and the fast ones (kernels/adamw.py): the same hand values."""
-    return kernels.select(request.param)
-
-
-class TwoLayer(nn.Module):
-    def __init__(self, rng):
-        self.emb = nn.Embedding(5, 4, rng)
-        self.blocks = [nn.Linear(4, 4, rng), nn.LayerNorm(4)]
-        self.mlp = nn.MLP(4, rng)
-        self.norm = nn.RMSNorm(4)
-
-    def forward(self, ids):
-        x = self.emb(ids)
-        for block in self.blocks:
-            x = block(x)
-        return self.norm(x + self.mlp(x))
 
 
 def _param(value):

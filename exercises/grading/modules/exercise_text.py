@@ -44,3 +44,12 @@ def reader_files(folder, module, label, bodies):
         path.write_text(fill(generated_text(module), label, reference_body(module, label) if body is None else body))
         out[name] = path
     return out
+
+
+def grade_reader_tests(folder, module, label, test, bodies, timeout=20):
+    r"""``{name: result}``: each body of ``bodies`` written as the reader's test ``test`` (exercise ``label``)
+    into its own file under ``folder`` (``reader_files``), all graded in one call of the grader."""
+    from exercises.grading.grader import grade_jobs
+    files = reader_files(folder, module, label, bodies)
+    jobs = [{"target": f"{module}.{test}", "source": p} for p in files.values()]
+    return dict(zip(files, grade_jobs(jobs, timeout=timeout)))

@@ -7,9 +7,8 @@ through, and say so when a test fails on the reference.
 import pytest
 
 from exercises.grading.generate import labels_of
-from exercises.grading.grader import grade_jobs
 from exercises.grading.modules import reader_tests
-from exercises.grading.modules.exercise_text import got_away, reader_files
+from exercises.grading.modules.exercise_text import got_away, grade_reader_tests
 
 MODULE, TEST = "caches", "test_cache_policy"
 LABEL = labels_of(MODULE)[TEST]
@@ -36,8 +35,7 @@ assert len(keep_indices(30, 8, 4)) == 8, "expected the sinks to count in the win
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    files = reader_files(tmp_path_factory.mktemp("reader_tests"), MODULE, LABEL, READER_TESTS)
-    return dict(zip(files, grade_jobs([{"target": f"{MODULE}.{TEST}", "source": p} for p in files.values()], timeout=20)))
+    return grade_reader_tests(tmp_path_factory.mktemp("reader_tests"), MODULE, LABEL, TEST, READER_TESTS)
 
 
 def test_the_reference_test_catches_every_mutant(graded):

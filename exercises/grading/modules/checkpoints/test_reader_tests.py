@@ -6,9 +6,8 @@ Chapter 11 asks for ``test_port(port_qk_weights)``, scored against the wrong por
 import pytest
 
 from exercises.grading.generate import labels_of
-from exercises.grading.grader import grade_jobs
 from exercises.grading.modules import reader_tests
-from exercises.grading.modules.exercise_text import got_away, reader_files
+from exercises.grading.modules.exercise_text import got_away, grade_reader_tests
 
 MODULE, TEST = "checkpoints", "test_port"
 LABEL = labels_of(MODULE)[TEST]
@@ -57,8 +56,7 @@ assert same_after_port(4, 8, random_biases=False)
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    files = reader_files(tmp_path_factory.mktemp("reader_tests"), MODULE, LABEL, READER_TESTS)
-    return dict(zip(files, grade_jobs([{"target": f"{MODULE}.{TEST}", "source": p} for p in files.values()], timeout=20)))
+    return grade_reader_tests(tmp_path_factory.mktemp("reader_tests"), MODULE, LABEL, TEST, READER_TESTS)
 
 
 def test_the_reference_port_test_catches_every_wrong_port(graded):

@@ -7,9 +7,8 @@ test below is one a reader might write; the assertions name which mutants it let
 import pytest
 
 from exercises.grading.generate import labels_of
-from exercises.grading.grader import grade_jobs
 from exercises.grading.modules import reader_tests
-from exercises.grading.modules.exercise_text import got_away, reader_files
+from exercises.grading.modules.exercise_text import got_away, grade_reader_tests
 
 MODULE, TEST = "context_extension", "test_ntk_base"
 LABEL = labels_of(MODULE)[TEST]
@@ -34,8 +33,7 @@ for s in (2.0, 4.0, 8.0):
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    files = reader_files(tmp_path_factory.mktemp("reader_tests"), MODULE, LABEL, READER_TESTS)
-    return dict(zip(files, grade_jobs([{"target": f"{MODULE}.{TEST}", "source": p} for p in files.values()], timeout=20)))
+    return grade_reader_tests(tmp_path_factory.mktemp("reader_tests"), MODULE, LABEL, TEST, READER_TESTS)
 
 
 def test_the_reference_test_catches_every_mutant(graded):

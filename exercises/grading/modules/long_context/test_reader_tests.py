@@ -7,9 +7,8 @@ one, name the mutants a weak one lets through, and say so when a test fails on t
 import pytest
 
 from exercises.grading.generate import labels_of
-from exercises.grading.grader import grade_jobs
 from exercises.grading.modules import reader_tests
-from exercises.grading.modules.exercise_text import got_away, reader_files
+from exercises.grading.modules.exercise_text import got_away, grade_reader_tests
 
 MODULE, TEST = "long_context", "test_long_context_measures"
 LABEL = labels_of(MODULE)[TEST]
@@ -41,8 +40,7 @@ assert effective_context_length(xp.asarray([8, 16, 32]), xp.asarray([0.9, 0.1, 0
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    files = reader_files(tmp_path_factory.mktemp("reader_tests"), MODULE, LABEL, READER_TESTS)
-    return dict(zip(files, grade_jobs([{"target": f"{MODULE}.{TEST}", "source": p} for p in files.values()], timeout=20)))
+    return grade_reader_tests(tmp_path_factory.mktemp("reader_tests"), MODULE, LABEL, TEST, READER_TESTS)
 
 
 def test_the_reference_test_catches_every_mutant(graded):

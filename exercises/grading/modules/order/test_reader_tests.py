@@ -8,9 +8,8 @@ likely to write; the test names exactly the mutants it lets through.
 import pytest
 
 from exercises.grading.generate import labels_of
-from exercises.grading.grader import grade_jobs
 from exercises.grading.modules import reader_tests
-from exercises.grading.modules.exercise_text import got_away, reader_files, reference_body
+from exercises.grading.modules.exercise_text import got_away, grade_reader_tests, reference_body
 
 MODULE, TEST = "order", "test_self_attention_is_permutation_equivariant"
 LABEL = labels_of(MODULE)[TEST]
@@ -69,8 +68,7 @@ assert xp.allclose(self_attention(x[:, perm], W_q, W_k, W_v), self_attention(x, 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     bodies = {name: "import math\n" + body for name, body in dict(READER_TESTS, reference=reference_body(MODULE, LABEL)).items()}
-    files = reader_files(tmp_path_factory.mktemp("reader_tests"), MODULE, LABEL, bodies)
-    return dict(zip(files, grade_jobs([{"target": f"{MODULE}.{TEST}", "source": p} for p in files.values()], timeout=20)))
+    return grade_reader_tests(tmp_path_factory.mktemp("reader_tests"), MODULE, LABEL, TEST, bodies)
 
 
 def test_the_reference_test_catches_every_mutant(graded):

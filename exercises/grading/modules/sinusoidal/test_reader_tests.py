@@ -5,9 +5,8 @@ through exactly the mutants they cannot see, and the grader lists them.
 """
 import pytest
 
-from exercises.grading.grader import grade_jobs
 from exercises.grading.modules import reader_tests
-from exercises.grading.modules.exercise_text import got_away, reader_files
+from exercises.grading.modules.exercise_text import got_away, grade_reader_tests
 
 MODULE, LABEL, TEST = "sinusoidal", "Exercise 2.3", "test_sinusoidal_properties"
 
@@ -32,8 +31,7 @@ GOT_AWAY = {  # what each weak test cannot see
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    files = reader_files(tmp_path_factory.mktemp("reader_tests"), MODULE, LABEL, dict(READER_TESTS, reference=None))
-    return dict(zip(files, grade_jobs([{"target": f"{MODULE}.{TEST}", "source": p} for p in files.values()], timeout=20)))
+    return grade_reader_tests(tmp_path_factory.mktemp("reader_tests"), MODULE, LABEL, TEST, dict(READER_TESTS, reference=None))
 
 
 def test_the_reference_test_catches_every_mutant(graded):
