@@ -652,9 +652,8 @@ assert math.isclose(frame["YaRN"][1], 0.1 * math.log(4.0) + 1, rel_tol=1e-12)   
 #
 # A softmax over more keys is flatter. With $T$ keys of equal score its entropy is $\ln T$, and
 # scores that vary still spread over more keys as $T$ grows. A model run at $sL$ meets query rows
-# of up to $sL$ keys, flatter than any row it was trained on, and interpolation flattens them
-# more, since it shrinks the angle differences between neighbouring keys. The sources explain
-# YaRN's temperature that way: sharpening the logits by $1/t$ pulls the entropy back toward
+# of up to $sL$ keys, flatter than any row it was trained on. The sources explain YaRN's
+# temperature that way: sharpening the logits by $1/t$ pulls the entropy back toward
 # what the model saw. (The paper fits $\sqrt{1/t} = 0.1\ln s + 1$ to perplexity on LLaMA; the
 # entropy is the reason, the constant is a fit.) Measure it on the simplest scores there are,
 # independent unit-variance logits for 64 queries, over $L$ keys and over $4L$.
