@@ -396,6 +396,49 @@ for lead, T_q, T_k in [((), 4, 4), ((2, 3), 4, 6), ((1, 2), 1, 5), ((3,), 5, 2)]
     assert same
 
 # %% [markdown]
+# ### The original code's form: pad, view, drop a row
+#
+# Transformer-XL's own `_rel_shift` (Dai et al.'s PyTorch code) does the same move with views
+# and no flat slice. It keeps only the $T_k$ columns of non-negative distance, $T_k - 1$ down to
+# 0, so its input is `(qlen, klen)`, not `(T_q, L)`. Then: pad a zero column in front, giving
+# `(qlen, klen + 1)`; *view* those numbers as `(klen + 1, qlen)`; drop the first row; view the
+# rest as `(qlen, klen)`. Dropping one row of length `qlen` drops the same $T_q$ entries your
+# flat slice drops, so the staircase is the same.
+#
+# What it cannot make is a score for a future key. With $m = T_k - T_q$ cached keys in front,
+# query $i$ sits at position $i + m$, and for a key $j > i + m$ the distance is negative, a
+# column the input does not have. The view fills those entries with what lies there: the pad
+# zero at $j = i + m + 1$, the next row's numbers beyond it. They are garbage, and they sit
+# exactly where the causal mask removes the key. The original code masks them before the
+# softmax (its `zero_triu` option zeroes them instead). Check all of it: on the visible
+# entries the two forms agree, and the entries where they differ are exactly the masked ones.
+
+# %%
+def txl_rel_shift(x):
+    """Transformer-XL's _rel_shift on one (qlen, klen) block: pad, view, drop a row, view back."""
+    T_q, T_k = x.shape[-2:]
+    padded = xp.concatenate([xp.zeros((T_q, 1), dtype=x.dtype), x], axis=-1)  # (qlen, klen + 1)
+    viewed = padded.reshape(T_k + 1, T_q)  # the same numbers read as (klen + 1, qlen)
+    return viewed[1:].reshape(T_q, T_k)  # drop the first row, read back as (qlen, klen)
+
+
+# %% tags=["nbval-check-output"]
+print("distances, T_q = T_k = 4, through the original form (garbage above the diagonal):")
+print(to_numpy(txl_rel_shift(X_dist[:, :4])).astype(int).tolist())
+g_shift = rng(4)  # its own generator, so the chapter's later draws stay as they were
+for T_q, T_k in [(4, 4), (3, 7), (6, 6), (1, 5)]:
+    X = g_shift.normal(size=(T_q, T_q + T_k - 1), dtype="float64")  # (T_q, L) every distance, T_k - 1 down to -(T_q - 1)
+    ours, original = relative_shift(X), txl_rel_shift(X[:, :T_k])  # the original gets distances >= 0 only
+    i, j = xp.arange(T_q)[:, None], xp.arange(T_k)[None, :]
+    masked = j > i + (T_k - T_q)  # (T_q, T_k) future keys, which the causal mask removes
+    gap = float(xp.abs(ours - original)[~masked].max())
+    differ = ours != original
+    print(f"T_q {T_q}, T_k {T_k}: max difference on visible entries {gap:.1e}; entries that differ "
+          f"{int(differ.sum()):>2}, masked entries {int(masked.sum()):>2}, the same set: {bool(xp.array_equal(differ, masked))}")
+    assert gap == 0.0 and xp.array_equal(differ, masked)
+    assert all(float(original[r, r + T_k - T_q + 1]) == 0.0 for r in range(T_q - 1))  # the pad zero, first past the mask edge
+
+# %% [markdown]
 # ### The shift as a trainable op
 #
 # Inside a model the shift needs a backward. It only moves entries: each $Y_{ij}$ is one entry

@@ -21,7 +21,8 @@
 #
 # **By the end you can**
 #
-# * derive, in three lines, why the RoPE score depends on positions only through their offset;
+# * derive RoPE from the demand that the score depend on positions only through their offset, and
+#   check the result in three lines;
 # * implement RoPE in both pairing conventions and convert a checkpoint between them;
 # * find the critical pair of a head and say what linear and NTK scaling do to it;
 # * decode through a KV cache with the right positions, and catch the bug when they are wrong;
@@ -122,6 +123,42 @@ def additive_score(m, n):
 for m, n in [(3, 1), (103, 101)]:
     print(f"added sinusoids: score(m={m}, n={n}) = {additive_score(m, n):+.4f}")
 assert abs(additive_score(3, 1) - additive_score(103, 101)) > 1e-3  # same offset, different score
+
+# %% [markdown]
+# ### Solving for $f$
+#
+# So what *does* work? Solve for $f$ instead of guessing it (the route of the RoFormer paper,
+# Su et al. 2021, and of EleutherAI's write-up). Take $d = 2$ and read a pair as a complex
+# number, $q = |q|\,e^{\mathrm{i}\phi_q}$ (section 3 uses the same reading). Ask that the
+# complex product, whose real part is the dot product, carry the offset alone, and that
+# position 0 leave a vector as it is:
+#
+# $$f(q, m)\,\overline{f(k, n)} = g(q, k, n - m), \qquad f(q, 0) = q.$$
+#
+# Write $f(q, m) = r(q, m)\,e^{\mathrm{i}\Theta(q, m)}$. A complex equation is two real ones,
+# one for the lengths and one for the phases:
+#
+# $$r(q, m)\,r(k, n) = r_g(q, k, n - m), \qquad \Theta(q, m) - \Theta(k, n) = \Theta_g(q, k, n - m).$$
+#
+# *The length cannot depend on the position.* Put $n = m$: the right side is its value at
+# offset 0, the same for every $m$, so $r(q, m)\,r(k, m) = r(q, 0)\,r(k, 0) = |q|\,|k|$.
+# With $k = q$ that is $r(q, m)^2 = |q|^2$: $r(q, m) = |q|$.
+#
+# *The angle must be linear in the position.* Put $n = m$ in the phases:
+# $\Theta(q, m) - \Theta(k, m) = \phi_q - \phi_k$, so $\Theta(q, m) - \phi_q = \Theta(k, m) - \phi_k$
+# for every $q$ and $k$. The angle a position adds is the same for every vector, a function of
+# $m$ alone, $\Theta(q, m) = \phi_q + \varphi(m)$ with $\varphi(0) = 0$. Now put $n = m + 1$:
+# $\Theta(q, m) - \Theta(k, m + 1) = \phi_q - \phi_k + \varphi(m) - \varphi(m + 1)$ must equal
+# $\Theta_g(q, k, 1)$, which does not depend on $m$. So every step adds the same angle,
+# $\varphi(m + 1) - \varphi(m) = \theta$, and $\varphi(m) = m\theta$.
+#
+# Together: $f(q, m) = |q|\,e^{\mathrm{i}(\phi_q + m\theta)} = q\,e^{\mathrm{i}m\theta}$, the rotation
+# of $q$ by $m\theta$. Nothing is left to choose but $\theta$. (Asking for the whole complex
+# product, not only its real part, is what makes the answer unique; it is the paper's choice.)
+# For $d > 2$, split the channels into $d/2$ pairs and solve each on its own: each pair is a
+# rotation with its own $\theta_i$, and the score, a sum over pairs, still depends on $n - m$
+# alone. Section 2 checks the result in three lines, section 3 shows why the $\theta_i$ must
+# differ, and section 4 runs the derivation's two conditions, and their failures, on numbers.
 
 # %% [markdown]
 # ## 2. One pair: a rotation
@@ -438,6 +475,38 @@ angles = xp.arange(offset, offset + T)[:, None] * RotaryEmbedding(d).inv_freq[No
 zr = z * xp.exp(1j * angles)
 print("apply_rotary equals complex multiplication:", bool(xp.allclose(y, xp.concatenate([zr.real, zr.imag], axis=-1))))
 assert xp.allclose(y, xp.concatenate([zr.real, zr.imag], axis=-1))
+
+# %% [markdown]
+# ### The derivation, on numbers
+#
+# Section 1 derived two conditions: the angle of pair $i$ at position $m$ is $m\theta_i$, linear
+# in $m$, and the length does not change with $m$. Feed `apply_rotary` tables built three ways
+# and move a query at $m = 3$ and a key at $n = 1$ along together by $s$ tokens. With the
+# derived angle the score must stay put for every $s$. Two controls must move: the angle
+# $m^2\theta_i$, not linear, and the right angle with a length that grows by 10% a token.
+
+# %% tags=["nbval-check-output"]
+def rotate_with(x, pos, angle_of, length_of=lambda m: 1.0, d=16):
+    """apply_rotary at one position with the angle angle_of(pos) * theta_i, times length_of(pos)."""
+    angles = angle_of(pos) * RotaryEmbedding(d).inv_freq  # (d/2,)
+    cos, sin = xp.cos(xp.concatenate([angles, angles]))[None, :], xp.sin(xp.concatenate([angles, angles]))[None, :]
+    return length_of(pos) * apply_rotary(x[None, :], cos, sin)[0]  # (d,)
+
+
+g_derive = rng(6)  # its own generator, so the chapter's later draws stay as they were
+qd, kd = g_derive.normal(size=16, dtype="float64"), g_derive.normal(size=16, dtype="float64")
+ways = {"derived: angle m theta_i": dict(angle_of=lambda m: m),
+        "control: angle m^2 theta_i": dict(angle_of=lambda m: m * m),
+        "control: length 1 + 0.1 m": dict(angle_of=lambda m: m, length_of=lambda m: 1 + 0.1 * m)}
+shifts = (0, 1, 5, 50)
+print(f"{'score of (3 + s, 1 + s)':<28}" + "".join(f"{'s = ' + str(sh):>11}" for sh in shifts))
+spread = {}
+for name, way in ways.items():
+    scores = [float(rotate_with(qd, 3 + sh, **way) @ rotate_with(kd, 1 + sh, **way)) for sh in shifts]
+    spread[name] = max(scores) - min(scores)
+    print(f"{name:<28}" + "".join(f"{v:>+11.4f}" for v in scores))
+assert spread["derived: angle m theta_i"] < 1e-9
+assert spread["control: angle m^2 theta_i"] > 0.1 and spread["control: length 1 + 0.1 m"] > 0.1
 
 # %% [markdown]
 # ### Exercise 6.4: `relative_score`   ★ · 10 min

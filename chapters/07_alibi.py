@@ -288,6 +288,58 @@ assert xp.array_equal(step[0, :, 0], full[0, :, -1])
 print("one decode step equals the last row of the full bias:", True)
 
 # %% [markdown]
+# ### The form BLOOM ships: a bias on the key position alone
+#
+# Port BLOOM and you meet a different array: Hugging Face's `build_alibi_tensor` returns
+# $m_h \cdot j$, one row of key positions per head, shape `(B·H, 1, T_k)`, with no query
+# position in it. It gives the same attention, because a softmax does not see a constant added
+# to a whole row. For any $c$,
+#
+# $$\mathrm{softmax}(s + c)_j = rac{e^{s_j + c}}{\sum_l e^{s_l + c}} = rac{e^{c}\,e^{s_j}}{e^{c}\sum_l e^{s_l}} = \mathrm{softmax}(s)_j .$$
+#
+# Now split the penalty: $-m_h(i - j) = m_h j - m_h i$. Along row $i$ (one query, every key)
+# the part $-m_h i$ is the same number for every $j$: it is the $c$ of that row, and it drops
+# out. What is left, $+m_h j$, depends on the key alone. The causal mask changes nothing: the
+# masked keys are $-\infty$ under either bias, and the shift holds over the keys that remain.
+# (It is the *row* that must be constant: a bias constant down a column would change the
+# attention.)
+#
+# Why ship that form? It is a `(1, H, 1, T_k)` tensor, $H \cdot T_k$ numbers instead of
+# $H \cdot T_q \cdot T_k$, broadcast over the queries. It does not depend on how many queries
+# there are or where they sit, so one decode step, a prefill and a training block all use the
+# same row, and it can be built once for the longest length and sliced, or cached with the keys.
+# (BLOOM counts $j$ as the cumulative sum of the attention mask, so left padding does not move
+# a real token's position.) Check the equality on numbers, with the causal mask, and a bias that
+# is *not* a row constant away from ALiBi, $-m_h (i - j)^2$, as the control that must differ.
+
+# %% tags=["nbval-check-output"]
+def causal_softmax(scores):
+    """Softmax over the last axis of (1, H, T, T) scores, future keys masked to -inf."""
+    T = scores.shape[-1]
+    s = xp.where(xp.tril(xp.ones((T, T), dtype=bool)), scores, -xp.inf)
+    w = xp.exp(s - s.max(axis=-1, keepdims=True))
+    return w / w.sum(axis=-1, keepdims=True)
+
+
+H, T = 4, 12
+content = rng(7).normal(size=(1, H, T, T), dtype="float64")             # (1, H, T, T) q.k / sqrt(d)
+slopes_col = alibi_slopes(H)[None, :, None, None]                         # (1, H, 1, 1)
+key_only = slopes_col * xp.arange(T)[None, None, None, :]                 # (1, H, 1, T_k): +m_h j
+squared = -slopes_col * (xp.arange(T)[:, None] - xp.arange(T)) ** 2       # (1, H, T, T): -m_h (i - j)^2
+w_alibi = causal_softmax(content + alibi_bias(H, T, T))
+w_key = causal_softmax(content + key_only)
+w_sq = causal_softmax(content + squared)
+gap, control = float(xp.abs(w_alibi - w_key).max()), float(xp.abs(w_alibi - w_sq).max())
+print(f"bias shapes: ALiBi {tuple(alibi_bias(H, T, T).shape)}, key position only {tuple(key_only.shape)}")
+print(f"max |weights(-m(i - j)) - weights(+m j)|     = {gap:.1e}")
+print(f"max |weights(-m(i - j)) - weights(-m(i - j)^2)| = {control:.3f}  (the control)")
+assert gap < 1e-12 < 0.1 < control
+past = xp.tril(xp.ones((T, T), dtype=bool))
+diffs = xp.where(past, alibi_bias(H, T, T)[0] - key_only[0], xp.nan)      # (H, T, T) on the kept keys
+assert xp.allclose(xp.nanmax(diffs, axis=-1), xp.nanmin(diffs, axis=-1))  # one constant per row ...
+assert xp.allclose(xp.nanmax(diffs, axis=-1), -alibi_slopes(H)[:, None] * xp.arange(T))  # ... and it is -m_h i
+
+# %% [markdown]
 # ### The encoder's form
 #
 # A bidirectional encoder has no causal mask. Its future keys are real keys, so a bias of 0 for
@@ -456,9 +508,14 @@ print(f"bias entries the tiled form holds at once: H x 32 x 32 = {H * 32 * 32:,}
 assert xp.allclose(tiled, dense, atol=1e-12)
 
 # %% [markdown]
-# The same tiles would serve a learned relative bias only if the kernel could look its table up
-# inside each tile, and then every tile of the backward pass must add its share of the gradient
-# into that table: a kernel per scheme. A general bias tensor has no such shortcut. At $H = 32$
+# The same tiles serve a learned relative bias if the kernel looks its table up inside each
+# tile, and the backward pass adds each tile's share of the gradient into that table. That
+# does not take a hand-written kernel per scheme: a *score-modification hook* makes the bias a
+# small function the fused kernel calls on each tile's scores. PyTorch's FlexAttention takes
+# `score_mod(score, b, h, q_idx, kv_idx)` and compiles it into one fused kernel; ALiBi is
+# `score + slope[h] * (kv_idx - q_idx)`, and a T5 bucket table or a learned bias is a lookup
+# inside the same function. What has no shortcut is a general bias *tensor* handed to the
+# kernel from outside: it must be read in full. At $H = 32$
 # and $T = 8192$ it is $32 \cdot 8192^2 \cdot 4$ bytes, 8 GiB in float32, per layer. This
 # workbook's attention is the textbook one: its reference kernel materialises ALiBi's bias
 # too, `(1, H, T_q, T_k)` in the scores' dtype (`mini_transformer/positional/alibi.py`), and so
@@ -788,7 +845,7 @@ assert abs(gap["transformer_xl"]) < 0.05 and gap["rope"] > 1  # the same for Tra
 # | C1 | 8 heads: slopes 1/2 .. 1/256, geometric with ratio $2^{-8/H}$ (book §2.5, §3.4) | exactly $2^{-1} \dots 2^{-8}$, one ratio $2^{-1}$; 6 heads $2^{-2,-4,-6,-8,-1,-3}$ by the paper's rule (§2) | reproduces |
 # | C2 | slope 1/2: 5 nats at distance 10, local; slope 1/256: barely affected within 1000 tokens (book §2.5) | 5.00 nats at 10, half its attention on the last 2 keys; but the 1/256 head pays 3.91 nats at 1000 (weight 0.020), holds half its flat-content attention within 177 tokens and 98.0% within 1000 (§3) | partly: the steep head is as stated, the gentle one is far from "barely affected" |
 # | C3 | no position parameters, nothing added to the input (book §2.5; survey §7) | ALiBi model and no-position model: the same parameter count; `embed` returns its input unchanged (§6) | reproduces |
-# | C4 | a closed-form bias folds into a fused kernel; a learned bias is materialised (book §2.3, §4) | a tiled online-softmax attention that makes the bias from indices equals the dense one to 1e-12, holding 4,096 bias entries at a time from 4 slopes instead of 262,144 (§5); this workbook's own kernels still materialise it | reproduces (shown on a tiled kernel written here) |
+# | C4 | a closed-form bias folds into a fused kernel; a learned bias is materialised (book §2.3, §4) | a tiled online-softmax attention that makes the bias from indices equals the dense one to 1e-12, holding 4,096 bias entries at a time from 4 slopes instead of 262,144 (§5); this workbook's own kernels still materialise it; a learned table need not be materialised either, a score-modification hook (FlexAttention's `score_mod`) looks it up per tile (§5) | reproduces for ALiBi (shown on a tiled kernel written here); the learned-bias half is too strong |
 # | C5 | trained short, ALiBi runs long without a rise (book §2.5) | 1.66 at L = 64, 1.59, 1.57, 1.56 at 8L (§7) | reproduces |
 # | C6 | unscaled RoPE and sinusoidal break past L; a learned table cannot run there (book §2.2, §2.6) | RoPE 1.53 to 3.17, sinusoidal 1.69 to 3.43 at 8L; learned refuses 128, 256, 512 (§7) | reproduces |
 # | C7 | T5's bias generalises modestly past L (book §4) | 1.55 to 2.53 at 8L, worse than ALiBi, Shaw and Transformer-XL; its buckets past distance 66 were never trained at L = 64 (§7) | does not reproduce here |

@@ -316,6 +316,52 @@ for d, s in [(32, 4.0), (128, 8.0), (96, 2.5)]:
 assert math.isclose(ntk_base(10000.0, 4.0, 4), 160_000.0)
 
 # %% [markdown]
+# ### What the nominal $s$ buys
+#
+# NTK divides $\theta_i$ by $s^{2i/(d-2)}$: by 1 for pair 0, by exactly $s$ for the last pair,
+# by less in between. Is the model then safe to $sL$? A pair that turned fully within $L$
+# ($\rho_i \ge 1$) has seen its whole circle and is safe at any length. A pair that did not has
+# seen the angles $0 \dots L\theta_i$ only, and at its new frequency it reaches $L\theta_i$ at
+# position $L\,s^{2i/(d-2)}$: there it leaves what it saw. The first of those pairs, the critical
+# pair $r$ of section 2, is stretched least and leaves first, so every pair stays on trained
+# angles only up to
+#
+# $$L_{safe} = L\,s^{2r/(d-2)} < sL \quad (r < d/2 - 1).$$
+#
+# The nominal $s$ *overstates* the extension: to keep pair $r$ in range up to $sL$ you must ask
+# for the factor $s^{(d-2)/(2r)}$. That is the YaRN paper's remark about NTK-aware scaling, seen
+# from the angles: some pairs are pushed past the range they saw, so in practice $s$ has to be
+# set higher than the extension you want (Peng et al. 2023, §3). Compute it for this chapter's
+# head and for a Llama-sized one.
+
+# %% tags=["nbval-check-output"]
+print(f"{'d_head':>6}{'L':>6}{'s':>4}{'pair r':>7}{'r stretched by':>16}{'L_safe':>9}{'s L':>7}{'factor for s L':>16}")
+quoted = {}
+for dh, L_, sf in [(d_head, L, 4.0), (128, 4096, 8.0)]:
+    ntk_freq, _ = rope_scaling.rope_inv_freq(dh, base, {"rope_type": "ntk", "factor": sf})
+    stretch = rope_scaling.thetas(dh, base) / ntk_freq                       # (d/2,) theta_i / theta_i'
+    unturned = rope_scaling.rotations_within(dh, base, L_) < 1               # pairs that never turned in L
+    leaves = L_ * stretch                                                   # (d/2,) where pair i leaves its range
+    safe = float(leaves[unturned].min())
+    r_crit = rope_scaling.critical_dimension(dh, base, L_).pair
+    needed = sf ** ((dh - 2) / (2 * r_crit))
+    print(f"{dh:>6}{L_:>6}{sf:>4g}{r_crit:>7}{float(stretch[r_crit]):>16.3f}{safe:>9,.1f}{sf * L_:>7,.0f}{needed:>16.2f}")
+    assert bool(unturned[r_crit]) and not bool(unturned[:r_crit].any())               # the critical pair is the first unturned one
+    assert math.isclose(safe, L_ * sf ** (2 * r_crit / (dh - 2)), rel_tol=1e-12) and safe < sf * L_
+    assert math.isclose(float(stretch[-1]), sf, rel_tol=1e-12)               # only the slowest pair gets all of s
+    more_freq, _ = rope_scaling.rope_inv_freq(dh, base, {"rope_type": "ntk", "factor": needed})
+    assert math.isclose(L_ * float(rope_scaling.thetas(dh, base)[r_crit] / more_freq[r_crit]), sf * L_, rel_tol=1e-9)
+    quoted[dh] = (round(float(stretch[r_crit]), 3), round(safe, 1), round(needed, 2))
+assert quoted == {32: (1.587, 101.6, 64.0), 128: (4.565, 18696.4, 17.25)}
+
+# %% [markdown]
+# For the tiny model, pair 5 is stretched by only 1.587, so NTK at $s = 4$ keeps every pair on
+# trained angles to 101.6 tokens, not 256; reaching 256 that way takes a factor of 64. For
+# $d_{head} = 128$, $L = 4096$, $s = 8$ the safe length is 18,696.4, not 32,768, and the factor
+# for 32,768 is 17.25. The fast pairs are the reason NTK is worth having; the slow-but-unturned
+# pairs in between are the reason its $s$ is not the extension.
+
+# %% [markdown]
 # ### Exercise 8.3: a test of your own   ★★★ · 15 min
 #
 # *Why it matters:* a wrong exponent still gives a larger base and a model that runs; only the
@@ -563,6 +609,76 @@ print(f"yarn_attention_factor(4) = {yarn_attention_factor(4.0):.4f}; the model's
 print(f"logit ratio at position 0: {ratio:.4f}; the factor squared: {yarn_attention_factor(4.0) ** 2:.4f}")
 assert math.isclose(yarn_attention_factor(4.0), rotary.attention_factor, rel_tol=1e-12)
 assert math.isclose(ratio, yarn_attention_factor(4.0) ** 2, rel_tol=1e-9)
+
+# %% [markdown]
+# ### YaRN's frame: what each method changes
+#
+# Pair $i$ at position $m$ sits at the angle $m\theta_i$. The methods of this chapter differ in
+# which factor of that product they change, and YaRN's paper sorts them that way:
+#
+# * position interpolation changes the **position**, $m \to m/s$: the same as every
+#   $\theta_i / s$, one factor for all pairs;
+# * NTK-aware scaling changes the **base**, and with it each $\theta_i$ by a different factor,
+#   $s^{2i/(d-2)}$ (dynamic NTK also lets $s$ follow the length);
+# * NTK-by-parts changes the **frequencies per pair, by wavelength**: a pair that turns often
+#   within $L$ keeps its $\theta_i$, a pair that never turns is divided by $s$, a ramp between;
+# * YaRN is by-parts plus a **temperature**, a change that is not in the angle at all: it scales
+#   the logits.
+#
+# The table shows it on this chapter's head, as $\theta_i / \theta_i'$ per pair, with the factor
+# each method puts on cos and sin.
+
+# %% tags=["nbval-check-output"]
+methods = {"PI": {"rope_type": "linear", "factor": 4.0},
+           "NTK": {"rope_type": "ntk", "factor": 4.0},
+           "by-parts": {"rope_type": "ntk_by_parts", "factor": 4.0, "original_max_position_embeddings": L},
+           "YaRN": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": L}}
+plain_freq = rope_scaling.thetas(d_head, base)
+frame = {name: rope_scaling.rope_inv_freq(d_head, base, cfg) for name, cfg in methods.items()}
+pairs_shown = (0, 1, 2, 4, 5, 8, 15)
+print(f"{'theta_i / theta_i_new':<22}" + "".join(f"{'pair ' + str(i):>8}" for i in pairs_shown) + f"{'cos, sin x':>12}")
+for name, (freq, factor) in frame.items():
+    print(f"{name:<22}" + "".join(f"{float(plain_freq[i] / freq[i]):>8.3f}" for i in pairs_shown) + f"{factor:>12.4f}")
+by_pos = {name: plain_freq / freq for name, (freq, _) in frame.items()}
+assert xp.allclose(by_pos["PI"], 4.0)                                                   # position: one factor
+assert math.isclose(float(by_pos["NTK"][0]), 1.0) and math.isclose(float(by_pos["NTK"][-1]), 4.0)
+assert bool((xp.diff(by_pos["NTK"]) > 0).all())                                         # base: a factor per pair
+assert xp.allclose(frame["YaRN"][0], frame["by-parts"][0])                              # YaRN's angles are by-parts'
+assert frame["by-parts"][1] == frame["NTK"][1] == frame["PI"][1] == 1.0
+assert math.isclose(frame["YaRN"][1], 0.1 * math.log(4.0) + 1, rel_tol=1e-12)          # ... plus the temperature
+
+# %% [markdown]
+# ### Why a temperature: the entropy of the scores
+#
+# A softmax over more keys is flatter. With $T$ keys of equal score its entropy is $\ln T$, and
+# scores that vary still spread over more keys as $T$ grows. A model run at $sL$ meets query rows
+# of up to $sL$ keys, flatter than any row it was trained on. The sources explain YaRN's
+# temperature that way: sharpening the logits by $1/t$ pulls the entropy back toward
+# what the model saw. (The paper fits $\sqrt{1/t} = 0.1\ln s + 1$ to perplexity on LLaMA; the
+# entropy is the reason, the constant is a fit.) Measure it on the simplest scores there are,
+# independent unit-variance logits for 64 queries, over $L$ keys and over $4L$.
+
+# %% tags=["nbval-check-output"]
+def mean_entropy(logits):
+    """Mean over rows of the softmax entropy (nats) of (n_rows, T) logits."""
+    p = xp.exp(logits - logits.max(axis=-1, keepdims=True))
+    p = p / p.sum(axis=-1, keepdims=True)
+    return float(-(p * xp.log(p)).sum(axis=-1).mean())
+
+
+logits = rng(8).normal(size=(64, 4 * L), dtype="float64")                # (queries, 4L keys)
+sharpen = yarn_attention_factor(4.0) ** 2                                  # the logits grow by the factor squared
+H_L, H_4L, H_4L_t = mean_entropy(logits[:, :L]), mean_entropy(logits), mean_entropy(sharpen * logits)
+print(f"ln L = {math.log(L):.3f}, ln 4L = {math.log(4 * L):.3f}")
+print(f"mean entropy over L keys {H_L:.3f}; over 4L keys {H_4L:.3f}; over 4L with YaRN's temperature {H_4L_t:.3f}")
+recovered = (H_4L - H_4L_t) / (H_4L - H_L)
+print(f"the rise from L to 4L keys: {H_4L - H_L:.3f} nats (ln 4 = {math.log(4):.3f}); the temperature takes back {recovered:.0%} of it")
+assert H_L < H_4L_t < H_4L and abs((H_4L - H_L) - math.log(4)) < 0.05 and round(recovered, 2) == 0.23
+
+# %% [markdown]
+# Over four times the keys the entropy rises by 1.379 nats, nearly $\ln 4 = 1.386$; YaRN's
+# temperature at $s = 4$ takes back 23% of that rise on these scores. It is a correction of the spread, not a
+# full cancellation, and how much it recovers depends on how spread the scores are.
 
 # %% [markdown]
 # ## 8. The Llama 3.1 rule
