@@ -682,10 +682,11 @@ assert pattern[:4] == [1, 1, 1, 0] and nope_layers == list(range(3, 36, 4)) and 
 # %% [markdown]
 # This library has no per-layer switch, but the hooks make one a few lines: `rotate(x, pos,
 # layer)` gets the layer's index, so a RoPE that returns `x` unchanged in some layers is a NoPE
-# layer there, and the layers where `pattern` holds a 1 are the `layers` to pass. Claim C5 says a NoPE layer can still be order-sensitive when another layer
-# supplies position. Measure it where order has nowhere else to hide: a bidirectional
-# `TinyEncoder` (no causal mask), two layers, whose inputs are shuffled. A layer that sees no
-# position at all is permutation-equivariant: its output is the input's shuffled the same way.
+# layer there, and the layers where `pattern` holds a 1 are the `layers` to pass. Claim C5
+# says a NoPE layer can still be order-sensitive when another layer supplies position. Measure
+# it where order has nowhere else to hide: a bidirectional `TinyEncoder` (no causal mask), two
+# layers, whose inputs are shuffled. A layer that sees no position at all is
+# permutation-equivariant: its output is the input's shuffled the same way.
 
 # %%
 from mini_transformer.positional.rope import RoPE
