@@ -57,7 +57,7 @@
 #
 # | Exercise | Function | | minutes |
 # |---|---|---|---|
-# | 11.1 | `port_qk_weights(W_qkv, n_heads, d_head, rotary_dim)`: interleaved weights into rotate-half code | ★★ | 20 |
+# | 11.1 | `port_qk_weights(W_qkv, n_heads, d_head, rotary_dim, n_kv_heads)`: interleaved weights into rotate-half code | ★★ | 20 |
 # | 11.2 | `test_port(port_qk_weights)`: a test of your own, scored against wrong ports | ★★★ | 25 |
 # | 11.3 | `rope_frequencies(config)`: the frequencies of a published model, from its `config.json` | ★ | 10 |
 # | 11.4 | `critical_pair(config)`: the first pair that never turned in training | ★★ | 10 |
@@ -301,12 +301,21 @@ assert naive > 0.1
 # *Why it matters:* half the checkpoints you will port use the other convention, and this is
 # the whole fix, for the layout of the model you actually load.
 #
-# Write `port_qk_weights(W_qkv, n_heads, d_head, rotary_dim=None)`: return a new array whose
-# last axis is reordered so that, in every head of the query block and of the key block, new
-# channel $c$ holds old channel $P[c]$ for $c < r$ (`rotary_dim`, all of the head when `None`);
-# channels from $r$ on and the whole value block stay. Work on the last axis only, so that the
-# same call ports the weight `(d_model, 3 d_model)` and its bias `(3 d_model,)`. Do not write
-# into `W_qkv`. Grade it alone: `python -m exercises grade checkpoints --exercise 11.1`.
+# Write `port_qk_weights(W_qkv, n_heads, d_head, rotary_dim=None, n_kv_heads=None)`: return a
+# new array whose last axis is reordered so that, in every head of the query block and of the
+# key block, new channel $c$ holds old channel $P[c]$ for $c < r$ (`rotary_dim`, all of the
+# head when `None`); channels from $r$ on and the whole value block stay. Work on the last axis
+# only, so that the same call ports the weight `(d_model, 3 d_model)` and its bias
+# `(3 d_model,)`. Do not write into `W_qkv`.
+#
+# Real checkpoints often use grouped-query attention (Llama 2 70B, Llama 3, Mistral): several
+# query heads share one key-value head, so the query block has `n_heads` heads and the key and
+# value blocks `n_kv_heads` heads each, of `d_head` channels, and the last axis is
+# $(n_\text{heads} + 2\,n_\text{kv heads})\,d_\text{head}$ long. The queries are permuted per
+# query head and the keys per key-value head: Hugging Face's Llama conversion script permutes
+# `k_proj` with `num_key_value_heads`, not with the query head count. `n_kv_heads=None` means
+# `n_heads`; refuse, with a sentence, a count that does not divide `n_heads` or a width that does
+# not match. Grade it alone: `python -m exercises grade checkpoints --exercise 11.1`.
 
 # %%
 port_qk_weights = use("checkpoints", "port_qk_weights")
@@ -323,8 +332,8 @@ port_qk_weights = use("checkpoints", "port_qk_weights")
 #
 # Inside one head: `within = concatenate([arange(0, r, 2), arange(1, r, 2), arange(r, d_head)])`.
 # For all heads of a block: `concatenate([h * d_head + within for h in range(n_heads)])`, not one
-# permutation of length `n_heads * d_head`. Then the key block is the same plus `d_model`, and the
-# value block is `arange(2 * d_model, 3 * d_model)`, untouched.
+# permutation of length `n_heads * d_head`. Then the key block is the same over its `n_kv_heads`
+# heads, starting at column `n_heads * d_head`, and the value block after it is untouched.
 # </details>
 
 # %% tags=["answer"]
@@ -358,6 +367,63 @@ print(f"partial model ported as if all turned:  largest logit change {whole_head
 assert ported < 1e-10 and ported_partial < 1e-10 and whole_head > 0.1
 
 # %% [markdown]
+# Now a grouped-query checkpoint: 4 query heads of 8 channels sharing 2 key-value heads, so its
+# `W_qkv` has $(4 + 2 \cdot 2) \cdot 8 = 64$ columns instead of 96. This library's attention has one
+# key-value head per query head, but a grouped-query layer is exactly that layer with each
+# key-value head's columns repeated for the query heads it serves (query head $h$ reads
+# key-value head $\lfloor h / 2 \rfloor$), so the checkpoint runs here once `widen` repeats them.
+# The port must reorder the keys inside each of the 2 heads of 8; a port that cuts the 16 key
+# columns into 4 heads of 4 (the query head count, the slip a conversion script makes when it
+# permutes `k_proj` with `n_heads`) pairs channels that RoPE never paired.
+
+# %%
+gqa_cfg = replace(cfg, n_heads=4)                      # d_model 32: 4 query heads of 8
+n_kv_heads, d_q = 2, gqa_cfg.d_model
+d_kv = n_kv_heads * gqa_cfg.d_head                     # 16 key columns, 16 value columns
+widen = xp.concatenate([xp.arange(d_q)] + [start + (h // 2) * gqa_cfg.d_head + xp.arange(gqa_cfg.d_head)
+                                           for start in (d_q, d_q + d_kv) for h in range(gqa_cfg.n_heads)])
+# a grouped checkpoint to port: key-value heads 0 and 2 of a sharpened 4-head model, every query head
+keep = xp.concatenate([xp.arange(d_q)] + [start + kv * 2 * gqa_cfg.d_head + xp.arange(gqa_cfg.d_head)
+                                          for start in (d_q, 2 * d_q) for kv in range(n_kv_heads)])
+mha = sharpen(TinyGPT(replace(gqa_cfg, extra={"rope_interleaved": True})), seed=3).state_dict()
+grouped = {name: value[..., keep] if ".W_qkv." in name else value for name, value in mha.items()}
+trained_gqa = TinyGPT(replace(gqa_cfg, extra={"rope_interleaved": True})).to_dtype("float64")
+trained_gqa.load_state_dict({n: v[..., widen] if ".W_qkv." in n else v for n, v in grouped.items()})
+served_gqa = TinyGPT(gqa_cfg).to_dtype("float64")
+
+
+def serve_grouped(port):
+    """Largest logit change of the rotate-half model served with ``port`` applied to the grouped weights."""
+    served_gqa.load_state_dict({n: port(v)[..., widen] if ".W_qkv." in n else v for n, v in grouped.items()})
+    return float(xp.abs(logits(served_gqa, ids) - logits(trained_gqa, ids)).max())
+
+
+gqa_ported = serve_grouped(lambda v: port_qk_weights(v, 4, 8, n_kv_heads=2))
+by_query_heads = to_numpy(port_qk_weights(xp.arange(96.0), 4, 8)).astype(int)   # the multi-head order ...
+slip = xp.asarray(list(by_query_heads[:d_q])                                     # ... with the keys cut into
+                  + [d_q + c for c in to_numpy(port_qk_weights(xp.arange(48.0), 4, 4)).astype(int)[:16]]
+                  + list(range(d_q + d_kv, d_q + 2 * d_kv)))                     # 4 heads of 4
+gqa_slip = serve_grouped(lambda v: v[..., slip])
+try:
+    port_qk_weights(grouped["blocks.0.attn.W_qkv.weight"], 4, 8)                # n_kv_heads forgotten
+    refused = None
+except ValueError as e:
+    refused = str(e)
+
+# %% tags=["nbval-check-output"]
+print(f"grouped-query W_qkv: {grouped['blocks.0.attn.W_qkv.weight'].shape[-1]} columns, widened to {d_q + 2 * d_q}")
+print(f"ported with n_kv_heads=2:          largest logit change {gqa_ported:.1e}")
+print(f"keys permuted by the 4 query heads: largest logit change {gqa_slip:.3f}")
+print(f"n_kv_heads left out: {refused}")
+assert gqa_ported < 1e-10 and gqa_slip > 0.1
+assert refused is not None and "64 columns" in refused and "= 96 expected" in refused
+
+# %% [markdown]
+# The port with `n_kv_heads=2` serves the grouped-query checkpoint to rounding; the keys cut by
+# the query head count change the logits by more than 0.1, and nothing crashes; a port that
+# forgets `n_kv_heads` is refused, because the keys and values are narrower than the queries.
+
+# %% [markdown]
 # Look at the port: which old column feeds each new column of `W_qkv`, for 2 heads of 8
 # channels. Inside each head of the query and key blocks the even channels move to the front;
 # the value block stays on the diagonal.
@@ -379,12 +445,14 @@ fig.tight_layout()
 #
 # *Why it matters:* a wrong port crashes nothing and passes every shape check. Several wrong
 # ports even pass a test that looks reasonable: one head, or heads of 4 channels, or a fresh
-# model, or a comparison of attention scores alone each hide one of them.
+# model, or a comparison of attention scores alone, or a checkpoint with one key-value head per
+# query head each hide one of them.
 #
 # Write `test_port(port_qk_weights)` in `exercises/checkpoints.py`: build an interleaved
 # `TinyGPT`, give it weights, port its state dict into a rotate-half `TinyGPT` of the same
-# config, and assert that the logits agree. The grader runs your test on the reference port (it
-# must pass) and on seven wrong ports, and tells you which got away. Grade it alone:
+# config, and assert that the logits agree; do the same for a grouped-query checkpoint, run
+# widened as above. The grader runs your test on the reference port (it must pass) and on
+# eight wrong ports, and tells you which got away. Grade it alone:
 # `python -m exercises grade checkpoints --exercise 11.2`.
 
 # %%
@@ -396,7 +464,8 @@ test_port = use("checkpoints", "test_port")
 # Each wrong port is invisible on some model. A port across all heads at once is right for one
 # head; the inverse of $P$ equals $P$ for 4 channels; a value block permuted too leaves every
 # attention score as it was; a forgotten bias is harmless while the bias is zero, as in a fresh
-# model; ignoring `rotary_dim` is harmless when every channel turns.
+# model; ignoring `rotary_dim` is harmless when every channel turns; the keys permuted by the
+# query head count are right when there are as many key-value heads as query heads.
 # </details>
 
 # %% [markdown] tags=["hint"]
@@ -404,7 +473,8 @@ test_port = use("checkpoints", "test_port")
 #
 # Compare the models' outputs (logits), not their scores, and do it on more than one model:
 # several heads of at least 8 channels, every weight and bias drawn at random (0.5 is a good
-# scale), and a second model with `partial_rotary_factor` below 1 whose `rotary_dim` you pass.
+# scale), a second model with `partial_rotary_factor` below 1 whose `rotary_dim` you pass, and a
+# grouped-query checkpoint (4 query heads, 2 key-value heads) widened to run in `TinyGPT`.
 # </details>
 
 # %% tags=["answer"]
@@ -574,16 +644,49 @@ assert (every_head, mla_cache) == (40960, 576)
 # Kimi K3 injects no position into its MLA queries and keys at all, and gets order from Kimi
 # Delta Attention layers, whose recursive gating and decay depend on it; DeepSeek, LongCat and
 # GLM-5 split each head into a RoPE subspace and a NoPE subspace (section 5); Qwen3.6 mixes full
-# attention layers, which carry partially rotated M-RoPE, with linear attention layers. The
-# sources name no model that interleaves NoPE attention layers with RoPE attention layers, so
-# this chapter claims nothing about one.
+# attention layers, which carry partially rotated M-RoPE, with linear attention layers.
 #
+# The survey's table names no model that interleaves whole NoPE attention layers with RoPE
+# layers, but released models do, and their configs write the pattern down layer by layer:
+#
+# * **Llama 4** (Meta calls it iRoPE): most layers rotate and attend within fixed chunks; every
+#   fourth layer has no RoPE and attends over the whole context. Its Hugging Face config stores
+#   `no_rope_layers`, one entry a layer (1 for RoPE, 0 for NoPE), built from
+#   `no_rope_layer_interval` when the list is absent, and the chunk length in
+#   `attention_chunk_size`; Meta's reference code names the interval `nope_layer_interval`.
+# * **Command R7B** (Cohere): three sliding-window layers with RoPE, then one global layer
+#   without positional embeddings (Hugging Face's Cohere 2 documentation); its `config.json`
+#   sets `sliding_window_pattern` to 4 and `order_of_interleaved_layers` to `"local_attn_first"`.
+# * **SmolLM3** (Hugging Face): NoPE in every fourth layer; its `config.json` sets
+#   `no_rope_layer_interval` to 4 and spells out `no_rope_layers`.
+#
+# These layouts are read from the models' documentation and released configs; this chapter
+# measures none of those models. The three share one rule, the one Hugging Face uses to build
+# `no_rope_layers` from the interval: layer $l$ (counting from 0) has no RoPE when $l + 1$ is a
+# multiple of the interval.
+
+# %%
+def no_rope_layers(n_layers, interval):
+    """The per-layer list of the Hugging Face configs: 1 where the layer rotates, 0 where it is NoPE."""
+    return [int((layer + 1) % interval != 0) for layer in range(n_layers)]
+
+
+pattern = no_rope_layers(36, 4)                    # SmolLM3-3B: 36 layers, interval 4
+nope_layers = [layer for layer, rotates in enumerate(pattern) if not rotates]
+
+# %% tags=["nbval-check-output"]
+print(f"no_rope_layers(36, 4) starts {pattern[:8]}")
+print(f"NoPE layers: {nope_layers}, {len(nope_layers)} of {len(pattern)}")
+assert pattern[:4] == [1, 1, 1, 0] and nope_layers == list(range(3, 36, 4)) and len(nope_layers) == 9
+
+# %% [markdown]
 # This library has no per-layer switch, but the hooks make one a few lines: `rotate(x, pos,
 # layer)` gets the layer's index, so a RoPE that returns `x` unchanged in some layers is a NoPE
-# layer there. Claim C5 says a NoPE layer can still be order-sensitive when another layer
-# supplies position. Measure it where order has nowhere else to hide: a bidirectional
-# `TinyEncoder` (no causal mask), two layers, whose inputs are shuffled. A layer that sees no
-# position at all is permutation-equivariant: its output is the input's shuffled the same way.
+# layer there, and the layers where `pattern` holds a 1 are the `layers` to pass. Claim C5
+# says a NoPE layer can still be order-sensitive when another layer supplies position. Measure
+# it where order has nowhere else to hide: a bidirectional `TinyEncoder` (no causal mask), two
+# layers, whose inputs are shuffled. A layer that sees no position at all is
+# permutation-equivariant: its output is the input's shuffled the same way.
 
 # %%
 from mini_transformer.positional.rope import RoPE

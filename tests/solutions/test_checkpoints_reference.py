@@ -32,10 +32,76 @@ def test_port_keeps_its_input_and_refuses_a_bad_width():
     before = W.copy()
     checkpoints.port_qk_weights(W, 2, 4)
     assert xp.array_equal(W, before)
-    with pytest.raises(ValueError, match="3 \\* n_heads \\* d_head = 24 expected"):
+    with pytest.raises(ValueError, match="\\(n_heads \\+ 2 n_kv_heads\\) \\* d_head = 24 expected"):
         checkpoints.port_qk_weights(W[:, :20], 2, 4)
     with pytest.raises(ValueError, match="rotary_dim=3 must be even"):
         checkpoints.port_qk_weights(W, 2, 4, 3)
+
+
+def test_a_grouped_query_port_moves_the_columns_worked_by_hand():
+    # 4 query heads of 4 share 2 key-value heads: 16 query columns, 8 key, 8 value (32 in all).
+    # P = (0, 2, 1, 3) inside each of the 4 query heads, and inside each of the 2 key heads
+    # (columns 16-19 and 20-23); the values 24-31 stay.
+    got = to_numpy(checkpoints.port_qk_weights(asarray(np.arange(32.0)), 4, 4, n_kv_heads=2))
+    assert got.tolist() == [0, 2, 1, 3, 4, 6, 5, 7, 8, 10, 9, 11, 12, 14, 13, 15,
+                            16, 18, 17, 19, 20, 22, 21, 23, *range(24, 32)]
+    # the keys permuted by the query head count would cut the 8 key columns into 4 pieces of 2,
+    # where P = (0, 1) moves nothing: the port above is not that
+    assert got[16:24].tolist() != list(range(16, 24))
+    # multi-query: 2 query heads of 8 and one key-value head; P = (0, 2, 4, 6, 1, 3, 5, 7)
+    got = to_numpy(checkpoints.port_qk_weights(asarray(np.arange(32.0)), 2, 8, n_kv_heads=1))
+    assert got.tolist() == [0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15,
+                            16, 18, 20, 22, 17, 19, 21, 23, *range(24, 32)]
+    # 2 query heads of 6, one key-value head, rotary_dim 4: channels 4 and 5 of every head stay
+    got = to_numpy(checkpoints.port_qk_weights(asarray(np.arange(24.0)), 2, 6, 4, n_kv_heads=1))
+    assert got.tolist() == [0, 2, 1, 3, 4, 5, 6, 8, 7, 9, 10, 11, 12, 14, 13, 15, 16, 17, *range(18, 24)]
+    # n_kv_heads equal to n_heads is multi-head attention, the default
+    W = rng(1).normal(size=(8, 24))
+    assert xp.array_equal(checkpoints.port_qk_weights(W, 2, 4, n_kv_heads=2), checkpoints.port_qk_weights(W, 2, 4))
+
+
+def test_a_grouped_query_port_refuses_a_bad_head_count_or_width():
+    W = rng(0).normal(size=(16, 32))                  # 4 query heads of 4, 2 key-value heads
+    for bad in (3, 0, -2, 8, 2.5, True):
+        with pytest.raises(ValueError, match=f"n_kv_heads={bad!r} must be a positive integer that divides n_heads=4"):
+            checkpoints.port_qk_weights(W, 4, 4, n_kv_heads=bad)
+    # the multi-head width (48) for a grouped-query layer: the key block is 2 * 4 wide, not 4 * 4
+    with pytest.raises(ValueError, match="= 32 expected \\(queries 16, keys 8, values 8\\)"):
+        checkpoints.port_qk_weights(rng(0).normal(size=(16, 48)), 4, 4, n_kv_heads=2)
+
+
+def test_a_ported_grouped_query_model_computes_what_the_interleaved_one_did():
+    """A grouped-query checkpoint (4 query heads, 2 key-value heads) run as the multi-head model whose key and
+    value heads are repeated: query head h reads key-value head h // 2. Porting, then repeating, computes
+    what the interleaved model did; the keys permuted by the query head count do not."""
+    H, H_kv, d = 4, 2, 8
+    d_q, d_kv = H * d, H_kv * d
+    widen = np.concatenate([np.arange(d_q)] + [start + (h // 2) * d + np.arange(d)
+                                               for start in (d_q, d_q + d_kv) for h in range(H)])
+    cfg = dict(vocab_size=16, d_model=d_q, n_layers=2, n_heads=H, max_len=16, positional="rope")
+    old = TinyGPT(GPTConfig(**cfg, extra={"rope_interleaved": True})).to_dtype("float64")
+    g = rng(5)
+    grouped = {k: g.host.normal(0, 0.5, size=v.shape[:-1] + (d_q + 2 * d_kv,) if ".W_qkv." in k else v.shape)
+               for k, v in old.state_dict().items()}
+    old.load_state_dict({k: v[..., widen] if ".W_qkv." in k else v for k, v in grouped.items()})
+    new = TinyGPT(GPTConfig(**cfg)).to_dtype("float64")
+    ids = g.integers(0, 16, (2, 10))
+
+    def served(port):
+        new.load_state_dict({k: port(v)[..., widen] if ".W_qkv." in k else v for k, v in grouped.items()})
+        with no_grad():
+            return float(xp.abs(new(ids).data - old(ids).data).max())
+
+    assert served(lambda v: to_numpy(checkpoints.port_qk_weights(asarray(v), H, d, n_kv_heads=H_kv))) < 1e-10
+    # the slip, by hand: queries right (P = (0, 2, 4, 6, 1, 3, 5, 7) in each head of 8), but the 16 key
+    # columns cut into 4 heads of 4 with P = (0, 2, 1, 3) in each, instead of 2 heads of 8
+    queries = [h * 8 + c for h in range(4) for c in (0, 2, 4, 6, 1, 3, 5, 7)]
+    keys_by_query_heads = [32 + h * 4 + c for h in range(4) for c in (0, 2, 1, 3)]
+    slip = queries + keys_by_query_heads + list(range(48, 64))
+    assert served(lambda v: v[..., slip]) > 0.1
+    # and the right order by hand, the keys by their 2 heads of 8, serves the same model
+    keys = [32 + h * 8 + c for h in range(2) for c in (0, 2, 4, 6, 1, 3, 5, 7)]
+    assert served(lambda v: v[..., queries + keys + list(range(48, 64))]) < 1e-10
 
 
 @pytest.mark.parametrize("factor", [1.0, 0.5])

@@ -10,49 +10,71 @@ from exercises.grading.checking import Case, Misconception, Target, normal, show
 # 11.1 port_qk_weights
 # ---------------------------------------------------------------------------
 
-def _order(n_heads, d_head, r=None, per_head=True, inverse=False, blocks="qk"):
+def _order(n_heads, d_head, r=None, n_kv_heads=None, per_head=True, inverse=False, blocks="qk",
+           keys_by_query_heads=False):
     r"""The column order of a port, with the slips a reader makes as switches.
 
-    ``r`` the rotary width (None: the whole head); ``per_head=False`` treats all heads as one;
-    ``inverse`` takes P^{-1} instead of P; ``blocks`` names the blocks that are permuted.
+    ``r`` the rotary width (None: the whole head); ``n_kv_heads`` the key-value heads (None: ``n_heads``);
+    ``per_head=False`` treats all heads of a block as one; ``inverse`` takes P^{-1} instead of P; ``blocks``
+    names the blocks that are permuted (the value block, when named, takes the key block's order);
+    ``keys_by_query_heads`` cuts the key block into ``n_heads`` heads of ``n_kv_heads * d_head / n_heads``
+    channels (rotary width scaled alike), as ``permute(w_k, n_heads)`` does in a conversion script.
     """
-    D = n_heads * d_head
-    if not per_head:
-        n_heads, d_head, r = 1, D, None
-    r = d_head if r is None else r
-    within = np.concatenate([np.arange(0, r, 2), np.arange(1, r, 2), np.arange(r, d_head)])
-    if inverse:
-        within = np.argsort(within)
-    heads = np.concatenate([h * d_head + within for h in range(n_heads)])
-    keep = np.arange(D)
-    return np.concatenate([heads if "q" in blocks else keep, D + (heads if "k" in blocks else keep),
-                           2 * D + (heads if "v" in blocks else keep)])
+    n_kv = n_heads if n_kv_heads is None else n_kv_heads
+    Dq, Dkv = n_heads * d_head, n_kv * d_head
+
+    def block(n, d, r):
+        if not per_head:
+            n, d, r = 1, n * d, None
+        r = d if r is None else r
+        within = np.concatenate([np.arange(0, r, 2), np.arange(1, r, 2), np.arange(r, d)])
+        if inverse:
+            within = np.argsort(within)
+        return np.concatenate([h * d + within for h in range(n)])
+
+    q = block(n_heads, d_head, r)
+    if keys_by_query_heads:
+        w = Dkv // n_heads
+        k = block(n_heads, w, None if r is None else r * w // d_head)
+    else:
+        k = block(n_kv, d_head, r)
+    return np.concatenate([q if "q" in blocks else np.arange(Dq), Dq + (k if "k" in blocks else np.arange(Dkv)),
+                           Dq + Dkv + (k if "v" in blocks else np.arange(Dkv))])
 
 
 def _port(**slip):
-    def port(W, n_heads, d_head, rotary_dim=None):
-        return W[..., _order(n_heads, d_head, rotary_dim, **slip)]
+    def port(W, n_heads, d_head, rotary_dim=None, n_kv_heads=None):
+        return W[..., _order(n_heads, d_head, rotary_dim, n_kv_heads, **slip)]
     return port
 
 
-def _bias_forgotten(W, n_heads, d_head, rotary_dim=None):
-    return W.copy() if W.ndim == 1 else W[..., _order(n_heads, d_head, rotary_dim)]
+def _bias_forgotten(W, n_heads, d_head, rotary_dim=None, n_kv_heads=None):
+    return W.copy() if W.ndim == 1 else W[..., _order(n_heads, d_head, rotary_dim, n_kv_heads)]
 
 
 def _port_cases():
     out = []
-    for label, shape, H, d, r, seed, dtype in [
-            ("2 heads of 8 channels, every channel turns", (16, 48), 2, 8, None, 31, np.float64),
-            ("the bias: a 1-D array (3 d_model,)", (48,), 2, 8, None, 32, np.float64),
-            ("3 heads of 6, rotary_dim 4 (partial rotary)", (18, 54), 3, 6, 4, 33, np.float64),
-            ("4 heads of 4", (16, 48), 4, 4, None, 34, np.float64),
-            ("two layers' weights stacked: (2, d_model, 3 d_model)", (2, 8, 24), 2, 4, None, 35, np.float64),
-            ("rotary_dim equal to d_head, written out", (12, 36), 2, 6, 6, 36, np.float64),
-            ("a single head of one pair", (2, 6), 1, 2, None, 37, np.float64),
-            ("float32 weight", (8, 24), 2, 4, None, 38, np.float32)]:
+    for label, shape, H, kv, d, r, seed, dtype in [
+            ("2 heads of 8 channels, every channel turns", (16, 48), 2, None, 8, None, 31, np.float64),
+            ("the bias: a 1-D array (3 d_model,)", (48,), 2, None, 8, None, 32, np.float64),
+            ("3 heads of 6, rotary_dim 4 (partial rotary)", (18, 54), 3, None, 6, 4, 33, np.float64),
+            ("4 heads of 4", (16, 48), 4, None, 4, None, 34, np.float64),
+            ("two layers' weights stacked: (2, d_model, 3 d_model)", (2, 8, 24), 2, None, 4, None, 35, np.float64),
+            ("rotary_dim equal to d_head, written out", (12, 36), 2, None, 6, 6, 36, np.float64),
+            ("a single head of one pair", (2, 6), 1, None, 2, None, 37, np.float64),
+            ("float32 weight", (8, 24), 2, None, 4, None, 38, np.float32),
+            ("grouped-query: 4 query heads of 8 share 2 key-value heads", (32, 64), 4, 2, 8, None, 39, np.float64),
+            ("multi-query: 4 query heads of 8, one key-value head", (32, 48), 4, 1, 8, None, 40, np.float64),
+            ("grouped-query bias, 4 query heads of 4, 2 key-value heads", (32,), 4, 2, 4, None, 41, np.float64),
+            ("grouped-query, 6 query heads of 8, 3 key-value heads, rotary_dim 4", (48, 96), 6, 3, 8, 4, 42,
+             np.float64),
+            ("n_kv_heads equal to n_heads, written out", (16, 48), 2, 2, 8, None, 43, np.float64)]:
         W = normal(shape, seed, dtype)
         kwargs = {} if r is None else {"rotary_dim": r}
         note = "" if r is None else f", rotary_dim = {r}"
+        if kv is not None:
+            kwargs["n_kv_heads"] = kv
+            note += f", n_kv_heads = {kv}"
         out.append(Case(label, (W, H, d), kwargs,
                         show=f"{show('W_qkv', W, f'standard normal, seed {seed}')}; n_heads = {H}, d_head = {d}{note}"))
     return out
@@ -73,14 +95,22 @@ PORT_QK_WEIGHTS = Target("port_qk_weights", "array", _port_cases, [
                   _port(blocks="qkv")),
     Misconception("queries_only", "only the query block is permuted",
                   "Scores pair a rotated query with a rotated key: both blocks must move to the rotate-half "
-                  "order, the key block (columns d_model .. 2 d_model - 1) too.", _port(blocks="q")),
+                  "order, the key block (the n_kv_heads * d_head columns after the queries) too.",
+                  _port(blocks="q")),
     Misconception("keys_only", "only the key block is permuted",
                   "Scores pair a rotated query with a rotated key: both blocks must move to the rotate-half "
                   "order, the query block (the first d_model columns) too.", _port(blocks="k")),
     Misconception("rotary_dim_ignored", "partial rotary ignored: the whole head is permuted",
                   "Only the first rotary_dim channels of a head turn; P reorders those, and channels rotary_dim .. "
                   "d_head - 1 stay where they are.",
-                  lambda W, n_heads, d_head, rotary_dim=None: W[..., _order(n_heads, d_head)]),
+                  lambda W, n_heads, d_head, rotary_dim=None, n_kv_heads=None:
+                  W[..., _order(n_heads, d_head, None, n_kv_heads)]),
+    Misconception("keys_by_query_heads", "keys permuted by the query head count",
+                  "With grouped-query attention the key block has n_kv_heads heads of d_head channels, not n_heads: "
+                  "P acts inside each of those n_kv_heads heads. Cutting the key block into n_heads pieces (as "
+                  "permute(w_k, n_heads) would) splits every key head, and pairs channels that RoPE never paired. "
+                  "The Hugging Face Llama conversion script permutes k_proj with num_key_value_heads.",
+                  _port(keys_by_query_heads=True)),
     Misconception("bias_forgotten", "the bias (a 1-D array) comes back unported",
                   "The permutation acts on the last axis, whatever comes before it: a bias (3 d_model,) is ported "
                   "like a weight's columns.", _bias_forgotten),

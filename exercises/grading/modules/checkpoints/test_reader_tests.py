@@ -50,6 +50,12 @@ assert same_after_port(4, 4, random_biases=False, compare="attention")
     "zero_biases": PORT_SETUP + """
 assert same_after_port(4, 8, random_biases=False)
 """,
+    # several heads of 8, random biases, partial rotary too: every multi-head mistake shows, but no
+    # checkpoint with fewer key-value heads than query heads
+    "multi_head_only": PORT_SETUP + """
+assert same_after_port(4, 8)
+assert same_after_port(2, 16, factor=0.5)
+""",
     "reference_body": None,
 }
 
@@ -69,20 +75,29 @@ def test_one_head_lets_the_cross_head_mistakes_through(graded):
     r = graded["one_head"]
     assert (r["status"], r["kind"]) == ("fail", "weak_test"), r["message"]
     # with one head a port across heads, or of the first head only, is right; with every channel turning,
-    # ignoring rotary_dim is right too
-    assert got_away(r) == {"whole_width", "first_head_only", "rotary_dim_ignored"}, r["message"]
+    # ignoring rotary_dim is right too; with a key-value head per query head, so is the query head count
+    assert got_away(r) == {"whole_width", "first_head_only", "rotary_dim_ignored", "keys_by_query_heads"}, r["message"]
     assert "What catches it: port a model with several heads" in r["message"]
 
 
 def test_a_fresh_model_hides_the_forgotten_bias(graded):
     r = graded["zero_biases"]
     assert (r["status"], r["kind"]) == ("fail", "weak_test"), r["message"]
-    assert got_away(r) == {"bias_forgotten", "rotary_dim_ignored"}, r["message"]
+    assert got_away(r) == {"bias_forgotten", "rotary_dim_ignored", "keys_by_query_heads"}, r["message"]
 
 
 def test_attention_maps_of_small_heads_miss_four(graded):
     r = graded["attention_maps_of_small_heads"]
     assert (r["status"], r["kind"]) == ("fail", "weak_test"), r["message"]
     # heads of 4: P is its own inverse; attention maps never see the values; zero biases hide the bias;
-    # full rotary hides rotary_dim
-    assert got_away(r) == {"inverse", "values_too", "bias_forgotten", "rotary_dim_ignored"}, r["message"]
+    # full rotary hides rotary_dim; one key-value head per query head hides the head count of the keys
+    assert got_away(r) == {"inverse", "values_too", "bias_forgotten", "rotary_dim_ignored", "keys_by_query_heads"}, \
+        r["message"]
+
+
+def test_multi_head_models_only_let_the_grouped_query_keys_through(graded):
+    r = graded["multi_head_only"]
+    assert (r["status"], r["kind"]) == ("fail", "weak_test"), r["message"]
+    # every model has one key-value head per query head: the key block's head count is never tested
+    assert got_away(r) == {"keys_by_query_heads"}, r["message"]
+    assert "What catches it: port a grouped-query checkpoint" in r["message"]

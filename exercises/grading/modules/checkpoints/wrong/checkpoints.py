@@ -12,6 +12,7 @@ KNOWN_WRONG = [
     ("port_all_three_blocks", "checkpoints.port_qk_weights", "misconception", "values_too"),
     ("port_keys_forgotten", "checkpoints.port_qk_weights", "misconception", "queries_only"),
     ("port_whole_head", "checkpoints.port_qk_weights", "misconception", "rotary_dim_ignored"),
+    ("port_keys_by_query_heads", "checkpoints.port_qk_weights", "misconception", "keys_by_query_heads"),
     ("port_bias_left_alone", "checkpoints.port_qk_weights", "misconception", "bias_forgotten"),
     ("port_in_place", "checkpoints.port_qk_weights", "mutated", None),
     ("frequencies_from_hidden_over_heads", "checkpoints.rope_frequencies", "shape", "head_dim_ignored"),
@@ -36,47 +37,65 @@ def _per_head(n_heads, d_head, r):
     return xp.concatenate([h * d_head + perm for h in range(n_heads)])
 
 
-def port_one_permutation(W_qkv, n_heads, d_head, rotary_dim=None):
-    D = n_heads * d_head
-    perm = rope_channel_permutation(D)  # even-then-odd over the whole block
-    return W_qkv[..., xp.concatenate([perm, D + perm, xp.arange(2 * D, 3 * D)])]
+def _blocks(n_heads, d_head, n_kv_heads):
+    """The widths of the query block and of the key (and value) block."""
+    return n_heads * d_head, (n_heads if n_kv_heads is None else n_kv_heads) * d_head
 
 
-def port_with_argsort(W_qkv, n_heads, d_head, rotary_dim=None):
-    D = n_heads * d_head
-    heads = xp.argsort(_per_head(n_heads, d_head, rotary_dim))  # "the permutation's order", the wrong way round
-    return W_qkv[..., xp.concatenate([heads, D + heads, xp.arange(2 * D, 3 * D)])]
+def port_one_permutation(W_qkv, n_heads, d_head, rotary_dim=None, n_kv_heads=None):
+    Dq, Dkv = _blocks(n_heads, d_head, n_kv_heads)
+    # even-then-odd over the whole block
+    q, k = rope_channel_permutation(Dq), rope_channel_permutation(Dkv)
+    return W_qkv[..., xp.concatenate([q, Dq + k, xp.arange(Dq + Dkv, Dq + 2 * Dkv)])]
 
 
-def port_all_three_blocks(W_qkv, n_heads, d_head, rotary_dim=None):
-    D = n_heads * d_head
-    heads = _per_head(n_heads, d_head, rotary_dim)
-    return W_qkv[..., xp.concatenate([heads, D + heads, 2 * D + heads])]
+def port_with_argsort(W_qkv, n_heads, d_head, rotary_dim=None, n_kv_heads=None):
+    Dq, Dkv = _blocks(n_heads, d_head, n_kv_heads)
+    # "the permutation's order", the wrong way round
+    q = xp.argsort(_per_head(n_heads, d_head, rotary_dim))
+    k = xp.argsort(_per_head(Dkv // d_head, d_head, rotary_dim))
+    return W_qkv[..., xp.concatenate([q, Dq + k, xp.arange(Dq + Dkv, Dq + 2 * Dkv)])]
 
 
-def port_keys_forgotten(W_qkv, n_heads, d_head, rotary_dim=None):
-    D = n_heads * d_head
-    return W_qkv[..., xp.concatenate([_per_head(n_heads, d_head, rotary_dim), xp.arange(D, 3 * D)])]
+def port_all_three_blocks(W_qkv, n_heads, d_head, rotary_dim=None, n_kv_heads=None):
+    Dq, Dkv = _blocks(n_heads, d_head, n_kv_heads)
+    k = _per_head(Dkv // d_head, d_head, rotary_dim)
+    return W_qkv[..., xp.concatenate([_per_head(n_heads, d_head, rotary_dim), Dq + k, Dq + Dkv + k])]
 
 
-def port_whole_head(W_qkv, n_heads, d_head, rotary_dim=None):
-    D = n_heads * d_head
-    heads = _per_head(n_heads, d_head, None)
-    return W_qkv[..., xp.concatenate([heads, D + heads, xp.arange(2 * D, 3 * D)])]
+def port_keys_forgotten(W_qkv, n_heads, d_head, rotary_dim=None, n_kv_heads=None):
+    Dq, Dkv = _blocks(n_heads, d_head, n_kv_heads)
+    return W_qkv[..., xp.concatenate([_per_head(n_heads, d_head, rotary_dim), xp.arange(Dq, Dq + 2 * Dkv)])]
 
 
-def port_bias_left_alone(W_qkv, n_heads, d_head, rotary_dim=None):
+def port_whole_head(W_qkv, n_heads, d_head, rotary_dim=None, n_kv_heads=None):
+    Dq, Dkv = _blocks(n_heads, d_head, n_kv_heads)
+    q, k = _per_head(n_heads, d_head, None), _per_head(Dkv // d_head, d_head, None)
+    return W_qkv[..., xp.concatenate([q, Dq + k, xp.arange(Dq + Dkv, Dq + 2 * Dkv)])]
+
+
+def port_keys_by_query_heads(W_qkv, n_heads, d_head, rotary_dim=None, n_kv_heads=None):
+    Dq, Dkv = _blocks(n_heads, d_head, n_kv_heads)
+    # "queries and keys have the same number of heads": the key block cut into n_heads pieces,
+    # as permute(w_k, n_heads) does when it is given the query head count
+    w = Dkv // n_heads
+    k = _per_head(n_heads, w, None if rotary_dim is None else rotary_dim * w // d_head)
+    return W_qkv[..., xp.concatenate([_per_head(n_heads, d_head, rotary_dim), Dq + k,
+                                      xp.arange(Dq + Dkv, Dq + 2 * Dkv)])]
+
+
+def port_bias_left_alone(W_qkv, n_heads, d_head, rotary_dim=None, n_kv_heads=None):
     if W_qkv.ndim == 1:
         return W_qkv.copy()  # "a bias has no columns to reorder"
-    D = n_heads * d_head
-    heads = _per_head(n_heads, d_head, rotary_dim)
-    return W_qkv[..., xp.concatenate([heads, D + heads, xp.arange(2 * D, 3 * D)])]
+    Dq, Dkv = _blocks(n_heads, d_head, n_kv_heads)
+    q, k = _per_head(n_heads, d_head, rotary_dim), _per_head(Dkv // d_head, d_head, rotary_dim)
+    return W_qkv[..., xp.concatenate([q, Dq + k, xp.arange(Dq + Dkv, Dq + 2 * Dkv)])]
 
 
-def port_in_place(W_qkv, n_heads, d_head, rotary_dim=None):
-    D = n_heads * d_head
-    heads = _per_head(n_heads, d_head, rotary_dim)
-    W_qkv[..., :] = W_qkv[..., xp.concatenate([heads, D + heads, xp.arange(2 * D, 3 * D)])]
+def port_in_place(W_qkv, n_heads, d_head, rotary_dim=None, n_kv_heads=None):
+    Dq, Dkv = _blocks(n_heads, d_head, n_kv_heads)
+    q, k = _per_head(n_heads, d_head, rotary_dim), _per_head(Dkv // d_head, d_head, rotary_dim)
+    W_qkv[..., :] = W_qkv[..., xp.concatenate([q, Dq + k, xp.arange(Dq + Dkv, Dq + 2 * Dkv)])]
     return W_qkv
 
 
