@@ -192,20 +192,20 @@ def start(name, attempts=None, history=None, language="numpy"):
 def grade(name, attempts=None, history=None, timeout=DEFAULT_TIMEOUT, language="numpy"):
     r"""Grade the attempt, report the time against the target, append to the history.
 
-    ``language`` picks the attempt (``<name>.py`` or ``<name>_torch.py``); a file with the PyTorch
-    marker is graded in PyTorch whichever it is."""
+    ``language`` picks the attempt, ``<name>.py`` or ``<name>_torch.py`` (the PyTorch one when it is the only
+    one there); a file with the PyTorch marker is graded in PyTorch whichever it is."""
     drill = _get(name)
+    if language == "torch":
+        need_torch()
     folder = attempts_dir(attempts)
+    if language == "numpy" and not (folder / f"{name}.py").exists() and (folder / f"{name}_torch.py").exists():
+        language = "torch"  # the one attempt there is in PyTorch
     stem = _stem(name, language)
     path = folder / f"{stem}.py"
     if not path.exists():
-        other = folder / f"{_stem(name, 'torch' if language == 'numpy' else 'numpy')}.py"
-        also = (f" (There is an attempt at {other}: grade it with python -m exercises drill {name} --grade"
-                f"{_flag('torch' if language == 'numpy' else 'numpy')}.)" if other.exists() else "")
-        raise SystemExit(f"No attempt at {path}. Start one with: python -m exercises drill {name}"
-                         f"{_flag(language)}{also}")
-    language = "torch" if language == "torch" or language_of(path) == "torch" else "numpy"
-    if language == "torch":
+        raise SystemExit(f"No attempt at {path}. Start one with: python -m exercises drill {name}{_flag(language)}")
+    if language_of(path) == "torch":  # a PyTorch blank, whichever name it has
+        language = "torch"
         need_torch()
     results = grade_file(path, drill.module, names=drill.names, timeout=timeout, language=language)
     passed = all(r["status"] == "pass" for r in results)
