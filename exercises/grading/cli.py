@@ -3,6 +3,7 @@ r"""``python -m exercises COMMAND``: the workbook's reader and instructor comman
     grade [MODULE ...] [--file PATH]        grade your exercises (or one file) and print feedback
           [--exercise N.M]                  only this exercise, e.g. 6.2
     drill [NAME] [--grade | --history]      timed retyping drills
+          [--torch]                         the same drill in PyTorch (exit code 2 if it is not installed)
     generate [--check] [--force]            regenerate exercises/ from solutions/ (authors)
     refresh-outputs [CHAPTER ...]           re-execute chapters, store their checked outputs (authors)
     release CHAPTER --out DIR               a student notebook without answers or hints (instructors)
@@ -37,6 +38,9 @@ def main(argv=None):
     p.add_argument("--attempts-dir", help="folder of attempts (default exercises/drills/attempts, or $PE_DRILL_DIR)")
     p.add_argument("--history-file", help="history JSON (default .drill_history.json, or $PE_DRILL_HISTORY)")
     p.add_argument("--timeout", type=float, default=None, help="seconds per function when grading")
+    p.add_argument("--torch", action="store_true",
+                   help="the drill in PyTorch: a blank with `import torch`, graded with the same checks on tensors "
+                        "(needs PyTorch, never a requirement; without it: how to install it, exit code 2)")
 
     p = sub.add_parser("generate", help="write exercises/ from solutions/")
     p.add_argument("--check", action="store_true", help="only report drift; exit 1 if any")
@@ -124,17 +128,19 @@ def _run(parser, args, timeout):
         from exercises.grading import drill
         if args.grade and args.history:
             parser.error("use either --grade or --history, not both.")
+        language = "torch" if args.torch else "numpy"
         if not args.name:
             print(drill.listing(args.history_file))
             return 0
         if args.history:
-            print(f"wrote {drill.plot_history(args.name, args.history_file, args.out, args.attempts_dir)}")
+            print(f"wrote {drill.plot_history(args.name, args.history_file, args.out, args.attempts_dir, language)}")
             return 0
-        if args.grade:
-            passed, text = drill.grade(args.name, args.attempts_dir, args.history_file, timeout=timeout)
+        if args.grade:  # without PyTorch, a PyTorch drill stops in drill.need_torch: how to install it, exit code 2
+            passed, text = drill.grade(args.name, args.attempts_dir, args.history_file, timeout=timeout,
+                                       language=language)
             print(text)
             return 0 if passed else 1
-        print(drill.start(args.name, args.attempts_dir, args.history_file))
+        print(drill.start(args.name, args.attempts_dir, args.history_file, language))
         return 0
 
     if args.command == "generate":

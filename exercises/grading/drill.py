@@ -4,21 +4,31 @@ r"""Timed drills: retype a piece of the book from a blank file, against the cloc
     python -m exercises drill rope            # write a blank file and start the clock
     python -m exercises drill rope --grade    # grade it, stop the clock, record the attempt
     python -m exercises drill --history rope  # plot your times to a PNG
+    python -m exercises drill rope --torch    # the same drill in PyTorch (when it is installed)
+    python -m exercises drill rope --grade --torch
 
 The blank files go to ``exercises/drills/attempts/`` and the history to ``.drill_history.json``
-at the repository root; both are git-ignored. Override them with ``--attempts-dir`` and
+at the repository root; both are git-ignored. A PyTorch drill (``language="torch"``) is the
+same drill, with the same checks and misconceptions: its blank, ``<name>_torch.py``, has the
+same signatures and docstrings with ``import torch`` (``generate.torch_drill_text``), and its
+grading hands the code tensors and turns the tensors it returns back into arrays in the graded
+process (``worker.torch_boundary``), so this process judges exactly what it judges in NumPy and
+never imports torch. Its times are kept apart: each attempt in the history names its language. Override them with ``--attempts-dir`` and
 ``--history-file``, or with the environment variables ``PE_DRILL_DIR`` and
 ``PE_DRILL_HISTORY``. ``PE_DRILL_CLOCK`` (seconds since the epoch) stands in for the clock,
 for tests.
 """
 import dataclasses
+import importlib.util
 import json
 import os
+import re
+import sys
 import time
 from pathlib import Path
 
 from mini_transformer.model.checkpoint import atomic_write
-from exercises.grading.generate import drill_text
+from exercises.grading.generate import TORCH_MARKER, drill_text, torch_drill_text
 from exercises.grading.grader import DEFAULT_TIMEOUT, format_results, grade_file
 from exercises.grading.paths import ROOT
 
@@ -57,6 +67,57 @@ def drills():
     return {m: found[m] for m in sorted(found, key=chapter)}
 
 
+LANGUAGES = {"numpy": "NumPy", "torch": "PyTorch"}
+
+INSTALL_TORCH = (
+    "The PyTorch drills need PyTorch, which is not installed here (the workbook itself never needs it).\n"
+    "Install the CPU wheel and run the command again:\n\n"
+    "    pip install torch                                                       # macOS, Windows\n"
+    "    pip install torch --index-url https://download.pytorch.org/whl/cpu      # Linux, CPU only\n\n"
+    "The NumPy drills need nothing more: leave out --torch.")
+
+# The grader's feedback names NumPy's idioms in a few places; in a PyTorch drill it names PyTorch's.
+_TORCH_FEEDBACK = [(".astype(x.dtype)", ".to(x.dtype)"), ("xp.concatenate", "torch.cat"),
+                   ("an array of the active backend (xp.ndarray)", "a torch.Tensor"),
+                   ("; expected an array.", "; expected a torch.Tensor."), ("Build a new array", "Build a new tensor")]
+
+
+def torch_available():
+    r"""Whether ``import torch`` would work here, found without importing it (this process never does)."""
+    try:
+        return importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):  # a broken or blocked install
+        return False
+
+
+def need_torch():
+    r"""Print how to install PyTorch and stop with exit code 2 when it is not installed."""
+    if not torch_available():
+        print(INSTALL_TORCH, file=sys.stderr)
+        raise SystemExit(2)
+
+
+def language_of(path):
+    r"""``"torch"`` for a file that carries the PyTorch blank's marker line, else ``"numpy"``."""
+    try:
+        text = Path(path).read_text(errors="replace")
+    except OSError:
+        return "numpy"
+    return "torch" if re.search(rf"^{re.escape(TORCH_MARKER)}\s*$", text, re.M) else "numpy"
+
+
+def _stem(name, language):
+    return name if language == "numpy" else f"{name}_{language}"
+
+
+def _in(language):
+    return "" if language == "numpy" else f" in {LANGUAGES[language]}"
+
+
+def _flag(language):
+    return "" if language == "numpy" else f" --{language}"
+
+
 def attempts_dir(override=None):
     return Path(override or os.environ.get("PE_DRILL_DIR") or ROOT / "exercises" / "drills" / "attempts")
 
@@ -86,8 +147,13 @@ def load_history(path):
         raise SystemExit(f"The drill history {path} is not valid JSON ({e}); move it aside and try again.")
 
 
-def best_time(history, name):
-    times = [a["elapsed_s"] for a in history if a["drill"] == name and a["passed"]]
+def _runs(history, name, language):
+    """The attempts at one drill in one language (an attempt recorded before languages were is NumPy)."""
+    return [a for a in history if a["drill"] == name and a.get("language", "numpy") == language]
+
+
+def best_time(history, name, language="numpy"):
+    times = [a["elapsed_s"] for a in _runs(history, name, language) if a["passed"]]
     return min(times) if times else None
 
 
@@ -98,50 +164,68 @@ def _get(name):
     return found[name]
 
 
-def start(name, attempts=None, history=None):
+def start(name, attempts=None, history=None, language="numpy"):
     """Write the blank file and start the clock. Returns the text printed."""
     drill = _get(name)
+    if language == "torch":
+        need_torch()
     folder = attempts_dir(attempts)
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{name}.py"
+    stem = _stem(name, language)
+    path = folder / f"{stem}.py"
     moved = ""
     if path.exists():  # never lose a half-finished attempt, and say where it went
-        previous = folder / f"{name}.previous.py"
+        previous = folder / f"{stem}.previous.py"
         path.replace(previous)
         moved = (f"Your previous attempt was moved to {previous} (an older one there is replaced).\n")
-    path.write_text(drill_text(drill.module, drill.names, name, drill.minutes))
+    blank = torch_drill_text if language == "torch" else drill_text
+    path.write_text(blank(drill.module, drill.names, name, drill.minutes))
     started = now()
-    (folder / f"{name}.clock.json").write_text(json.dumps({"drill": name, "started": started}))
-    best = best_time(load_history(history_path(history)), name)
-    return (moved + f"Drill '{name}': write {', '.join(drill.names)} in\n    {path}\n"
+    (folder / f"{stem}.clock.json").write_text(json.dumps({"drill": name, "language": language, "started": started}))
+    best = best_time(load_history(history_path(history)), name, language)
+    return (moved + f"Drill '{name}'{_in(language)}: write {', '.join(drill.names)} in\n    {path}\n"
             f"Target {_mmss(drill.minutes * 60)}. The clock is running"
-            + (f"; your best is {_mmss(best)}." if best is not None else ".")
-            + f"\nWhen you are done: python -m exercises drill {name} --grade")
+            + (f"; your best{_in(language)} is {_mmss(best)}." if best is not None else ".")
+            + f"\nWhen you are done: python -m exercises drill {name} --grade{_flag(language)}")
 
 
-def grade(name, attempts=None, history=None, timeout=DEFAULT_TIMEOUT):
-    """Grade the attempt, report the time against the target, append to the history."""
+def grade(name, attempts=None, history=None, timeout=DEFAULT_TIMEOUT, language="numpy"):
+    r"""Grade the attempt, report the time against the target, append to the history.
+
+    ``language`` picks the attempt, ``<name>.py`` or ``<name>_torch.py`` (the PyTorch one when it is the only
+    one there); a file with the PyTorch marker is graded in PyTorch whichever it is."""
     drill = _get(name)
+    if language == "torch":
+        need_torch()
     folder = attempts_dir(attempts)
-    path = folder / f"{name}.py"
+    if language == "numpy" and not (folder / f"{name}.py").exists() and (folder / f"{name}_torch.py").exists():
+        language = "torch"  # the one attempt there is in PyTorch
+    stem = _stem(name, language)
+    path = folder / f"{stem}.py"
     if not path.exists():
-        raise SystemExit(f"No attempt at {path}. Start one with: python -m exercises drill {name}")
-    results = grade_file(path, drill.module, names=drill.names, timeout=timeout)
+        raise SystemExit(f"No attempt at {path}. Start one with: python -m exercises drill {name}{_flag(language)}")
+    if language_of(path) == "torch":  # a PyTorch blank, whichever name it has
+        language = "torch"
+        need_torch()
+    results = grade_file(path, drill.module, names=drill.names, timeout=timeout, language=language)
     passed = all(r["status"] == "pass" for r in results)
-    lines = [format_results(results)]
-    clock = folder / f"{name}.clock.json"
+    report = format_results(results)
+    for numpy_words, torch_words in (_TORCH_FEEDBACK if language == "torch" else []):
+        report = report.replace(numpy_words, torch_words)
+    lines = [report]
+    clock = folder / f"{stem}.clock.json"
     if not clock.exists():
         lines.append("The clock is not running (this attempt was already graded as passing), so nothing is "
-                     f"recorded. Start a new attempt with: python -m exercises drill {name}")
+                     f"recorded. Start a new attempt with: python -m exercises drill {name}{_flag(language)}")
         return passed, "\n".join(lines)
     started = json.loads(clock.read_text())["started"]
     finished = now()
     elapsed = finished - started
     hist_file = history_path(history)
     hist = load_history(hist_file)
-    previous_best = best_time(hist, name)
-    hist.append({"drill": name, "started": started, "finished": finished, "elapsed_s": elapsed,
-                 "target_s": drill.minutes * 60, "passed": passed,
+    previous_best = best_time(hist, name, language)
+    hist.append({"drill": name, "language": language, "started": started, "finished": finished,
+                 "elapsed_s": elapsed, "target_s": drill.minutes * 60, "passed": passed,
                  "results": {r["label"]: r["status"] if r["status"] != "fail" else f"fail: {r['kind']}"
                              for r in results}})
     text = json.dumps({"attempts": hist}, indent=1)
@@ -151,17 +235,17 @@ def grade(name, attempts=None, history=None, timeout=DEFAULT_TIMEOUT):
                else f"over the target by {_mmss(elapsed - target)}")
     if passed:
         clock.unlink()  # the attempt is over
-        best = best_time(hist, name)
+        best = best_time(hist, name, language)
         record = " A new best." if previous_best is None or elapsed < previous_best else ""
-        lines.append(f"Drill '{name}' passes in {_mmss(elapsed)}, {verdict} ({_mmss(target)}).{record} "
-                     f"Best: {_mmss(best)}.")
+        lines.append(f"Drill '{name}'{_in(language)} passes in {_mmss(elapsed)}, {verdict} ({_mmss(target)})."
+                     f"{record} Best{_in(language)}: {_mmss(best)}.")
     else:
-        lines.append(f"Drill '{name}' does not pass yet; {_mmss(elapsed)} so far ({verdict}). The clock keeps "
-                     f"running: fix it and grade again.")
+        lines.append(f"Drill '{name}'{_in(language)} does not pass yet; {_mmss(elapsed)} so far ({verdict}). The "
+                     f"clock keeps running: fix it and grade again.")
     return passed, "\n".join(lines)
 
 
-def history_figure(drill, runs):
+def history_figure(drill, runs, language="numpy"):
     """The figure of a drill's attempts: minutes per attempt, passes and fails marked, the target line."""
     import matplotlib
     matplotlib.use("Agg")
@@ -181,33 +265,35 @@ def history_figure(drill, runs):
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # attempt 1, 2, 3: never 1.5
     ax.set_xlabel("attempt")
     ax.set_ylabel("minutes")
-    ax.set_title(f"Drill '{drill.name}'")
+    ax.set_title(f"Drill '{drill.name}'{_in(language)}")
     ax.legend(loc="best")
     fig.tight_layout()
     return fig
 
 
-def plot_history(name, history=None, out=None, attempts=None):
-    """Plot the attempts at one drill to a PNG; returns its path."""
+def plot_history(name, history=None, out=None, attempts=None, language="numpy"):
+    """Plot the attempts at one drill (in one language) to a PNG; returns its path."""
     import matplotlib.pyplot as plt
 
     drill = _get(name)
-    runs = [a for a in load_history(history_path(history)) if a["drill"] == name]
+    runs = _runs(load_history(history_path(history)), name, language)
     if not runs:
-        raise SystemExit(f"No recorded attempts at '{name}' in {history_path(history)} yet.")
-    out = Path(out) if out else attempts_dir(attempts) / f"{name}_history.png"
+        raise SystemExit(f"No recorded attempts at '{name}'{_in(language)} in {history_path(history)} yet.")
+    out = Path(out) if out else attempts_dir(attempts) / f"{_stem(name, language)}_history.png"
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig = history_figure(drill, runs)
+    fig = history_figure(drill, runs, language)
     fig.savefig(out, dpi=100)
     plt.close(fig)
     return out
 
 
 def listing(history=None):
+    r"""The drills, their targets, and the best times in NumPy and in PyTorch."""
     hist = load_history(history_path(history))
-    lines = ["drill        target  best    writes"]
+    lines = [f"{'drill':<12} {'target':>6}  {'best':>5}  {'PyTorch':>7}  writes"]
     for d in drills().values():
-        best = best_time(hist, d.name)
-        lines.append(f"{d.name:<12} {_mmss(d.minutes * 60):>6}  {_mmss(best) if best is not None else '-':>6}  "
-                     f"{', '.join(d.names)}")
+        best = [best_time(hist, d.name, language) for language in LANGUAGES]
+        lines.append(f"{d.name:<12} {_mmss(d.minutes * 60):>6}  "
+                     + "  ".join(f"{_mmss(b) if b is not None else '-':>{w}}" for b, w in zip(best, (5, 7)))
+                     + f"  {', '.join(d.names)}")
     return "\n".join(lines)

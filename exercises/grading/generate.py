@@ -14,7 +14,7 @@ A solution region is the block between two marker lines inside a function body::
 so the signature and the docstring, which sit above the region, stay as they are. A module
 becomes an exercise module when at least one of its labels starts with ``Exercise``; drill-only
 modules (labels ``Drill ...``) never appear in ``exercises/`` and are blanked on demand by
-``python -m exercises drill``.
+``python -m exercises drill`` (``torch_drill_text``: the same blank for PyTorch).
 """
 import ast
 import re
@@ -325,3 +325,37 @@ def drill_text(module, names, title, minutes):
             f"    python -m exercises drill {title} --grade\n"
             '"""\n')
     return head + "".join(imports) + "\n\n" + "\n\n".join(defs)
+
+
+TORCH_MARKER = "# drill language: torch"  # the line of a PyTorch blank; the grader reads it (drill.language_of)
+_BACKEND_IMPORT = re.compile(r"^(from mini_transformer\.engine\.backend import .*|import numpy( as np)?)\n", re.M)
+_TENSOR_WORDS = [(re.compile(r"\ban array\b"), "a tensor"), (re.compile(r"\bAn array\b"), "A tensor"),
+                 (re.compile(r"\barray\b"), "tensor"), (re.compile(r"\barrays\b"), "tensors")]
+
+
+def torch_drill_text(module, names, title, minutes):
+    r"""The PyTorch blank of a drill: ``drill_text``'s signatures and docstrings, with ``import torch`` for the
+    backend's import, the docstrings' arrays as tensors, and ``TORCH_MARKER``, so ``--grade`` grades it in PyTorch.
+
+    Built from the NumPy blank's text (which a student copy stores), never from ``solutions/`` directly.
+    """
+    text = drill_text(module, names, title, minutes)
+    tree = ast.parse(text)
+    first = tree.body[0]
+    if not (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)):
+        raise ValueError(f"the blank file of the drill {title!r} does not start with its docstring.")
+    rest = "".join(text.splitlines(keepends=True)[first.end_lineno:])
+    imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    last_import = "".join(text.splitlines(keepends=True)[imports[-1].lineno - 1:imports[-1].end_lineno])
+    rest = rest.replace(last_import, last_import + "import torch\n", 1) if imports else "import torch\n" + rest
+    rest = _BACKEND_IMPORT.sub("", rest)
+    for pattern, word in _TENSOR_WORDS:
+        rest = pattern.sub(word, rest)
+    head = (f'r"""Drill: {title}, in PyTorch. Target {minutes} minutes from this blank file.\n\n'
+            "Write every body from memory in PyTorch, without opening solutions/ or the chapter. The\n"
+            "grader calls your code with torch tensors of the dtypes the docstrings name (float64 unless\n"
+            "they say otherwise) and expects tensors back, of the dtypes they name. The clock started when\n"
+            "this file was written. Grade (and stop the clock) with\n\n"
+            f"    python -m exercises drill {title} --grade --torch\n"
+            '"""\n' + TORCH_MARKER + "\n")
+    return head + rest

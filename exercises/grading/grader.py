@@ -80,13 +80,14 @@ def implementations(c, k, own):
     return {"from": "none"}
 
 
-def _job(job, own):
+def _job(job, own, language="numpy"):
     c, k = job["check"], job["knowledge"]
     if c.kind == "reader_test":
         return {"kind": c.kind, "attr": job["attr"], "name": c.name, "module": c.module, "params": c.params,
                 "implementations": implementations(c, k, own), "mutants": [m["key"] for m in c.mutants]}
     return {"kind": "target", "attr": job["attr"], "name": c.name, "methods": list(c.methods),
-            "cases": [vars(case) for case in c.cases], "siblings": c.siblings}
+            "cases": [vars(case) for case in c.cases],
+            "siblings": c.siblings if language == "numpy" else None}  # the reference's siblings are NumPy
 
 
 def _judge(c, report):
@@ -100,15 +101,19 @@ def _judge(c, report):
                                    f"({type(e).__name__}); did your code write into the grader's channel?")
 
 
-def _run(job, timeout, limits, wrap, private_dirs, own):
-    r"""Grade one job in a fresh worker: ``(result, loaded)``, ``loaded`` False when the file itself failed."""
+def _run(job, timeout, limits, wrap, private_dirs, own, language="numpy"):
+    r"""Grade one job in a fresh worker: ``(result, loaded)``, ``loaded`` False when the file itself failed.
+
+    ``language="torch"``: the worker hands the reader's code tensors and turns what it returns back into
+    arrays (``worker.torch_boundary``); a PyTorch file's own functions stand in for the rest of it."""
     c, display = job["check"], job["display"]
     job_s = timeout * (1 + len(c.mutants) if c.kind == "reader_test" else 1)  # a reader test runs once per mutant too
     command = (shlex.split(wrap) if wrap else []) + [sys.executable, "-I", "-B", str(WORKER)]
     with tempfile.TemporaryDirectory(prefix=f"pe-grade-{c.module}-") as folder, tempfile.TemporaryFile() as out, \
             tempfile.TemporaryFile() as err, _SLOTS:
         request = {"file": shutil.copyfile(job["source"], os.path.join(folder, f"{c.module}.py")), "display": display,
-                   "job": _job(job, own), "job_s": job_s, "private_dirs": [str(p) for p in private_dirs],
+                   "job": _job(job, own, language), "language": language, "job_s": job_s,
+                   "private_dirs": [str(p) for p in private_dirs],
                    "limits": dict(vars(limits), wall_s=timeout,
                                   cpu_s=limits.cpu_s or int(STARTUP_GRACE + timeout + job_s)),
                    "reference": [[str(p) for p in reference_places()[0]], reference_places()[1]]}
@@ -182,16 +187,17 @@ def _grade_file(jobs, run, own, failed=None):
     return [_fail(j["check"], failed["kind"], failed["message"]) for j in jobs], failed
 
 
-def grade_jobs(jobs, timeout=DEFAULT_TIMEOUT, limits=None, wrap=None, private_dirs=(), display=None, known=None):
+def grade_jobs(jobs, timeout=DEFAULT_TIMEOUT, limits=None, wrap=None, private_dirs=(), display=None, known=None,
+               language="numpy"):
     r"""Grade ``[{"target", "source", "attr"}]``; returns one result per job, in order.
 
     ``source`` is a path to a .py file, ``attr`` the name to grade in it (default: the target's
     own name). A file's reader tests run after its other exercises. ``display`` maps a source
     path to the name its messages use; ``known`` maps a module to the ``Knowledge`` to grade it
-    by (default: ``knowledge(module)``).
+    by (default: ``knowledge(module)``). ``language="torch"`` grades PyTorch code (the drills' ``--torch``).
     """
     run_one = functools.partial(_run, timeout=timeout, limits=limits or sandbox.Limits(), wrap=wrap,
-                                private_dirs=private_dirs)
+                                private_dirs=private_dirs, language=language)
     groups = collections.defaultdict(list)
     for i, j in enumerate(jobs):
         module, name = j["target"].split(".", 1)

@@ -36,21 +36,67 @@ def describe(obj, name, methods):
     return {"found": found, "type_name": type_name(obj), "stubs": stubs, "signatures": signatures(name, obj, methods)}
 
 
-def run_cases(obj, methods, cases, where=lambda e: ""):
-    r"""Call ``obj`` on every case, up to the first raise: ``{"calls", "after"}`` (outputs, inputs afterwards)."""
+def run_cases(obj, methods, cases, where=lambda e: "", boundary=None):
+    r"""Call ``obj`` on every case, up to the first raise: ``{"calls", "after"}`` (outputs, inputs afterwards).
+
+    ``boundary`` (``torch_boundary()``) converts each case's inputs before the call and the outputs after it."""
     from exercises.grading.checking import arrays_in, invoke
     from exercises.grading.reader_tests import text
     from exercises.grading.wire import plain
+    inward, outward = boundary or (lambda case: case, lambda value: value)
     calls, after = [], []
     for case in map(copy.deepcopy, cases):  # the call may write into its inputs
+        case = inward(case)
         try:
             out = invoke(obj, case, bool(methods))
         except BaseException as e:  # anything the reader's code raises, even SystemExit
             calls.append({"raised": {"type": type(e).__name__, "message": text(e, 2000), "where": where(e)}})
             break
-        calls.append({"out": plain(out)})  # as it is now: a later call cannot change it
-        after.append(plain(arrays_in(case)))
+        calls.append({"out": plain(outward(out))})  # as it is now: a later call cannot change it
+        after.append(plain(arrays_in(outward(case))))
     return {"calls": calls, "after": after}
+
+
+def torch_boundary():
+    r"""``(inward, outward)``: a PyTorch drill's conversions at the edge of the reader's code.
+
+    ``inward(case)`` is the case with every NumPy array among its arguments a tensor of the same
+    dtype (``torch.tensor``); ``outward(value)`` is ``value`` with every tensor a NumPy array
+    (``.detach().cpu().numpy()``), through tuples, lists and a case's arguments, so the grader
+    judges what it judges in NumPy. A NumPy array the reader returns instead of a tensor comes
+    back as an ``Opaque``, which the grader refuses by its type. Called before the guard:
+    ``import torch`` in the reader's file then finds it loaded.
+    """
+    import dataclasses
+
+    import numpy as np
+    import torch
+
+    from exercises.grading.checking import Case
+    from exercises.grading.wire import Opaque
+
+    def each(convert, case):  # every argument of a case, converted
+        return dataclasses.replace(case, args=tuple(map(convert, case.args)),
+                                   call_args=tuple(map(convert, case.call_args)),
+                                   kwargs={k: convert(v) for k, v in case.kwargs.items()},
+                                   call_kwargs={k: convert(v) for k, v in case.call_kwargs.items()})
+
+    def inward(case):
+        return each(lambda a: torch.tensor(a) if isinstance(a, np.ndarray) else a, case)
+
+    def outward(value):
+        if isinstance(value, torch.Tensor):
+            try:
+                return value.detach().cpu().numpy()
+            except (TypeError, RuntimeError):  # a dtype NumPy has no match for (bfloat16): refused by its type
+                return value
+        if isinstance(value, np.ndarray):
+            return Opaque("numpy.ndarray", "a NumPy array where a torch.Tensor belongs")
+        if type(value) in (tuple, list):
+            return type(value)(map(outward, value))
+        return each(outward, value) if isinstance(value, Case) else value
+
+    return inward, outward
 
 
 class Printed(io.TextIOBase):
@@ -79,7 +125,7 @@ def load(path, display):
     return module, None
 
 
-def target(module, job, where):
+def target(module, job, where, boundary=None):
     from exercises.grading.checking import Case
     methods = tuple(job["methods"])
     report = dict(describe(module.__dict__.get(job["attr"]), job["name"], methods), calls=[], after=[])
@@ -90,7 +136,7 @@ def target(module, job, where):
     # rotate_half cannot fail apply_rotary (a student copy has no source for it).
     if job["siblings"]:
         exec(compile(job["siblings"], "<the rest of the reference's file>", "exec"), module.__dict__)
-    return dict(report, **run_cases(obj, methods, [Case(**c) for c in job["cases"]], where))
+    return dict(report, **run_cases(obj, methods, [Case(**c) for c in job["cases"]], where, boundary))
 
 
 def reader_test(module, job, copy, display):
@@ -131,6 +177,7 @@ def main():
     from exercises.grading.knowledge import mutants_of
     if job["kind"] == "reader_test":
         mutants_of(job["module"])
+    boundary = torch_boundary() if request.get("language") == "torch" else None  # a PyTorch drill
 
     printed = Printed()
     sys.stdout = sys.stderr = printed
@@ -146,7 +193,7 @@ def main():
         sandbox.set_alarm(request["job_s"])
         try:
             report = (reader_test(module, job, copy, display) if job["kind"] == "reader_test" else
-                      target(module, job, lambda e: reader_tests.where(e, copy, display)))
+                      target(module, job, lambda e: reader_tests.where(e, copy, display), boundary))
         except BaseException as e:  # the grader's side must never take the worker down silently
             report = {"crashed": f"grading stopped with {type(e).__name__}: {reader_tests.text(e)}; your code may "
                                  "have changed something the grader relies on."}
