@@ -547,6 +547,7 @@ print(f"at L: none {losses['none'][0]:.2f} nats per byte; every other scheme {mi
 print(f"at 8L: none {losses['none'][3]:.2f}, rope {losses['rope'][3]:.2f}, sinusoidal {losses['sinusoidal'][3]:.2f}")
 assert losses["none"][0] > max(others) + 0.3
 assert losses["none"][3] < min(losses["rope"][3], losses["sinusoidal"][3])
+assert max(losses[name][3] for name in ("alibi", "shaw", "transformer_xl")) < losses["none"][3]
 
 # %% [markdown]
 # At the training length `none` is the worst by a wide margin: 2.04 nats against 1.50 to 1.69 for

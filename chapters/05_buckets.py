@@ -473,7 +473,8 @@ except ValueError as e:
 
 # %% [markdown]
 # One more number, from text rather than a synthetic rule. In the committed run of
-# `train_short_test_long` ([chapter 7, §7](07_alibi.py#7.-The-bake-off:-eight-schemes,-trained-at-L,-run-at-8L): trained on Python source at $L = 64$), T5's causal
+# `train_short_test_long` (trained on Python source at $L = 64$; its table is in
+# [chapter 7, §7](07_alibi.py#7.-The-bake-off:-eight-schemes,-trained-at-L,-run-at-8L)), T5's causal
 # buckets cover distances up to 64 in training; at $2L$ to $8L$ the model meets distances in
 # buckets 27 to 31, never trained, and its loss climbs. A relative bias generalises only as far
 # as its trained buckets reach.

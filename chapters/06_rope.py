@@ -23,7 +23,7 @@
 #
 # * derive, in three lines, why the RoPE score depends on positions only through their offset;
 # * implement RoPE in both pairing conventions and convert a checkpoint between them;
-# * find the critical pair of a head and say what linear and NTK scaling do to it;
+# * find the critical pair of a head and say which pairs break past the training length;
 # * decode through a KV cache with the right positions, and catch the bug when they are wrong;
 # * train a Transformer on your own RoPE and tell, from two loss curves, whether it is right.
 #
@@ -374,7 +374,7 @@ assert xp.allclose(rotated, block_rotation(m, d) @ v)
 # ### Exercise 6.3: `RotaryEmbedding`   ★★ · 15 min
 #
 # *Why it matters:* the tables are where the frequencies live, and where every context-extension
-# method of section 5 and chapter 8 does its work.
+# method of chapter 8 does its work.
 #
 # `RotaryEmbedding(d_head, base)` stores $\theta_i = \mathrm{base}^{-2i/d_{head}}$ in
 # `self.inv_freq`, a `(d_head/2,)` float64 array; calling it with `(T, offset)` returns
