@@ -661,23 +661,6 @@ print(f"d_head 32, L {L_tiny}: critical pair {critical}, wavelength {float(wavel
 assert critical == 5
 
 # %% [markdown]
-# The frequency bands, drawn: $\sin(m\theta_i)$ at the integer positions $m$ for five pairs of a
-# 64-dimensional head. Pair 0 completes a cycle every 6 tokens; pair 31 hardly moves across 64
-# positions.
-
-# %%
-pos = xp.arange(64)
-theta64 = RotaryEmbedding(64).inv_freq
-fig, ax = plt.subplots(figsize=(7, 3))
-for i in [0, 4, 8, 16, 31]:
-    ax.plot(to_numpy(pos), to_numpy(xp.sin(pos * theta64[i])), marker=".", linestyle="none", label=f"pair {i}")
-ax.set_xlabel("position m")
-ax.set_ylabel("sin(m theta_i)")
-ax.legend(fontsize=8, loc="lower left")
-ax.set_title("RoPE frequency bands, d_head = 64, at integer positions")
-fig.tight_layout()
-
-# %% [markdown]
 # Running a model past $L$ by stretching this ladder (position interpolation, NTK, YaRN and the
 # rest of the family) is chapter 8's subject; it starts from the critical pair.
 #

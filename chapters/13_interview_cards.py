@@ -23,16 +23,23 @@
 # `python -m exercises cards 5 --chapter 6` (five cards of chapter 6; `--all --seed 3` for every card,
 # `--list` for the questions only).
 
-# %%
+# %% tags=["nbval-check-output"]
 from IPython.display import Markdown, display
 
 from exercises.grading import cards
 
+deck_all = cards.load()  # every card of chapters/cards/*.md
+decks = sorted({c.deck for c in deck_all})
+print(f"cards for chapters {decks[0]} to {decks[-1]}, each with a question, a pointer, a source and an answer")
+assert set(decks) <= set(cards.chapter_files())
+assert all(c.question and c.chapters and c.source and c.answer for c in deck_all)
+
+# %%
 for chapter, path in cards.chapter_files().items():
-    deck = [c for c in cards.load() if c.deck == chapter]
+    deck = [c for c in deck_all if c.deck == chapter]
     if not deck:
         continue
-    display(Markdown(f"## Chapter {chapter}: [{path.name}]({path.name})"))
+    display(Markdown(f"## Chapter {chapter}: `{path.name}`"))
     for card in deck:
         display(Markdown(f"**{card.question}**  \n*chapter {card.pointer}; {card.source}*\n\n"
                          f"<details><summary>Answer</summary>\n\n{card.answer}\n\n</details>"))
