@@ -58,11 +58,8 @@
 # | 2.2 | `shift_rotation(k, d_model, base)`: the matrix $M_k$ with $PE(t + k) = M_k\,PE(t)$ | ★★ | 12 |
 # | 2.3 | `test_sinusoidal_properties(sinusoidal_positional_encoding, shift_rotation)`: a test of your own, scored against wrong tables and matrices | ★★★ | 20 |
 #
-# How to work: read a section, write the function, grade it alone with
-# `python -m exercises grade sinusoidal --exercise 2.N`, then rerun the section here. Each section
-# loads its function with `use(...)`, which prints whether the chapter runs **yours** or the
-# **reference**. Until you write a function the reference stands in, so the chapter always runs
-# top to bottom. Hints open one at a time; the reference sits in the box after them.
+# How to work: as in [chapter 0](00_tiny_transformer.py#How-to-work); grade one exercise with
+# `python -m exercises grade sinusoidal --exercise 2.N`.
 
 # %%
 import math
@@ -450,7 +447,7 @@ assert all(r["reference"]["result"] == "passed" for r in runs.values())
 # each its own channels. The book says adding "looks like it should cause interference and
 # mostly does not" (§2.1). Two things decide how much they interfere: the directions the two
 # summands take, and their sizes. Start with the sizes, in the model you train below, `TinyGPT`
-# with its default `kernels="reference"` (the fast kernels live in `mini_transformer/engine/kernels/`):
+# with its default `kernels="reference"` ([chapter 0's appendix](00_tiny_transformer.py#Appendix:-the-fast-kernels)):
 # token rows are drawn with standard deviation 0.02, as in GPT-2, and every row of the table has
 # norm $\sqrt{d_{model}/2}$.
 
@@ -609,28 +606,19 @@ assert nearest[:L].min() > 0.95 and nearest[L:].mean() < 0.6
 # What the model makes of that is measured by the experiment
 # `python -m mini_transformer.evaluation.experiments.train_short_test_long`: one `TinyGPT` per scheme
 # ($d_{model} = 64$, 2 layers), trained on the standard library's source at $L = 64$ for 1500
-# steps, then evaluated at $1\times$ to $8\times L$. It takes minutes, so the chapter reads the
-# committed result.
+# steps, then evaluated at $1\times$ to $8\times L$. The whole table, with its figures, is shown
+# and explained in [chapter 7, §7](07_alibi.py#7.-The-bake-off:-eight-schemes,-trained-at-L,-run-at-8L); here the sinusoidal row against no position at all.
 
 # %% tags=["nbval-check-output"]
-from mini_transformer.evaluation.experiments import train_short_test_long
 from mini_transformer.evaluation.experiments.common import load_result
 
 stl = load_result("train_short_test_long")
-print(f"trained at L = {stl['train_len']} for {stl['steps']} steps; held-out loss in nats per byte")
-print(f"{'scheme':<12}" + "".join(f"{f'{m}x':>9}" for m in stl["multiples"]) + f"{'t >= L at 2x':>15}")
-for name in ("none", "sinusoidal", "learned", "rope", "alibi"):
-    r = stl["results"][name]
-    cells = "".join(f"{v:>9.2f}" if math.isfinite(v) else f"{'refused':>9}" for v in r["loss"])
-    beyond = r["loss_beyond"][1]
-    print(f"{name:<12}{cells}{beyond:>15.2f}" if math.isfinite(beyond) else f"{name:<12}{cells}{'-':>15}")
 sin, none = stl["results"]["sinusoidal"], stl["results"]["none"]
+for name, r in (("sinusoidal", sin), ("none", none)):
+    print(f"{name:<11} at 1x, 2x, 4x, 8x L: " + "  ".join(f"{v:.2f}" for v in r["loss"])
+          + f";  positions t >= L at 2x: {r['loss_beyond'][1]:.2f}")
 assert [round(v, 2) for v in sin["loss"]] == [1.69, 2.62, 3.25, 3.43]
 assert all(s > n for s, n in zip(sin["loss"][1:], none["loss"][1:]))  # past L: worse than no position at all
-
-# %%
-fig = train_short_test_long.plot(stl)
-plt.show()
 
 # %% [markdown]
 # At $L$ the sinusoidal model is far better than no position at all (1.69 against 2.04 nats).
@@ -748,8 +736,7 @@ plt.show()
 #   is a known one.
 # * Drill the table from a blank file against the clock: `python -m exercises drill sinusoidal`
 #   (target 6 minutes), then `python -m exercises drill sinusoidal --grade`.
-# * The library's version is `mini_transformer/positional/sinusoidal.py`; it has no fast kernel,
-#   since adding a table costs nothing next to attention.
+# * The library's version is `mini_transformer/positional/sinusoidal.py`.
 # * The interview questions this chapter answers are in
 #   [`chapters/cards/02_sinusoidal.md`](cards/02_sinusoidal.md).
 # * Chapter 3 replaces the formula with a table the model learns, and meets the limit a formula

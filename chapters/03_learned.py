@@ -56,11 +56,8 @@
 # | 3.2 | `cached_decode(params, ids, prefill, step)`: logits of every position, decoded one token at a time through a cache | ★★ | 15 |
 # | 3.3 | `test_learned_positions(position_rows, cached_decode)`: a test of your own, scored against wrong lookups and decoding loops | ★★★ | 20 |
 #
-# How to work: read a section, write the function, grade it alone with
-# `python -m exercises grade learned --exercise 3.N`, then rerun the section here. Each section
-# loads its function with `use(...)`, which prints whether the chapter runs **yours** or the
-# **reference**. Until you write a function the reference stands in, so the chapter always runs
-# top to bottom. Hints open one at a time; the reference sits in the box after them.
+# How to work: as in [chapter 0](00_tiny_transformer.py#How-to-work); grade one exercise with
+# `python -m exercises grade learned --exercise 3.N`.
 
 # %%
 import math
@@ -156,7 +153,7 @@ except ValueError as e:
 # token used receives exactly 0. So if every training sequence is shorter than the table, the
 # rows past the training length never receive anything.
 #
-# Train `TinyGPT` (the default `kernels="reference"`, the textbook code) with a 16-row table on
+# Train `TinyGPT` (the default `kernels="reference"`, the textbook code: [chapter 0's appendix](00_tiny_transformer.py#Appendix:-the-fast-kernels)) with a 16-row table on
 # sequences of length 8. The task is *look 3 back* (`data.lookback_task`): every token repeats
 # the one three places earlier, so the answer at position $t$ is the token at $t - 2$. First one
 # backward pass, and the largest gradient entry of each row:
@@ -556,13 +553,13 @@ plt.show()
 # T5's bias is perfect at 16 in every seed: the distance that matters, 2, is a bucket it trained.
 # The learned table is perfect at 8 and gets 0.45 past it, the same picture as section 5's single
 # run (0.38), well above chance (0.09) and well below T5. With an 8-row table it would not run at
-# all (section 4). And at its own length, on text? The train-short-test-long experiment of
-# chapter 2 (a model with $d_{model} = 64$ trained on the standard library's source at
-# $L = 64$):
+# all (section 4). And at its own length, on text? The train-short-test-long experiment (a model
+# with $d_{model} = 64$ trained on the standard library's source at $L = 64$; its whole table is
+# in [chapter 7, §7](07_alibi.py#7.-The-bake-off:-eight-schemes,-trained-at-L,-run-at-8L)), the learned row against the sinusoidal one:
 
 # %% tags=["nbval-check-output"]
 stl = load_result("train_short_test_long")
-for name in ("learned", "sinusoidal", "none"):
+for name in ("learned", "sinusoidal"):
     r = stl["results"][name]
     cells = "  ".join(f"{v:.2f}" if math.isfinite(v) else "refused" for v in r["loss"])
     print(f"{name:<11} at 1x, 2x, 4x, 8x L: {cells}")
@@ -667,7 +664,7 @@ assert learned_L < sinusoidal_L and all(math.isnan(v) for v in stl["results"]["l
 # * Grade your exercises: `python -m exercises grade learned`.
 # * The library's table is `mini_transformer/positional/learned.py` (`LearnedPositionalEmbedding.rows`
 #   is Exercise 3.1); its cache, which decides every offset so that you cannot get it wrong, is
-#   `mini_transformer/model/kv_cache.py`. A table lookup needs no fast kernel.
+#   `mini_transformer/model/kv_cache.py`.
 # * The interview questions this chapter answers are in
 #   [`chapters/cards/03_learned.md`](cards/03_learned.md).
 # * Chapter 4 moves position from the input to the attention scores, where a distance can be

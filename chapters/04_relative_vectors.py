@@ -59,15 +59,12 @@
 # | 4.2 | `relative_shift(x)`: Transformer-XL's move from one score per distance to one score per key | ★★ | 20 |
 # | 4.3 | `test_relative_positions(clipped_relative_index, relative_shift)`: a test of your own, scored against wrong versions | ★★★ | 25 |
 #
-# How to work: read a section, write the function, grade it alone with
-# `python -m exercises grade relative --exercise 4.N`, then rerun the section here. Each section
-# loads its function with `use(...)`, which prints whether the chapter runs **yours** or the
-# **reference**. Until you write a function the reference stands in, so the chapter always runs
-# top to bottom. Hints open one at a time; the reference sits in the box after them.
+# How to work: as in [chapter 0](00_tiny_transformer.py#How-to-work); grade one exercise with
+# `python -m exercises grade relative --exercise 4.N`.
 #
 # The layout is the book's everywhere: queries and keys are `(B, H, T, d_head)`. Every model in
-# this chapter runs the reference kernels (`GPTConfig.kernels="reference"`, the default): the
-# attention you see is the textbook one in `mini_transformer/engine/functional.py`.
+# this chapter runs the reference kernels, the textbook attention of
+# `mini_transformer/engine/functional.py` ([chapter 0's appendix](00_tiny_transformer.py#Appendix:-the-fast-kernels)).
 
 # %%
 import copy
@@ -738,11 +735,6 @@ print("Shaw needs the attention probabilities (the unfused path):", TinyGPT(GPTC
 assert hook["shaw"] > 8 and hook["transformer_xl"] > 8 and hook["rope"] < 5
 
 # %% [markdown]
-# The fast attention kernel (`mini_transformer/engine/kernels/attention.py`) takes the bias as an
-# array, so these schemes run on it too, but only after the whole array exists: nothing about
-# a relative vector can be folded into the kernel as a formula of $i$ and $j$, the way ALiBi's
-# slope can (chapter 7).
-#
 # ## 11. Past the training length
 #
 # Claim C6. Train on the *look-back* task, where each token repeats the one three places back,
@@ -791,21 +783,19 @@ assert isinstance(long_runs["learned"][1], str)
 # %% [markdown]
 # On real text the picture holds. The experiment
 # `python -m mini_transformer.evaluation.experiments.train_short_test_long` trains every scheme on the
-# standard library's source at $L = 64$ for 1500 steps and evaluates at 1, 2, 4 and 8 times $L$;
-# its committed result is read here, not retrained (it takes minutes). Transformer-XL runs
-# there without a memory, one plain forward over the whole window like every other scheme.
+# standard library's source at $L = 64$ for 1500 steps and evaluates at 1, 2, 4 and 8 times $L$.
+# Its whole table, with its figures, is shown and explained in [chapter 7, §7](07_alibi.py#7.-The-bake-off:-eight-schemes,-trained-at-L,-run-at-8L); here the rows of
+# this chapter's schemes beside unscaled RoPE and the learned table. Transformer-XL runs there
+# without a memory, one plain forward over the whole window like every other scheme.
 
 # %%
-from mini_transformer.evaluation.experiments import train_short_test_long
 from mini_transformer.evaluation.experiments.common import load_result
 
 stl = load_result("train_short_test_long")
 print(f"held-out loss in nats per byte, trained at L = {stl['train_len']}")
 print(f"{'scheme':<16}" + "".join(f"{f'{m}L':>8}" for m in stl["multiples"]))
-for name in ("learned", "sinusoidal", "rope", "shaw", "transformer_xl"):
+for name in ("shaw", "transformer_xl", "rope", "learned"):
     print(f"{name:<16}" + "".join("refused".rjust(8) if l != l else f"{l:>8.2f}" for l in stl["results"][name]["loss"]))
-fig = train_short_test_long.plot(stl)
-plt.show()
 
 # %%
 r = stl["results"]
@@ -914,9 +904,7 @@ print("on text too: Shaw and Transformer-XL hold past L; unscaled RoPE climbs; t
 #   mistake, then the numbers), and your test gets the list of the wrong versions it let through.
 # * The library's forms: `mini_transformer/positional/shaw.py` and
 #   `mini_transformer/positional/transformer_xl.py`, with `functional.gather_distance`,
-#   `scatter_distance` and `relative_shift` in `mini_transformer/engine/functional.py`. The attention
-#   they feed has a fast kernel in `mini_transformer/engine/kernels/attention.py`; the relative terms
-#   themselves are the reference code you saw.
+#   `scatter_distance` and `relative_shift` in `mini_transformer/engine/functional.py`.
 # * The interview questions of this chapter: [`chapters/cards/04_relative_vectors.md`](cards/04_relative_vectors.md).
 # * Next, chapter 5: T5 keeps only term (d), a scalar per head and distance, and puts the
 #   distances into logarithmic buckets.

@@ -60,14 +60,11 @@
 # | 5.2 | `swin_relative_index(window)`: Swin's table row of every pair of tokens in a window | ★★ | 15 |
 # | 5.3 | `test_buckets(relative_position_bucket, swin_relative_index)`: a test of your own, scored against wrong versions | ★★★ | 25 |
 #
-# How to work: read a section, write the function, grade it alone with
-# `python -m exercises grade t5 --exercise 5.N`, then rerun the section here. Each section loads
-# its function with `use(...)`, which prints whether the chapter runs **yours** or the
-# **reference**. Until you write a function the reference stands in, so the chapter always runs
-# top to bottom. Hints open one at a time; the reference sits in the box after them.
+# How to work: as in [chapter 0](00_tiny_transformer.py#How-to-work); grade one exercise with
+# `python -m exercises grade t5 --exercise 5.N`.
 #
 # Layout: scores are `(B, H, T_q, T_k)`, and a bias is `(1, H, T_q, T_k)`, one for every batch
-# element. The models run the reference kernels (`GPTConfig.kernels="reference"`, the default).
+# element. The models run the reference kernels ([chapter 0's appendix](00_tiny_transformer.py#Appendix:-the-fast-kernels)).
 
 # %%
 import math
@@ -410,8 +407,8 @@ fig.tight_layout()
 
 # %% [markdown]
 # The full experiment, `python -m mini_transformer.evaluation.experiments.relative_bias_generalisation`,
-# runs ten seeds of 600 steps (the fast kernels, the same numbers); it takes about a minute, so
-# the chapter reads its committed result.
+# runs ten seeds of 600 steps, about a minute on two cores, so the chapter reads its committed
+# result.
 
 # %%
 from mini_transformer.evaluation.experiments.common import load_result
@@ -476,7 +473,8 @@ except ValueError as e:
 
 # %% [markdown]
 # One more number, from text rather than a synthetic rule. In the committed run of
-# `train_short_test_long` (chapter 4, section 11: trained on Python source at $L = 64$), T5's causal
+# `train_short_test_long` (trained on Python source at $L = 64$; its table is in
+# [chapter 7, §7](07_alibi.py#7.-The-bake-off:-eight-schemes,-trained-at-L,-run-at-8L)), T5's causal
 # buckets cover distances up to 64 in training; at $2L$ to $8L$ the model meets distances in
 # buckets 27 to 31, never trained, and its loss climbs. A relative bias generalises only as far
 # as its trained buckets reach.
@@ -737,8 +735,7 @@ print("test_buckets passes on the functions above")
 #   stops it.
 # * The library's forms: `mini_transformer/positional/t5.py` (`RelativePositionBias.bias`,
 #   `bias_at`) and `mini_transformer/positional/relative_2d.py`. The bias they make goes into the
-#   attention of `mini_transformer/engine/functional.py`; the fast kernel,
-#   `mini_transformer/engine/kernels/attention.py`, takes the same bias array.
+#   attention of `mini_transformer/engine/functional.py`.
 # * The experiment: `python -m mini_transformer.evaluation.experiments.relative_bias_generalisation`
 #   (`--quick` for three seeds).
 # * The interview questions of this chapter: [`chapters/cards/05_buckets.md`](cards/05_buckets.md).

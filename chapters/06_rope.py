@@ -24,14 +24,14 @@
 # * derive RoPE from the demand that the score depend on positions only through their offset, and
 #   check the result in three lines;
 # * implement RoPE in both pairing conventions and convert a checkpoint between them;
-# * find the critical pair of a head and say what linear and NTK scaling do to it;
+# * find the critical pair of a head and say which pairs break past the training length;
 # * decode through a KV cache with the right positions, and catch the bug when they are wrong;
 # * train a Transformer on your own RoPE and tell, from two loss curves, whether it is right.
 #
 # ## The claim ledger
 #
 # The sources make these claims. Before you run anything, write down for each: true on this
-# workbook's tiny model, yes or no? Section 11 settles them with the numbers this chapter prints.
+# workbook's tiny model, yes or no? Section 10 settles them with the numbers this chapter prints.
 #
 # | # | claim (source) | your prediction | settled in |
 # | --- | --- | --- | --- |
@@ -39,9 +39,10 @@
 # | C2 | With RoPE, $\langle R_m q, R_n k\rangle$ depends only on $n - m$ (book §5, survey §5.1) | | §4 |
 # | C3 | A key rotated once, when it enters the KV cache, stays valid for every later query (book §5) | | §7 |
 # | C4 | RoPE lets a model learn a task that needs relative positions, which the same model without position cannot (book §1) | | §8 |
-# | C5 | Unscaled RoPE breaks past the training length (book §7, survey §7.1) | | §9 |
-# | C6 | Position interpolation costs only a little at the original length $L$ (book §7) | | §9 |
-# | C7 | NTK-aware scaling keeps more of the short-range quality than interpolation (book §7, survey §7.2) | | §9 |
+#
+# What happens past the training length, and what linear and NTK scaling buy there, are chapter 8's
+# claims (its C6 to C8, settled on a trained model in
+# [chapter 8, §11](08_stretching_rope.py#11.-The-sources'-Exercise-3,-on-a-tiny-model)).
 #
 # ## The exercises
 #
@@ -57,17 +58,13 @@
 # | 6.4 | `relative_score(q, k, m, n, rotary)`: the score of a query at `m` against a key at `n` | ★ | 10 |
 # | 6.5 | `test_rope_properties(apply_rotary, RotaryEmbedding)`: a test of your own, scored against wrong RoPEs | ★★★ | 20 |
 # | 6.6 | `wavelength_table(d_head, base)`: how many tokens each pair needs for one turn | ★ | 5 |
-# | 6.7 | `scaled_inv_freq(d_head, base, scaling, factor)`: linear and NTK scaling | ★★ | 15 |
-# | 6.8 | `rotate_interleaved(x)`: the quarter turn in the other pairing convention | ★ | 5 |
-# | 6.9 | `apply_rotary_interleaved(x, cos, sin)`: RoPE in the other convention | ★ | 5 |
-# | 6.10 | `interleaved_to_half_permutation(d_head)`: the channel order between them | ★★ | 15 |
-# | 6.11 | `decode(q, k, v, prefill, rotary)`: one token at a time through a KV cache | ★★ | 20 |
+# | 6.7 | `rotate_interleaved(x)`: the quarter turn in the other pairing convention | ★ | 5 |
+# | 6.8 | `apply_rotary_interleaved(x, cos, sin)`: RoPE in the other convention | ★ | 5 |
+# | 6.9 | `interleaved_to_half_permutation(d_head)`: the channel order between them | ★★ | 15 |
+# | 6.10 | `decode(q, k, v, prefill, rotary)`: one token at a time through a KV cache | ★★ | 20 |
 #
-# How to work: read a section, write the function, grade it alone with
-# `python -m exercises grade rope --exercise 6.N`, then rerun the section here. Each section
-# loads its function with `use(...)`, which prints whether the chapter runs **yours** or the
-# **reference**. Until you write a function the reference stands in, so the chapter always runs
-# top to bottom. Hints open one at a time; the reference sits in the box after them.
+# How to work: as in [chapter 0](00_tiny_transformer.py#How-to-work); grade one exercise with
+# `python -m exercises grade rope --exercise 6.N`.
 #
 # The layout is the book's everywhere: queries and keys are `(B, H, T, d_head)`.
 
@@ -414,7 +411,7 @@ assert xp.allclose(rotated, block_rotation(m, d) @ v)
 # ### Exercise 6.3: `RotaryEmbedding`   ★★ · 15 min
 #
 # *Why it matters:* the tables are where the frequencies live, and where every context-extension
-# method of section 5 and chapter 8 does its work.
+# method of chapter 8 does its work.
 #
 # `RotaryEmbedding(d_head, base)` stores $\theta_i = \mathrm{base}^{-2i/d_{head}}$ in
 # `self.inv_freq`, a `(d_head/2,)` float64 array; calling it with `(T, offset)` returns
@@ -714,7 +711,7 @@ assert first_long == 50 and math.isclose(float(lam[16]), 20 * math.pi)
 # That first pair is the **critical pair**: from it on, a model trained at length $L$ never
 # saw a pair complete one turn, so it never saw most of the angles these pairs take beyond $L$.
 # The tiny models of this book have $d_{head} = 32$ and train at $L = 64$; their critical pair
-# is number 5, which is why section 9's unscaled model breaks past 64 tokens. On the plot the
+# is number 5, which is why the unscaled model breaks past 64 tokens (chapter 8, §11). On the plot the
 # training length is the dotted line; the pairs above it are the ones that break.
 
 # %%
@@ -733,87 +730,9 @@ print(f"d_head 32, L {L_tiny}: critical pair {critical}, wavelength {float(wavel
 assert critical == 5
 
 # %% [markdown]
-# The frequency bands, drawn: $\sin(m\theta_i)$ at the integer positions $m$ for five pairs of a
-# 64-dimensional head. Pair 0 completes a cycle every 6 tokens; pair 31 hardly moves across 64
-# positions.
-
-# %%
-pos = xp.arange(64)
-theta64 = RotaryEmbedding(64).inv_freq
-fig, ax = plt.subplots(figsize=(7, 3))
-for i in [0, 4, 8, 16, 31]:
-    ax.plot(to_numpy(pos), to_numpy(xp.sin(pos * theta64[i])), marker=".", linestyle="none", label=f"pair {i}")
-ax.set_xlabel("position m")
-ax.set_ylabel("sin(m theta_i)")
-ax.legend(fontsize=8, loc="lower left")
-ax.set_title("RoPE frequency bands, d_head = 64, at integer positions")
-fig.tight_layout()
-
-# %% [markdown]
-# ### Stretching the ladder: linear and NTK scaling
+# Running a model past $L$ by stretching this ladder (position interpolation, NTK, YaRN and the
+# rest of the family) is chapter 8's subject; it starts from the critical pair.
 #
-# A model trained on $L$ tokens never saw the angles of positions beyond $L$. Two cheap ways to
-# run it longer, by a factor $s$, both of which only change the frequencies:
-#
-# * **linear** (position interpolation): use position $m/s$. The angle $(m/s)\,\theta_i$ is the
-#   angle of frequency $\theta_i/s$, so every frequency is divided by $s$. Every angle stays in
-#   the trained range, but neighbours are now only $\theta_0/s$ apart.
-# * **NTK-aware**: keep the positions, raise the base, $\mathrm{base}' = \mathrm{base}\cdot s^{d/(d-2)}$.
-#   The exponent is chosen so that $\theta_0 = 1$ stays and the last pair slows by exactly $s$:
-#   $\theta'_{d/2-1} = (\mathrm{base}\cdot s^{d/(d-2)})^{-(d-2)/d} = \theta_{d/2-1}/s$.
-#
-# Chapter 8 takes this further: dynamic NTK, NTK-by-parts, YaRN, the Llama 3.1 rule and searched
-# per-pair factors.
-#
-# ### Exercise 6.7: `scaled_inv_freq`   ★★ · 15 min
-#
-# *Why it matters:* these two lines are the whole difference between a model that reads 4x its
-# training length and one that falls apart; and mixing them up is a classic bug.
-#
-# Write `scaled_inv_freq(d_head, base=10000.0, scaling=None, factor=1.0)`: the `(d_head/2,)`
-# frequencies $\theta'_i$ for `scaling` `None`, `"linear"` or `"ntk"`. Grade it alone:
-# `python -m exercises grade rope --exercise 6.7`.
-
-# %%
-scaled_inv_freq = use("rope", "scaled_inv_freq")
-
-# %% [markdown] tags=["hint"]
-# <details><summary>Hint 1: a nudge</summary>
-#
-# Start from the plain $\theta_i$ of Exercise 6.3; linear scaling is one division.
-# </details>
-
-# %% [markdown] tags=["hint"]
-# <details><summary>Hint 2: the key idea</summary>
-#
-# NTK changes the base, not the frequencies directly: `base * factor ** (d_head / (d_head - 2))`,
-# then the usual $\mathrm{base}'^{-2i/d_{head}}$. Check: $\theta'_0 = 1$, and
-# $\theta_{d/2-1} / \theta'_{d/2-1} = s$.
-# </details>
-
-# %% tags=["answer"]
-reveal("rope", "scaled_inv_freq")
-
-# %% tags=["nbval-check-output"]
-s = 4.0
-plain, linear, ntk = (scaled_inv_freq(64, 10000.0, scaling, s) for scaling in (None, "linear", "ntk"))
-print("linear divides every frequency by 4:", bool(xp.allclose(plain / linear, s)))
-print(f"NTK theta_0: {float(ntk[0]):.6f}")
-print(f"NTK slows the last pair by: {float(plain[-1] / ntk[-1]):.6f}")
-assert xp.allclose(plain, RotaryEmbedding(64).inv_freq) and xp.allclose(plain / linear, s)
-assert math.isclose(float(ntk[0]), 1.0) and math.isclose(float(plain[-1] / ntk[-1]), s)
-
-# %%
-fig, ax = plt.subplots(figsize=(6, 3))
-for label, f in [("plain", plain), (f"linear, s = {s:g}", linear), (f"NTK, s = {s:g}", ntk)]:
-    ax.semilogy(range(32), to_numpy(2 * math.pi / f), marker="o", linestyle="none", markersize=3, label=label)
-ax.axhline(L_tiny, color="gray", linestyle=":", label=f"L = {L_tiny}")
-ax.axhline(s * L_tiny, color="gray", linestyle="--", label=f"s L = {s * L_tiny:g}")
-ax.set(xlabel="pair i", ylabel="wavelength (tokens)", title="Linear stretches every pair; NTK leaves the fast ones")
-ax.legend(fontsize=8)
-fig.tight_layout()
-
-# %% [markdown]
 # ## 6. Two pairing conventions
 #
 # The RoFormer paper, and Meta's original LLaMA code, pair *neighbouring* channels,
@@ -826,10 +745,10 @@ fig.tight_layout()
 # Both are RoPE. They rotate different pairs of channels, so a model trained with one is a
 # different function under the other.
 #
-# ### Exercises 6.8 and 6.9: `rotate_interleaved` and `apply_rotary_interleaved`   ★ · 5 min each
+# ### Exercises 6.7 and 6.8: `rotate_interleaved` and `apply_rotary_interleaved`   ★ · 5 min each
 #
 # *Why it matters:* half the checkpoints you will port use the other convention.
-# Grade them alone: `python -m exercises grade rope --exercise 6.8` (and 6.9).
+# Grade them alone: `python -m exercises grade rope --exercise 6.7` (and 6.8).
 
 # %%
 rotate_interleaved, apply_rotary_interleaved = use("rope", "rotate_interleaved", "apply_rotary_interleaved")
@@ -863,7 +782,7 @@ print("interleaved RoPE equals complex multiplication:", bool(xp.allclose(y, xp.
 assert xp.allclose(y, xp.stack([zr.real, zr.imag], axis=-1).reshape(x.shape))
 
 # %% [markdown]
-# ### Exercise 6.10: the channel permutation   ★★ · 15 min
+# ### Exercise 6.9: the channel permutation   ★★ · 15 min
 #
 # *Why it matters:* it is the one-line fix of a bug that crashes nothing and quietly ruins a
 # ported model.
@@ -878,7 +797,7 @@ assert xp.allclose(y, xp.stack([zr.real, zr.imag], axis=-1).reshape(x.shape))
 # Write `interleaved_to_half_permutation(d_head)`, the index array `perm` with that property,
 # so that `x[..., perm]` is interleaved data in rotate-half order. Its inverse, `argsort(perm)`,
 # goes back, and it also turns the rotate-half tables into repeat-interleave tables. Grade it
-# alone: `python -m exercises grade rope --exercise 6.10`.
+# alone: `python -m exercises grade rope --exercise 6.9`.
 
 # %%
 interleaved_to_half_permutation = use("rope", "interleaved_to_half_permutation")
@@ -981,7 +900,7 @@ positions = xp.arange(T)
 full = causal_attention(apply_rotary(q, cos, sin), apply_rotary(k, cos, sin), v, positions, positions)  # (B, H, T, d_head)
 
 # %% [markdown]
-# ### Exercise 6.11: `decode`   ★★ · 20 min
+# ### Exercise 6.10: `decode`   ★★ · 20 min
 #
 # *Why it matters:* the position of a cached token is the first row of the sources' failure
 # table, and the bug only shows after the prompt.
@@ -991,7 +910,7 @@ full = causal_attention(apply_rotary(q, cos, sin), apply_rotary(k, cos, sin), v,
 # goes alone, at its own position, and attends to a cache of the keys and values of every
 # token before it, each key rotated once, when its token arrived. Return the outputs of every
 # position as one `(B, H, T, d_head)` array. Grade it alone:
-# `python -m exercises grade rope --exercise 6.11`.
+# `python -m exercises grade rope --exercise 6.10`.
 
 # %%
 decode = use("rope", "decode")
@@ -1083,9 +1002,8 @@ assert not KVCache(1).keeps_raw_keys(plain_rope) and KVCache(1).keeps_raw_keys(d
 # Now put RoPE in a real model, and make it *your* RoPE. `TinyGPT` takes the scheme by name,
 # and its attention calls the scheme's `rotate` hook on every query and key. With the default
 # `kernels="reference"` the library's hook computes `x * cos + rotate_half(x) * sin`
-# (`mini_transformer/positional/rope.py`, `apply_rotary`, beside the frequencies and tables it
-# turns by); `GPTConfig(kernels="fast")` swaps in
-# `mini_transformer/engine/kernels/rope.py`, the same numbers as matrix products, faster.
+# (`mini_transformer/positional/rope.py`, `apply_rotary`); its fast kernel is in
+# [chapter 0's appendix on kernels](00_tiny_transformer.py#Appendix:-the-fast-kernels).
 #
 # `from_functions.rope(RotaryEmbedding(d_head), apply_rotary)` is the same scheme computed by
 # your two functions. The backward pass needs no code of yours: a rotation's transpose is the
@@ -1195,96 +1113,7 @@ print(f"mean attention on the key {N_COPY} back, over the copied half: layer {la
 assert on_offset[layer_best][head_best] > 0.5
 
 # %% [markdown]
-# ## 9. Past the training length: what the tiny model shows
-#
-# Section 5 stretched the wavelength ladder on paper. The experiment
-# `python -m mini_transformer.evaluation.experiments.context_extension` does it on a trained model: a RoPE
-# `TinyGPT` with two 32-channel heads trained on the standard library's source at length
-# $L = 64$, then run at $4L$ with each method of the scaling family, zero-shot and after a short
-# fine-tune at $4L$. Its full run takes minutes, so the chapter reads the committed result.
-# This chapter shows the three methods it taught: **unscaled** RoPE, **linear** (position
-# interpolation, PI) and **NTK**; chapter 8 reads the rest of the table.
-
-# %%
-from mini_transformer.evaluation.experiments.common import load_result
-
-ext = load_result("context_extension")
-L = ext["train_len"]
-taught = {"unscaled": ext["methods"]["none"], "linear (PI)": ext["methods"]["linear (PI)"],
-          "NTK": ext["methods"]["ntk"]}
-
-# %% tags=["nbval-check-output"]
-print(f"trained at L = {L}, run at 4L = {ext['target_len']}; held-out loss in nats per byte")
-print(f"{'method':<12}{'at L':>8}{'at 4L':>8}{'at L, tuned':>13}{'at 4L, tuned':>14}")
-for name, r in taught.items():
-    print(f"{name:<12}{r['loss_at_L']:>8.2f}{r['loss_at_4L']:>8.2f}{r['finetuned_loss_at_L']:>13.2f}"
-          f"{r['finetuned_loss_at_4L']:>14.2f}")
-
-# %%
-fig, axes = plt.subplots(1, 2, figsize=(9, 3))
-for ax, (when, keys) in zip(axes, [("zero-shot", ("loss_at_L", "loss_at_4L")),
-                                   ("after 150 steps at 4L", ("finetuned_loss_at_L", "finetuned_loss_at_4L"))]):
-    for i, (name, r) in enumerate(taught.items()):
-        ax.bar(i - 0.2, r[keys[0]], width=0.4, color="C0", label="at L" if i == 0 else None)
-        ax.bar(i + 0.2, r[keys[1]], width=0.4, color="C1", label="at 4L" if i == 0 else None)
-    ax.set_xticks(range(len(taught)))
-    ax.set_xticklabels(list(taught))
-    ax.set(ylabel="held-out loss (nats per byte)", title=when)
-    ax.legend(fontsize=8)
-fig.tight_layout()
-
-# %% [markdown]
-# Read the table against the claims of the ledger, each on its numbers:
-#
-# * **C5, unscaled RoPE breaks past $L$**: 1.60 nats at $L$, 2.75 at $4L$. The pairs from the
-#   critical pair on (number 5 here) meet angles they never saw.
-# * **C6, PI costs "a little" at $L$**: it does not, here. Dividing every frequency by 4 takes
-#   the loss at $L$ from 1.60 to 2.95 nats, worse than the unscaled model at $4L$; the fast pairs
-#   that carry local order turn four times slower than the model learned. A short fine-tune at
-#   $4L$ brings it to 1.67, still above the others' 1.58.
-# * **C7, NTK keeps more of the short range**: it does. NTK leaves $\theta_0$ alone, so at $L$ it
-#   costs 1.66 against PI's 2.95, and at $4L$ zero-shot it is best of the three, 2.17.
-#
-# The sources' picture of PI comes from models with 128-channel heads trained on thousands of
-# tokens, where the fast pairs carry less of the work; a 2-layer model with 32-channel heads
-# leans on them heavily. The same experiment has a passkey task: a 3-digit key hidden at some
-# depth of a longer text, trained at $L$, run at $L$, $2L$ and $4L$, before and after PI with a
-# short fine-tune at $4L$.
-
-# %%
-pk = ext["passkey"]
-fig, axes = plt.subplots(1, 2, figsize=(9, 3))
-for ax, key, title in [(axes[0], "before", "trained at L"), (axes[1], "after_pi_finetune", "after PI + fine-tune at 4L")]:
-    im = ax.imshow(pk[key], vmin=0, vmax=1, cmap="viridis", aspect="auto")
-    ax.set_xticks(range(len(pk["depths"])))
-    ax.set_xticklabels([f"{d:.2f}" for d in pk["depths"]])
-    ax.set_yticks(range(len(pk["lengths"])))
-    ax.set_yticklabels(pk["lengths"])
-    ax.set(xlabel="depth of the key in the text", ylabel="length (tokens)", title=title)
-fig.colorbar(im, ax=axes, shrink=0.8, label="accuracy")
-
-# %% tags=["nbval-check-output"]
-print("effective length (accuracy >= 0.5 everywhere up to it): before",
-      pk["effective_length_before"], "after", pk["effective_length_after"])
-print("deepest key (depth 1.0) after the fine-tune, by length:", [row[-1] for row in pk["after_pi_finetune"]])
-assert pk["effective_length_before"] == L and all(row[-1] == 0.0 for row in pk["after_pi_finetune"])
-
-# %% [markdown]
-# Before, the model finds the key at $L$ and mostly fails at $2L$ and $4L$: its effective length
-# is its training length. After PI and 150 steps at $4L$ it finds keys at every length, but
-# never the deepest one, at depth 1.0, right before the question; the grid's effective length
-# stays where it was, because one failing cell per row is enough to fail a length. Chapter 9
-# defines effective length and measures it properly.
-
-# %%
-m = ext["methods"]
-assert m["none"]["loss_at_4L"] > m["none"]["loss_at_L"] + 0.5            # C5: unscaled RoPE breaks
-assert m["linear (PI)"]["loss_at_L"] > m["none"]["loss_at_L"] + 0.5      # C6 does not hold: PI pays a lot at L
-assert m["ntk"]["loss_at_L"] < m["linear (PI)"]["loss_at_L"]             # C7: NTK keeps the short range
-assert m["ntk"]["loss_at_4L"] < m["linear (PI)"]["loss_at_4L"]
-
-# %% [markdown]
-# ## 10. Check yourself on this chapter
+# ## 9. Check yourself on this chapter
 #
 # Answer out loud, or on paper, before you open an answer.
 #
@@ -1296,7 +1125,7 @@ assert m["ntk"]["loss_at_4L"] < m["linear (PI)"]["loss_at_4L"]
 #
 # Pair 5: $2\pi\cdot 10000^{2i/32} > 64$ needs $10000^{i/16} > 10.19$, so $i > 4.03$. Pairs 5 to
 # 15 never complete a turn in 64 tokens, so past $L$ they take angles the model never saw; the
-# prediction is a broken model at $4L$, and section 9 measures 2.75 nats against 1.60 at $L$.
+# prediction is a broken model at $4L$, which chapter 8, §11 measures on a trained model.
 # </details>
 
 # %% [markdown]
@@ -1336,20 +1165,7 @@ assert m["ntk"]["loss_at_4L"] < m["linear (PI)"]["loss_at_4L"]
 # </details>
 
 # %% [markdown]
-# **5.** Position interpolation at factor 4 cost 1.35 nats at $L$ in section 9. Which pairs are to
-# blame, and why does NTK not pay that price?
-
-# %% [markdown] tags=["answer"]
-# <details><summary>Answer</summary>
-#
-# The fast pairs. PI divides every frequency by 4, so pair 0, which turned once every 6 tokens,
-# now turns once every 25: neighbouring tokens look four times closer than the model learned, and
-# local order, most of what a small byte-level model uses, blurs. NTK keeps $\theta_0 = 1$ and
-# stretches mostly the slow pairs, so at $L$ it costs 0.06 nats instead of 1.35.
-# </details>
-
-# %% [markdown]
-# ## 11. The ledger, settled
+# ## 10. The ledger, settled
 #
 # | # | claim | this model | verdict |
 # | --- | --- | --- | --- |
@@ -1357,13 +1173,10 @@ assert m["ntk"]["loss_at_4L"] < m["linear (PI)"]["loss_at_4L"]
 # | C2 | the RoPE score depends only on $n - m$ | every diagonal of the 32 x 32 score matrix constant to 1e-9 | reproduces |
 # | C3 | a key rotated once stays valid | true for text positions (your `decode` matched the full forward at every position); false for slot positions and dynamic NTK, where the library re-rotates every cached key | partly |
 # | C4 | RoPE learns a relative-position task that no position cannot | copy accuracy 100% with RoPE, about a third with none (which still gets the first symbol right) | reproduces |
-# | C5 | unscaled RoPE breaks past $L$ | 1.60 nats at $L$, 2.75 at $4L$ | reproduces |
-# | C6 | PI costs only a little at $L$ | 2.95 nats at $L$ against 1.60 unscaled | does not reproduce |
-# | C7 | NTK keeps more of the short range than PI | 1.66 at $L$ against PI's 2.95; 2.17 at $4L$ against 2.75 | reproduces |
 #
-# ## 12. Where next
+# ## 11. Where next
 #
-# * The exercises: [`exercises/rope.py`](../exercises/rope.py), 6.1 to 6.11. Grade them with
+# * The exercises: [`exercises/rope.py`](../exercises/rope.py), 6.1 to 6.10. Grade them with
 #   `python -m exercises grade rope` (one at a time with `--exercise 6.N`); an exercise you have
 #   not touched is reported as "not attempted", and a wrong one gets layered feedback: shape and
 #   dtype first, then NaN, then the name of the mistake if it is a known one, then the numbers.
@@ -1372,9 +1185,6 @@ assert m["ntk"]["loss_at_4L"] < m["linear (PI)"]["loss_at_4L"]
 #   `python -m exercises drill rope --grade`; see your progress with
 #   `python -m exercises drill --history rope`. Write the relative-position test first when you
 #   drill: it catches the sign errors that otherwise take twenty minutes to find.
-# * The fast RoPE kernel: `mini_transformer/engine/kernels/rope.py` (the quarter turn as a matrix, in
-#   the input's memory order), tested against `positional/rope.py`'s `apply_rotary` in
-#   `tests/engine/test_kernels.py`.
 # * The interview questions on RoPE, with answers from this chapter's numbers:
 #   [`chapters/cards/06_rope.md`](cards/06_rope.md).
 # * Chapter 7 (ALiBi) puts position in the scores instead; chapter 8 stretches RoPE past its

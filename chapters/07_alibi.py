@@ -61,9 +61,8 @@
 # | 7.3 | `alibi_bias_symmetric(n_heads, T)` | the encoder's bias, `(1, H, T, T)` |
 # | 7.4 | `test_alibi(alibi_slopes, alibi_bias)` | a test that catches a wrong ALiBi |
 #
-# Each section loads its function with `use(...)`, which prints whether the chapter runs
-# **yours** or the **reference**; until you write a function the reference stands in. Grade
-# with `python -m exercises grade alibi`.
+# How to work: as in [chapter 0](00_tiny_transformer.py#How-to-work);
+# grade with `python -m exercises grade alibi`.
 
 # %%
 import json
@@ -527,8 +526,7 @@ assert xp.allclose(tiled, dense, atol=1e-12)
 # `from_functions.alibi(alibi_slopes, alibi_bias)` is a positional scheme computed by your two
 # functions: the model asks your `alibi_bias` for the bias at every layer and every step. The
 # cell trains a `TinyGPT` with it beside the same model built by the library, on the same
-# batches from the same weights, in float64, with the reference kernels (the textbook code;
-# `GPTConfig(kernels="fast")` would swap in `mini_transformer/engine/kernels/`). The model has 6 heads,
+# batches from the same weights, in float64, with the reference kernels ([chapter 0's appendix](00_tiny_transformer.py#Appendix:-the-fast-kernels)). The model has 6 heads,
 # so the paper's rule for a head count that is not a power of two runs inside it.
 
 # %%
@@ -691,8 +689,7 @@ print("each direction above holds on the committed run")
 #
 # The committed file holds this measurement for three schemes: ALiBi and Transformer-XL, which
 # run long, and RoPE, which breaks. They were re-trained alone with the bake-off's seed, sizes and
-# batches (the full experiment, all eight schemes, measures it for every one; it did not fit the
-# time this chapter was written in). The cell checks that each re-trained model is the bake-off's:
+# batches (the full experiment measures it for all eight schemes). The cell checks that each re-trained model is the bake-off's:
 # its losses agree with the table above to 1e-3, the float rounding of a different run.
 
 # %% tags=["nbval-check-output"]
@@ -861,7 +858,7 @@ assert abs(gap["transformer_xl"]) < 0.05 and gap["rope"] > 1  # the same for Tra
 #   `python -m exercises grade alibi` (one at a time with `--exercise 7.2`).
 # * The drill: `python -m exercises drill alibi` writes a blank `alibi_slopes` and `alibi_bias`
 #   and starts an 8-minute clock; `python -m exercises drill alibi --grade` stops it.
-# * The model's ALiBi is `mini_transformer/positional/alibi.py`; the attention it feeds, reference
-#   and fast, is `mini_transformer/engine/functional.py` and `mini_transformer/engine/kernels/attention.py`.
+# * The model's ALiBi is `mini_transformer/positional/alibi.py`; the attention it feeds is
+#   `mini_transformer/engine/functional.py`.
 # * The interview card on ALiBi against RoPE is in [`cards/07_alibi.md`](cards/07_alibi.md).
 # * Next, chapter 8: RoPE cannot run long as it is; it can be *stretched*.

@@ -14,7 +14,7 @@
 # %% [markdown]
 # # Chapter 8. Stretching RoPE
 #
-# A RoPE model trained on $L$ tokens falls apart at $4L$ (chapter 6, section 9). Every open
+# A RoPE model trained on $L$ tokens falls apart at $4L$ (section 11 measures it). Every open
 # long-context model of the last years is such a model, stretched: Llama 3.1 from 8k to 128k,
 # Qwen from 32k to 128k, Phi-3 from 4k to 128k. This chapter takes the stretching methods
 # apart one at a time, each a different answer to one question: which pairs of channels meet
@@ -64,8 +64,8 @@
 # | 8.4 | `yarn_attention_factor(factor, mscale)` | YaRN's temperature, as a factor on q and k |
 # | 8.5 | `llama3_inv_freq(inv_freq, factor, low, high, L)` | the Llama 3.1 rule |
 #
-# Each section loads its function with `use(...)`, which prints whether the chapter runs
-# **yours** or the **reference**. Grade with `python -m exercises grade context_extension`.
+# How to work: as in [chapter 0](00_tiny_transformer.py#How-to-work);
+# grade with `python -m exercises grade context_extension`.
 
 # %%
 import json
@@ -430,7 +430,7 @@ fig.tight_layout()
 # %% [markdown]
 # **Your base inside a model.** A model whose RoPE has base `ntk_base(10000, 4, d_head)` must be
 # the same function as the library's model with `rope_scaling={"rope_type": "ntk", "factor": 4}`.
-# The cell trains both side by side, in float64 with the reference kernels, on the same batches
+# The cell trains both side by side, in float64 with the reference kernels ([chapter 0's appendix](00_tiny_transformer.py#Appendix:-the-fast-kernels)), on the same batches
 # from the same weights.
 
 # %%
@@ -971,8 +971,7 @@ print("each verdict above holds on the committed run")
 #   with `python -m exercises grade context_extension` (one at a time with `--exercise 8.2`).
 # * Every method of this chapter, as the model runs it, is one function in
 #   `mini_transformer/positional/rope_scaling.py`; `GPTConfig(rope_scaling=...)` takes a published block as
-#   it is. The rotation itself, reference and fast, is `mini_transformer/positional/rope.py`
-#   (`apply_rotary`) and `mini_transformer/engine/kernels/rope.py`.
+#   it is. The rotation itself is `mini_transformer/positional/rope.py` (`apply_rotary`).
 # * The interview cards on extending 8k to 128k, on base 10000 and on PI against NTK are in
 #   [`cards/08_stretching_rope.md`](cards/08_stretching_rope.md).
 # * To go further: `python -m mini_transformer.evaluation.experiments.context_extension` reruns the

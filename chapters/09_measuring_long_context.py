@@ -38,8 +38,8 @@
 # | 9.4 | `effective_context_length(lengths, accuracy, threshold)` | where retrieval first breaks |
 # | 9.5 | `test_long_context_measures(...)` | a test of 9.2 and 9.4 that the grader scores against mutants |
 #
-# Grade them with `python -m exercises grade long_context`. Each section loads its function
-# with `use(...)`, which prints whether the chapter runs **yours** or the **reference**.
+# How to work: as in [chapter 0](00_tiny_transformer.py#How-to-work);
+# grade them with `python -m exercises grade long_context`.
 
 # %% [markdown]
 # ## The claims this chapter tests
@@ -157,8 +157,8 @@ assert math.isclose(float(loss_by_position(hand, 99)[0]), 2.6)  # one bucket: th
 # trained two byte-level `TinyGPT`s (d_model 64, 2 layers, 4 heads) on the standard library's
 # source at L = 32, one with ALiBi and one with unscaled RoPE, 1200 steps each, and stored each
 # one's loss at every position of held-out windows of 8L = 256. Its training takes minutes, so the
-# chapter reads the committed result; the full mode is sized to fit five minutes on a shared
-# 2-core machine, so its models are smaller and shorter-trained than a paper's. Bucket the losses
+# chapter reads the committed result; the full mode takes about five minutes on two cores, so its
+# models are smaller and shorter-trained than a paper's. Bucket the losses
 # with your function, 16 positions a bucket.
 
 # %%
@@ -315,7 +315,7 @@ assert passkey_accuracy(asarray(hand_logits), asarray(hand_targets)) == 0.5  # 3
 #
 # Train a small RoPE `TinyGPT` on the passkey task at L = 24 (random symbols as filler,
 # 2-digit keys, 300 steps, a few seconds). It runs the reference kernels, the code chapter 6
-# shows; `GPTConfig(kernels="fast")` would run `mini_transformer/engine/kernels/`, same numbers.
+# shows ([chapter 0's appendix](00_tiny_transformer.py#Appendix:-the-fast-kernels)).
 
 # %%
 from mini_transformer.engine.autograd import no_grad
@@ -591,11 +591,11 @@ evaluate.plot_decode_costs(costs)
 plt.show()
 
 # %% [markdown]
-# Times depend on your machine and its load, so they are printed, not checked. On the run
-# this chapter was written with, prefill grew from about 0.5 ms at 32 tokens to about 18 ms at
-# 512, and a decoded token took about 1 ms at every length: for a model this small the fixed
-# cost of one step (a few dozen small array operations) hides the O(L) attention, which a 7B
-# model at 128k does not. The bytes are exact: 2 layers, batch 1, 2 heads of 16 channels, float32.
+# Times depend on the machine and its load, so they are printed, not checked. Read your own
+# table: prefill grows with L, faster than linearly once the O(L^2) attention outweighs the rest,
+# while a decoded token takes about the same time at every length, because for a model this small
+# the fixed cost of one step (a few dozen small array operations) hides the O(L) attention, which
+# a 7B model at 128k does not. The bytes are exact: 2 layers, batch 1, 2 heads of 16 channels, float32.
 
 # %% tags=["nbval-check-output"]
 expected = [2 * 2 * 1 * 2 * length * 16 * 4 for length in (32, 64, 128, 256, 512)]
@@ -704,8 +704,7 @@ assert per_token == 2**19 and per_token * 128 * 1024 == 64 * 2**30
 #   mutants it catches.
 # * The library versions, with plots: `mini_transformer/evaluation/measures.py` (`loss_by_position`,
 #   `extrapolation_curve`, `passkey_grid`, `effective_context_length`, `retention`,
-#   `decode_costs`). The fast attention kernel that decoding runs with `kernels="fast"` is
-#   `mini_transformer/engine/kernels/attention.py`.
+#   `decode_costs`).
 # * The experiment: `python -m mini_transformer.evaluation.experiments.long_context` (minutes; `--quick`
 #   in seconds).
 # * Next, chapter 10: what the KV cache keeps, where positions sit when it evicts, and whether

@@ -39,8 +39,8 @@
 # | 10.3 | `keep_indices(n_tokens, window, n_sink)` | which cached tokens a window with sinks keeps |
 # | 10.4 | `test_cache_policy(keep_indices)` | a test of 10.3 that the grader scores against mutants |
 #
-# Grade them with `python -m exercises grade caches`. Each section loads its function with
-# `use(...)`, which prints whether the chapter runs **yours** or the **reference**.
+# How to work: as in [chapter 0](00_tiny_transformer.py#How-to-work);
+# grade them with `python -m exercises grade caches`.
 
 # %% [markdown]
 # ## The claims this chapter tests
@@ -100,7 +100,7 @@ tokens = np.random.default_rng(2).integers(0, 16, size=(1, 40))  # one stream of
 # The check that catches every cache bug (book §4): the logits of cached decoding must equal
 # those of one full forward pass, at every step. `TinyGPT` takes a cache from `model.new_cache()`
 # (`mini_transformer/model/kv_cache.py`); its models run the reference kernels, the code of the
-# earlier chapters (the fast ones are in `mini_transformer/engine/kernels/`).
+# earlier chapters ([chapter 0's appendix](00_tiny_transformer.py#Appendix:-the-fast-kernels)).
 
 # %% tags=["nbval-check-output"]
 for scheme in ("learned", "rope", "alibi"):
@@ -517,8 +517,8 @@ assert max(max(h) for h in first_edition["mass_on_position_0"]) < first_edition[
 # No sink: every head puts less on position 0 than uniform attention would. So the experiment
 # `python -m mini_transformer.evaluation.experiments.attention_sinks` now tries what the sources and the
 # literature say makes sinks appear. Each setting trains a RoPE `TinyGPT` at L = 32 (d_model
-# 64, 4 heads, 2000 steps; the full mode is sized to fit five minutes on a shared 2-core
-# machine) and measures three things:
+# 64, 4 heads, 2000 steps; the full mode takes about five minutes on two cores) and measures
+# three things:
 #
 # * the share of each head's attention on position 0, averaged over queries, against uniform
 #   causal attention ($H_{32}/32 = 0.127$), and the share of heads above 0.3, the sink
@@ -695,8 +695,7 @@ print("no sink in any setting: every head under 0.15, eviction of token 0 within
 #   `python -m exercises grade caches`; your test (10.4) is scored by the mutants it catches.
 # * The library: `mini_transformer/model/kv_cache.py` (the cache, its policy `keep_indices`, text and
 #   slot positions), `mini_transformer/evaluation/streaming.py` (`stream_loss`), `model.generate(...,
-#   window=W, n_sink=4, positions="slot")`. The fast attention kernel every cached step runs
-#   with `kernels="fast"` is `mini_transformer/engine/kernels/attention.py`.
+#   window=W, n_sink=4, positions="slot")`.
 # * The experiment: `python -m mini_transformer.evaluation.experiments.attention_sinks` (`--quick` in
 #   seconds); its settings, seeds and seconds are in
 #   `mini_transformer/evaluation/experiments/results/attention_sinks_settings.json`, the first edition's run

@@ -62,12 +62,9 @@
 # | 11.3 | `rope_frequencies(config)`: the frequencies of a published model, from its `config.json` | ★ | 10 |
 # | 11.4 | `critical_pair(config)`: the first pair that never turned in training | ★★ | 10 |
 #
-# How to work: read a section, write the function, grade it alone with
-# `python -m exercises grade checkpoints --exercise 11.N`, then rerun the section here. Each
-# section loads its function with `use(...)`, which prints whether the chapter runs **yours** or
-# the **reference**. The layout is the book's everywhere: queries and keys are
-# `(B, H, T, d_head)`. Every model in this chapter runs the reference kernels
-# (`GPTConfig.kernels="reference"`, the default: the code the chapters show).
+# How to work: as in [chapter 0](00_tiny_transformer.py#How-to-work); grade one exercise with
+# `python -m exercises grade checkpoints --exercise 11.N`. The layout is the book's everywhere:
+# queries and keys are `(B, H, T, d_head)`. The models run the reference kernels ([chapter 0's appendix](00_tiny_transformer.py#Appendix:-the-fast-kernels)).
 
 # %%
 import math
@@ -1001,8 +998,7 @@ assert all(critical_pair(MODELS[name]) == describe_model(name)["critical_dimensi
 #   fingers.
 # * The library's side: `checkpoint.py` (the signature and the refusal), `positional/rope.py`
 #   (`rope_channel_permutation`, the permutation of one head), `positional/decoupled_rope.py`,
-#   `model_configs.py` (`MODELS`, `describe_model`). RoPE's fast kernel, both conventions and
-#   partial rotary, is `mini_transformer/engine/kernels/rope.py`.
+#   `model_configs.py` (`MODELS`, `describe_model`).
 # * The interview questions on checkpoints and porting, answered from this chapter's numbers:
 #   [`chapters/cards/11_checkpoints.md`](cards/11_checkpoints.md).
 # * Chapter 12 puts the book together: which scheme to choose, with the evidence this workbook

@@ -65,7 +65,7 @@
 # | 12.6 | `check_shuffle(make_patient)` | the model ignores position entirely | ★★ | 15 |
 #
 # Grade one with `python -m exercises grade clinic --exercise 12.N`. Every model in this chapter
-# runs the reference kernels (`GPTConfig.kernels="reference"`, the default).
+# runs the reference kernels ([chapter 0's appendix](00_tiny_transformer.py#Appendix:-the-fast-kernels)).
 
 # %%
 import math
@@ -102,38 +102,13 @@ permutation = load_result("permutation")
 # | extend a RoPE model 4x to 32x | PI or YaRN, plus fine-tuning | keeps angles in the trained range | `context_extension` at 4x |
 # | unbounded streaming | window plus sinks | constant memory, positions in the cache | `attention_sinks` |
 #
-# First the bake-off every row leans on: each scheme trained at $L = 64$ for 1500 steps, the
-# held-out loss (nats per byte) at 1, 2, 4 and 8 times $L$.
+# Most rows lean on the bake-off, every scheme trained at $L = 64$ for 1500 steps and run at 1, 2,
+# 4 and 8 times $L$: its table and figures are in [chapter 7, §7](07_alibi.py#7.-The-bake-off:-eight-schemes,-trained-at-L,-run-at-8L), with what "runs long" and
+# "uses long" mean (its §8).
 
 # %%
 schemes = ["none", "sinusoidal", "learned", "shaw", "transformer_xl", "t5", "rope", "alibi"]
-multiples = short_long["multiples"]
 loss = {s: short_long["results"][s]["loss"] for s in schemes}
-
-
-def cell(v):
-    return "refused" if v != v else f"{v:.2f}"  # NaN: the learned table refuses positions past its rows
-
-
-# %% tags=["nbval-check-output"]
-print(f"trained at L = {short_long['environment']['train_len']}; loss at "
-      + ", ".join(f"{m}x" for m in multiples))
-for s in schemes:
-    print(f"{s:<16}" + "".join(f"{cell(v):>9}" for v in loss[s]))
-
-# %%
-fig, ax = plt.subplots(figsize=(8, 3.6))
-lengths = short_long["lengths"]
-for k, s in enumerate(schemes):
-    ys = [v if v == v else None for v in loss[s]]
-    ax.plot([x for x, y in zip(lengths, ys) if y is not None], [y for y in ys if y is not None], marker="o",
-            linestyle=":", label=s, color=f"C{k}")
-ax.axvline(lengths[0], color="gray", linestyle="--", linewidth=1, label="training length L")
-ax.set_xscale("log", base=2)
-ax.set(xlabel="evaluation length (tokens)", ylabel="held-out loss (nats/byte)",
-       title="Trained at L = 64, run longer (train_short_test_long.json)")
-ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
-fig.tight_layout()
 
 # %% [markdown]
 # Now each row on its numbers. The cell after this one prints them and asserts every direction
@@ -191,7 +166,7 @@ assert abs(stream[0] - stream[1]) < 0.01 and stream[2] > stream[0] + 0.5 and str
 # * **New decoder-only LM: RoPE** (C1). At $L$ RoPE scores 1.53, within 0.03 of the best
 #   scheme (Transformer-XL's relative terms, 1.50), and after a 150-step fine-tune at $4L$ every
 #   RoPE scaling method reaches 1.44 to 1.54. But it is not the best at $L$, and unscaled it falls
-#   apart past $L$: 2.66 at $4L$ in the bake-off above, 2.75 in the extension experiment's own
+#   apart past $L$: 2.66 at $4L$ in chapter 7's bake-off, 2.75 in the extension experiment's own
 #   run (2 heads there, 4 here). Its case here rests on the cache (chapter 6: a key is rotated
 #   once) and on cost (section 2), not on a lower loss.
 # * **Fixed-length encoder: learned absolute** (C2). At $L$ the learned table beats the

@@ -166,28 +166,6 @@ def wavelength_table(d_head, base=10000.0):
     raise NotImplementedError("Exercise 6.6")
 
 
-def scaled_inv_freq(d_head, base=10000.0, scaling=None, factor=1.0):
-    r"""RoPE's frequencies after context-extension scaling by ``factor`` = s.
-
-    * ``None``: the plain :math:`\theta_i = \mathrm{base}^{-2i/d_{head}}`.
-    * ``"linear"`` (position interpolation): position ``m`` becomes ``m / s``, which is the
-      same angle as frequency :math:`\theta_i / s`: every frequency divided by ``s``.
-    * ``"ntk"`` (NTK-aware): the base becomes :math:`\mathrm{base}\cdot s^{d/(d-2)}`, so
-      :math:`\theta_0 = 1` stays and the last pair's frequency shrinks by exactly ``s``.
-
-    Args:
-        d_head: even head dimension (greater than 2 for NTK).
-        base: the RoPE base.
-        scaling: ``None``, ``"linear"`` or ``"ntk"``.
-        factor: the extension factor ``s`` (at least 1).
-
-    Returns:
-        float64 array ``(d_head/2,)``.
-    """
-    # TODO: Exercise 6.7
-    raise NotImplementedError("Exercise 6.7")
-
-
 def rotate_interleaved(x):
     r"""The interleaved quarter turn: pair channel ``2i`` with ``2i + 1``.
 
@@ -200,8 +178,8 @@ def rotate_interleaved(x):
     Returns:
         array ``(..., d)``, same dtype as ``x``. ``x`` itself is left unchanged.
     """
-    # TODO: Exercise 6.8
-    raise NotImplementedError("Exercise 6.8")
+    # TODO: Exercise 6.7
+    raise NotImplementedError("Exercise 6.7")
 
 
 def apply_rotary_interleaved(x, cos, sin):
@@ -220,8 +198,8 @@ def apply_rotary_interleaved(x, cos, sin):
     Returns:
         array with the shape and dtype of ``x``. ``x`` itself is left unchanged.
     """
-    # TODO: Exercise 6.9
-    raise NotImplementedError("Exercise 6.9")
+    # TODO: Exercise 6.8
+    raise NotImplementedError("Exercise 6.8")
 
 
 def interleaved_to_half_permutation(d_head):
@@ -245,14 +223,14 @@ def interleaved_to_half_permutation(d_head):
     Returns:
         integer array ``(d_head,)``, a permutation of ``0 .. d_head - 1``.
     """
-    # TODO: Exercise 6.10
-    raise NotImplementedError("Exercise 6.10")
+    # TODO: Exercise 6.9
+    raise NotImplementedError("Exercise 6.9")
 
 
 def causal_attention(q, k, v, q_pos, k_pos):
     r"""Softmax attention in which each query sees only the keys at or before its own position.
 
-    Not an exercise: the attention that Exercise 6.11 decodes through, in plain arrays.
+    Not an exercise: the attention that Exercise 6.10 decodes through, in plain arrays.
     :math:`\mathrm{softmax}(q k^\top / \sqrt{d_{head}})\, v`, with the score of key ``j``
     for query ``i`` set to :math:`-\infty` where ``k_pos[j] > q_pos[i]``.
 
@@ -289,5 +267,5 @@ def decode(q, k, v, prefill, rotary):
         ``(B, H, T, d_head)``: the output at every position, equal to the full causal attention
         of the rotated ``q`` and ``k`` over all ``T`` positions.
     """
-    # TODO: Exercise 6.11
-    raise NotImplementedError("Exercise 6.11")
+    # TODO: Exercise 6.10
+    raise NotImplementedError("Exercise 6.10")

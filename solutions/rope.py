@@ -225,37 +225,6 @@ def wavelength_table(d_head, base=10000.0):
     # END SOLUTION
 
 
-def scaled_inv_freq(d_head, base=10000.0, scaling=None, factor=1.0):
-    r"""RoPE's frequencies after context-extension scaling by ``factor`` = s.
-
-    * ``None``: the plain :math:`\theta_i = \mathrm{base}^{-2i/d_{head}}`.
-    * ``"linear"`` (position interpolation): position ``m`` becomes ``m / s``, which is the
-      same angle as frequency :math:`\theta_i / s`: every frequency divided by ``s``.
-    * ``"ntk"`` (NTK-aware): the base becomes :math:`\mathrm{base}\cdot s^{d/(d-2)}`, so
-      :math:`\theta_0 = 1` stays and the last pair's frequency shrinks by exactly ``s``.
-
-    Args:
-        d_head: even head dimension (greater than 2 for NTK).
-        base: the RoPE base.
-        scaling: ``None``, ``"linear"`` or ``"ntk"``.
-        factor: the extension factor ``s`` (at least 1).
-
-    Returns:
-        float64 array ``(d_head/2,)``.
-    """
-    # BEGIN SOLUTION Exercise 6.7
-    if scaling not in (None, "linear", "ntk"):
-        raise ValueError(f"scaling must be None, 'linear' or 'ntk', got {scaling!r}.")
-    if scaling == "ntk" and d_head <= 2:
-        raise ValueError("NTK scaling needs d_head > 2: its exponent is d_head / (d_head - 2).")
-    if scaling == "ntk":
-        base = base * factor ** (d_head / (d_head - 2))  # stretch the slow pairs, keep theta_0
-    two_i = xp.arange(0, d_head, 2, dtype=xp.float64)  # (d_head/2,) the values 2i
-    inv_freq = base ** (-two_i / d_head)  # (d_head/2,) theta_i
-    return inv_freq / factor if scaling == "linear" else inv_freq  # positions m / s = frequencies theta / s
-    # END SOLUTION
-
-
 def rotate_interleaved(x):
     r"""The interleaved quarter turn: pair channel ``2i`` with ``2i + 1``.
 
@@ -268,7 +237,7 @@ def rotate_interleaved(x):
     Returns:
         array ``(..., d)``, same dtype as ``x``. ``x`` itself is left unchanged.
     """
-    # BEGIN SOLUTION Exercise 6.8
+    # BEGIN SOLUTION Exercise 6.7
     if x.shape[-1] % 2 != 0:
         raise ValueError(f"rotate_interleaved needs an even last axis, got shape {x.shape}.")
     x_even = x[..., 0::2]  # (..., d/2) channels 2i
@@ -293,7 +262,7 @@ def apply_rotary_interleaved(x, cos, sin):
     Returns:
         array with the shape and dtype of ``x``. ``x`` itself is left unchanged.
     """
-    # BEGIN SOLUTION Exercise 6.9
+    # BEGIN SOLUTION Exercise 6.8
     if cos.shape != x.shape[-2:] or sin.shape != x.shape[-2:]:
         raise ValueError(f"cos and sin must be (T, d_head) = {x.shape[-2:]} to match x of shape "
                          f"{x.shape}; got cos {cos.shape} and sin {sin.shape}.")
@@ -323,7 +292,7 @@ def interleaved_to_half_permutation(d_head):
     Returns:
         integer array ``(d_head,)``, a permutation of ``0 .. d_head - 1``.
     """
-    # BEGIN SOLUTION Exercise 6.10
+    # BEGIN SOLUTION Exercise 6.9
     if d_head % 2 != 0:
         raise ValueError(f"d_head must be even so channels can be paired, got {d_head}.")
     evens = xp.arange(0, d_head, 2)  # (d_head/2,) channel 2i, the first of interleaved pair i
@@ -335,7 +304,7 @@ def interleaved_to_half_permutation(d_head):
 def causal_attention(q, k, v, q_pos, k_pos):
     r"""Softmax attention in which each query sees only the keys at or before its own position.
 
-    Not an exercise: the attention that Exercise 6.11 decodes through, in plain arrays.
+    Not an exercise: the attention that Exercise 6.10 decodes through, in plain arrays.
     :math:`\mathrm{softmax}(q k^\top / \sqrt{d_{head}})\, v`, with the score of key ``j``
     for query ``i`` set to :math:`-\infty` where ``k_pos[j] > q_pos[i]``.
 
@@ -372,7 +341,7 @@ def decode(q, k, v, prefill, rotary):
         ``(B, H, T, d_head)``: the output at every position, equal to the full causal attention
         of the rotated ``q`` and ``k`` over all ``T`` positions.
     """
-    # BEGIN SOLUTION Exercise 6.11
+    # BEGIN SOLUTION Exercise 6.10
     T = q.shape[-2]
     cache_k = cache_v = None
     outs = []

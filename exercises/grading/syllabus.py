@@ -6,7 +6,7 @@ r"""The exercises of every chapter, read from their headings, for planning a cou
 Each exercise heading of a chapter reads (``chapters/README.md``, "The parts of a chapter")::
 
     ### Exercise 6.2: `apply_rotary`   ★ · 10 min
-    ### Exercises 6.8 and 6.9: `rotate_interleaved` and `apply_rotary_interleaved`   ★ · 5 min each
+    ### Exercises 6.7 and 6.8: `rotate_interleaved` and `apply_rotary_interleaved`   ★ · 5 min each
 
 The minutes are a first attempt's, as the chapter's author wrote them; the modules that grade a
 chapter are those whose solution markers carry its numbers (``Exercise 6.N`` -> ``rope``).

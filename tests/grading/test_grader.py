@@ -79,19 +79,6 @@ def test_rotary_tables_by_hand():
     np.testing.assert_array_equal(s, sin[5:8])
 
 
-def test_scaled_inv_freq_by_hand():
-    """Linear by 2 halves every frequency; NTK keeps theta_0 = 1 and slows the last pair by exactly the factor."""
-    # d_head 8, base 10000: theta = (1, 0.1, 0.01, 0.001); linear by 2 halves each
-    np.testing.assert_allclose(to_numpy(rope.scaled_inv_freq(8, 10000.0, "linear", 2.0)),
-                               [0.5, 0.05, 0.005, 0.0005], rtol=1e-12)
-    np.testing.assert_allclose(to_numpy(rope.scaled_inv_freq(8)), [1.0, 0.1, 0.01, 0.001], rtol=1e-12)
-    # NTK by 4 at d_head 64: base' = 10000 * 4^(64/62); theta'_i = base'^(-2i/64), so theta'_31 = theta_31 / 4
-    ntk = to_numpy(rope.scaled_inv_freq(64, 10000.0, "ntk", 4.0))
-    assert math.isclose(ntk[0], 1.0)
-    assert math.isclose(10000.0 ** (-62 / 64) / ntk[-1], 4.0, rel_tol=1e-12)
-    assert math.isclose(ntk[1], (10000.0 * 4.0 ** (64 / 62)) ** (-2 / 64), rel_tol=1e-12)
-
-
 def test_decode_equals_the_full_causal_attention_by_hand():
     """One query, two keys, d_head 2: the decoded second output is the softmax average worked out by hand."""
     # q = k = (1, 0) at both positions, v = (1, 0) then (0, 1); theta_0 = 1 for d_head 2.

@@ -21,7 +21,7 @@ def _ri(x):
 
 
 def _half_to_interleaved(d):
-    """0, d/2, 1, d/2 + 1, ...: turns rotate-half tables into repeat-interleave ones (the inverse of 6.10's answer)."""
+    """0, d/2, 1, d/2 + 1, ...: turns rotate-half tables into repeat-interleave ones (the inverse of 6.9's answer)."""
     i = np.arange(d // 2)
     return np.stack([i, i + d // 2], axis=-1).reshape(d)
 
@@ -61,7 +61,7 @@ def _tables(d, T, offset=0, interleaved=False):
 
 
 # ---------------------------------------------------------------------------
-# 6.1 rotate_half and 6.8 rotate_interleaved
+# 6.1 rotate_half and 6.7 rotate_interleaved
 # ---------------------------------------------------------------------------
 
 def _rotate_cases():
@@ -112,7 +112,7 @@ ROTATE_INTERLEAVED = Target("rotate_interleaved", "array", _rotate_cases, [
 
 
 # ---------------------------------------------------------------------------
-# 6.2 apply_rotary and 6.9 apply_rotary_interleaved
+# 6.2 apply_rotary and 6.8 apply_rotary_interleaved
 # ---------------------------------------------------------------------------
 
 def _apply_cases(interleaved):
@@ -367,55 +367,7 @@ WAVELENGTH_TABLE = Target("wavelength_table", "array", _wave_cases, [
 
 
 # ---------------------------------------------------------------------------
-# 6.7 scaled_inv_freq
-# ---------------------------------------------------------------------------
-
-def _scaled_cases():
-    return [Case(f"d_head {d}, base {b:g}, scaling={sc!r}, factor {f:g}", (d, b, sc, f),
-                 show=f"scaled_inv_freq({d}, {b!r}, {sc!r}, {f!r})")
-            for d, b, sc, f in [(8, 10000.0, None, 1.0), (16, 10000.0, "linear", 4.0), (16, 10000.0, "ntk", 4.0),
-                                (64, 10000.0, "ntk", 2.0), (64, 500000.0, "linear", 8.0), (4, 100.0, "ntk", 3.0)]]
-
-
-def _freq(d, b, linear_by=1.0, base_by=1.0):
-    """base' = b * base_by; theta_i = base' ** (-2i / d) / linear_by."""
-    return (b * base_by) ** (-np.arange(0, d, 2, dtype=np.float64) / d) / linear_by
-
-
-def _scaled(rule):
-    """A host scaled_inv_freq whose linear and NTK branches follow ``rule(d, s, scaling) -> (linear_by, base_by)``."""
-    return lambda d, b=10000.0, scaling=None, factor=1.0: _freq(d, b, *(rule(d, factor, scaling) if scaling else (1, 1)))
-
-
-_NTK = lambda d, s: s ** (d / (d - 2))  # noqa: E731
-
-SCALED_INV_FREQ = Target("scaled_inv_freq", "array", _scaled_cases, [
-    Misconception("ntk_as_linear", "NTK scaling done as linear scaling",
-                  "For scaling='ntk' keep the positions, and so the plain frequency ladder, and change the base "
-                  "instead: base' = base * factor ** (d_head / (d_head - 2)). Dividing every frequency by factor "
-                  "is position interpolation, scaling='linear'.",
-                  _scaled(lambda d, s, sc: (s, 1.0))),
-    Misconception("linear_as_ntk", "linear scaling done as NTK scaling",
-                  "For scaling='linear' (position interpolation) divide the positions by factor, which divides "
-                  "every frequency by factor, and keep the base. Raising the base is what scaling='ntk' does.",
-                  _scaled(lambda d, s, sc: (1.0, _NTK(d, s)))),
-    Misconception("linear_ntk_swapped", "linear and NTK scaling swapped",
-                  "scaling='linear' divides every frequency by factor; scaling='ntk' keeps the positions and uses "
-                  "base * factor ** (d_head / (d_head - 2)). Yours does each the other's way.",
-                  _scaled(lambda d, s, sc: (1.0, _NTK(d, s)) if sc == "linear" else (s, 1.0))),
-    Misconception("ntk_exponent_missing", "NTK base scaled by factor, without the exponent",
-                  "NTK-aware scaling uses base * factor ** (d_head / (d_head - 2)), so that the slowest pair "
-                  "stretches by exactly factor. With base * factor it stretches by factor ** ((d - 2) / d).",
-                  _scaled(lambda d, s, sc: (s, 1.0) if sc == "linear" else (1.0, s))),
-    Misconception("linear_multiplies", "linear scaling multiplies the frequencies by factor",
-                  "Position interpolation squeezes positions: m becomes m / factor, so the frequencies are "
-                  "divided by factor and every wavelength grows by factor.",
-                  _scaled(lambda d, s, sc: (1.0 / s, 1.0) if sc == "linear" else (1.0, _NTK(d, s)))),
-])
-
-
-# ---------------------------------------------------------------------------
-# 6.11 decode
+# 6.10 decode
 # ---------------------------------------------------------------------------
 
 def _decode_cases():
@@ -478,7 +430,7 @@ DECODE = Target("decode", "array", _decode_cases, [
 
 
 # ---------------------------------------------------------------------------
-# 6.10 interleaved_to_half_permutation
+# 6.9 interleaved_to_half_permutation
 # ---------------------------------------------------------------------------
 
 def _perm_cases():
@@ -505,7 +457,7 @@ INTERLEAVED_TO_HALF = Target("interleaved_to_half_permutation", "int_array", _pe
 
 
 TARGETS = [ROTATE_HALF, ROTATE_INTERLEAVED, APPLY_ROTARY, APPLY_ROTARY_INTERLEAVED, ROTARY_EMBEDDING, RELATIVE_SCORE,
-           WAVELENGTH_TABLE, SCALED_INV_FREQ, INTERLEAVED_TO_HALF, DECODE]
+           WAVELENGTH_TABLE, INTERLEAVED_TO_HALF, DECODE]
 
 # the timed drill, `python -m exercises drill rope`: the target from the chapter's "Retype by hand" table
 DRILL = Drill(("rotate_half", "apply_rotary", "RotaryEmbedding"), minutes=15)

@@ -1,4 +1,4 @@
-"""Wrong decode loops (Exercise 6.11), each written the way a reader might."""
+"""Wrong decode loops (Exercise 6.10), each written the way a reader might."""
 import math
 
 from mini_transformer.engine.backend import xp
