@@ -1,0 +1,152 @@
+r"""Hints teach, they do not hand the answer over; stub docstrings state the contract, not the code.
+
+For every exercise of every chapter (found by its heading, ``### Exercise N.M: ...``, the way
+``python -m exercises syllabus`` finds it), the cells between its heading and the next heading are
+read: the hint cells (markdown tagged ``hint``) and the ``use("module", "name", ...)`` cell that names
+the functions the reader writes. Each name's label (``Exercise N.M``) leads to its reference body in
+``solutions/<module>.py`` (every region of that label, so a class's methods count together) and to its
+stub docstring in the generated ``exercises/<module>.py``.
+
+The rule for "a shared line of code": each line of the reference body is normalised (its trailing
+comment dropped, a leading ``return`` dropped, the prefixes ``xp.``, ``hostnp.`` and ``math.`` dropped,
+then every space and backtick removed); lines shorter than 12 characters after that are too trivial to
+count (``return y``, ``pass``, ``)``, ``else:``), and so are a bare name (one line of a call split over
+several) and a call that only names its arguments, ``f(a, b, key=c)``: that is how a given function is
+called, which a contract states (a call of the array library, ``xp.arange(n)``, or of ``range`` still
+counts). The right-hand side of an assignment counts as a line
+of its own (``x = a + b`` is given away by ``a + b`` alone). A hint or a docstring fails when any
+such line appears, normalised the same way, anywhere in its text (line breaks removed too, so a line
+of code split over two lines of markdown still counts). Every exercise also needs at least two hints:
+a nudge, then the key idea with a small case to test it on.
+"""
+import ast
+import re
+
+import pytest
+
+from exercises.grading import notebooks
+from exercises.grading.generate import generated_text, labels_of, regions
+from exercises.grading.paths import SOLUTIONS
+from exercises.grading.syllabus import exercises_in
+
+SHORTEST = 12  # normalised characters; shorter lines are too trivial to give anything away
+_USE = re.compile(r"""\buse\(\s*["'](?P<module>\w+)["']\s*,(?P<names>[^)]*)\)""")
+
+
+def normalise(text):
+    r"""``text`` without prefixes, spaces, line breaks or backticks: what two spellings of one line share."""
+    text = re.sub(r"\b(?:xp|hostnp|math)\.", "", text)
+    return re.sub(r"[\s`]+", "", text)
+
+
+_NAMED_CALL = re.compile(r"^(?!(?:xp|hostnp|math)\.)(?!range\()[\w.]+\((?:[\w.]+(?:=[\w.]+)?(?:,[\w.]+(?:=[\w.]+)?)*)?\)$")
+
+
+def counts(line):
+    r"""Whether a (stripped) line of code is one that gives something away (see the module docstring)."""
+    n = normalise(line)
+    return len(n) >= SHORTEST and re.search(r"[-+*/%<>=(\[]", n) is not None and not _NAMED_CALL.match(re.sub(r"\s+", "", line))
+
+
+def code_lines(body):
+    r"""The normalised lines of a reference body that are long enough to give something away."""
+    out = set()
+    for line in body.splitlines():
+        line = re.sub(r"\s+#\s.*$", "", line.strip())
+        if not line or line.startswith("#"):
+            continue
+        line = re.sub(r"^return\s+", "", line)
+        candidates = [line]
+        m = re.match(r"^[\w\[\]., :*]+?\s*(?<![=!<>])=(?!=)\s*(?P<rhs>.+)$", line)
+        if m:
+            candidates.append(m.group("rhs"))
+        out.update(normalise(c) for c in candidates if counts(c))
+    return out
+
+
+def reference_lines(module, label):
+    r"""The code lines of every region of ``label`` in ``solutions/<module>.py``."""
+    text = (SOLUTIONS / f"{module}.py").read_text()
+    lines = text.splitlines()
+    body = "\n".join("\n".join(lines[first + 1:last]) for lab, first, last, _ in regions(text) if lab == label)
+    return code_lines(body)
+
+
+def stub_docstrings(module, names):
+    r"""``{qualname: docstring}`` of ``names`` (functions or classes, with their methods) in the exercise file."""
+    tree = ast.parse(generated_text(module))
+    out = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name in names:
+            out[node.name] = ast.get_docstring(node) or ""
+            if isinstance(node, ast.ClassDef):
+                out.update({f"{node.name}.{m.name}": ast.get_docstring(m) or "" for m in node.body
+                            if isinstance(m, ast.FunctionDef)})
+    return out
+
+
+def _heading(cell):
+    return cell.cell_type == "markdown" and re.match(r"^#{1,4}\s", cell.source) is not None
+
+
+def exercises_of(chapter):
+    r"""``[(numbers, heading, hints, {module: [name, ...]})]``, one entry per exercise heading of ``chapter``."""
+    out, current = [], None
+    for cell in notebooks.read_chapter(chapter).cells:
+        tags = notebooks.tags(cell)
+        if cell.cell_type == "markdown" and notebooks.HINT_TAG not in tags:
+            found = exercises_in("\n".join("# " + line for line in cell.source.splitlines()))
+            if found:
+                heading = next(line for line in cell.source.splitlines() if re.match(r"#+\s+Exercises?\s", line))
+                current = ([e.number for e in found], heading.lstrip("# "), [], {})
+                out.append(current)
+                continue
+            if _heading(cell):
+                current = None
+        if current is None:
+            continue
+        if notebooks.HINT_TAG in tags:
+            current[2].append(cell.source)
+        elif cell.cell_type == "code":
+            for m in _USE.finditer(cell.source):
+                names = re.findall(r"""["'](\w+)["']""", m.group("names"))
+                current[3].setdefault(m.group("module"), []).extend(names)
+    return out
+
+
+EXERCISES = [(chapter, entry) for chapter in notebooks.chapter_names() for entry in exercises_of(chapter)]
+
+
+def test_every_exercise_of_the_book_is_found():
+    # the syllabus counts 59 exercises; a heading this test cannot read would escape it silently
+    assert sum(len(numbers) for _, (numbers, *_rest) in EXERCISES) >= 59
+    for chapter, (numbers, heading, _, used) in EXERCISES:
+        assert used, f"{chapter}: {heading!r} has no use(...) cell naming the functions the reader writes"
+        labels = {labels_of(module).get(name) for module, names in used.items() for name in names}
+        assert {f"Exercise {n}" for n in numbers} <= labels, (chapter, heading, labels)
+
+
+@pytest.mark.parametrize("chapter, entry", EXERCISES, ids=[" and ".join(e[0]) for _, e in EXERCISES])
+def test_hints_and_stub_docstrings_teach_without_the_code(chapter, entry):
+    numbers, heading, hints, used = entry
+    problems = []
+    if len(hints) < 2:
+        problems.append(f"{heading}: {len(hints)} hint(s); every exercise has two, a nudge and the key idea")
+    for module, names in used.items():
+        docstrings = stub_docstrings(module, names)
+        for name in names:
+            label = labels_of(module)[name]
+            if label.split()[-1] not in numbers:
+                continue  # a function of an earlier exercise, used again here
+            lines = reference_lines(module, label)
+            for n, hint in enumerate(hints, 1):
+                text = normalise(hint)
+                problems += [f"{heading}: hint {n} gives away the line {line!r} of {name}" for line in lines
+                             if line in text]
+            for qual, doc in docstrings.items():
+                if qual.split(".")[0] != name:
+                    continue
+                text = normalise(doc)
+                problems += [f"{heading}: the docstring of exercises/{module}.py:{qual} gives away the line "
+                             f"{line!r}" for line in lines if line in text]
+    assert not problems, f"{chapter}:\n" + "\n".join(problems)
