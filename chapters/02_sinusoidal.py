@@ -277,8 +277,8 @@ shift_rotation = use("sinusoidal", "shift_rotation")
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 1: a nudge</summary>
 #
-# Start from `xp.zeros((d_model, d_model))` and fill four entries per pair. Check $M_0$ (the
-# identity) and $d_{model} = 2$ (one block) by hand before anything larger.
+# Start from a zero matrix and fill four entries per pair. Check $M_0$ (the identity) and
+# $d_{model} = 2$ (one block) by hand before anything larger.
 # </details>
 
 # %% [markdown] tags=["hint"]
@@ -287,8 +287,9 @@ shift_rotation = use("sinusoidal", "shift_rotation")
 # Read the block off the formulas row by row: the new sine (row $2i$) is
 # $\cos k\omega_i \cdot \sin + \sin k\omega_i \cdot \cos$, so row $2i$ holds
 # $(\cos k\omega_i, \sin k\omega_i)$ in columns $2i, 2i+1$; the new cosine (row $2i+1$) holds
-# $(-\sin k\omega_i, \cos k\omega_i)$. With `even = xp.arange(0, d_model, 2)` you can fill all
-# blocks at once: `M[even, even] = c`, `M[even, even + 1] = s`, ...
+# $(-\sin k\omega_i, \cos k\omega_i)$. Case: $d_{model} = 2$, so $\omega_0 = 1$ and
+# $M_1 = \begin{bmatrix}\cos 1 & \sin 1\\ -\sin 1 & \cos 1\end{bmatrix}$; then
+# $M_1\,PE(0) = M_1 (0, 1)^\top = (\sin 1, \cos 1)^\top = PE(1)$.
 # </details>
 
 # %% tags=["answer"]

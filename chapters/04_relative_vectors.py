@@ -366,16 +366,18 @@ relative_shift = use("relative", "relative_shift")
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 1: a nudge</summary>
 #
-# Get it right for a single `(T_q, L)` block first, then make every reshape keep the leading
-# axes: `x.reshape(*lead, T_q * (L + 1))`, never `x.reshape(-1)`.
+# Get it right for a single `(T_q, L)` block first, then make every reshape keep the leading axes
+# (reshape the last two axes only, never the whole array to one dimension).
 # </details>
 
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 2: the key idea</summary>
 #
-# `padded = concatenate([zeros((*lead, T_q, 1)), x], axis=-1)`; then
-# `padded.reshape(*lead, T_q * (L + 1))[..., T_q:].reshape(*lead, T_q, L)[..., :T_k]`.
-# The slice keeps exactly $T_q L$ entries: $T_q (L + 1) - T_q$.
+# Pad one zero column in front, read the `(T_q, L + 1)` block as one flat row, drop its first $T_q$
+# entries, and cut the next $T_q L$ into rows of $L$: each row now starts one column further left than
+# the row above. Then keep the first $T_k$ columns. Work the docstring's case by hand: `[[0, 1, 2],
+# [3, 4, 5]]` padded is `[[z, 0, 1, 2], [z, 3, 4, 5]]`, flat `z 0 1 2 z 3 4 5`; drop 2: `1 2 z 3 4 5`;
+# rows of 3: `[1, 2, z], [3, 4, 5]`; the first 2 columns: `[[1, 2], [3, 4]]`.
 # </details>
 
 # %% tags=["answer"]

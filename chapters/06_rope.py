@@ -288,14 +288,15 @@ rotate_half = use("rope", "rotate_half")
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 1: a nudge</summary>
 #
-# Cut the last axis in two with `x[..., :d // 2]` and `x[..., d // 2:]`.
+# Cut the last axis into its two halves: in the rotate-half layout channel $i$ is paired with channel
+# $i + d/2$.
 # </details>
 
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 2: the key idea</summary>
 #
-# The half that moves to the front is the second one, and it carries the minus sign:
-# `concatenate([-x2, x1], axis=-1)`. Check `[1, 2, 3, 4]`: it must give `[-3, -4, 1, 2]`.
+# The half that moves to the front is the second one, and it carries the minus sign. Check `[1, 2, 3, 4]`:
+# it must give `[-3, -4, 1, 2]`. An odd last axis cannot be paired: refuse it with a `ValueError`.
 # </details>
 
 # %% tags=["answer"]
@@ -329,15 +330,16 @@ apply_rotary = use("rope", "apply_rotary")
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 1: a nudge</summary>
 #
-# The whole function is one line of arithmetic on whole arrays; the tables broadcast against
-# the leading axes of `x`.
+# The whole function is arithmetic on whole arrays; the tables broadcast against the leading axes of `x`.
 # </details>
 
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 2: the key idea</summary>
 #
-# `x * cos + rotate_half(x) * sin`, then `.astype(x.dtype)`: the tables are float64, so the
-# product of a float32 `x` with them is float64 until you cast it back.
+# A pair $(x_1, x_2)$ turned by $a$ is $(x_1 \cos a - x_2 \sin a,\ x_2 \cos a + x_1 \sin a)$, and
+# `rotate_half` already gives you $(-x_2, x_1)$: the rotation is two elementwise products with the
+# tables, added. Case: $d_{head} = 2$, `x = [1, 0]` at the angle $\pi/2$ (`cos = [0, 0]`,
+# `sin = [1, 1]`) must give `[0, 1]`. The tables are float64: a float32 `x` must come back float32.
 # </details>
 
 # %% tags=["answer"]
@@ -621,7 +623,15 @@ wavelength_table = use("rope", "wavelength_table")
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 1: a nudge</summary>
 #
-# The pair index is `xp.arange(d_head // 2)`, and the exponent is $2i/d_{head}$, not $i/d_{head}$.
+# The pair index runs over $0 \dots d_{head}/2 - 1$, and the exponent is $2i/d_{head}$, not $i/d_{head}$.
+# </details>
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 2: the key idea</summary>
+#
+# A wavelength is the number of positions one full turn takes: $2\pi/\theta_i$, that is
+# $2\pi\,\mathrm{base}^{2i/d_{head}}$. Case: $d_{head} = 4$, base 10000: the two pairs have wavelengths
+# $2\pi \approx 6.28$ and $2\pi \cdot 100 \approx 628.3$ positions.
 # </details>
 
 # %% tags=["answer"]
@@ -717,9 +727,11 @@ scaled_inv_freq = use("rope", "scaled_inv_freq")
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 2: the key idea</summary>
 #
-# NTK changes the base, not the frequencies directly: `base * factor ** (d_head / (d_head - 2))`,
-# then the usual $\mathrm{base}'^{-2i/d_{head}}$. Check: $\theta'_0 = 1$, and
-# $\theta_{d/2-1} / \theta'_{d/2-1} = s$.
+# NTK changes the base, not the frequencies directly: the new base is the old one times
+# $s^{d_{head}/(d_{head} - 2)}$, and then the usual $\theta'_i = \mathrm{base}'^{-2i/d_{head}}$.
+# Case: $d_{head} = 4$, base 10000, $s = 4$: $\mathrm{base}' = 10000 \cdot 4^2 = 160000$, so
+# $\theta'_0 = 1$ and $\theta'_1 = 1/400$ against $\theta_1 = 1/100$: the slowest pair turns exactly 4
+# times slower and the fastest not at all.
 # </details>
 
 # %% tags=["answer"]
@@ -768,8 +780,17 @@ rotate_interleaved, apply_rotary_interleaved = use("rope", "rotate_interleaved",
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 1: a nudge</summary>
 #
-# `x[..., 0::2]` and `x[..., 1::2]` are the first and second channels of every pair; stack the
-# turned pair on a new last axis and reshape back.
+# In the interleaved layout pair $i$ is channels $2i$ and $2i + 1$: take every other channel, turn each
+# pair, and put the two channels of a pair back side by side.
+# </details>
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 2: the key idea</summary>
+#
+# A quarter turn sends a pair $(a, b)$ to $(-b, a)$. Case: `[1, 2, 3, 4]` must give `[-2, 1, -4, 3]`.
+# Exercise 6.9 is then Exercise 6.2 with this turn in place of `rotate_half`, on tables whose angles
+# repeat pairwise ($\theta_0, \theta_0, \theta_1, \theta_1, \dots$) and whose shape must match `x`'s last
+# two axes.
 # </details>
 
 # %% tags=["answer"]
@@ -818,6 +839,15 @@ interleaved_to_half_permutation = use("rope", "interleaved_to_half_permutation")
 # <details><summary>Hint 1: a nudge</summary>
 #
 # For `d_head = 4` the answer is `[0, 2, 1, 3]`. Write that one out by hand first.
+# </details>
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 2: the key idea</summary>
+#
+# Entry $c$ of the answer is the interleaved channel that lands at rotate-half channel $c$: the first
+# half collects the first channel of every pair ($2i$), the second half their partners ($2i + 1$).
+# Case: `d_head = 6` gives `[0, 2, 4, 1, 3, 5]`; check that pair 1 (channels 2 and 3) lands at channels
+# 1 and 4, $d_{head}/2$ apart, as rotate-half pairs them.
 # </details>
 
 # %% tags=["answer"]
@@ -930,17 +960,18 @@ decode = use("rope", "decode")
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 1: a nudge</summary>
 #
-# Loop over the steps `(0, prefill)`, then `(t, t + 1)` for each later `t`. Each step needs the
-# tables of its own positions: `rotary(stop - start, offset=start)`.
+# Loop over the steps: the prefill first, then one token at a time. Each step needs the rotation tables
+# of its own positions, not those of positions 0 onward.
 # </details>
 
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 2: the key idea</summary>
 #
-# Rotate the step's queries and keys with those tables, append the rotated keys and the values
-# to the cache (`xp.concatenate(..., axis=-2)`), and attend with
-# `causal_attention(q_new, cache_k, cache_v, xp.arange(start, stop), xp.arange(stop))`. The
-# offset of token `t` is `t`: the number of tokens already cached.
+# Rotate the step's queries and keys with those tables, append the rotated keys (once: a cached key is
+# never turned again) and the values to the cache, and attend the new queries to everything cached,
+# with the positions of queries and keys so the future is masked. Case: $T = 4$, `prefill = 2`: three
+# steps, at positions `[0, 1]`, `[2]` and `[3]`; the cache ends with 4 keys and the output,
+# `(B, H, 4, d_head)`, equals the uncached causal attention.
 # </details>
 
 # %% tags=["answer"]

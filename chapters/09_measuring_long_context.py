@@ -131,10 +131,11 @@ loss_by_position = use("long_context", "loss_by_position")
 # </details>
 
 # %% [markdown] tags=["hint"]
-# <details><summary>Hint 2: the short last bucket</summary>
+# <details><summary>Hint 2: the key idea</summary>
 #
-# `range(0, T, bucket)` gives every bucket's first position, the last one included; slicing
-# `[s:s + bucket]` stops at T by itself. A reshape to `(N, T // bucket, bucket)` drops the tail.
+# Every bucket starts at a multiple of `bucket`, the last one too, even when it is short. Case: $T = 5$,
+# `bucket = 2`, one sequence of losses `[1, 2, 3, 4, 5]`: the buckets `[1, 2]`, `[3, 4]`, `[5]` give
+# `[1.5, 3.5, 5.0]`. A reshape into equal buckets would drop the 5.
 # </details>
 
 # %% tags=["answer"]
