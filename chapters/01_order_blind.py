@@ -377,15 +377,15 @@ uniform_causal_attention = use("order", "uniform_causal_attention")
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 1: a nudge</summary>
 #
-# A running sum along the position axis (`xp.cumsum(v, axis=-2)`), divided by how many terms each
-# entry of it holds.
+# A running sum along the position axis, divided by how many terms each entry of it holds.
 # </details>
 
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 2: the key idea</summary>
 #
-# Row $i$ holds $i + 1$ terms: divide by `arange(1, T + 1)` as a column `(T, 1)`, built in `v`'s dtype
-# so a float32 input stays float32.
+# Row $i$ holds $i + 1$ terms: divide by $1, 2, \dots, T$ as a column `(T, 1)`, built in `v`'s dtype so
+# a float32 input stays float32. Case: the values `[1, 0, 0, 0]` (one channel) have the running sums
+# `[1, 1, 1, 1]`, and the outputs `[1, 1/2, 1/3, 1/4]`.
 # </details>
 
 # %% tags=["answer"]

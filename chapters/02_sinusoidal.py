@@ -154,10 +154,10 @@ sinusoidal_positional_encoding = use("sinusoidal", "sinusoidal_positional_encodi
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 2: the key idea</summary>
 #
-# `xp.arange(0, d_model, 2)` gives the values $2i$ directly, so the exponent is
-# `-two_i / d_model` (not `-2 * two_i / d_model`). To interleave, stack sin and cos on a new
-# last axis, `(T, d_model/2, 2)`, and reshape to `(T, d_model)`; or assign `pe[:, 0::2]` and
-# `pe[:, 1::2]`.
+# The frequencies are $\mathrm{base}^{-2i/d_{model}}$ for $i = 0, \dots, d_{model}/2 - 1$: if you build
+# the values $2i$ directly, the exponent divides them by $d_{model}$ once, not twice. Sines go to the even
+# columns, cosines to the odd ones. Case: $d_{model} = 4$, base 10000: $\omega = (1, 0.01)$, so row 1 is
+# $(\sin 1, \cos 1, \sin 0.01, \cos 0.01) = (0.841, 0.540, 0.010, 1.000)$.
 # </details>
 
 # %% tags=["answer"]

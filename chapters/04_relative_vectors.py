@@ -141,16 +141,17 @@ clipped_relative_index = use("relative", "clipped_relative_index")
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 1: a nudge</summary>
 #
-# Broadcast: `k_pos[None, :]` against `q_pos[:, None]` gives every pair at once. Which one is
-# subtracted from which decides whether the past gets the low rows.
+# Broadcast a column of query positions against a row of key positions to get every pair at once.
+# Which one is subtracted from which decides whether the past gets the low rows.
 # </details>
 
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 2: the key idea</summary>
 #
-# `xp.clip(distance, -k, k)` runs from $-k$ to $k$; table rows start at 0, so add $k$. Use the
-# positions themselves, not `arange(T_q)`: when decoding, the one query sits at the last key's
-# position.
+# Clip the distance to $[-k, k]$, then shift it so the rows start at 0. Use the positions themselves,
+# not $0 \dots T_q - 1$: when decoding, the one query sits at the last key's position. Case:
+# `q_pos = [5]`, `k_pos = [0, ..., 7]`, `k = 2`: the distances $-5 \dots 2$ clip to
+# $-2, -2, -2, -2, -1, 0, 1, 2$ and give the rows `[[0, 0, 0, 0, 1, 2, 3, 4]]`.
 # </details>
 
 # %% tags=["answer"]

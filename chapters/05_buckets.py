@@ -129,18 +129,18 @@ relative_position_bucket = use("t5", "relative_position_bucket")
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 1: a nudge</summary>
 #
-# Work with `n = -relative_position` throughout; in the bidirectional case keep the half offset
-# in a separate array (`(n < 0) * num_buckets` after halving) and add it at the end.
+# Work with $n = -$`relative_position` throughout (positive for keys in the past). In the
+# bidirectional case keep the future's offset into the upper half apart, and add it at the end.
 # </details>
 
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 2: the key idea</summary>
 #
-# The logarithm of 0 is undefined, and `xp.where` evaluates both branches: compute the
-# logarithmic bucket from `max(n, max_exact)`, then pick `n` where `n < max_exact`. Floor with
-# `.astype(int64)` (every value is non-negative), and add `1e-6` inside the logarithm: a
-# distance that sits exactly on a boundary (8 with 18 buckets) must not round into the bucket
-# below.
+# The logarithm of 0 is undefined, and a select between two arrays evaluates both: compute the
+# logarithmic bucket from the distances raised to at least `max_exact`, then pick the exact distance
+# where it is small. Floor by casting to an integer (every value is non-negative), and add `1e-6`
+# inside the logarithm: a distance that sits exactly on a boundary (8 with 18 buckets) must not round
+# into the bucket below. Case, with the defaults: $-1 \to 1$, $+1 \to 17$, $-16 \to 10$, $-200 \to 15$.
 # </details>
 
 # %% tags=["answer"]

@@ -256,17 +256,18 @@ fig.tight_layout()
 alibi_bias = use("alibi", "alibi_bias")
 
 # %% [markdown] tags=["hint"]
-# <details><summary>Hint 1: positions first</summary>
+# <details><summary>Hint 1: a nudge</summary>
 #
-# Build the query positions `arange(T_k - T_q, T_k)` as a column and the key positions
-# `arange(T_k)` as a row; their difference is the `(T_q, T_k)` matrix of $i - j$.
+# The queries are the last $T_q$ of the $T_k$ positions. Build their positions as a column and the key
+# positions as a row; their difference is the `(T_q, T_k)` matrix of $i - j$.
 # </details>
 
 # %% [markdown] tags=["hint"]
-# <details><summary>Hint 2: broadcasting into four axes</summary>
+# <details><summary>Hint 2: the key idea</summary>
 #
-# Clamp the distances at 0, then multiply `-slopes[None, :, None, None]` by
-# `distance[None, None, :, :]`: `(1, H, 1, 1)` times `(1, 1, T_q, T_k)` is `(1, H, T_q, T_k)`.
+# Clamp the distances at 0, then give the slopes and the distances their own axes so they broadcast:
+# `(1, H, 1, 1)` times `(1, 1, T_q, T_k)` is `(1, H, T_q, T_k)`. Case: one head (slope $1/256$),
+# $T_q = 1$, $T_k = 3$: the query sits at position 2 and its bias row is $-(2, 1, 0)/256$.
 # </details>
 
 # %% tags=["answer"]

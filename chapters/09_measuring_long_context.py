@@ -202,11 +202,11 @@ loss_inside_and_beyond = use("long_context", "loss_inside_and_beyond")
 # </details>
 
 # %% [markdown] tags=["hint"]
-# <details><summary>Hint 2: the boundary</summary>
+# <details><summary>Hint 2: the key idea</summary>
 #
-# `token_losses[:, :train_len]` is inside, `token_losses[:, train_len:]` beyond. The loss at
-# `train_len - 1` predicts token `train_len`, but the query sits at `train_len - 1`, a position
-# every training window had.
+# Inside is every position before `train_len`, beyond every position from `train_len` on. The loss at
+# `train_len - 1` predicts token `train_len`, but its query sits at `train_len - 1`, a position every
+# training window had. Case: `train_len = 2` and the losses `[[1, 1, 4, 6]]` give `[1.0, 5.0]`.
 # </details>
 
 # %% tags=["answer"]

@@ -476,10 +476,12 @@ test_cache_policy = use("caches", "test_cache_policy")
 # </details>
 
 # %% [markdown] tags=["hint"]
-# <details><summary>Hint 2: the exact count</summary>
+# <details><summary>Hint 2: the key idea</summary>
 #
-# `len(kept) == min(n_tokens, n_sink + window)` catches both a window that is too long and one
-# that counts the sinks; `kept == sorted(set(kept))` catches duplicates and the wrong order.
+# Count exactly: the number kept is the smaller of `n_tokens` and `n_sink + window`, which catches a
+# window one too long and one that counts the sinks; and the kept indices equal their own sorted copy
+# without repeats, which catches duplicates and the wrong order. Case worked by hand:
+# `keep_indices(10, 4, 2)` is `[0, 1, 6, 7, 8, 9]`, and `keep_indices(5, 4, 2)` is `[0, 1, 2, 3, 4]`.
 # </details>
 
 # %% tags=["answer"]

@@ -13,14 +13,19 @@ then every space and backtick removed); lines shorter than 12 characters after t
 count (``return y``, ``pass``, ``)``, ``else:``), and so are a bare name (one line of a call split over
 several) and a call that only names its arguments, ``f(a, b, key=c)``: that is how a given function is
 called, which a contract states (a call of the array library, ``xp.arange(n)``, or of ``range`` still
-counts). The right-hand side of an assignment counts as a line
-of its own (``x = a + b`` is given away by ``a + b`` alone). A hint or a docstring fails when any
+counts), and a new name for a given one (``L = original_max_position_embeddings``). The right-hand
+side of an assignment counts as a line of its own (``x = a + b`` is given away by ``a + b`` alone). A hint or a docstring fails when any
 such line appears, normalised the same way, anywhere in its text (line breaks removed too, so a line
-of code split over two lines of markdown still counts). Every exercise also needs at least two hints:
-a nudge, then the key idea with a small case to test it on.
+of code split over two lines of markdown still counts). A hint is held to more than a docstring: no
+piece of a line may appear in it either, that is no call, operation, subscript or comparison of the
+reference (each sub-expression, normalised the same way) of 14 characters or more, the same
+exemptions applied. A docstring may name a condition of its contract that the code also tests
+(``offset + T > T_max`` is refused). Every exercise also needs at least two hints: a nudge, then the
+key idea with a small case to test it on.
 """
 import ast
 import re
+import textwrap
 
 import pytest
 
@@ -45,6 +50,8 @@ _NAMED_CALL = re.compile(r"^(?!(?:xp|hostnp|math)\.)(?!range\()[\w.]+\((?:[\w.]+
 def counts(line):
     r"""Whether a (stripped) line of code is one that gives something away (see the module docstring)."""
     n = normalise(line)
+    if re.fullmatch(r"[\w.]+=[\w.]+", n):  # a new name for a given one, ``L = original_max_position_embeddings``
+        return False
     return len(n) >= SHORTEST and re.search(r"[-+*/%<>=(\[]", n) is not None and not _NAMED_CALL.match(re.sub(r"\s+", "", line))
 
 
@@ -64,12 +71,31 @@ def code_lines(body):
     return out
 
 
-def reference_lines(module, label):
-    r"""The code lines of every region of ``label`` in ``solutions/<module>.py``."""
+SHORTEST_PIECE = 14  # normalised characters, for the pieces of a line that a hint may not hold either
+
+
+def reference_body(module, label):
+    r"""Every region of ``label`` in ``solutions/<module>.py``, unindented, one after the other."""
     text = (SOLUTIONS / f"{module}.py").read_text()
     lines = text.splitlines()
-    body = "\n".join("\n".join(lines[first + 1:last]) for lab, first, last, _ in regions(text) if lab == label)
-    return code_lines(body)
+    return "\n".join(textwrap.dedent("\n".join(lines[first + 1:last]))
+                     for lab, first, last, _ in regions(text) if lab == label)
+
+
+def reference_lines(module, label):
+    r"""The code lines of every region of ``label`` in ``solutions/<module>.py``."""
+    return code_lines(reference_body(module, label))
+
+
+def reference_pieces(module, label):
+    r"""The calls, operations, subscripts and comparisons of the reference that give something away."""
+    out = set()
+    for node in ast.walk(ast.parse(reference_body(module, label))):
+        if isinstance(node, (ast.Call, ast.BinOp, ast.Subscript, ast.Compare)):
+            piece = ast.unparse(node)
+            if counts(piece) and len(normalise(piece)) >= SHORTEST_PIECE:
+                out.add(normalise(piece))
+    return out
 
 
 def stub_docstrings(module, names):
@@ -139,10 +165,11 @@ def test_hints_and_stub_docstrings_teach_without_the_code(chapter, entry):
             if label.split()[-1] not in numbers:
                 continue  # a function of an earlier exercise, used again here
             lines = reference_lines(module, label)
+            pieces = reference_pieces(module, label) | lines
             for n, hint in enumerate(hints, 1):
                 text = normalise(hint)
-                problems += [f"{heading}: hint {n} gives away the line {line!r} of {name}" for line in lines
-                             if line in text]
+                problems += [f"{heading}: hint {n} gives away {piece!r} of {name}'s reference" for piece in pieces
+                             if piece in text]
             for qual, doc in docstrings.items():
                 if qual.split(".")[0] != name:
                     continue
