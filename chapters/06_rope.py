@@ -392,17 +392,18 @@ RotaryEmbedding = use("rope", "RotaryEmbedding")
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 1: a nudge</summary>
 #
-# `xp.arange(0, d_head, 2)` gives the values $2i$; the angles are an outer product of the
-# positions and `inv_freq`.
+# Two parts: the constructor computes the $d_{head}/2$ frequencies $\theta_i$ once; each call turns
+# positions into angles, one per position and pair.
 # </details>
 
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 2: the key idea</summary>
 #
-# `angles = pos[:, None] * inv_freq[None, :]` is `(T, d_head/2)`: one angle per pair. The
-# rotate-half layout needs each angle in column `i` and again in column `i + d_head/2`, so
-# concatenate `angles` with itself before taking `cos` and `sin`. And the positions start at
-# `offset`, not at 0.
+# The angles are an outer product, `(T, d_head/2)`: position $m$ times $\theta_i$. The rotate-half
+# layout needs each angle in column $i$ and again in column $i + d_{head}/2$, so put the angle array
+# beside itself before taking cos and sin. And the positions start at `offset`, not at 0. Case:
+# $d_{head} = 4$, base 10000, $T = 1$, `offset = 2`: $\theta = (1, 0.01)$, the angles are
+# $(2, 0.02, 2, 0.02)$, and `cos` is about $(-0.416, 1.000, -0.416, 1.000)$.
 # </details>
 
 # %% tags=["answer"]
@@ -553,7 +554,7 @@ test_rope_properties = use("rope", "test_rope_properties")
 # with cos and sin swapped, pairs of the other convention. Add what defines the rotation
 # itself: it keeps every vector's length (on a call with several positions), position 0
 # changes nothing, and at position 1 the unit vector of channel $i$ turns to
-# $\cos	heta_i$ there and $+\sin	heta_i$ in channel $i + d/2$.
+# $\cos\theta_i$ there and $+\sin\theta_i$ in channel $i + d/2$.
 # </details>
 
 # %% tags=["answer"]

@@ -7,21 +7,20 @@ the functions the reader writes. Each name's label (``Exercise N.M``) leads to i
 ``solutions/<module>.py`` (every region of that label, so a class's methods count together) and to its
 stub docstring in the generated ``exercises/<module>.py``.
 
-The rule for "a shared line of code": each line of the reference body is normalised (its trailing
-comment dropped, a leading ``return`` dropped, the prefixes ``xp.``, ``hostnp.`` and ``math.`` dropped,
-then every space and backtick removed); lines shorter than 12 characters after that are too trivial to
-count (``return y``, ``pass``, ``)``, ``else:``), and so are a bare name (one line of a call split over
-several) and a call that only names its arguments, ``f(a, b, key=c)``: that is how a given function is
-called, which a contract states (a call of the array library, ``xp.arange(n)``, or of ``range`` still
-counts), and a new name for a given one (``L = original_max_position_embeddings``). The right-hand
-side of an assignment counts as a line of its own (``x = a + b`` is given away by ``a + b`` alone). A hint or a docstring fails when any
-such line appears, normalised the same way, anywhere in its text (line breaks removed too, so a line
-of code split over two lines of markdown still counts). A hint is held to more than a docstring: no
-piece of a line may appear in it either, that is no call, operation, subscript or comparison of the
-reference (each sub-expression, normalised the same way) of 14 characters or more, the same
-exemptions applied. A docstring may name a condition of its contract that the code also tests
-(``offset + T > T_max`` is refused). Every exercise also needs at least two hints: a nudge, then the
-key idea with a small case to test it on.
+The rule for "a shared line of code": each line of the reference body is normalised (its trailing comment
+dropped, a leading ``return`` dropped, the prefixes ``xp.``, ``hostnp.``, ``math.`` and ``self.`` dropped,
+then every space and backtick removed); lines shorter than 12 characters after that are too trivial to count
+(``return y``, ``pass``, ``)``, ``else:``), and so are a bare name (one line of a call split over several) and
+a call that only names its arguments, ``f(a, b, key=c)``: that is how a given function is called, which a
+contract states (a call of the array library, ``xp.arange(n)``, or of ``range`` still counts), and a new name
+for a given one (``L = original_max_position_embeddings``). The right-hand side of an assignment counts as a
+line of its own (``x = a + b`` is given away by ``a + b`` alone). A hint or a docstring fails when any such
+line appears, normalised the same way, anywhere in its text (line breaks removed too, so a line of code split
+over two lines of markdown still counts). A hint is held to more than a docstring: no piece of a line may
+appear in it either, that is no call, operation, subscript or comparison of the reference (each
+sub-expression, normalised the same way) of 14 characters or more, the same exemptions applied. A docstring
+may name a condition of its contract that the code also tests (``offset + T > T_max`` is refused). Every
+exercise also needs at least two hints: a nudge, then the key idea with a small case to test it on.
 """
 import ast
 import re
@@ -40,11 +39,12 @@ _USE = re.compile(r"""\buse\(\s*["'](?P<module>\w+)["']\s*,(?P<names>[^)]*)\)"""
 
 def normalise(text):
     r"""``text`` without prefixes, spaces, line breaks or backticks: what two spellings of one line share."""
-    text = re.sub(r"\b(?:xp|hostnp|math)\.", "", text)
+    text = re.sub(r"\b(?:xp|hostnp|math|self)\.", "", text)
     return re.sub(r"[\s`]+", "", text)
 
 
-_NAMED_CALL = re.compile(r"^(?!(?:xp|hostnp|math)\.)(?!range\()[\w.]+\((?:[\w.]+(?:=[\w.]+)?(?:,[\w.]+(?:=[\w.]+)?)*)?\)$")
+_ARG = r"[\w.]+(?:=[\w.]+)?"  # a name, a number, or a keyword set to one
+_NAMED_CALL = re.compile(rf"^(?!(?:xp|hostnp|math)\.)(?!range\()[\w.]+\((?:{_ARG}(?:,{_ARG})*)?\)$")
 
 
 def counts(line):
@@ -52,7 +52,9 @@ def counts(line):
     n = normalise(line)
     if re.fullmatch(r"[\w.]+=[\w.]+", n):  # a new name for a given one, ``L = original_max_position_embeddings``
         return False
-    return len(n) >= SHORTEST and re.search(r"[-+*/%<>=(\[]", n) is not None and not _NAMED_CALL.match(re.sub(r"\s+", "", line))
+    if len(n) < SHORTEST or re.search(r"[-+*/%<>=(\[]", n) is None:
+        return False
+    return not _NAMED_CALL.match(re.sub(r"\s+", "", line))
 
 
 def code_lines(body):
@@ -123,7 +125,8 @@ def exercises_of(chapter):
         if cell.cell_type == "markdown" and notebooks.HINT_TAG not in tags:
             found = exercises_in("\n".join("# " + line for line in cell.source.splitlines()))
             if found:
-                heading = next(line for line in cell.source.splitlines() if re.match(r"#+\s+Exercises?\s", line))
+                heading = next(line for line in cell.source.splitlines()
+                               if re.match(r"#+\s+Exercises?\s", line))
                 current = ([e.number for e in found], heading.lstrip("# "), [], {})
                 out.append(current)
                 continue
@@ -168,8 +171,8 @@ def test_hints_and_stub_docstrings_teach_without_the_code(chapter, entry):
             pieces = reference_pieces(module, label) | lines
             for n, hint in enumerate(hints, 1):
                 text = normalise(hint)
-                problems += [f"{heading}: hint {n} gives away {piece!r} of {name}'s reference" for piece in pieces
-                             if piece in text]
+                problems += [f"{heading}: hint {n} gives away {piece!r} of {name}'s reference"
+                             for piece in pieces if piece in text]
             for qual, doc in docstrings.items():
                 if qual.split(".")[0] != name:
                     continue
