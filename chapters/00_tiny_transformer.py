@@ -487,8 +487,8 @@ cross_entropy = use("engine", "cross_entropy")
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 1: a nudge</summary>
 #
-# Compute the log-softmax of every row first, `(..., V)`, then pick the entry of each row's target
-# with `xp.take_along_axis(log_p, targets[..., None], axis=-1)`.
+# Compute the log-softmax of every row first, `(..., V)`, in the log-sum-exp form, then pick from each
+# row the entry of its target: an index along the last axis, one per row.
 # </details>
 
 # %% [markdown] tags=["hint"]

@@ -108,16 +108,17 @@ permutation_gap = use("order", "permutation_gap")
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 1: a nudge</summary>
 #
-# If `f` is equivariant, the output at position `t` of the shuffled run belongs to the token that sat
-# at `perm[t]`, so it equals `y[:, perm[t]]`. Index `y` with `perm` along axis 1.
+# The output of the shuffled run at position $t$ belongs to one token of the original sequence. At which
+# position of the original did that token sit? Answer it for `perm = [2, 0, 1]` before you index anything.
 # </details>
 
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 2: the key idea</summary>
 #
-# Test your direction on a permutation that is not its own inverse: for `perm = [2, 0, 1]`,
-# `y[:, perm]` and `y[:, argsort(perm)]` differ, and only one of them is right. A reversal cannot
-# tell them apart.
+# Work one case by hand: `y = [[10, 20, 30]]` (one channel) and `perm = [2, 0, 1]`. The shuffled input
+# holds tokens 2, 0, 1, so an equivariant `f` gives `y_perm = [[30, 10, 20]]`, and the gap must be 0:
+# your un-shuffled `y` must read `[[30, 10, 20]]` too. The other direction reads `[[20, 30, 10]]` and a
+# gap of 20. A reversal is its own inverse, so it cannot tell the two directions apart.
 # </details>
 
 # %% tags=["answer"]
@@ -187,16 +188,17 @@ self_attention = use("order", "self_attention")
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 1: a nudge</summary>
 #
-# The scores are `q @ swapaxes(k, -1, -2) / sqrt(d_k)`, shape `(B, T, T)`: row $i$ is query $i$
-# against every key. The softmax normalises each row.
+# The scores are every query against every key, `(B, T, T)`, scaled by $1/\sqrt{d_k}$: row $i$ is query
+# $i$. The softmax normalises each row.
 # </details>
 
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 2: the key idea</summary>
 #
-# The causal mask is the lower triangle, diagonal included: `arange(T)[None, :] <= arange(T)[:, None]`
-# is True where key $j \le$ query $i$. Put $-\infty$ elsewhere before the softmax, and do nothing at
-# all when `causal=False`.
+# The causal mask keeps key $j$ for query $i$ when $j \le i$: the lower triangle, diagonal included;
+# the rest gets $-\infty$ before the softmax, and `causal=False` masks nothing. Case: $T = 3$ with every
+# score 0: causal weights are the rows $(1, 0, 0)$, $(1/2, 1/2, 0)$, $(1/3, 1/3, 1/3)$; without the mask
+# every row is $(1/3, 1/3, 1/3)$.
 # </details>
 
 # %% tags=["answer"]
@@ -374,15 +376,15 @@ uniform_causal_attention = use("order", "uniform_causal_attention")
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 1: a nudge</summary>
 #
-# A running sum along the position axis (`xp.cumsum(v, axis=-2)`), divided by how many terms each
-# entry of it holds.
+# A running sum along the position axis, divided by how many terms each entry of it holds.
 # </details>
 
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 2: the key idea</summary>
 #
-# Row $i$ holds $i + 1$ terms: divide by `arange(1, T + 1)` as a column `(T, 1)`, built in `v`'s dtype
-# so a float32 input stays float32.
+# Row $i$ holds $i + 1$ terms: divide by $1, 2, \dots, T$ as a column `(T, 1)`, built in `v`'s dtype so
+# a float32 input stays float32. Case: the values `[1, 0, 0, 0]` (one channel) have the running sums
+# `[1, 1, 1, 1]`, and the outputs `[1, 1/2, 1/3, 1/4]`.
 # </details>
 
 # %% tags=["answer"]

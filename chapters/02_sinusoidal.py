@@ -151,10 +151,10 @@ sinusoidal_positional_encoding = use("sinusoidal", "sinusoidal_positional_encodi
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 2: the key idea</summary>
 #
-# `xp.arange(0, d_model, 2)` gives the values $2i$ directly, so the exponent is
-# `-two_i / d_model` (not `-2 * two_i / d_model`). To interleave, stack sin and cos on a new
-# last axis, `(T, d_model/2, 2)`, and reshape to `(T, d_model)`; or assign `pe[:, 0::2]` and
-# `pe[:, 1::2]`.
+# The frequencies are $\mathrm{base}^{-2i/d_{model}}$ for $i = 0, \dots, d_{model}/2 - 1$: if you build
+# the values $2i$ directly, the exponent divides them by $d_{model}$ once, not twice. Sines go to the even
+# columns, cosines to the odd ones. Case: $d_{model} = 4$, base 10000: $\omega = (1, 0.01)$, so row 1 is
+# $(\sin 1, \cos 1, \sin 0.01, \cos 0.01) = (0.841, 0.540, 0.010, 1.000)$.
 # </details>
 
 # %% tags=["answer"]
@@ -274,8 +274,8 @@ shift_rotation = use("sinusoidal", "shift_rotation")
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 1: a nudge</summary>
 #
-# Start from `xp.zeros((d_model, d_model))` and fill four entries per pair. Check $M_0$ (the
-# identity) and $d_{model} = 2$ (one block) by hand before anything larger.
+# Start from a zero matrix and fill four entries per pair. Check $M_0$ (the identity) and
+# $d_{model} = 2$ (one block) by hand before anything larger.
 # </details>
 
 # %% [markdown] tags=["hint"]
@@ -284,8 +284,9 @@ shift_rotation = use("sinusoidal", "shift_rotation")
 # Read the block off the formulas row by row: the new sine (row $2i$) is
 # $\cos k\omega_i \cdot \sin + \sin k\omega_i \cdot \cos$, so row $2i$ holds
 # $(\cos k\omega_i, \sin k\omega_i)$ in columns $2i, 2i+1$; the new cosine (row $2i+1$) holds
-# $(-\sin k\omega_i, \cos k\omega_i)$. With `even = xp.arange(0, d_model, 2)` you can fill all
-# blocks at once: `M[even, even] = c`, `M[even, even + 1] = s`, ...
+# $(-\sin k\omega_i, \cos k\omega_i)$. Case: $d_{model} = 2$, so $\omega_0 = 1$ and
+# $M_1 = \begin{bmatrix}\cos 1 & \sin 1\\ -\sin 1 & \cos 1\end{bmatrix}$; then
+# $M_1\,PE(0) = M_1 (0, 1)^\top = (\sin 1, \cos 1)^\top = PE(1)$.
 # </details>
 
 # %% tags=["answer"]

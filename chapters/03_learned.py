@@ -114,15 +114,17 @@ position_rows = use("learned", "position_rows")
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 1: a nudge</summary>
 #
-# `weight[offset:offset + T]` is `(T, d_model)`. What does indexing with `None` in front do?
+# Two things to get right besides the rows themselves: the leading axis of size 1 (the rows broadcast
+# against a `(B, T, d_model)` batch of embeddings), and what happens when the positions run past the table.
 # </details>
 
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 2: the key idea</summary>
 #
-# Check first, slice second: NumPy does not complain when a slice runs past the end, it returns
-# fewer rows. `T_max = weight.shape[0]`; refuse when `offset < 0 or offset + T > T_max`; then
-# `return weight[None, offset:offset + T]`.
+# Check first, slice second: NumPy does not complain when a slice runs past the end, it returns fewer
+# rows. Case: a table of 10 rows. `T = 3, offset = 7` is rows 7, 8, 9, shape `(1, 3, d_model)`;
+# `T = 3, offset = 8` must raise `ValueError` (there is no position 10), where a bare slice would
+# quietly return 2 rows. A negative offset is refused too.
 # </details>
 
 # %% tags=["answer"]
@@ -343,16 +345,17 @@ cached_decode = use("learned", "cached_decode")
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 1: a nudge</summary>
 #
-# After the prefill call, how many tokens are in the cache? That number is the position of the
-# next token. Does it depend on the batch size?
+# After the prefill call, how many tokens are in the cache? That number is the position of the next
+# token. Does it depend on the batch size?
 # </details>
 
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 2: the key idea</summary>
 #
-# `logits, cache = step(params, ids[:, :prefill], None, 0)`, then
-# `for t in range(prefill, T): logits, cache = step(params, ids[:, t:t + 1], cache, t)`, keeping
-# each `logits`; `xp.concatenate(..., axis=1)` at the end.
+# One call for the prefix, then one call per remaining token, each with the offset equal to the number
+# of tokens already cached. Case: $T = 5$, `prefill = 2`: four calls, tokens `[0, 2)` at offset 0, then
+# token 2 at offset 2, token 3 at 3, token 4 at 4. Their logits, `(B, 2, V)` and three `(B, 1, V)`,
+# join along the time axis into `(B, 5, V)`, equal to one full pass. A batch of 3 changes no offset.
 # </details>
 
 # %% tags=["answer"]

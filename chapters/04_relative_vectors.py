@@ -138,16 +138,17 @@ clipped_relative_index = use("relative", "clipped_relative_index")
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 1: a nudge</summary>
 #
-# Broadcast: `k_pos[None, :]` against `q_pos[:, None]` gives every pair at once. Which one is
-# subtracted from which decides whether the past gets the low rows.
+# Broadcast a column of query positions against a row of key positions to get every pair at once.
+# Which one is subtracted from which decides whether the past gets the low rows.
 # </details>
 
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 2: the key idea</summary>
 #
-# `xp.clip(distance, -k, k)` runs from $-k$ to $k$; table rows start at 0, so add $k$. Use the
-# positions themselves, not `arange(T_q)`: when decoding, the one query sits at the last key's
-# position.
+# Clip the distance to $[-k, k]$, then shift it so the rows start at 0. Use the positions themselves,
+# not $0 \dots T_q - 1$: when decoding, the one query sits at the last key's position. Case:
+# `q_pos = [5]`, `k_pos = [0, ..., 7]`, `k = 2`: the distances $-5 \dots 2$ clip to
+# $-2, -2, -2, -2, -1, 0, 1, 2$ and give the rows `[[0, 0, 0, 0, 1, 2, 3, 4]]`.
 # </details>
 
 # %% tags=["answer"]
@@ -363,16 +364,18 @@ relative_shift = use("relative", "relative_shift")
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 1: a nudge</summary>
 #
-# Get it right for a single `(T_q, L)` block first, then make every reshape keep the leading
-# axes: `x.reshape(*lead, T_q * (L + 1))`, never `x.reshape(-1)`.
+# Get it right for a single `(T_q, L)` block first, then make every reshape keep the leading axes
+# (reshape the last two axes only, never the whole array to one dimension).
 # </details>
 
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 2: the key idea</summary>
 #
-# `padded = concatenate([zeros((*lead, T_q, 1)), x], axis=-1)`; then
-# `padded.reshape(*lead, T_q * (L + 1))[..., T_q:].reshape(*lead, T_q, L)[..., :T_k]`.
-# The slice keeps exactly $T_q L$ entries: $T_q (L + 1) - T_q$.
+# Pad one zero column in front, read the `(T_q, L + 1)` block as one flat row, drop its first $T_q$
+# entries, and cut the next $T_q L$ into rows of $L$: each row now starts one column further left than
+# the row above. Then keep the first $T_k$ columns. Work the docstring's case by hand: `[[0, 1, 2],
+# [3, 4, 5]]` padded is `[[z, 0, 1, 2], [z, 3, 4, 5]]`, flat `z 0 1 2 z 3 4 5`; drop 2: `1 2 z 3 4 5`;
+# rows of 3: `[1, 2, z], [3, 4, 5]`; the first 2 columns: `[[1, 2], [3, 4]]`.
 # </details>
 
 # %% tags=["answer"]

@@ -126,18 +126,18 @@ relative_position_bucket = use("t5", "relative_position_bucket")
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 1: a nudge</summary>
 #
-# Work with `n = -relative_position` throughout; in the bidirectional case keep the half offset
-# in a separate array (`(n < 0) * num_buckets` after halving) and add it at the end.
+# Work with $n = -$`relative_position` throughout (positive for keys in the past). In the
+# bidirectional case keep the future's offset into the upper half apart, and add it at the end.
 # </details>
 
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 2: the key idea</summary>
 #
-# The logarithm of 0 is undefined, and `xp.where` evaluates both branches: compute the
-# logarithmic bucket from `max(n, max_exact)`, then pick `n` where `n < max_exact`. Floor with
-# `.astype(int64)` (every value is non-negative), and add `1e-6` inside the logarithm: a
-# distance that sits exactly on a boundary (8 with 18 buckets) must not round into the bucket
-# below.
+# The logarithm of 0 is undefined, and a select between two arrays evaluates both: compute the
+# logarithmic bucket from the distances raised to at least `max_exact`, then pick the exact distance
+# where it is small. Floor by casting to an integer (every value is non-negative), and add `1e-6`
+# inside the logarithm: a distance that sits exactly on a boundary (8 with 18 buckets) must not round
+# into the bucket below. Case, with the defaults: $-1 \to 1$, $+1 \to 17$, $-16 \to 10$, $-200 \to 15$.
 # </details>
 
 # %% tags=["answer"]
@@ -509,8 +509,9 @@ swin_relative_index = use("t5", "swin_relative_index")
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 1: a nudge</summary>
 #
-# `p = xp.arange(w * w)`, then `y, x = p // w, p % w`; broadcast `y[:, None] - y[None, :]` for
-# every pair at once.
+# Give every token of the window its row and column first (raster order: token $p$ sits at row
+# $\lfloor p / w \rfloor$, column $p \bmod w$), then form the offsets of every pair at once by
+# broadcasting a column against a row.
 # </details>
 
 # %% [markdown] tags=["hint"]
@@ -518,6 +519,8 @@ swin_relative_index = use("t5", "swin_relative_index")
 #
 # Shift both offsets by $w - 1$ so they run from 0 to $2w - 2$, then combine them with a stride
 # of $2w - 1$ (not $w$: the column offset takes $2w - 1$ values). Query minus key, row first.
+# Case, $w = 2$: token 0 against token 3 has the offset $(-1, -1)$, row 0; token 3 against token 0 has
+# $(1, 1)$, row 8; every token against itself sits at row 4, the middle of the 9.
 # </details>
 
 # %% tags=["answer"]
@@ -626,10 +629,11 @@ test_buckets = use("t5", "test_buckets")
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 2: the key idea</summary>
 #
-# For `rel = arange(-300, 301)`, the buckets of the past are `b[rel <= 0][::-1]` (distance 0, 1,
-# 2, ... back): their first `max_exact` entries must be `arange(max_exact)`, they must never
-# decrease, and from `max_distance` on they must all be the last bucket. For Swin, compute the
-# row of every pair from its offset by hand and compare.
+# Take every relative position from $-300$ to $300$ in one array, and read the buckets of the past in
+# order of distance (0, 1, 2, ... back): their first `max_exact` entries are $0, 1, 2, \dots$, they
+# never decrease, and from `max_distance` on they all sit in the last bucket. A property alone cannot
+# tell past from future, so pin a few by hand; with the defaults $-1 \to 1$, $+1 \to 17$,
+# $-16 \to 10$, $-200 \to 15$. For Swin, compute the row of every pair from its offset by hand.
 # </details>
 
 # %% tags=["answer"]

@@ -322,14 +322,15 @@ rotate_half = use("rope", "rotate_half")
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 1: a nudge</summary>
 #
-# Cut the last axis in two with `x[..., :d // 2]` and `x[..., d // 2:]`.
+# Cut the last axis into its two halves: in the rotate-half layout channel $i$ is paired with channel
+# $i + d/2$.
 # </details>
 
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 2: the key idea</summary>
 #
-# The half that moves to the front is the second one, and it carries the minus sign:
-# `concatenate([-x2, x1], axis=-1)`. Check `[1, 2, 3, 4]`: it must give `[-3, -4, 1, 2]`.
+# The half that moves to the front is the second one, and it carries the minus sign. Check `[1, 2, 3, 4]`:
+# it must give `[-3, -4, 1, 2]`. An odd last axis cannot be paired: refuse it with a `ValueError`.
 # </details>
 
 # %% tags=["answer"]
@@ -363,15 +364,16 @@ apply_rotary = use("rope", "apply_rotary")
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 1: a nudge</summary>
 #
-# The whole function is one line of arithmetic on whole arrays; the tables broadcast against
-# the leading axes of `x`.
+# The whole function is arithmetic on whole arrays; the tables broadcast against the leading axes of `x`.
 # </details>
 
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 2: the key idea</summary>
 #
-# `x * cos + rotate_half(x) * sin`, then `.astype(x.dtype)`: the tables are float64, so the
-# product of a float32 `x` with them is float64 until you cast it back.
+# A pair $(x_1, x_2)$ turned by $a$ is $(x_1 \cos a - x_2 \sin a,\ x_2 \cos a + x_1 \sin a)$, and
+# `rotate_half` already gives you $(-x_2, x_1)$: the rotation is two elementwise products with the
+# tables, added. Case: $d_{head} = 2$, `x = [1, 0]` at the angle $\pi/2$ (`cos = [0, 0]`,
+# `sin = [1, 1]`) must give `[0, 1]`. The tables are float64: a float32 `x` must come back float32.
 # </details>
 
 # %% tags=["answer"]
@@ -424,17 +426,18 @@ RotaryEmbedding = use("rope", "RotaryEmbedding")
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 1: a nudge</summary>
 #
-# `xp.arange(0, d_head, 2)` gives the values $2i$; the angles are an outer product of the
-# positions and `inv_freq`.
+# Two parts: the constructor computes the $d_{head}/2$ frequencies $\theta_i$ once; each call turns
+# positions into angles, one per position and pair.
 # </details>
 
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 2: the key idea</summary>
 #
-# `angles = pos[:, None] * inv_freq[None, :]` is `(T, d_head/2)`: one angle per pair. The
-# rotate-half layout needs each angle in column `i` and again in column `i + d_head/2`, so
-# concatenate `angles` with itself before taking `cos` and `sin`. And the positions start at
-# `offset`, not at 0.
+# The angles are an outer product, `(T, d_head/2)`: position $m$ times $\theta_i$. The rotate-half
+# layout needs each angle in column $i$ and again in column $i + d_{head}/2$, so put the angle array
+# beside itself before taking cos and sin. And the positions start at `offset`, not at 0. Case:
+# $d_{head} = 4$, base 10000, $T = 1$, `offset = 2`: $\theta = (1, 0.01)$, the angles are
+# $(2, 0.02, 2, 0.02)$, and `cos` is about $(-0.416, 1.000, -0.416, 1.000)$.
 # </details>
 
 # %% tags=["answer"]
@@ -617,7 +620,7 @@ test_rope_properties = use("rope", "test_rope_properties")
 # with cos and sin swapped, pairs of the other convention. Add what defines the rotation
 # itself: it keeps every vector's length (on a call with several positions), position 0
 # changes nothing, and at position 1 the unit vector of channel $i$ turns to
-# $\cos	heta_i$ there and $+\sin	heta_i$ in channel $i + d/2$.
+# $\cos\theta_i$ there and $+\sin\theta_i$ in channel $i + d/2$.
 # </details>
 
 # %% tags=["answer"]
@@ -687,7 +690,15 @@ wavelength_table = use("rope", "wavelength_table")
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 1: a nudge</summary>
 #
-# The pair index is `xp.arange(d_head // 2)`, and the exponent is $2i/d_{head}$, not $i/d_{head}$.
+# The pair index runs over $0 \dots d_{head}/2 - 1$, and the exponent is $2i/d_{head}$, not $i/d_{head}$.
+# </details>
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 2: the key idea</summary>
+#
+# A wavelength is the number of positions one full turn takes: $2\pi/\theta_i$, that is
+# $2\pi\,\mathrm{base}^{2i/d_{head}}$. Case: $d_{head} = 4$, base 10000: the two pairs have wavelengths
+# $2\pi \approx 6.28$ and $2\pi \cdot 100 \approx 628.3$ positions.
 # </details>
 
 # %% tags=["answer"]
@@ -756,8 +767,17 @@ rotate_interleaved, apply_rotary_interleaved = use("rope", "rotate_interleaved",
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 1: a nudge</summary>
 #
-# `x[..., 0::2]` and `x[..., 1::2]` are the first and second channels of every pair; stack the
-# turned pair on a new last axis and reshape back.
+# In the interleaved layout pair $i$ is channels $2i$ and $2i + 1$: take every other channel, turn each
+# pair, and put the two channels of a pair back side by side.
+# </details>
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 2: the key idea</summary>
+#
+# A quarter turn sends a pair $(a, b)$ to $(-b, a)$. Case: `[1, 2, 3, 4]` must give `[-2, 1, -4, 3]`.
+# Exercise 6.9 is then Exercise 6.2 with this turn in place of `rotate_half`, on tables whose angles
+# repeat pairwise ($\theta_0, \theta_0, \theta_1, \theta_1, \dots$) and whose shape must match `x`'s last
+# two axes.
 # </details>
 
 # %% tags=["answer"]
@@ -806,6 +826,15 @@ interleaved_to_half_permutation = use("rope", "interleaved_to_half_permutation")
 # <details><summary>Hint 1: a nudge</summary>
 #
 # For `d_head = 4` the answer is `[0, 2, 1, 3]`. Write that one out by hand first.
+# </details>
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 2: the key idea</summary>
+#
+# Entry $c$ of the answer is the interleaved channel that lands at rotate-half channel $c$: the first
+# half collects the first channel of every pair ($2i$), the second half their partners ($2i + 1$).
+# Case: `d_head = 6` gives `[0, 2, 4, 1, 3, 5]`; check that pair 1 (channels 2 and 3) lands at channels
+# 1 and 4, $d_{head}/2$ apart, as rotate-half pairs them.
 # </details>
 
 # %% tags=["answer"]
@@ -918,17 +947,18 @@ decode = use("rope", "decode")
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 1: a nudge</summary>
 #
-# Loop over the steps `(0, prefill)`, then `(t, t + 1)` for each later `t`. Each step needs the
-# tables of its own positions: `rotary(stop - start, offset=start)`.
+# Loop over the steps: the prefill first, then one token at a time. Each step needs the rotation tables
+# of its own positions, not those of positions 0 onward.
 # </details>
 
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 2: the key idea</summary>
 #
-# Rotate the step's queries and keys with those tables, append the rotated keys and the values
-# to the cache (`xp.concatenate(..., axis=-2)`), and attend with
-# `causal_attention(q_new, cache_k, cache_v, xp.arange(start, stop), xp.arange(stop))`. The
-# offset of token `t` is `t`: the number of tokens already cached.
+# Rotate the step's queries and keys with those tables, append the rotated keys (once: a cached key is
+# never turned again) and the values to the cache, and attend the new queries to everything cached,
+# with the positions of queries and keys so the future is masked. Case: $T = 4$, `prefill = 2`: three
+# steps, at positions `[0, 1]`, `[2]` and `[3]`; the cache ends with 4 keys and the output,
+# `(B, H, 4, d_head)`, equals the uncached causal attention.
 # </details>
 
 # %% tags=["answer"]

@@ -126,18 +126,19 @@ def randn(*shape):
 alibi_slopes = use("alibi", "alibi_slopes")
 
 # %% [markdown] tags=["hint"]
-# <details><summary>Hint 1: the power of two below</summary>
+# <details><summary>Hint 1: a nudge</summary>
 #
-# `c = 2 ** floor(log2(n_heads))` is the largest power of two at or below `n_heads`. In
-# integers: `1 << (n_heads.bit_length() - 1)`.
+# Find $c$, the largest power of two at or below `n_heads`. For a power of two the slopes are the
+# geometric sequence $2^{-8h/c}$, $h = 1, \dots, c$: 8 heads give $1/2, 1/4, \dots, 1/256$.
 # </details>
 
 # %% [markdown] tags=["hint"]
-# <details><summary>Hint 2: the slopes that fill the gap</summary>
+# <details><summary>Hint 2: the key idea</summary>
 #
 # The $2c$ sequence is $2^{-8h/(2c)} = 2^{-4h/c}$ for $h = 1, \dots, 2c$. Its odd-numbered
 # slopes ($h = 1, 3, 5, \dots$) are the ones not already among the $c$ slopes. Take the first
-# `n_heads - c` of them.
+# `n_heads - c` of them, after the $c$ slopes. Case: 6 heads, $c = 4$: $1/4, 1/16, 1/64, 1/256$, then
+# the 8-head sequence's $h = 1, 3$: $1/2, 1/8$.
 # </details>
 
 # %% tags=["answer"]
@@ -254,17 +255,18 @@ fig.tight_layout()
 alibi_bias = use("alibi", "alibi_bias")
 
 # %% [markdown] tags=["hint"]
-# <details><summary>Hint 1: positions first</summary>
+# <details><summary>Hint 1: a nudge</summary>
 #
-# Build the query positions `arange(T_k - T_q, T_k)` as a column and the key positions
-# `arange(T_k)` as a row; their difference is the `(T_q, T_k)` matrix of $i - j$.
+# The queries are the last $T_q$ of the $T_k$ positions. Build their positions as a column and the key
+# positions as a row; their difference is the `(T_q, T_k)` matrix of $i - j$.
 # </details>
 
 # %% [markdown] tags=["hint"]
-# <details><summary>Hint 2: broadcasting into four axes</summary>
+# <details><summary>Hint 2: the key idea</summary>
 #
-# Clamp the distances at 0, then multiply `-slopes[None, :, None, None]` by
-# `distance[None, None, :, :]`: `(1, H, 1, 1)` times `(1, 1, T_q, T_k)` is `(1, H, T_q, T_k)`.
+# Clamp the distances at 0, then give the slopes and the distances their own axes so they broadcast:
+# `(1, H, 1, 1)` times `(1, 1, T_q, T_k)` is `(1, H, T_q, T_k)`. Case: one head (slope $1/256$),
+# $T_q = 1$, $T_k = 3$: the query sits at position 2 and its bias row is $-(2, 1, 0)/256$.
 # </details>
 
 # %% tags=["answer"]
@@ -359,9 +361,17 @@ assert xp.allclose(xp.nanmax(diffs, axis=-1), -alibi_slopes(H)[:, None] * xp.ara
 alibi_bias_symmetric = use("alibi", "alibi_bias_symmetric")
 
 # %% [markdown] tags=["hint"]
-# <details><summary>Hint 1: one change</summary>
+# <details><summary>Hint 1: a nudge</summary>
 #
-# It is Exercise 7.2 with `abs` where the causal form clamps at 0, and `T_q = T_k = T`.
+# It is Exercise 7.2 with the absolute distance where the causal form clamps at 0, and $T_q = T_k = T$.
+# </details>
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 2: the key idea</summary>
+#
+# Both directions now cost: the bias is $-m_h |i - j|$, symmetric, zero on the diagonal. Case: one head
+# (slope $2^{-8} = 1/256$), $T = 3$: the bias is $-\frac{1}{256}$ times
+# `[[0, 1, 2], [1, 0, 1], [2, 1, 0]]`, shape `(1, 1, 3, 3)`.
 # </details>
 
 # %% tags=["answer"]

@@ -294,9 +294,17 @@ fig.tight_layout()
 ntk_base = use("context_extension", "ntk_base")
 
 # %% [markdown] tags=["hint"]
-# <details><summary>Hint 1: operator precedence</summary>
+# <details><summary>Hint 1: a nudge</summary>
 #
 # `factor ** d / (d - 2)` is `(factor ** d) / (d - 2)`. The exponent needs its own parentheses.
+# </details>
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 2: the key idea</summary>
+#
+# The new base stretches the slowest pair exactly $s$ times. Case: $d = 6$, $s = 4$, base 10000: the
+# exponent is $6/4 = 1.5$ and $4^{1.5} = 8$, so the new base is 80000; the slowest pair ($i = 2$) turns
+# $8^{4/6} = 4$ times slower. Without the parentheses you would multiply by $4^6/4 = 1024$.
 # </details>
 
 # %% tags=["answer"]
@@ -577,9 +585,18 @@ fig.tight_layout()
 yarn_attention_factor = use("context_extension", "yarn_attention_factor")
 
 # %% [markdown] tags=["hint"]
-# <details><summary>Hint 1: two cases</summary>
+# <details><summary>Hint 1: a nudge</summary>
 #
-# For $s \le 1$ nothing is stretched and the factor is 1. Otherwise `0.1 * mscale * math.log(factor) + 1`.
+# Two cases: for $s \le 1$ nothing is stretched and the factor is 1. Otherwise it grows with the
+# logarithm of $s$, scaled by `mscale`.
+# </details>
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 2: the key idea</summary>
+#
+# Check the numbers of §7's formula by hand, with `mscale = 1`: $s = e^2 \approx 7.389$ gives 1.2 and
+# $s = 4$ gives 1.139; $s = 1$ gives exactly 1, and $s = 0.5$ must give 1 as well (the formula alone would
+# give 0.931: a factor below 1 would sharpen a model that was never stretched).
 # </details>
 
 # %% tags=["answer"]
@@ -704,17 +721,20 @@ assert H_L < H_4L_t < H_4L and abs((H_4L - H_L) - math.log(4)) < 0.05 and round(
 llama3_inv_freq = use("context_extension", "llama3_inv_freq")
 
 # %% [markdown] tags=["hint"]
-# <details><summary>Hint 1: wavelengths first</summary>
+# <details><summary>Hint 1: a nudge</summary>
 #
-# Compute `wavelength = 2 * math.pi / inv_freq` once; both band edges compare it with `L / h` and
-# `L / l`.
+# Compare wavelengths, not frequencies: each pair's wavelength $2\pi/\theta_i$, in tokens, against the
+# two band edges $L/h$ (`high_freq_factor`) and $L/l$ (`low_freq_factor`).
 # </details>
 
 # %% [markdown] tags=["hint"]
-# <details><summary>Hint 2: three bands without a loop</summary>
+# <details><summary>Hint 2: the key idea</summary>
 #
-# Compute the blended value for every pair, then pick with two nested `xp.where`: kept where the
-# wavelength is short, divided where it is long, blended elsewhere.
+# Compute the blended value for every pair, then pick per pair, without a loop: kept where the
+# wavelength is short, divided by $s$ where it is long, blended elsewhere. Case: $L = 8192$, $l = 1$,
+# $h = 4$, $s = 8$: a pair of wavelength 1000 ($< 2048$) keeps $\theta$; one of 10000 ($> 8192$) gets
+# $\theta/8$; one of 4096 has $g = (8192/4096 - 1)/(4 - 1) = 1/3$ and gets
+# $\frac{2}{3}\cdot\frac{\theta}{8} + \frac{1}{3}\theta = \frac{5}{12}\theta$.
 # </details>
 
 # %% tags=["answer"]

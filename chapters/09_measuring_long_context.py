@@ -131,10 +131,11 @@ loss_by_position = use("long_context", "loss_by_position")
 # </details>
 
 # %% [markdown] tags=["hint"]
-# <details><summary>Hint 2: the short last bucket</summary>
+# <details><summary>Hint 2: the key idea</summary>
 #
-# `range(0, T, bucket)` gives every bucket's first position, the last one included; slicing
-# `[s:s + bucket]` stops at T by itself. A reshape to `(N, T // bucket, bucket)` drops the tail.
+# Every bucket starts at a multiple of `bucket`, the last one too, even when it is short. Case: $T = 5$,
+# `bucket = 2`, one sequence of losses `[1, 2, 3, 4, 5]`: the buckets `[1, 2]`, `[3, 4]`, `[5]` give
+# `[1.5, 3.5, 5.0]`. A reshape into equal buckets would drop the 5.
 # </details>
 
 # %% tags=["answer"]
@@ -201,11 +202,11 @@ loss_inside_and_beyond = use("long_context", "loss_inside_and_beyond")
 # </details>
 
 # %% [markdown] tags=["hint"]
-# <details><summary>Hint 2: the boundary</summary>
+# <details><summary>Hint 2: the key idea</summary>
 #
-# `token_losses[:, :train_len]` is inside, `token_losses[:, train_len:]` beyond. The loss at
-# `train_len - 1` predicts token `train_len`, but the query sits at `train_len - 1`, a position
-# every training window had.
+# Inside is every position before `train_len`, beyond every position from `train_len` on. The loss at
+# `train_len - 1` predicts token `train_len`, but its query sits at `train_len - 1`, a position every
+# training window had. Case: `train_len = 2` and the losses `[[1, 1, 4, 6]]` give `[1.0, 5.0]`.
 # </details>
 
 # %% tags=["answer"]

@@ -141,14 +141,16 @@ left_padded_position_ids = use("caches", "left_padded_position_ids")
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 1: a nudge</summary>
 #
-# `xp.cumsum(mask, axis=-1)` counts the real tokens up to and including each column.
+# A real token's position is the number of real tokens before it in its row. A running count along the
+# row gives that number plus one.
 # </details>
 
 # %% [markdown] tags=["hint"]
-# <details><summary>Hint 2: the padding</summary>
+# <details><summary>Hint 2: the key idea</summary>
 #
-# Subtract 1, then put 0 wherever the mask is 0 (`xp.where`). On left padding the cumulative
-# sum minus 1 is -1; on right padding it repeats the last position.
+# Padding gets position 0, whichever side it is on. Case: the mask `[0, 0, 1, 1, 1]` gives
+# `[0, 0, 0, 1, 2]`: the running count minus one would be $-1$ on the padding. The right-padded
+# `[1, 1, 0]` gives `[0, 1, 0]`, where the count would repeat the last position.
 # </details>
 
 # %% tags=["answer"]
@@ -220,11 +222,12 @@ packed_position_ids = use("caches", "packed_position_ids")
 # </details>
 
 # %% [markdown] tags=["hint"]
-# <details><summary>Hint 2: the start of each run</summary>
+# <details><summary>Hint 2: the key idea</summary>
 #
-# Flatten the rows end to end (every row's column 0 is marked, so runs never cross rows). Then
-# `xp.cumsum(starts) - 1` numbers the run of each token, and `xp.arange(B * T)[starts]` gives
-# where each run begins.
+# Flatten the rows end to end (every row's column 0 is marked, so no run crosses a row); a running count
+# of the marks numbers each token's run, and the marked columns say where each run begins. Case:
+# `[[7, 7, 3, 3, 3]]` gives `[[0, 1, 0, 1, 2]]`; `[[5, 5], [5, 5]]` gives `[[0, 1], [0, 1]]`: the second
+# row starts a new run although its id is the same.
 # </details>
 
 # %% tags=["answer"]
@@ -290,14 +293,17 @@ keep_indices = use("caches", "keep_indices")
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 1: a nudge</summary>
 #
-# Handle "nothing to evict yet" first: `window is None` or `n_tokens <= n_sink + window`.
+# Handle "nothing to evict yet" first: no window at all, or no more tokens than the sinks and the
+# window hold together.
 # </details>
 
 # %% [markdown] tags=["hint"]
-# <details><summary>Hint 2: the two ranges</summary>
+# <details><summary>Hint 2: the key idea</summary>
 #
-# `xp.arange(n_sink)` and `xp.arange(n_tokens - window, n_tokens)`, concatenated in that order.
-# Before the cache is full they overlap, which is why the first case must come first.
+# Otherwise keep the first `n_sink` tokens and the last `window`, in that order. Case: `n_sink = 2`,
+# `window = 3`, `n_tokens = 8` keeps `[0, 1, 5, 6, 7]`; `n_tokens = 5` keeps all of `[0, 1, 2, 3, 4]`;
+# at `n_tokens = 4` the two ranges would overlap (`[0, 1]` and `[1, 2, 3]`), which is why the first case
+# comes first.
 # </details>
 
 # %% tags=["answer"]
@@ -470,10 +476,12 @@ test_cache_policy = use("caches", "test_cache_policy")
 # </details>
 
 # %% [markdown] tags=["hint"]
-# <details><summary>Hint 2: the exact count</summary>
+# <details><summary>Hint 2: the key idea</summary>
 #
-# `len(kept) == min(n_tokens, n_sink + window)` catches both a window that is too long and one
-# that counts the sinks; `kept == sorted(set(kept))` catches duplicates and the wrong order.
+# Count exactly: the number kept is the smaller of `n_tokens` and `n_sink + window`, which catches a
+# window one too long and one that counts the sinks; and the kept indices equal their own sorted copy
+# without repeats, which catches duplicates and the wrong order. Case worked by hand:
+# `keep_indices(10, 4, 2)` is `[0, 1, 6, 7, 8, 9]`, and `keep_indices(5, 4, 2)` is `[0, 1, 2, 3, 4]`.
 # </details>
 
 # %% tags=["answer"]

@@ -320,17 +320,19 @@ port_qk_weights = use("checkpoints", "port_qk_weights")
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 1: a nudge</summary>
 #
-# Build one index array of length `3 * d_model` and return `W_qkv[..., order]`. For 2 heads of
-# 4 channels it is `[0, 2, 1, 3, 4, 6, 5, 7,  8, 10, 9, 11, 12, 14, 13, 15,  16, ..., 23]`.
+# Only the column axis changes: the answer is `W_qkv` with its columns in a new order. Write the order
+# out for one head of 4 channels first: `[0, 2, 1, 3]`.
 # </details>
 
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 2: the key idea</summary>
 #
-# Inside one head: `within = concatenate([arange(0, r, 2), arange(1, r, 2), arange(r, d_head)])`.
-# For all heads of a block: `concatenate([h * d_head + within for h in range(n_heads)])`, not one
-# permutation of length `n_heads * d_head`. Then the key block is the same over its `n_kv_heads`
-# heads, starting at column `n_heads * d_head`, and the value block after it is untouched.
+# The permutation acts inside each head, one head at a time, on the query block and on the key block
+# (the key block has one head per key-value head); the values are never rotated and keep their order.
+# Case: 2 heads of 4 channels ($d_{model} = 8$, 24 columns): the queries' columns become
+# `0, 2, 1, 3, 4, 6, 5, 7`, the keys' the same plus 8, and `16 .. 23` stay. One permutation across all
+# 8 channels of a block would give `0, 2, 4, 6, 1, 3, 5, 7`: right for one head only. With
+# `rotary_dim` below `d_head`, only the first `rotary_dim` channels of each head move.
 # </details>
 
 # %% tags=["answer"]
@@ -841,6 +843,16 @@ rope_frequencies = use("checkpoints", "rope_frequencies")
 # `int(80 * 0.4) = 32` channels; DeepSeek-V3 turns `qk_rope_head_dim = 64`.
 # </details>
 
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 2: the key idea</summary>
+#
+# Settle the rotated width $r$ first (`qk_rope_head_dim` when the config has it; otherwise the head size
+# times `partial_rotary_factor`, the head size being `head_dim` when given and the hidden size over the
+# head count when not), then the base (`rope_theta`, 10000 when absent), then $\theta_i =
+# \mathrm{base}^{-2i/r}$ for $r/2$ pairs. Case: Phi-2 (hidden size 2560, 32 heads, factor 0.4,
+# base 10000): 16 frequencies, the first 1, the second $10000^{-2/32} \approx 0.562$.
+# </details>
+
 # %% tags=["answer"]
 reveal("checkpoints", "rope_frequencies")
 
@@ -880,6 +892,15 @@ critical_pair = use("checkpoints", "critical_pair")
 #
 # The wavelengths grow with $i$, so the first one that reaches $L$ sits right after all the ones
 # that fall short of it: count those.
+# </details>
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 2: the key idea</summary>
+#
+# $L$ is the length the model was trained at: `original_max_position_embeddings` (inside `rope_scaling`
+# when it is there, else at the top level), and `max_position_embeddings` only when neither exists.
+# Case: $r = 4$, base 10000, $L = 100$: the wavelengths are 6.28 and 628.3; one falls short of 100, so
+# the critical pair is 1.
 # </details>
 
 # %% tags=["answer"]

@@ -373,8 +373,9 @@ check_cache = use("clinic", "check_cache")
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 1: a nudge</summary>
 #
-# `model(ids[:, :4], cache=cache)` is the prefill; `model(ids[:, t:t + 1], cache=cache)` one decode
-# step. Concatenate the steps' logits along the time axis and compare with `model(ids)`.
+# Run the model twice on the same ids: once over the whole sequence, once the way generation runs it
+# (a prefill of a few tokens into a fresh cache, then one token per call), and compare the logits of
+# every position.
 # </details>
 
 # %% [markdown] tags=["hint"]
@@ -382,6 +383,8 @@ check_cache = use("clinic", "check_cache")
 #
 # The prefill must be shorter than the sequence: a bug in the decode path leaves the prefill's
 # positions right, so a check that only runs the prefill passes on it. Run under `no_grad()`.
+# Case: 10 tokens with a prefill of 4 make 7 cached calls, whose logits, joined along time, are
+# `(B, 10, V)` like the full pass's, and equal to it to about 1e-9.
 # </details>
 
 # %% tags=["answer"]
@@ -422,6 +425,15 @@ check_angles = use("clinic", "check_angles")
 # or the healthy patient fails.
 # </details>
 
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 2: the key idea</summary>
+#
+# Only the pairs that never made a full turn in training matter: those whose wavelength $2\pi/\theta_i$
+# exceeds the training length. For them, the largest angle served, $(\text{serve\_len} - 1)\,\theta'_i$,
+# must stay within $L\,\theta_i$. Case: $L = 64$ served at 256 with $s = 4$: $255\,\theta/4 = 63.75\,\theta
+# \le 64\,\theta$, healthy; the same model served unscaled reaches $255\,\theta$, sick.
+# </details>
+
 # %% tags=["answer"]
 reveal("clinic", "check_angles")
 
@@ -449,6 +461,14 @@ check_port = use("clinic", "check_port")
 #
 # Use several tokens: at position 0 every rotation is the identity, so one token cannot show a
 # pairing mismatch.
+# </details>
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 2: the key idea</summary>
+#
+# The served model and the checkpoint's own code must give the same logits on the same ids, to rounding:
+# a batch of two sequences at the training length, and the largest difference below about 1e-9. Case: a
+# port with the wrong pairing agrees at position 0 and differs from position 1 on, by far more than 1e-9.
 # </details>
 
 # %% tags=["answer"]
@@ -526,9 +546,10 @@ check_sinks = use("clinic", "check_sinks")
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 2: the key idea</summary>
 #
-# When token $t$ arrives the cache holds the sinks and the `window` tokens before it, not
-# including it: the fresh input is `concatenate([ids[:, :n_sink], ids[:, t - window:t + 1]])`.
-# Compare its last logits with the streamed ones.
+# Stream well past `n_sink + window`, so the window has slid. When token $t$ arrives, the cache holds the
+# sinks and the `window` tokens before $t$, not $t$ itself; a fresh forward over those tokens and $t$, in
+# order, must give the streamed logits of $t$. Case: `n_sink = 2`, `window = 3`, at $t = 9$ the cache
+# holds tokens 0, 1, 6, 7, 8, and the fresh input is tokens 0, 1, 6, 7, 8, 9.
 # </details>
 
 # %% tags=["answer"]
@@ -560,6 +581,15 @@ check_shuffle = use("clinic", "check_shuffle")
 #
 # Position-blind, the last logits agree to rounding (1e-16 relative); with position they move
 # by a lot. A threshold of 1e-6 relative separates the two.
+# </details>
+
+# %% [markdown] tags=["hint"]
+# <details><summary>Hint 2: the key idea</summary>
+#
+# Shuffle every token but the last, keep the last in place, and compare the last position's logits before
+# and after, relative to their size. Case: a one-layer model with no positions gives the same last
+# logits for every order of the earlier tokens (its attention sums over them); a shuffle that moves
+# nothing proves nothing, so make sure yours moves something.
 # </details>
 
 # %% tags=["answer"]

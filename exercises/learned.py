@@ -112,15 +112,10 @@ def cached_decode(params, ids, prefill, step=None):
 def test_learned_positions(position_rows, cached_decode):
     r"""A test that fails on a wrong table lookup or a wrong decoding loop.
 
-    You receive a ``position_rows`` and a ``cached_decode`` (the signatures of Exercises 3.1
-    and 3.2) and raise ``AssertionError`` (a plain ``assert``) when they are wrong. Check, on
-    numbers:
-
-    * ``position_rows(w, T, offset)`` is rows ``offset .. offset + T - 1`` of ``w`` with a batch
-      axis in front, for offsets other than 0 and up to the table's last row;
-    * a position past the table is refused with ``ValueError``;
-    * ``cached_decode`` equals the full forward pass, ``table_lm_step(params, ids)[0]``, at every
-      position, for prefills of several lengths and a batch of more than one sequence.
+    You receive a ``position_rows`` and a ``cached_decode`` (the signatures of Exercises 3.1 and
+    3.2) and raise ``AssertionError`` (a plain ``assert``) when they are wrong: a lookup that
+    returns other rows, another shape, or no error for a position the table does not have; a
+    decoding loop whose logits differ from one full pass of the model.
 
     The model of the chapter, ``table_lm_params`` and ``table_lm_step``, is in this file. The
     grader runs your test on the reference, where it must pass, and on mutants, each wrong in one

@@ -103,14 +103,10 @@ def effective_context_length(lengths, accuracy, threshold=0.5):
 def test_long_context_measures(loss_inside_and_beyond, effective_context_length):
     r"""A test that fails on a wrong measurement: it checks the definitions on cases you can work by hand.
 
-    You receive a ``loss_inside_and_beyond`` and an ``effective_context_length`` (the
-    signatures of Exercises 9.2 and 9.4) and raise ``AssertionError`` (a plain ``assert``)
-    when they are wrong. Build inputs whose answer you know without running anything:
-
-    * losses that are 0 at every position a model of length ``L`` trained on and 1 at every
-      position past it must split into exactly ``[0, 1]``, for more than one ``L``;
-    * a grid in which a longer length passes after a shorter one failed, a cell exactly at
-      the threshold, a refused length (NaN), and one depth failing while the others pass.
+    You receive a ``loss_inside_and_beyond`` and an ``effective_context_length`` (the signatures of
+    Exercises 9.2 and 9.4) and raise ``AssertionError`` (a plain ``assert``) when they are wrong: a
+    split other than the means over the positions a model of length ``L`` trained on and over those
+    past it, or a length other than the longest one up to which every length passes at every depth.
 
     The grader runs your test on the reference, where it must pass, and on mutants, each
     wrong in one way a reader's code can be (where "beyond" starts, which length counts);

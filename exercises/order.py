@@ -20,9 +20,9 @@ def permutation_gap(y, y_perm, perm):
     r"""How far one shuffle is from permutation equivariance: :math:`\max |f(x_\pi) - f(x)_\pi|`.
 
     ``y = f(x)`` and ``y_perm = f(x[:, perm])`` are the outputs for a sequence and for its
-    shuffle. If ``f`` is equivariant, the output for the token now at position ``t`` is the
-    output that token had before, ``y[:, perm[t]]``, so ``y_perm == y[:, perm]``. Return the
-    largest absolute difference between the two: 0 (to rounding) for an equivariant ``f``.
+    shuffle. Shuffle ``y`` the way the input was shuffled and compare: the result is the largest
+    absolute difference between ``y_perm`` and that shuffled ``y``, 0 (to rounding) for an
+    equivariant ``f`` and larger than rounding for an ``f`` that knows where its tokens are.
 
     Worked example: with ``y = [[1, 2, 3]]`` and ``perm = [2, 0, 1]``, an equivariant ``f`` gives
     ``y_perm = [[3, 1, 2]]`` and the gap is 0.
@@ -33,7 +33,7 @@ def permutation_gap(y, y_perm, perm):
         perm: integer array ``(T,)``, a permutation of ``0 .. T-1``.
 
     Returns:
-        a Python float, the largest absolute entry of ``y_perm - y[:, perm]``.
+        a Python float, at least 0.
     """
     # TODO: Exercise 1.1
     raise NotImplementedError("Exercise 1.1")

@@ -44,10 +44,7 @@ def relative_shift(x):
 
     .. math:: y_{\dots, i, j} = x_{\dots, i,\, j + T_q - 1 - i}, \qquad j = 0, \dots, T_k - 1,\ T_k = L - T_q + 1.
 
-    No loop and no index array is needed: pad a zero column in front, read the
-    ``(T_q, L + 1)`` block as one flat row, drop its first ``T_q`` entries, cut the next
-    ``T_q L`` into rows of ``L`` (each row now starts one column further left than the row
-    above), and keep the first ``T_k`` columns. Do not write into ``x``.
+    ``x`` is left unchanged; ``L < T_q`` (no key at all) is refused with a ``ValueError``.
 
     Worked example: ``x = [[0, 1, 2], [3, 4, 5]]`` (``T_q = 2``, ``L = 3``, so ``T_k = 2``)
     gives ``[[1, 2], [3, 4]]``.
@@ -65,17 +62,10 @@ def relative_shift(x):
 def test_relative_positions(clipped_relative_index, relative_shift):
     r"""A test that fails on a wrong Shaw index or a wrong relative shift: the properties that define them.
 
-    You receive a ``clipped_relative_index`` and a ``relative_shift`` (the signatures of
-    Exercises 4.1 and 4.2) and raise ``AssertionError`` (a plain ``assert``) when either is
-    wrong. Check, on numbers:
-
-    * the index depends on the positions only through ``j - i`` (move every position by 100:
-      the same rows), a key in the past gets a row below ``k``, and every distance of ``k`` or
-      more, either way, shares row ``0`` or row ``2k``: work a block with distances past ``k``
-      on both sides by hand, and a decoding step whose one query sits at the last key;
-    * the shift equals the direct gather ``x[..., i, j + T_q - 1 - i]``, on a square block, on
-      one query against many keys, on more queries than keys, and with batch and head axes in
-      front; and it leaves ``x`` as it was.
+    You receive a ``clipped_relative_index`` and a ``relative_shift`` (the signatures of Exercises
+    4.1 and 4.2) and raise ``AssertionError`` (a plain ``assert``) when either is wrong: an index
+    that is not Shaw's clipped row for every (query, key) pair of any positions, or a shift whose
+    result differs from Exercise 4.2's :math:`y_{\dots, i, j}` on any shape, or that changes ``x``.
 
     The grader runs your test on the reference, where it must pass, and on mutants, each wrong
     in one way a reader's code can be; a good test fails on every one of them.

@@ -17,17 +17,16 @@ from mini_transformer.engine.backend import xp
 def relative_position_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
     r"""Map ``relative_position = key_pos - query_pos`` to T5's bucket ids.
 
-    The steps, with ``n = query_pos - key_pos`` (positive for keys in the past):
+    With ``n = query_pos - key_pos`` (positive for keys in the past) and ``N`` buckets per
+    direction (bidirectional: half of ``num_buckets`` for the past, the other half, above them,
+    for the future; causal: all ``num_buckets`` for the past, and every future key in bucket 0),
+    the distances :math:`n < N/2` get a bucket each, and a larger ``n`` gets
 
-    1. bidirectional: halve ``num_buckets``; keys in the future (``n < 0``) use the upper
-       half (add the halved ``num_buckets``); continue with ``|n|``.
-       Causal (``bidirectional=False``): future keys collapse to ``n = 0``.
-    2. ``max_exact = num_buckets // 2``: distances below it are their own bucket.
-    3. larger distances get
-       :math:`\mathrm{max\_exact} + \lfloor \frac{\log(n / \mathrm{max\_exact})}
-       {\log(\mathrm{max\_distance} / \mathrm{max\_exact})} (\mathrm{num\_buckets} - \mathrm{max\_exact}) \rfloor`,
-       capped at ``num_buckets - 1``. A ``1e-6`` added inside the logarithm keeps a distance
-       that sits exactly on a boundary in the bucket exact arithmetic gives it.
+    .. math:: \frac{N}{2} + \Big\lfloor \frac{\log(2n/N)}{\log(2\,\mathrm{max\_distance}/N)}\,\frac{N}{2} \Big\rfloor,
+
+    at most ``N - 1`` (every distance from ``max_distance`` on shares the last bucket of its
+    direction). A distance that sits exactly on a boundary (8 with 18 buckets) belongs to the
+    bucket exact arithmetic gives it, not the one below.
 
     With the defaults: ``-1 -> 1``, ``+1 -> 17``, ``-16 -> 10``, ``-200 -> 15``.
 
@@ -69,20 +68,9 @@ def test_buckets(relative_position_bucket, swin_relative_index):
     r"""A test that fails on wrong T5 buckets or a wrong Swin index: the properties that define them.
 
     You receive a ``relative_position_bucket`` and a ``swin_relative_index`` (the signatures of
-    Exercises 5.1 and 5.2) and raise ``AssertionError`` (a plain ``assert``) when either is
-    wrong. Check, on numbers, for a few settings of ``bidirectional``, ``num_buckets`` and
-    ``max_distance``:
-
-    * bucket ids are integers in ``0 .. num_buckets - 1``; the first ``max_exact`` distances get
-      a bucket each; the bucket never decreases as the distance grows; every distance from
-      ``max_distance`` on shares the last bucket of its direction;
-    * bidirectional: keys in the past (and the query itself) use the lower half, keys in the
-      future the upper half; causal: every future key falls into bucket 0;
-    * a few buckets worked by hand (the docstring's ``-1 -> 1``, ``+1 -> 17``, ``-16 -> 10``,
-      ``-200 -> 15``), since a property alone cannot tell past from future;
-    * the Swin index: integers, one row per offset and every one of the ``(2w - 1)^2`` rows
-      used, the same row for every pair with the same offset (translation invariance inside
-      the window), and the worked example of ``window = 2`` by hand.
+    Exercises 5.1 and 5.2) and raise ``AssertionError`` (a plain ``assert``) when either is wrong:
+    buckets that differ from T5's map for any setting of ``bidirectional``, ``num_buckets`` and
+    ``max_distance``, or a Swin index that differs from Swin's for any window.
 
     The grader runs your test on the reference, where it must pass, and on mutants, each wrong
     in one way a reader's code can be; a good test fails on every one of them.

@@ -90,14 +90,9 @@ def test_alibi(alibi_slopes, alibi_bias):
     r"""A test that fails on a wrong ALiBi: it checks the properties that define it.
 
     You receive an ``alibi_slopes`` and an ``alibi_bias`` (the signatures of Exercises 7.1 and 7.2)
-    and raise ``AssertionError`` (a plain ``assert``) when they are not ALiBi. Check, on numbers you
-    work out by hand:
-
-    * the slopes of 8 heads are ``1/2, 1/4, ..., 1/256``, and those of a head count that is not a
-      power of two follow the paper's rule (6 heads: ``1/4, 1/16, 1/64, 1/256, 1/2, 1/8``);
-    * the bias has shape ``(1, H, T_q, T_k)`` and depends on the positions only through ``i - j``;
-    * it is ``-m_h * (i - j)`` for a key at or before the query and 0 for a key after it;
-    * the queries are the last ``T_q`` positions: one decode step is the last row of the full bias.
+    and raise ``AssertionError`` (a plain ``assert``) when they are not ALiBi: slopes other than the
+    paper's for any head count, or a bias other than :math:`-m_h \max(i - j, 0)` for the last
+    ``T_q`` of ``T_k`` positions, in shape ``(1, H, T_q, T_k)``.
 
     The grader runs your test on the reference, where it must pass, and on mutants, each wrong
     in one way a reader's code can be; a good test fails on every one of them.

@@ -24,9 +24,9 @@ from exercises.adapters.clinic import attention_probe, make_patient  # noqa: F40
 def check_cache(make_patient):
     r"""Row 1: cached generation degrades after a few tokens (the position index resets during decode).
 
-    Run a sequence through the served model twice: once as one full forward pass, and once the
-    way generation runs it, a prefill of a few tokens through ``model.new_cache()`` and then one
-    token per call with the same cache. The logits at every position must agree.
+    Healthy means: generating with a cache (``model.new_cache()``, passed as ``cache=`` to every
+    call) gives, at every position, the logits one full forward pass gives. The patient with the
+    bug of this row breaks that as soon as decoding goes past its prompt.
 
     Args:
         make_patient: a function ``() -> Patient``.
@@ -50,15 +50,10 @@ def check_cache(make_patient):
 def check_angles(make_patient):
     r"""Row 2: the loss explodes past the training length (RoPE angles the model never saw).
 
-    A pair that never completed a turn in training saw only the angles of positions
-    ``0 .. train_len - 1``. Served at ``serve_len``, its largest angle must stay within what
-    position ``train_len`` would reach in training: for every such pair,
-
-    .. math:: (\mathrm{serve\_len} - 1)\,\theta'_i \le \mathrm{train\_len}\cdot\theta_i,
-
-    where :math:`\theta_i = \mathrm{base}^{-2i/d_{head}}` are the frequencies training used (base:
-    ``model.cfg.rope_base``) and :math:`\theta'_i` those the served model uses
-    (``model.positional.rotary.inv_freq``). On a trained model you would also evaluate the loss
+    Healthy means: served at ``serve_len`` tokens, no pair that never completed a turn in training
+    meets an angle training did not reach (up to position ``train_len``). The frequencies training
+    used follow from ``model.cfg.rope_base`` and ``model.cfg.d_head``; those the served model uses
+    are ``model.positional.rotary.inv_freq``. On a trained model you would also evaluate the loss
     at 1x, 1.5x and 2x the training length; these patients are untrained, so check the angles.
 
     Args:
@@ -82,10 +77,9 @@ def check_angles(make_patient):
 def check_port(make_patient):
     r"""Row 3: a ported checkpoint produces garbage (the RoPE pairing convention differs).
 
-    Compare the served model with the reference implementation, ``source``: the same
-    checkpoint run by the code it was trained with. On the same input of ``train_len``
-    tokens the two must give the same logits (the table's check compares one layer's
-    rotated queries, which tells you where a difference starts).
+    Healthy means: the served model computes what ``source`` computes, the same checkpoint run by
+    the code it was trained with, on any input of up to ``train_len`` tokens, to rounding (the
+    table's check compares one layer's rotated queries, which tells you where a difference starts).
 
     Args:
         make_patient: a function ``() -> Patient``.
@@ -104,11 +98,13 @@ def check_reach(make_patient):
     r"""Row 4: long-context retrieval fails while perplexity looks fine (a recency bias).
 
     A needle probe asks whether a key that matches the query wins attention at any depth. On an
-    untrained model probe the positional mechanism itself: with the content switched off
-    (queries and keys all zero, so every score is whatever position adds), a query at position
-    ``serve_len - 1`` must still reach the first token, in every head: give it at least half of
-    the uniform weight ``1 / serve_len``. Use ``attention_probe(model, q, k, q_pos, k_pos)``, the
-    model's attention with the projections taken out.
+    untrained model probe the positional mechanism itself. Healthy means: with the content
+    switched off, so that every score is whatever position adds, the last query of a
+    ``serve_len``-token input still gives the first token at least half of the uniform weight
+    ``1 / serve_len``, in every head. ``attention_probe(model, q, k, q_pos, k_pos)`` is the
+    model's attention with the projections taken out: ``q`` ``(B, H, T_q, d_head)``, ``k``
+    ``(B, H, T_k, d_head)``, positions ``(T_q,)`` and ``(T_k,)``, probabilities
+    ``(B, H, T_q, T_k)`` back.
 
     Args:
         make_patient: a function ``() -> Patient``.
@@ -127,10 +123,10 @@ def check_reach(make_patient):
 def check_sinks(make_patient):
     r"""Row 5: sliding-window attention collapses (the attention-sink tokens were evicted).
 
-    Stream more than ``n_sink + window`` tokens, one per call, through
-    ``model.new_cache(window=window, n_sink=n_sink, positions="slot")``. The last token's logits
-    must equal a fresh forward pass over what the cache should hold when it arrives: the first
-    ``n_sink`` tokens, the ``window`` tokens before it, and itself.
+    Healthy means: a stream of tokens, one per call, through
+    ``model.new_cache(window=window, n_sink=n_sink, positions="slot")``, keeps the first ``n_sink``
+    tokens and the ``window`` most recent ones, so that each token's logits are those of a fresh
+    forward pass over what the cache should hold when it arrives, once the window has slid.
 
     Args:
         make_patient: a function ``() -> Patient``.
@@ -154,10 +150,9 @@ def check_sinks(make_patient):
 def check_shuffle(make_patient):
     r"""Row 6: the model ignores position entirely (the encoding never reaches attention).
 
-    Shuffle the input and the output must change. In a causal model the mask alone leaks
-    order, so shuffle only the tokens *before* the last one and look at the last position: a
-    one-layer model that ignores position sees the same set of keys and values there and
-    gives the same logits to the last digit. (The patients have one layer.)
+    Healthy means: the order of the input tokens matters to the output beyond rounding. In a
+    causal model the mask alone leaks order, so the check must see through it: a one-layer model
+    that ignores position (the patients have one layer) must fail it on every input.
 
     Args:
         make_patient: a function ``() -> Patient``.

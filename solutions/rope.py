@@ -50,7 +50,8 @@ def apply_rotary(x, cos, sin):
 
     .. math:: (a, b) \mapsto (a\cos t - b\sin t,\; b\cos t + a\sin t),
 
-    which is ``x * cos + rotate_half(x) * sin``.
+    with ``t`` the angle of the token's row of the tables, which hold it in columns ``i`` and
+    ``i + d/2`` alike.
 
     Args:
         x: queries or keys ``(..., T, d_head)``, usually ``(B, H, T, d_head)``.
@@ -148,17 +149,11 @@ def relative_score(q, k, m, n, rotary):
 def test_rope_properties(apply_rotary, RotaryEmbedding):
     r"""A test that fails on a wrong RoPE: it checks the properties that define it.
 
-    You receive an ``apply_rotary`` and a ``RotaryEmbedding`` (the signatures of Exercises 6.2
-    and 6.3) and raise ``AssertionError`` (a plain ``assert``) when they are not RoPE. Check, on
-    numbers:
-
-    * the score of a query at position ``m`` against a key at position ``n`` depends only on
-      ``n - m`` (``(3, 1)`` scores like ``(103, 101)``), and it does depend on it (unlike ``(3, 2)``);
-    * rotating keeps the length of every vector, at every position;
-    * position 0 changes nothing;
-    * at position 1, pair ``i`` (channels ``i`` and ``i + d_head/2``) turns by
-      :math:`\theta_i = \mathrm{base}^{-2i/d_{head}}`, counter-clockwise: the vector with a 1 in
-      channel ``i`` becomes ``cos theta_i`` there and ``sin theta_i`` in channel ``i + d_head/2``.
+    You receive an ``apply_rotary`` and a ``RotaryEmbedding`` (the signatures of Exercises 6.2 and
+    6.3) and raise ``AssertionError`` (a plain ``assert``) when they are not RoPE: tables and a
+    rotation that do not turn pair ``i`` (channels ``i`` and ``i + d_head/2``) by
+    :math:`m\,\theta_i` at position ``m``, counter-clockwise, with
+    :math:`\theta_i = \mathrm{base}^{-2i/d_{head}}`.
 
     The grader runs your test on the reference, where it must pass, and on mutants, each wrong
     in one way a reader's code can be (a sign, an offset, a layout); a good test fails on every
@@ -247,7 +242,7 @@ def rotate_interleaved(x):
 
 
 def apply_rotary_interleaved(x, cos, sin):
-    r"""RoPE in the interleaved convention: ``x * cos + rotate_interleaved(x) * sin``.
+    r"""RoPE in the interleaved convention: every pair of channels ``(2i, 2i + 1)`` turned by its angle.
 
     For the pair ``(a, b) = (x_{2i}, x_{2i+1})`` at angle ``t``:
     :math:`(a\cos t - b\sin t,\; b\cos t + a\sin t)`.
@@ -275,9 +270,8 @@ def interleaved_to_half_permutation(d_head):
     r"""The channel order that carries interleaved channels into rotate-half slots.
 
     ``perm[j]`` is the interleaved channel whose value belongs at rotate-half channel ``j``:
-    the even channels ``0, 2, ..., d_head - 2``, then the odd ones ``1, 3, ..., d_head - 1``
-    (for ``d_head = 4`` the answer is ``[0, 2, 1, 3]``, for 8 it is ``[0, 2, 4, 6, 1, 3, 5, 7]``).
-    Interleaved pair ``(2i, 2i + 1)`` lands on rotate-half pair ``(i, i + d_head/2)``. So
+    interleaved pair ``(2i, 2i + 1)`` lands on rotate-half pair ``(i, i + d_head/2)``, in that
+    order (for ``d_head = 4`` the answer is ``[0, 2, 1, 3]``). So
 
     * ``x[..., perm]`` rewrites interleaved-layout data in rotate-half order, and rotate-half
       RoPE on ``(q[..., perm], k[..., perm])`` gives exactly the scores interleaved RoPE gives

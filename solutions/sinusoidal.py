@@ -82,15 +82,9 @@ def test_sinusoidal_properties(sinusoidal_positional_encoding, shift_rotation):
     r"""A test that fails on a wrong sinusoidal table or a wrong shift matrix.
 
     You receive a ``sinusoidal_positional_encoding`` and a ``shift_rotation`` (the signatures of
-    Exercises 2.1 and 2.2) and raise ``AssertionError`` (a plain ``assert``) when they are not
-    what chapter 2 derives. Check, on numbers you work out by hand:
-
-    * row 0 of the table is ``[0, 1, 0, 1, ...]``: position 0 is the angle 0 on every clock;
-    * row 1 holds ``sin(omega_i)`` and ``cos(omega_i)`` in columns ``2i`` and ``2i + 1``, with
-      :math:`\omega_i = \mathrm{base}^{-2i/d_{model}}` (for ``d_model = 8`` and base 10000:
-      1, 0.1, 0.01, 0.001);
-    * :math:`PE(t + k) = M_k\,PE(t)` for every ``t``, that is ``pe[k:] == pe[:-k] @ M.T``,
-      for more than one ``k`` and for a base other than 10000 too.
+    Exercises 2.1 and 2.2) and raise ``AssertionError`` (a plain ``assert``) when they are not what
+    chapter 2 derives: the table of section 2, for any ``T``, ``d_model`` and ``base``, and the
+    matrix with :math:`PE(t + k) = M_k\,PE(t)` for every ``t`` and every ``k``.
 
     The grader runs your test on the reference, where it must pass, and on mutants, each wrong
     in one way a reader's code can be (a swapped layout, a wrong exponent, a block that turns
