@@ -162,16 +162,20 @@ def batch_mask(attention_mask, B, T, n_cached=0, causal=True, cached_keys=None):
 
 
 def document_mask(document_ids):
-    r"""The block-diagonal mask ``(B, T, T)`` of a packed batch: query i may see key j iff doc_i = doc_j.
+    r"""The block-diagonal mask ``(B, T, T)`` of a packed batch: 1 where query i and key j are in one document.
 
-    ``document_ids`` ``(B, T)`` numbers each token's document in its row. Pass the
-    result as ``attention_mask`` (the model adds the causal mask), with each
-    document's ``position_ids`` restarting at 0.
+    ``document_ids`` ``(B, T)`` names each token's document in its row; a document is a
+    run of equal ids, so an id that comes back after another document starts a new
+    one (as chapter 10's ``packed_position_ids`` reads them). Pass the result as
+    ``attention_mask`` (the model adds the causal mask), with each document's
+    ``position_ids`` restarting at 0.
     """
     d = backend.asarray(document_ids)
     if d.ndim != 2:
         raise ValueError(f"document_mask takes document ids of shape (B, T), got shape {tuple(d.shape)}.")
-    return (d[:, :, None] == d[:, None, :]).astype("int64")
+    run = xp.cumsum(xp.concatenate([xp.zeros((d.shape[0], 1), dtype="int64"),
+                                    (d[:, 1:] != d[:, :-1]).astype("int64")], axis=1), axis=1)  # (B, T) run number
+    return (run[:, :, None] == run[:, None, :]).astype("int64")
 
 
 def left_padded_positions(attention_mask):

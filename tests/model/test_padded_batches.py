@@ -229,3 +229,9 @@ def test_fast_attention_takes_a_per_row_mask(mask_shape):
         (y * Tensor(g)).sum().backward()
         grads.append([t.grad.copy() for t in (q, k, v)])
     assert max(float(np.abs(a - b).max()) for a, b in zip(*grads)) <= TOL
+
+
+def test_document_mask_reads_runs_of_ids():
+    # worked by hand: [7, 7, 2, 7] is three documents, the last 7 a new one
+    got = np.asarray(document_mask(np.array([[7, 7, 2, 7]])))[0].tolist()
+    assert got == [[1, 1, 0, 0], [1, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]
