@@ -102,19 +102,21 @@ class Transformer(Module):
         self.norm_f = _norm(cfg)
         self.head = Linear(cfg.d_model, cfg.vocab_size, rng, bias=False)
 
-    def _run(self, idx, q_pos, k_pos, offset, cache=None, mask=None):
-        """Logits ``(B, T, vocab_size)`` for ids ``(B, T)`` whose queries sit at ``q_pos`` and keys at ``k_pos``.
+    def _run(self, idx, q_pos, k_pos, offset, cache=None):
+        """Logits ``(B, T, vocab_size)`` for ids ``(B, T)`` whose queries sit at ``q_pos`` and keys at ``k_pos``."""
+        self.positional.check_positions(offset + idx.shape[1] - 1)
+        mask = (k_pos[None, :] <= q_pos[:, None]) if self.causal else None  # (T, T_k)
+        with kernels.using(self.kernels):
+            x = self.positional.embed(self.tok(idx), offset)                # (B, T, d_model)
+            for block in self.blocks:
+                x = block(x, self.positional, q_pos, k_pos, mask, cache)
+            return self.head(self.norm_f(x))                                # (B, T, vocab_size)
 
-        ``mask`` ``(B, 1, T, T_k)``, from ``batch_mask``, comes with a padded or packed batch; ``offset`` is
-        then the queries' positions themselves (``(B, T)`` or ``(T,)``) for the input hook.
-        """
-        if mask is None:
-            self.positional.check_positions(offset + idx.shape[1] - 1)
-            mask = (k_pos[None, :] <= q_pos[:, None]) if self.causal else None  # (T, T_k)
-        else:
-            self.positional.check_positions(int(q_pos.max()))
-            if q_pos.ndim == 1:
-                offset = int(q_pos[0])                                      # shared positions: consecutive
+    def _run_batch(self, idx, q_pos, k_pos, mask, cache=None):
+        """``_run`` for a padded or packed batch: ``mask`` ``(B, 1, T, T_k)`` from ``batch_mask``, and positions
+        ``(B, T)`` per row or ``(T,)`` shared; the input hook gets the per-row array, or the shared offset."""
+        self.positional.check_positions(int(q_pos.max()))
+        offset = q_pos if q_pos.ndim == 2 else int(q_pos[0])
         with kernels.using(self.kernels):
             x = self.positional.embed(self.tok(idx), offset)                # (B, T, d_model)
             for block in self.blocks:
@@ -289,7 +291,7 @@ class TinyGPT(Transformer):
             k_pos = xp.concatenate([cache.pos, q_pos]) if n_cached else q_pos  # (T_k,)
         mask, key_real = batch_mask(attention_mask, B, T, n_cached, self.causal,
                                     None if cache is None else cache.key_mask)
-        logits = self._run(idx, q_pos, k_pos, q_pos, cache, mask=mask)
+        logits = self._run_batch(idx, q_pos, k_pos, mask, cache)
         if cache is not None:
             cache.key_mask = key_real
             cache.advance(T, q_pos if q_pos.ndim == 2 else None)

@@ -235,3 +235,12 @@ def test_document_mask_reads_runs_of_ids():
     # worked by hand: [7, 7, 2, 7] is three documents, the last 7 a new one
     got = np.asarray(document_mask(np.array([[7, 7, 2, 7]])))[0].tolist()
     assert got == [[1, 1, 0, 0], [1, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]
+
+
+@pytest.mark.usefixtures("each_backend")
+@pytest.mark.parametrize("positional", ["rope", "t5", "shaw"])
+def test_padded_and_packed_rows_on_each_backend(positional):
+    # the strict stand-in for CuPy (or CuPy itself, with a GPU): no silent host round trips in the batch path
+    model = model_for(positional)
+    assert padded_gap(model, ROWS) <= TOL
+    assert packed_gap(model, PACKED) <= TOL
