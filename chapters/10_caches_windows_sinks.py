@@ -68,7 +68,7 @@ import matplotlib.pyplot as plt
 from exercises import reveal, use
 from mini_transformer.engine import backend
 from mini_transformer.engine.backend import asarray, hostnp as np, to_numpy, xp
-from mini_transformer.model import GPTConfig, TinyGPT
+from mini_transformer.model import GPTConfig, TinyGPT, document_mask
 
 
 def show(gap):
@@ -167,34 +167,68 @@ print(to_numpy(pos))
 assert to_numpy(pos).tolist() == [[0, 0, 0, 0, 1, 2], [0, 1, 2, 3, 4, 5], [0, 1, 2, 3, 0, 0]]
 
 # %% [markdown]
-# Now inside the model. `TinyGPT` runs one row at a time at an `offset`: its tokens sit at
-# positions `offset, offset + 1, ...`. A padded row whose padding is masked out computes what
-# its real tokens compute alone at the offset of its first real token; that offset is what
-# your position ids say. Run a prompt of 6 tokens behind 3 padding tokens both ways: with your
-# positions, and with positions counted from the padding (offset 3).
+# Now inside the model. `TinyGPT` takes a padded batch as Hugging Face models do:
+# `model(ids, attention_mask=mask, position_ids=pos)`, the mask `(B, T)` with 0 on padding (no
+# query attends to a padding key) and `pos` `(B, T)` each token's position in its own row. Pad
+# three prompts of different lengths on the left into one batch, give it your position ids, and
+# compare each row's logits at its real tokens with the same prompt run alone. Then run the batch
+# again with positions counted from the padding (no `position_ids`: every row at columns
+# 0, 1, ..., as without a mask).
 
 # %% tags=["nbval-check-output"]
-mask_row = asarray([[0, 0, 0, 1, 1, 1, 1, 1, 1]])
-first_real = 3
-prompt = tokens[:, :6]
-offset_yours = int(to_numpy(left_padded_position_ids(mask_row))[0, first_real])
-print(f"offset of the first real token: yours {offset_yours}, counted from the padding {first_real}")
+lengths = (6, 9, 4)
+T_pad = max(lengths)
+batch = np.zeros((len(lengths), T_pad), dtype=np.int64)       # pad id 0, under the mask
+mask_batch = np.zeros((len(lengths), T_pad), dtype=np.int64)
+for row, n in enumerate(lengths):
+    batch[row, T_pad - n:], mask_batch[row, T_pad - n:] = to_numpy(tokens[0, :n]), 1
+pos_batch = left_padded_position_ids(asarray(mask_batch))     # your function feeds the model
+print("prompt lengths:", lengths)
+print("attention mask:", mask_batch.tolist())
+print("your position ids:", to_numpy(pos_batch).tolist())
+
+
+def padded_gap(model, **positions):
+    """Largest difference between each row's real-token logits in the batch and its prompt run alone."""
+    out = to_numpy(model(batch, attention_mask=mask_batch, **positions).data)
+    return max(float(np.abs(out[row, T_pad - n:] - to_numpy(model(tokens[:, :n]).data)[0]).max())
+               for row, n in enumerate(lengths))
+
+
 padding_gap = {}
-for scheme in ("learned", "sinusoidal", "rope", "alibi"):
+print(f"{'scheme':>10}{'yours':>10}{'from padding':>14}")
+for scheme in ("learned", "sinusoidal", "rope", "alibi", "t5"):
     model = random_model(scheme)
-    right = to_numpy(model(prompt, offset=offset_yours).data)
-    wrong = to_numpy(model(prompt, offset=first_real).data)
-    padding_gap[scheme] = float(np.abs(right - wrong).max())
-    print(f"{scheme:>10}: largest change in the logits when positions count the padding: {show(padding_gap[scheme])}")
-assert offset_yours == 0
+    padding_gap[scheme] = (padded_gap(model, position_ids=pos_batch), padded_gap(model))
+    print(f"{scheme:>10}{show(padding_gap[scheme][0]):>10}{show(padding_gap[scheme][1]):>14}")
+assert all(yours < 1e-10 for yours, _ in padding_gap.values())
+assert all(padding_gap[s][1] > 1e-3 for s in ("learned", "sinusoidal"))
+assert all(padding_gap[s][1] < 1e-10 for s in ("rope", "alibi", "t5"))
 
 # %% [markdown]
-# Learned and sinusoidal tables add a position vector to each token, so shifting every
-# position by 3 changes every output. RoPE and ALiBi do not change at all (to rounding): their
-# scores depend only on distances, and a shift of the whole row keeps every distance. For them
-# the bug stays hidden until the shift pushes positions past the trained length, which a long
-# padded prompt can do. The survey's rule holds for every scheme: one token, one position.
+# With your positions every row of the batch computes what its prompt computes alone, to
+# rounding, in all five schemes. Counted from the padding, learned and sinusoidal tables add the
+# wrong position vector to each token, so every output changes. RoPE, ALiBi and T5 do not change
+# at all (to rounding): their scores depend only on distances, and a shift of the whole row keeps
+# every distance. For them the bug stays hidden until the shift pushes positions past the trained
+# length, which a long padded prompt can do. The survey's rule holds for every scheme: one token,
+# one position.
 #
+# `generate` serves such a batch too: `model.generate(batch, n, attention_mask=mask_batch)` gives
+# each row the positions above and extends its mask and positions by one real token a step, so
+# every row continues as its prompt does alone. Greedy, with the learned table (where a wrong
+# position shows at once), row by row:
+
+# %% tags=["nbval-check-output"]
+model = random_model("learned")
+together = to_numpy(model.generate(batch, 5, greedy=True, attention_mask=mask_batch))
+same = [together[row, T_pad - n:].tolist() == to_numpy(model.generate(tokens[:, :n], 5, greedy=True))[0].tolist()
+        for row, n in enumerate(lengths)]
+print("new tokens, batched:", together[:, T_pad:].tolist())
+print("each row equals its prompt generated alone:", same)
+assert all(same)
+
+# %% [markdown]
 # ## 3. Packed rows
 #
 # Training packs documents end to end into rows of fixed length, so no column is wasted on
@@ -244,31 +278,50 @@ print(to_numpy(packed_position_ids(docs)))
 assert to_numpy(packed_position_ids(docs)).tolist() == [[0, 1, 2, 0, 1, 0], [0, 1, 0, 1, 0, 1]]
 
 # %% [markdown]
-# In the model: pack a document of 5 tokens and one of 7. With a block-diagonal mask the second
-# document is computed alone, at the offset your position ids give its first token (0); without
-# reset positions, at offset 5. Without the mask (the whole row as one sequence) it also attends
-# to the first document.
+# In the model: pack three documents, of 5, 7 and 4 tokens, into one row. The positions are
+# your `packed_position_ids`, restarting at 0 in each document; the block-diagonal mask is
+# `document_mask(doc_ids)` `(B, T, T)`, 1 where query and key belong to the same document (the
+# model adds the causal mask). This is the workbook's convention for a packed row: Hugging Face
+# passes the same block-diagonal mask as a 4-D `(B, 1, T, T)` mask, which the model takes too.
+# Compare each document's logits with the document run alone; then drop the reset positions,
+# then the mask.
 
 # %% tags=["nbval-check-output"]
-doc_a, doc_b = tokens[:, :5], tokens[:, 5:12]
-row_ids = asarray([[0] * 5 + [1] * 7])
-start_b = int(to_numpy(packed_position_ids(row_ids))[0, 5])
-print(f"position of doc b's first token: yours {start_b}, not reset 5")
-packed_gap = {}
-print(f"{'scheme':>10}{'not reset':>12}{'no block mask':>15}")
-for scheme in ("learned", "sinusoidal", "rope", "alibi"):
+doc_lengths = (5, 7, 4)
+starts = np.cumsum((0,) + doc_lengths[:-1])
+row = tokens[:, :sum(doc_lengths)]
+row_ids = asarray([sum(([d] * n for d, n in enumerate(doc_lengths)), [])])
+pos_packed = packed_position_ids(row_ids)                    # your function feeds the model
+block = document_mask(row_ids)                               # (1, T, T) same document
+print("document lengths:", doc_lengths)
+print("document ids:", to_numpy(row_ids).tolist())
+print("your position ids:", to_numpy(pos_packed).tolist())
+
+
+def packed_gap(model, **how):
+    """Largest difference between each packed document's logits and the document run alone."""
+    out = to_numpy(model(row, **how).data)[0]
+    return max(float(np.abs(out[a:a + n] - to_numpy(model(tokens[:, a:a + n]).data)[0]).max())
+               for a, n in zip(starts, doc_lengths))
+
+
+packing_gap = {}
+print(f"{'scheme':>10}{'yours':>10}{'not reset':>12}{'no block mask':>15}")
+for scheme in ("learned", "sinusoidal", "rope", "alibi", "t5"):
     model = random_model(scheme)
-    alone = to_numpy(model(doc_b, offset=start_b).data)
-    not_reset = to_numpy(model(doc_b, offset=5).data)
-    unmasked = to_numpy(model(xp.concatenate([asarray(doc_a), asarray(doc_b)], axis=1)).data)[:, 5:]
-    packed_gap[scheme] = (float(np.abs(alone - not_reset).max()), float(np.abs(alone - unmasked).max()))
-    print(f"{scheme:>10}{show(packed_gap[scheme][0]):>12}{show(packed_gap[scheme][1]):>15}")
-assert start_b == 0 and all(gap[1] > 1e-3 for gap in packed_gap.values())
+    packing_gap[scheme] = (packed_gap(model, attention_mask=block, position_ids=pos_packed),
+                           packed_gap(model, attention_mask=block),
+                           packed_gap(model, position_ids=pos_packed))
+    print(f"{scheme:>10}" + "".join(f"{show(g):>{w}}" for g, w in zip(packing_gap[scheme], (10, 12, 15))))
+assert all(gap[0] < 1e-10 and gap[2] > 1e-3 for gap in packing_gap.values())
+assert all(packing_gap[s][1] > 1e-3 for s in ("learned", "sinusoidal"))
+assert all(packing_gap[s][1] < 1e-10 for s in ("rope", "alibi", "t5"))
 
 # %% [markdown]
-# The same split as with padding: positions not reset break the absolute schemes and leave the
-# relative ones alone, while a missing block mask breaks all of them, because the second
-# document reads the first.
+# With reset positions and the block mask each document of the row is computed as if alone. The
+# same split as with padding: positions not reset break the absolute schemes and leave the
+# relative ones alone, while a missing block mask breaks all of them, because the later
+# documents read the earlier ones.
 #
 # ## 4. What a streaming cache keeps
 #
@@ -689,7 +742,7 @@ print("no sink in any setting: every head under 0.15, eviction of token 0 within
 #
 # | # | claim (source) | what this model did | verdict |
 # | --- | --- | --- | --- |
-# | C1 | padding, packing, decode must give a token one logical position; when they do not, nothing crashes (survey §5.4, §11) | positions counted from the padding change learned and sinusoidal logits at once (section 2) and leave RoPE and ALiBi unchanged inside L; positions not reset in a packed row do the same; a missing block mask changes every scheme; none raises an error | reproduces |
+# | C1 | padding, packing, decode must give a token one logical position; when they do not, nothing crashes (survey §5.4, §11) | on the model, a left-padded batch and a packed row with your position ids (and the block mask) equal their prompts run alone to rounding in all five schemes tried, and `generate` continues each padded row as alone (sections 2, 3); positions counted from the padding change learned and sinusoidal logits at once and leave RoPE, ALiBi and T5 unchanged inside L; positions not reset in a packed row do the same; a missing block mask changes every scheme; none raises an error | reproduces |
 # | C2 | keys rotated once at write time: cached decoding equals the full pass (book §4; survey §5.4) | learned, RoPE and ALiBi: cached and full logits agree to below 1e-10 over 24 steps in float64 (section 1) | reproduces |
 # | C3 | slot positions keep rotations in range; text positions bring extrapolation back (book §2.6, §6) | text, 2 layers, streams of 4L: window + 4 sinks 2.442 at text positions, 1.711 at slot positions; full attention 3.480; the query's slot never passes 12 with 4 sinks and a window of 8, its text position reaches 39 (section 5) | reproduces |
 # | C4 | trained models put large mass on the first tokens, growing with depth (book §2.6, exercise 6) | six settings (text; repetitive corpus, 2 and 4 layers; a fixed first token; sigmoid; 4x the steps): every head 0.06 to 0.15 on position 0 against 0.127 for uniform attention; no sink head; flat with depth (section 7); the first edition (L = 64, 2000 steps): 0.02 to 0.05 against 0.074 | does not reproduce (models of 0.13M to 0.23M parameters, up to 8000 steps) |

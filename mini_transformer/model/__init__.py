@@ -4,4 +4,5 @@ r"""The model floor: attention, the Transformer, its cache, checkpoints, data an
 ``checkpoint``, ``data`` and ``train`` (``python -m mini_transformer.model.train``). It builds on
 ``engine`` and ``positional`` and imports nothing from ``evaluation``.
 """
-from .transformer import GPTConfig, TinyEncoder, TinyGPT, Transformer  # noqa: F401
+from .transformer import (GPTConfig, TinyEncoder, TinyGPT, Transformer, batch_mask, document_mask,  # noqa: F401
+                          left_padded_positions)

@@ -26,6 +26,13 @@ A scheme whose rotation depends on the current length (dynamic NTK:
 ``rerotate_keys = True``) also gets unrotated keys, re-rotated each step, since
 keys rotated with an older scale would go stale.
 
+**A padded batch.** ``TinyGPT.forward`` with ``position_ids`` (a left-padded
+batch, or a packed one) gives each row its own positions; the cache then also
+keeps them, ``row_pos`` ``(B, T_cached)``, so the next step's keys have their
+row's positions. This works with the full cache and text positions (the only
+policy ``generate`` uses with an ``attention_mask``); the caller passes the mask
+of every token, cached ones included, as Hugging Face does.
+
 The policy is one function, ``keep_indices(n_tokens, window, n_sink)``: which of
 the ``n_tokens`` cached tokens stay. A cache built with ``keep_indices=f`` runs
 ``f`` instead (chapter 10 puts the reader's policy, or a deliberately odd one such
@@ -68,6 +75,8 @@ class KVCache:
         self.v = [None] * n_layers
         self.pos = xp.zeros(0, dtype="int64")   # (T_cached,) place in the text of each cached token
         self.seen = 0                            # tokens seen so far: the next one's place in the text
+        self.row_pos = None                      # (B, T_cached) per-row positions of a padded batch, else None
+        self.key_mask = None                     # (B, T_cached) True for real (unpadded) cached tokens, else None
 
     def __len__(self):
         return int(self.pos.shape[0])
@@ -100,8 +109,22 @@ class KVCache:
         self.k[layer], self.v[layer] = new_k, new_v
         return k, v
 
-    def advance(self, T):
-        """After every layer has stored its part: record ``T`` new tokens and evict what the policy drops."""
+    def supports_rows(self):
+        """None if this cache can hold per-row positions (full cache, text positions), else the sentence why not."""
+        if self.window is not None or self.positions != "text" or self.keep_indices is not None:
+            return (f"a padded batch (per-row positions) needs the full cache with text positions, but this cache "
+                    f"has window={self.window}, positions={self.positions!r} and "
+                    f"keep_indices={'custom' if self.keep_indices is not None else None}")
+        return None
+
+    def advance(self, T, row_positions=None):
+        """After every layer has stored its part: record ``T`` new tokens and evict what the policy drops.
+
+        ``row_positions`` ``(B, T)``: the new tokens' per-row positions (a padded batch), kept in ``row_pos``.
+        """
+        if row_positions is not None:
+            self.row_pos = row_positions if self.row_pos is None else xp.concatenate([self.row_pos, row_positions],
+                                                                                     axis=1)
         self.pos = xp.concatenate([self.pos, xp.arange(self.seen, self.seen + T)])
         self.seen += T
         n = len(self)

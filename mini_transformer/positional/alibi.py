@@ -14,7 +14,7 @@ import math
 
 from ..engine.backend import asarray, xp
 from ..engine.validate import check_int
-from .base import PositionalScheme
+from .base import PositionalScheme, key_minus_query, per_head
 
 
 def alibi_slopes(n_heads):
@@ -45,14 +45,17 @@ def alibi_bias(n_heads, T_q, T_k, bidirectional=False):
 
 
 def _bias(slopes, q_pos, k_pos, bidirectional, dtype):
-    distance = q_pos[:, None] - k_pos[None, :]              # (T_q, T_k) i - j
+    """-m_h (i - j) ``(1, H, T_q, T_k)``, or ``(B, H, T_q, T_k)`` for per-row positions ``(B, T)``."""
+    distance = -key_minus_query(q_pos, k_pos)               # (T_q, T_k) or (B, T_q, T_k) i - j
     distance = xp.abs(distance) if bidirectional else xp.maximum(distance, 0)
-    # built straight in the scores' dtype: the (1, H, T_q, T_k) bias is the one big array here
-    return -slopes.astype(dtype)[None, :, None, None] * distance.astype(dtype)[None, None]   # (1, H, T_q, T_k)
+    # built straight in the scores' dtype: the (1 or B, H, T_q, T_k) bias is the one big array here
+    return -slopes.astype(dtype)[None, :, None, None] * per_head(distance.astype(dtype))   # (1 or B, H, T_q, T_k)
 
 
 class ALiBi(PositionalScheme):
     """Adds -m_h * distance to the scores of head h, from the explicit positions (so cached decoding is right)."""
+
+    per_row_positions = True
 
     def __init__(self, n_heads, bidirectional=False):
         self.n_heads, self.bidirectional = n_heads, bidirectional
@@ -66,4 +69,4 @@ class ALiBi(PositionalScheme):
         return {**super().signature(), "bidirectional": self.bidirectional}
 
     def score_bias(self, q, k, q_pos, k_pos, layer):
-        return _bias(self.slopes, q_pos, k_pos, self.bidirectional, q.dtype)   # (1, H, T_q, T_k)
+        return _bias(self.slopes, q_pos, k_pos, self.bidirectional, q.dtype)   # (1 or B, H, T_q, T_k)

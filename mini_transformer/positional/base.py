@@ -19,6 +19,14 @@ and never asks a scheme its name. Positions are explicit integer arrays:
 view (cached ones included), so decoding with a cache, a memory or an
 evicting window gets the right positions without special cases.
 
+**Per-row positions.** A padded or packed batch (``TinyGPT.forward`` with
+``position_ids``) gives every row its own positions: ``q_pos`` ``(B, T_q)``,
+``k_pos`` ``(B, T_k)``, and ``embed`` gets a ``(B, T)`` array in place of the
+integer ``offset``. A scheme whose hooks take these sets ``per_row_positions =
+True`` in its own class body; the flag is not inherited (``takes_row_positions``),
+so a subclass that overrides a hook for 1-D positions only is refused by the
+model with a sentence instead of computing nonsense.
+
 A scheme is one object per model, shared by all layers, so it can keep state
 that spans layers (one bias table for the whole stack) or per-layer state
 indexed by ``layer``.
@@ -77,6 +85,13 @@ class PositionalScheme(Module):
     #: True if a key's rotation depends on more than its own position (dynamic NTK: the current length),
     #: so a KV cache must store keys unrotated and rotate them afresh at every step
     rerotate_keys = False
+    #: True (in the class's own body) if every hook also takes per-row positions (B, T); see the docstring
+    per_row_positions = False
+
+    @classmethod
+    def takes_row_positions(cls):
+        """True if this very class declares ``per_row_positions`` (a subclass must declare it again)."""
+        return bool(cls.__dict__.get("per_row_positions", False))
 
     # -- building from a config ------------------------------------------------
     @classmethod
@@ -124,7 +139,8 @@ class PositionalScheme(Module):
 
     # -- the hooks ---------------------------------------------------------------
     def embed(self, x, offset):
-        """Add position to the token embeddings ``x`` ``(B, T, d_model)``; default: unchanged."""
+        """Add position to the token embeddings ``x`` ``(B, T, d_model)`` at positions ``offset ..
+        offset+T-1`` (or, with per-row positions, at the ``(B, T)`` array ``offset``); default: unchanged."""
         return x
 
     def score_bias(self, q, k, q_pos, k_pos, layer):
@@ -156,3 +172,13 @@ class PositionalScheme(Module):
                 f"{type(self).__name__} encodes positions 0..{self.max_positions - 1}, but position "
                 f"{last_position} was asked for (offset plus sequence length must stay at or below "
                 f"max_len={self.max_positions}).")
+
+
+def key_minus_query(q_pos, k_pos):
+    """j - i for every (query, key): ``(T_q, T_k)`` from shared positions, ``(B, T_q, T_k)`` from per-row ones."""
+    return k_pos[..., None, :] - q_pos[..., :, None]
+
+
+def per_head(a):
+    """A ``(T_q, T_k)`` or ``(B, T_q, T_k)`` array as ``(1 or B, 1, T_q, T_k)``: a head axis to broadcast over."""
+    return a[None, None] if a.ndim == 2 else a[:, None]

@@ -60,6 +60,7 @@ class DecoupledRoPE(PositionalScheme):
 
     Settings = DecoupledRoPESettings
     config_fields = ("rope_base", "rope_scaling", "max_len")
+    per_row_positions = True
 
     def __init__(self, d_model, n_heads, n_layers, d_rope=None, base=10000.0, rope_scaling=None,
                  max_position_embeddings=None, rng=None, std=0.02):
@@ -98,6 +99,8 @@ class DecoupledRoPE(PositionalScheme):
     def turn(self, x, pos):
         """Rotate the rotary part ``x`` ``(B, H or 1, T, d_rope)`` at positions ``pos``."""
         cos, sin = self.rotary.at(pos)                                            # (T, d_rope) each, float64
+        if pos.ndim == 2:                                                         # per-row positions: (B, 1, T, d_rope)
+            cos, sin = cos[:, None], sin[:, None]
         rotary = kernels.active().apply_rotary or apply_rotary                    # the fast kernel, or RoPE's op
         return rotary(x, cos.astype(x.dtype), sin.astype(x.dtype))
 

@@ -5,3 +5,5 @@ from .base import PositionalScheme
 
 class NoPositionalEncoding(PositionalScheme):
     """All three hooks are the defaults: nothing is added, nothing rotated."""
+
+    per_row_positions = True   # it ignores them

@@ -30,13 +30,14 @@ from .base import PositionalScheme, setting
 def relative_2d_index(window_size, q_pos=None, k_pos=None):
     r"""The table row of each (query, key) pair: ``(T_q, T_k)`` integers in [0, (2w-1)^2).
 
-    Positions default to the whole window, 0 .. w^2 - 1, in raster order.
+    Positions default to the whole window, 0 .. w^2 - 1, in raster order; per-row
+    positions ``(B, T_q)`` and ``(B, T_k)`` give ``(B, T_q, T_k)``.
     """
     w = window_size
     q_pos = xp.arange(w * w) if q_pos is None else q_pos
     k_pos = xp.arange(w * w) if k_pos is None else k_pos
-    dy = (q_pos // w)[:, None] - (k_pos // w)[None, :]                 # (T_q, T_k) in [-(w-1), w-1]
-    dx = (q_pos % w)[:, None] - (k_pos % w)[None, :]                   # (T_q, T_k)
+    dy = (q_pos // w)[..., :, None] - (k_pos // w)[..., None, :]       # ([B,] T_q, T_k) in [-(w-1), w-1]
+    dx = (q_pos % w)[..., :, None] - (k_pos % w)[..., None, :]         # ([B,] T_q, T_k)
     return (dy + w - 1) * (2 * w - 1) + (dx + w - 1)
 
 
@@ -50,6 +51,7 @@ class RelativePositionBias2D(PositionalScheme):
     r"""A ``((2w-1)^2, H)`` table; ``bias(T)`` gives the ``(1, H, T, T)`` bias of a window's T = w^2 tokens."""
 
     Settings = Relative2DSettings
+    per_row_positions = True     # each row's positions are raster positions in its own window
 
     def __init__(self, n_heads, window_size, rng=None, std=0.02, table=None):
         check_int("RelativePositionBias2D: window_size", window_size, minimum=1)
@@ -79,7 +81,9 @@ class RelativePositionBias2D(PositionalScheme):
 
     def bias_at(self, q_pos, k_pos):
         """The bias ``(1, H, T_q, T_k)`` (a Tensor) for tokens at raster positions ``q_pos`` and ``k_pos``."""
-        index = self.index(q_pos, k_pos)                                 # (T_q, T_k)
+        index = self.index(q_pos, k_pos)                                 # ([B,] T_q, T_k)
+        if index.ndim == 3:                                              # per-row positions
+            return self.table[index].transpose(0, 3, 1, 2)               # (B, H, T_q, T_k)
         return self.table[index].transpose(2, 0, 1)[None]                # (1, H, T_q, T_k)
 
     def index(self, q_pos, k_pos):

@@ -85,12 +85,13 @@ class RotaryEmbedding:
                              max_position_embeddings=self.max_position_embeddings)
 
     def at(self, pos):
-        """(cos, sin) for an integer array of positions, each ``(len(pos), rotary_dim)``, float64."""
+        """(cos, sin) for an integer array of positions, each ``(len(pos), rotary_dim)``, float64
+        (``(B, T, rotary_dim)`` for per-row positions ``(B, T)``)."""
         if self.length_dependent:
             inv_freq, attention_factor = self.frequencies(self.fixed_length or (int(pos.max()) + 1 if pos.size else 1))
         else:
             inv_freq, attention_factor = self.inv_freq, self.attention_factor
-        angles = pos.astype("float64")[:, None] * inv_freq[None, :]            # (T, r/2) m theta_i
+        angles = pos.astype("float64")[..., None] * inv_freq                   # ([B,] T, r/2) m theta_i
         if self.interleaved:
             angles = xp.repeat(angles, 2, axis=-1)                             # (T, r) channels 2i, 2i+1
         else:
@@ -158,6 +159,7 @@ class RoPE(PositionalScheme):
 
     Settings = RoPESettings
     config_fields = ("rope_base", "rope_scaling", "max_len")
+    per_row_positions = True
 
     def __init__(self, d_head, base=10000.0, rope_scaling=None, partial_rotary_factor=1.0, interleaved=False,
                  max_position_embeddings=None):
@@ -205,6 +207,8 @@ class RoPE(PositionalScheme):
 
     def rotate(self, x, pos, layer):
         cos, sin = self.rotary.at(pos)                                         # (T, rotary_dim) each, float64
+        if pos.ndim == 2:                                                      # per-row positions: (B, 1, T, r)
+            cos, sin = cos[:, None], sin[:, None]
         rotary = kernels.active().apply_rotary or apply_rotary                 # the fast kernel, or the op above
         return rotary(x, cos.astype(x.dtype), sin.astype(x.dtype), interleaved=self.rotary.interleaved)
 

@@ -27,12 +27,20 @@ from ..engine.backend import rng as make_rng
 from ..engine.backend import xp
 from ..engine.nn import Module, Parameter, init_normal
 from ..engine.validate import check_int
-from .base import PositionalScheme, setting
+from .base import PositionalScheme, key_minus_query, setting
 
 
 def clipped_distance_index(q_pos, k_pos, k):
-    r"""r_{ij} + k = \mathrm{clip}(j - i, -k, k) + k, the row of a^K and a^V for each (query, key): ``(T_q, T_k)``."""
-    return xp.clip(k_pos[None, :] - q_pos[:, None], -k, k) + k
+    r"""r_{ij} + k = \mathrm{clip}(j - i, -k, k) + k, the row of a^K and a^V for each (query, key): ``(T_q, T_k)``
+    (``(B, T_q, T_k)`` for per-row positions ``(B, T)``)."""
+    return xp.clip(key_minus_query(q_pos, k_pos), -k, k) + k
+
+
+def per_row(fn, x, index, *args):
+    """``fn(x, index)`` for a shared index ``(T_q, T_k)``; row by row, then joined, for a per-row one ``(B, T_q, T_k)``."""
+    if index.ndim == 2:
+        return fn(x, index, *args)
+    return F.concat([fn(x[b:b + 1], index[b], *args) for b in range(index.shape[0])], axis=0)
 
 
 class ShawLayer(Module):
@@ -54,6 +62,7 @@ class ShawRelativePosition(PositionalScheme):
     """Adds q . a^K_{r_ij} to the scores and, with values, sum_j alpha_ij a^V_{r_ij} to the output."""
 
     Settings = ShawSettings
+    per_row_positions = True
 
     def __init__(self, d_head, n_layers, k=16, values=True, rng=None):
         check_int("ShawRelativePosition: shaw_k", k, minimum=1, why="the clipping distance")
@@ -72,14 +81,14 @@ class ShawRelativePosition(PositionalScheme):
         return clipped_distance_index(q_pos, k_pos, self.k)
 
     def score_bias(self, q, k, q_pos, k_pos, layer):
-        index = self.index(q_pos, k_pos)                                     # (T_q, T_k)
+        index = self.index(q_pos, k_pos)                                     # ([B,] T_q, T_k)
         per_distance = (q @ self.layers[layer].a_K.T) * (1.0 / self.d_head ** 0.5)   # (B, H, T_q, 2k+1)
-        return F.gather_distance(per_distance, index)                        # (B, H, T_q, T_k)
+        return per_row(F.gather_distance, per_distance, index)               # (B, H, T_q, T_k)
 
     def output_term(self, probs, q_pos, k_pos, layer):
         a_V = self.layers[layer].a_V
         if a_V is None:
             return None
-        index = self.index(q_pos, k_pos)                                     # (T_q, T_k)
-        per_distance = F.scatter_distance(probs, index, 2 * self.k + 1)      # (B, H, T_q, 2k+1)
+        index = self.index(q_pos, k_pos)                                     # ([B,] T_q, T_k)
+        per_distance = per_row(F.scatter_distance, probs, index, 2 * self.k + 1)   # (B, H, T_q, 2k+1)
         return per_distance @ a_V                                            # (B, H, T_q, d_head)

@@ -33,9 +33,10 @@ def sinusoidal_table(pos, d_model, base=10000.0):
 
 
 class SinusoidalPositionalEncoding(PositionalScheme):
-    """x + PE[offset : offset + T]; no parameters."""
+    """x + PE[offset : offset + T] (or PE at each token's own position, per row); no parameters."""
 
     config_fields = ("sinusoidal_base",)
+    per_row_positions = True
 
     def __init__(self, d_model, base=10000.0):
         self.d_model, self.base = d_model, base
@@ -48,5 +49,9 @@ class SinusoidalPositionalEncoding(PositionalScheme):
         return {"sinusoidal_base": self.base}
 
     def embed(self, x, offset):
+        if not isinstance(offset, int) and getattr(offset, "ndim", 0) == 2:       # per-row positions (B, T)
+            B, T = offset.shape
+            pe = sinusoidal_table(offset.reshape(-1), self.d_model, self.base).reshape(B, T, self.d_model)
+            return x + pe.astype(x.dtype)
         pe = sinusoidal_positional_encoding(x.shape[1], self.d_model, self.base, offset)  # (T, d_model)
         return x + pe.astype(x.dtype)

@@ -20,7 +20,7 @@ from ..engine.backend import rng as make_rng
 from ..engine.backend import xp
 from ..engine.nn import Parameter, init_normal
 from ..engine.validate import check_int
-from .base import PositionalScheme, setting
+from .base import PositionalScheme, key_minus_query, setting
 
 
 def relative_position_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
@@ -89,6 +89,7 @@ class RelativePositionBias(PositionalScheme):
     """
 
     Settings = T5Settings
+    per_row_positions = True
 
     def __init__(self, n_heads, num_buckets=32, max_distance=128, bidirectional=True, rng=None, std=0.02):
         _check_buckets(bidirectional, num_buckets, max_distance)
@@ -110,17 +111,20 @@ class RelativePositionBias(PositionalScheme):
         return self.bias_at(xp.arange(T_k - T_q, T_k), xp.arange(T_k))
 
     def bias_at(self, q_pos, k_pos):
-        """The bias ``(1, H, T_q, T_k)`` (a Tensor) for queries at ``q_pos`` and keys at ``k_pos``.
+        """The bias ``(1, H, T_q, T_k)`` (a Tensor) for queries at ``q_pos`` and keys at ``k_pos``
+        (``(B, H, T_q, T_k)`` for per-row positions ``(B, T)``).
 
         Every layer calls this and gets the same numbers from the one table, so
         the gradients of all layers add up in it. (T5 itself computes the bias
         once in the first layer and hands it on; the hooks have no "start of a
         forward", so here each layer rebuilds it, one ``(1, H, T_q, T_k)`` array.)
         """
-        distance = k_pos[None, :] - q_pos[:, None]                               # (T_q, T_k) key - query
+        distance = key_minus_query(q_pos, k_pos)                                 # ([B,] T_q, T_k) key - query
         lo = int(k_pos.min()) - int(q_pos.max())
         # the bucket depends on the distance only: bucket the T_q + T_k - 1 distances, then look them up
         buckets = self.bucket(xp.arange(lo, int(k_pos.max()) - int(q_pos.min()) + 1))  # (L,)
+        if distance.ndim == 3:                                                    # per-row positions
+            return self.table[buckets[distance - lo]].transpose(0, 3, 1, 2)      # (B, H, T_q, T_k)
         return self.table[buckets[distance - lo]].transpose(2, 0, 1)[None]       # (1, H, T_q, T_k)
 
     def bucket(self, relative_position):

@@ -44,7 +44,7 @@ from ..engine.backend import rng as make_rng
 from ..engine.backend import xp
 from ..engine.nn import Linear, Module, Parameter, init_normal
 from ..engine.validate import check_int
-from .base import PositionalScheme, setting
+from .base import PositionalScheme, key_minus_query, setting
 from .sinusoidal import sinusoidal_table
 
 
@@ -66,6 +66,7 @@ class TransformerXLRelative(PositionalScheme):
 
     Settings = TransformerXLSettings
     config_fields = ("sinusoidal_base",)
+    per_row_positions = True
 
     def __init__(self, d_model, n_heads, n_layers, causal=True, base=10000.0, mem_len=None, rng=None, std=0.02):
         if mem_len is not None:
@@ -104,6 +105,8 @@ class TransformerXLRelative(PositionalScheme):
     def score_bias(self, q, k, q_pos, k_pos, layer):
         B, H, T_q, d_head = q.shape
         T_k = k.shape[2]
+        if q_pos.ndim == 2:                                                  # per-row positions (B, T)
+            return self._score_bias_rows(q, k, q_pos, k_pos, layer)
         dist = self.distances(q_pos, k_pos)                                  # (L,)
         R = F.as_tensor(sinusoidal_table(dist, self.d_model, self.base).astype(q.dtype))  # (L, d_model)
         r = self.layers[layer].W_kR(R)                                       # (L, d_model) W_{k,R} R_{i-j}
@@ -111,6 +114,21 @@ class TransformerXLRelative(PositionalScheme):
         s = 1.0 / d_head ** 0.5                                              # scale the small operands, not T x T
         bd = ((q + self.v[None, :, None, :]) * s) @ r                        # (B, H, T_q, L) terms (b) + (d)
         bd = self.shift(bd, T_k)                                             # (B, H, T_q, T_k) column j = key j
+        c = (self.u[None, :, None, :] * s) @ k.transpose(0, 1, 3, 2)         # (B, H, 1, T_k) term (c)
+        return bd + c
+
+    def _score_bias_rows(self, q, k, q_pos, k_pos, layer):
+        r"""``score_bias`` for per-row positions: no relative shift (a packed row's positions restart), so each
+        key's column of (b) + (d) is picked by its distance i - j with ``F.gather_distance``, row by row."""
+        H, d_head = q.shape[1], q.shape[3]
+        dist = -key_minus_query(q_pos, k_pos)                                # (B, T_q, T_k) i - j
+        hi, lo = int(dist.max()), int(dist.min())
+        R = F.as_tensor(sinusoidal_table(xp.arange(hi, lo - 1, -1), self.d_model, self.base).astype(q.dtype))
+        r = self.layers[layer].W_kR(R).reshape(-1, H, d_head).transpose(1, 2, 0)   # (H, d_head, L)
+        s = 1.0 / d_head ** 0.5
+        bd = ((q + self.v[None, :, None, :]) * s) @ r                        # (B, H, T_q, L) column c: distance hi - c
+        column = hi - dist                                                   # (B, T_q, T_k) in [0, L)
+        bd = F.concat([F.gather_distance(bd[b:b + 1], column[b]) for b in range(q.shape[0])], axis=0)
         c = (self.u[None, :, None, :] * s) @ k.transpose(0, 1, 3, 2)         # (B, H, 1, T_k) term (c)
         return bd + c
 
