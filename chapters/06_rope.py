@@ -23,7 +23,7 @@
 #
 # * derive RoPE from the demand that the score depend on positions only through their offset, and
 #   check the result in three lines;
-# * implement RoPE in both pairing conventions and convert a checkpoint between them;
+# * implement RoPE in both pairing conventions and find the channel order between them;
 # * find the critical pair of a head and say which pairs break past the training length;
 # * decode through a KV cache with the right positions, and catch the bug when they are wrong;
 # * train a Transformer on your own RoPE and tell, from two loss curves, whether it is right.
@@ -40,8 +40,7 @@
 # | C3 | A key rotated once, when it enters the KV cache, stays valid for every later query (book §5) | | §7 |
 # | C4 | RoPE lets a model learn a task that needs relative positions, which the same model without position cannot (book §1) | | §8 |
 #
-# What happens past the training length, and what linear and NTK scaling buy there, are chapter 8's
-# claims (its C6 to C8, settled on a trained model in
+# Past the training length, linear and NTK scaling are chapter 8's claims (C6 to C8, settled in
 # [chapter 8, §11](08_stretching_rope.py#11.-The-sources'-Exercise-3,-on-a-tiny-model)).
 #
 # ## The exercises
@@ -235,12 +234,10 @@ fig.tight_layout()
 # %% [markdown]
 # ## 3. The complex view, and why one frequency is not enough
 #
-# Read the pair $(a, b)$ as the complex number $z = a + \mathrm{i}b$. Rotation by $\varphi$ is
-# then multiplication by $e^{\mathrm{i}\varphi}$:
-#
-# $$(a + \mathrm{i}b)(\cos\varphi + \mathrm{i}\sin\varphi) = (a\cos\varphi - b\sin\varphi) + \mathrm{i}\,(b\cos\varphi + a\sin\varphi).$$
-#
-# The dot product of two pairs is $\Re(z_1 \bar z_2)$, so the score becomes
+# Read the pair $(a, b)$ as the complex number $z = a + \mathrm{i}b$, as section 1 did. Rotation by
+# $\varphi$ is multiplication by $e^{\mathrm{i}\varphi}$, since $(a + \mathrm{i}b)(\cos\varphi + \mathrm{i}\sin\varphi)
+# = (a\cos\varphi - b\sin\varphi) + \mathrm{i}\,(b\cos\varphi + a\sin\varphi)$; the dot product of two pairs is
+# $\Re(z_1 \bar z_2)$, so the score becomes
 #
 # $$\langle R_m q, R_n k\rangle = \Re\!\left(q_z e^{\mathrm{i}m\theta}\,\overline{k_z e^{\mathrm{i}n\theta}}\right) = \Re\!\left(q_z \bar k_z\, e^{\mathrm{i}(m-n)\theta}\right).$$
 #
@@ -255,10 +252,10 @@ def as_complex(pair):
 phi = 0.9
 rotated = as_complex(R(phi) @ q2)
 multiplied = as_complex(q2) * complex(math.cos(phi), math.sin(phi))
-print("R(phi) q equals q_z * e^(i phi):", abs(rotated - multiplied) < 1e-12)
+print(f"|R(phi) q - q_z e^(i phi)| = {abs(rotated - multiplied):.1e}")
 m, n = 5, 2
 via_phase = (as_complex(q2) * as_complex(k2).conjugate() * complex(math.cos((m - n) * theta), math.sin((m - n) * theta))).real
-print("score equals Re(q_z conj(k_z) e^(i(m-n)theta)):", math.isclose(score_2d(m, n), via_phase, rel_tol=1e-12))
+print(f"score {score_2d(m, n):+.6f}, Re(q_z conj(k_z) e^(i(m-n)theta)) {via_phase:+.6f}")
 assert abs(rotated - multiplied) < 1e-12 and math.isclose(score_2d(m, n), via_phase, rel_tol=1e-12)
 
 # %% [markdown]
@@ -753,8 +750,7 @@ assert critical == 5
 #
 # $$\mathrm{rotate\_interleaved}([x_0, x_1, x_2, x_3, \dots]) = [-x_1, x_0, -x_3, x_2, \dots].$$
 #
-# Both are RoPE. They rotate different pairs of channels, so a model trained with one is a
-# different function under the other.
+# Both are RoPE, on different pairs of channels: a model trained with one is another function under the other.
 #
 # ### Exercises 6.7 and 6.8: `rotate_interleaved` and `apply_rotary_interleaved`   ★ · 5 min each
 #
@@ -856,54 +852,12 @@ assert same_rotation
 # %% [markdown]
 # ### The porting bug
 #
-# Take the query and key projections trained with interleaved RoPE (Meta's original LLaMA
-# release is one such checkpoint) and load them into code that uses rotate-half RoPE (the
-# Hugging Face form). Nothing crashes. Shapes match. The scores are simply different, and the
-# model quietly gets worse. Permuting each head's output channels of $W_q$ and $W_k$ by `perm`
-# (columns in this book's `x @ W` layout; rows in a PyTorch `(out, in)` weight) repairs it
-# exactly. It is a per-head permutation: one `perm` of length $H d_{head}$ over all the columns
-# at once mixes the heads and is wrong too. $W_v$ is not rotated and needs nothing.
-
-# %% tags=["nbval-check-output"]
-d_model, n_heads, d_head, T = 16, 2, 8, 10
-W_q = randn(d_model, n_heads * d_head) / 4  # "the checkpoint": trained with interleaved RoPE
-W_k = randn(d_model, n_heads * d_head) / 4
-x = randn(T, d_model)
-cos, sin = RotaryEmbedding(d_head)(T)  # rotate-half tables
-perm = interleaved_to_half_permutation(d_head)
-back = xp.argsort(perm)
-cos_i, sin_i = cos[:, back], sin[:, back]  # repeat-interleave tables
-head_perm = xp.concatenate([h * d_head + perm for h in range(n_heads)])  # perm inside each head's columns
-
-
-def heads(y):
-    return y.reshape(T, n_heads, d_head).transpose(1, 0, 2)  # (H, T, d_head)
-
-
-def scores_interleaved(W_q, W_k):
-    q, k = heads(x @ W_q), heads(x @ W_k)
-    return apply_rotary_interleaved(q, cos_i, sin_i) @ apply_rotary_interleaved(k, cos_i, sin_i).transpose(0, 2, 1)
-
-
-def scores_half(W_q, W_k):
-    q, k = heads(x @ W_q), heads(x @ W_k)
-    return apply_rotary(q, cos, sin) @ apply_rotary(k, cos, sin).transpose(0, 2, 1)  # (H, T, T)
-
-
-reference_scores = scores_interleaved(W_q, W_k)
-naive = scores_half(W_q, W_k)
-ported = scores_half(W_q[:, head_perm], W_k[:, head_perm])
-whole = interleaved_to_half_permutation(n_heads * d_head)  # one permutation across all the heads
-mixed = scores_half(W_q[:, whole], W_k[:, whole])
-print("weights loaded as they are, same scores:", bool(xp.allclose(naive, reference_scores)))
-print("each head's output channels permuted by perm, same scores:", bool(xp.allclose(ported, reference_scores)))
-print("one perm over all heads' channels, same scores:", bool(xp.allclose(mixed, reference_scores)))
-assert not xp.allclose(naive, reference_scores) and xp.allclose(ported, reference_scores)
-assert not xp.allclose(mixed, reference_scores)
-
-# %% [markdown]
-# How to catch it in a real port: rotate one layer's $q$ in both codebases and compare the
-# arrays, before you look at any loss.
+# Load query and key projections trained with interleaved RoPE (Meta's original LLaMA release is
+# one such checkpoint) into rotate-half code and nothing crashes: the shapes match and every
+# score is quietly different. Permuting each head's output channels of $W_q$ and $W_k$ by `perm`
+# repairs it exactly; one `perm` over all the heads' columns at once mixes the heads. That port,
+# grouped-query keys included, is [chapter 11, §3](11_checkpoints.py#3.-Porting-between-the-conventions)
+# and its Exercise 11.1.
 #
 # ## 7. The KV cache
 #
@@ -914,9 +868,8 @@ assert not xp.allclose(mixed, reference_scores)
 # $$\tilde k_n = R_n k_n \text{ is written once, when token } n \text{ arrives;}\qquad \tilde q_t = R_t\, q_t \text{ at step } t.$$
 #
 # The one thing to get right is $t$: the new token's position is the number of tokens already
-# in the cache, not 0. Below, one causal attention over 8 tokens: the full pass rotates every
-# query and key to its position and attends once; `causal_attention` (in `exercises/rope.py`,
-# given) is plain softmax attention with the causal mask.
+# in the cache, not 0. Below, the full pass over 8 tokens rotates every query and key and attends
+# once (`causal_attention`, given in `exercises/rope.py`, is softmax attention with the causal mask).
 
 # %%
 from exercises.rope import causal_attention
@@ -1029,21 +982,16 @@ assert not KVCache(1).keeps_raw_keys(plain_rope) and KVCache(1).keeps_raw_keys(d
 # %% [markdown]
 # ## 8. Your RoPE inside TinyGPT
 #
-# Now put RoPE in a real model, and make it *your* RoPE. `TinyGPT` takes the scheme by name,
-# and its attention calls the scheme's `rotate` hook on every query and key. With the default
-# `kernels="reference"` the library's hook computes `x * cos + rotate_half(x) * sin`
-# (`mini_transformer/positional/rope.py`, `apply_rotary`); its fast kernel is in
-# [chapter 0's appendix on kernels](00_tiny_transformer.py#Appendix:-the-fast-kernels).
+# Now put RoPE in a real model, and make it *your* RoPE. `TinyGPT`'s attention calls the scheme's
+# `rotate` hook on every query and key; the library's runs the whole rotation of
+# `mini_transformer/positional/rope.py` (its fast kernel: [chapter 0's appendix](00_tiny_transformer.py#Appendix:-the-fast-kernels)).
+# `from_functions.rope(RotaryEmbedding(d_head), apply_rotary)` is the same scheme computed by your
+# two functions; its backward is your `apply_rotary` again with $-\sin$, a rotation's transpose.
 #
-# `from_functions.rope(RotaryEmbedding(d_head), apply_rotary)` is the same scheme computed by
-# your two functions. The backward pass needs no code of yours: a rotation's transpose is the
-# rotation by the opposite angle, so the gradient is your `apply_rotary` again with $-\sin$.
-#
-# The task is *copy*: a row of random symbols, a separator, then the same symbols again. To
-# write the symbol of the first half that comes next, a token must find the key exactly $n$
-# positions behind it ($n = 8$ here): a pure question of relative position. Train two models on
-# the same batches from the same weights, in float64: the library's, and one that runs your
-# functions. If your functions are right, the two loss curves are the same curve.
+# The task is *copy*: random symbols, a separator, the same symbols again. To write the next
+# symbol a token must find the key exactly $n = 8$ positions behind it: a pure question of relative
+# position. Train the library's model and yours on the same batches from the same weights, in
+# float64: if your functions are right, the two loss curves are one curve.
 
 # %%
 from mini_transformer.model import data
@@ -1111,11 +1059,7 @@ fig.tight_layout()
 
 # %% [markdown]
 # RoPE copies every position. The model without position is far below, except at one place: it
-# gets the *first* copied symbol right. The causal mask makes position 0 identifiable. The first
-# token attends only to itself, so its hidden state is unlike any other token's, and the query
-# at the separator can learn to look for "the token that saw nothing before it". No other
-# position has such a mark, so from the second symbol on the model can only guess among the
-# symbols it saw.
+# gets the *first* copied symbol right (why the first? question 2 of section 9).
 #
 # What did the RoPE model learn? Look at its attention: a head that copies must put its weight
 # on the key exactly $n$ positions back, a diagonal line offset from the main diagonal.
@@ -1183,18 +1127,6 @@ assert on_offset[layer_best][head_best] > 0.5
 # </details>
 
 # %% [markdown]
-# **4.** In the porting bug, permuting all $H d_{head}$ columns with one permutation of length
-# $H d_{head}$ fails. What does it do wrong?
-
-# %% [markdown] tags=["answer"]
-# <details><summary>Answer</summary>
-#
-# It interleaves the channels of different heads: its even-then-odd order runs over the whole
-# width, so the first head's slots fill with even channels from both heads. The pairs RoPE turns
-# no longer sit inside one head. The fix permutes within each head's block of $d_{head}$ columns.
-# </details>
-
-# %% [markdown]
 # ## 10. The ledger, settled
 #
 # | # | claim | this model | verdict |
@@ -1206,15 +1138,11 @@ assert on_offset[layer_best][head_best] > 0.5
 #
 # ## 11. Where next
 #
-# * The exercises: [`exercises/rope.py`](../exercises/rope.py), 6.1 to 6.10. Grade them with
-#   `python -m exercises grade rope` (one at a time with `--exercise 6.N`); an exercise you have
-#   not touched is reported as "not attempted", and a wrong one gets layered feedback: shape and
-#   dtype first, then NaN, then the name of the mistake if it is a known one, then the numbers.
-# * The drills: retype from a blank file against the clock. `python -m exercises drill rope`
-#   (`rotate_half`, `apply_rotary`, `RotaryEmbedding`; target 15 minutes). Grade with
-#   `python -m exercises drill rope --grade`; see your progress with
-#   `python -m exercises drill --history rope`. Write the relative-position test first when you
-#   drill: it catches the sign errors that otherwise take twenty minutes to find.
+# * The exercises: [`exercises/rope.py`](../exercises/rope.py), 6.1 to 6.10, graded with
+#   `python -m exercises grade rope` (what the feedback says: [chapter 0](00_tiny_transformer.py#How-to-work)).
+# * The drill: `python -m exercises drill rope` (`rotate_half`, `apply_rotary`, `RotaryEmbedding`, against a
+#   15-minute clock; `--grade` grades it). Write the relative-position test first when you drill: it
+#   catches the sign errors that otherwise take twenty minutes to find.
 # * The interview questions on RoPE, with answers from this chapter's numbers:
 #   [`chapters/cards/06_rope.md`](cards/06_rope.md).
 # * Chapter 7 (ALiBi) puts position in the scores instead; chapter 8 stretches RoPE past its
