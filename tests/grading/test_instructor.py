@@ -31,7 +31,7 @@ def test_release_drops_answers_and_outputs(tmp_path):
     full = notebooks.read_chapter("06_rope")
     answers = [c for c in full.cells if notebooks.ANSWER_TAG in notebooks.tags(c)]
     hints = [c for c in full.cells if notebooks.HINT_TAG in notebooks.tags(c)]
-    assert len(answers) >= 14 and len(hints) >= 10   # ten references, four check-yourself answers; the hints
+    assert len(answers) >= 13 and len(hints) >= 10   # ten references, three check-yourself answers; the hints
     assert len(nb.cells) == len(full.cells) - len(answers) - len(hints)
     text = "\n".join(c.source for c in nb.cells)
     assert "<details>" not in text and "reveal(" not in text.replace("import reveal", "")

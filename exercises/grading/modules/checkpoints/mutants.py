@@ -12,7 +12,7 @@ from mini_transformer.engine.backend import xp
 
 def _columns(port, n_heads, d_head, rotary_dim, n_kv_heads=None):
     """The column order the correct port applies: where each new column comes from."""
-    n_kv = n_heads if n_kv_heads is None else n_kv_heads
+    n_kv = n_kv_heads or n_heads  # MHA when n_kv_heads is not given
     width = (n_heads + 2 * n_kv) * d_head
     return port(xp.arange(width, dtype="float64"), n_heads, d_head, rotary_dim, n_kv).astype("int64")
 
@@ -23,7 +23,7 @@ def _reordered(change):
     def make(port):
         @wraps_function(port)
         def port_qk_weights(W_qkv, n_heads, d_head, rotary_dim=None, n_kv_heads=None):
-            n_kv = n_heads if n_kv_heads is None else n_kv_heads
+            n_kv = n_kv_heads or n_heads  # MHA when n_kv_heads is not given
             order = _columns(port, n_heads, d_head, rotary_dim, n_kv_heads)
             return W_qkv[..., change(order.copy(), n_heads * d_head, n_kv * d_head, d_head,
                                      (port, n_heads, rotary_dim))]
