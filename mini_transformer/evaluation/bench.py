@@ -2,16 +2,28 @@ r"""Training-step throughput of the engine, both kernel sets, and the same model
 
     python -m mini_transformer.evaluation.bench            # a table
     python -m mini_transformer.evaluation.bench --json     # everything, machine-readable
+    python -m mini_transformer.evaluation.bench --configs workbook larger long --check
 
-Two configurations: *workbook* (vocab 64, d_model 64, 2 layers, 4 heads, T 64,
-batch 16) and *larger* (vocab 64, d_model 128, 4 layers, 4 heads, T 128, batch
-32), both with RoPE and AdamW. The engine runs with ``kernels="fast"`` and with
+Three configurations: *workbook* (vocab 64, d_model 64, 2 layers, 4 heads, T 64,
+batch 16), *larger* (vocab 64, d_model 128, 4 layers, 4 heads, T 128, batch
+32) and *long* (vocab 64, d_model 128, 2 layers, 4 heads, T 512, batch 4,
+where attention dominates), all with RoPE and AdamW; the default runs
+*workbook* and *larger*. The engine runs with ``kernels="fast"`` and with
 ``kernels="reference"``, and PyTorch (when it is importable; it is never a
 requirement) runs the same model on the same threads. The engines run in
 alternating rounds in one process and each ratio is taken from the median
 round of each, so a noisy machine slows them alike. A round lasts about a
 quarter of a second (``--steps`` fixes it instead). Achieved FLOP/s is set
 against a float32 matrix-multiply ceiling measured in the same run.
+
+Peak memory is the peak growth of allocated bytes during one step, after the
+timed rounds: for the engine as ``tracemalloc`` sees it (NumPy reports its
+buffers to it), for PyTorch from the allocation and free events of
+``torch.profiler`` (``profile_memory=True``), the same quantity from PyTorch's
+own CPU allocator; the JSON names each engine's measure
+(``peak_memory_measure``). ``--check`` exits with status 1, after the report,
+when the fast set was slower than the reference on any configuration
+(``slower_than_reference``).
 
 The bench tunes its process first (``kernels.tune()``: threads for the fast
 kernels, freed memory kept) and runs with OpenBLAS's idle threads spinning
@@ -25,6 +37,7 @@ import argparse
 import json
 import os
 import statistics
+import sys
 import time
 import tracemalloc
 
@@ -35,7 +48,11 @@ from ..model import GPTConfig, TinyGPT
 CONFIGS = {
     "workbook": dict(vocab_size=64, d_model=64, n_layers=2, n_heads=4, T=64, batch=16),
     "larger": dict(vocab_size=64, d_model=128, n_layers=4, n_heads=4, T=128, batch=32),
+    "long": dict(vocab_size=64, d_model=128, n_layers=2, n_heads=4, T=512, batch=4),
 }
+DEFAULT_CONFIGS = ("workbook", "larger")
+PEAK_MEMORY_MEASURE = {"fast": "tracemalloc", "reference": "tracemalloc",
+                       "torch": "torch.profiler memory events"}
 
 
 def train_flops(c):
@@ -169,7 +186,30 @@ def peak_memory(step):
     return peak
 
 
-def run(names=("workbook", "larger"), rounds=11, steps_per_round=None, use_torch=True):
+def torch_peak_memory(step):
+    """Peak bytes allocated by one PyTorch step above what was allocated before it: the running sum of the
+    allocation (positive) and free (negative) events ``torch.profiler`` records, in time order. Frees of blocks
+    allocated before the step are not recorded, as tracemalloc does not count them either."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        step()
+    events = sorted((e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"),
+                    key=lambda e: e.start_ns())
+    current = peak = 0
+    for e in events:
+        current += e.nbytes()
+        peak = max(peak, current)
+    return peak
+
+
+def slower_than_reference(results):
+    r"""The configurations of a ``run`` result on which the fast set was slower than the reference:
+    reference/fast (``reference_slowdown``) below 1.0. Exactly 1.0 passes: the fast set must be at least
+    the reference's speed, as issue 23 asks, and a tie is that."""
+    return [name for name, row in results["configs"].items() if row["reference_slowdown"] < 1.0]
+
+
+def run(names=DEFAULT_CONFIGS, rounds=11, steps_per_round=None, use_torch=True):
     """Median ms a step of every engine on every configuration, from alternating rounds; the ratios between them."""
     threads = int(os.environ.get("OMP_NUM_THREADS", os.cpu_count() or 1))
     torch = None
@@ -208,11 +248,13 @@ def run(names=("workbook", "larger"), rounds=11, steps_per_round=None, use_torch
                "reference_ms_per_step": sec["reference"] * 1e3,
                "reference_slowdown": sec["reference"] / sec["fast"],
                "reference_peak_bytes": (peak_memory(engines["reference"])
-                                        if backend.get_backend() != "cupy" else None)}
+                                        if backend.get_backend() != "cupy" else None),
+               "peak_memory_measure": {e: PEAK_MEMORY_MEASURE[e] for e in engines}}
         if have_torch:
             row.update(torch_ms_per_step=sec["torch"] * 1e3, torch_tokens_per_s=tokens / sec["torch"],
                        speed_ratio_vs_torch=sec["torch"] / sec["fast"],
-                       reference_speed_ratio_vs_torch=sec["torch"] / sec["reference"])
+                       reference_speed_ratio_vs_torch=sec["torch"] / sec["reference"],
+                       torch_peak_bytes=torch_peak_memory(engines["torch"]))
         out["configs"][name] = row
     return out
 
@@ -220,11 +262,15 @@ def run(names=("workbook", "larger"), rounds=11, steps_per_round=None, use_torch
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--json", action="store_true", help="print machine-readable JSON")
-    ap.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
+    ap.add_argument("--configs", nargs="+", default=list(DEFAULT_CONFIGS), choices=list(CONFIGS),
+                    help=f"configurations to run (default: {' '.join(DEFAULT_CONFIGS)}; long is T 512 and slow)")
     ap.add_argument("--rounds", type=int, default=11, help="alternating rounds per engine (default 11)")
     ap.add_argument("--steps", type=int, default=None, help="steps per round (default: about 0.25 s a round)")
     ap.add_argument("--no-torch", action="store_true", help="skip the PyTorch baseline")
     ap.add_argument("--threads", type=int, default=None, help="threads for the fast kernels (default: one per core)")
+    ap.add_argument("--check", action="store_true",
+                    help="exit with status 1 if the fast set was slower than the reference (ref/fast below 1.0) "
+                         "on any configuration")
     args = ap.parse_args(argv)
     if args.rounds < 1 or (args.steps is not None and args.steps < 1):
         ap.error(f"--rounds and --steps must be at least 1, got {args.rounds} and {args.steps}.")
@@ -234,23 +280,48 @@ def main(argv=None):
     res = run(args.configs, args.rounds, args.steps, use_torch=not args.no_torch)
     if args.json:
         print(json.dumps(res, indent=2))
-        return
+    else:
+        print_table(res)
+    if args.check:
+        return check(res)
+    return 0
+
+
+def check(res):
+    """Print which configurations had the fast set slower than the reference; 1 if any did, else 0."""
+    slow = slower_than_reference(res)
+    for name in slow:
+        print(f"check failed: on {name} the fast set was slower than the reference "
+              f"(reference/fast {res['configs'][name]['reference_slowdown']:.2f}x, below 1.0).", file=sys.stderr)
+    if not slow:
+        print("check passed: the fast set was at least the reference's speed on every configuration.",
+              file=sys.stderr)
+    return 1 if slow else 0
+
+
+def print_table(res):
+    """The human-readable report of a ``run`` result."""
     t = res["tuning"]
     print(f"backend {res['backend']}, {res['threads']} threads, matmul ceiling "
           f"{res['matmul_ceiling_flops'] / 1e9:.1f} GFLOP/s, OPENBLAS_THREAD_TIMEOUT {t['openblas_thread_timeout']}, "
           f"kernel threads {t['threads']}, torch {res['torch'] or 'not installed'}")
+    print("peak MB: peak growth of allocated memory in one step (engine: tracemalloc; torch: torch.profiler)")
     print(f"{'config':<10}{'fast ms':>9}{'tokens/s':>11}{'GFLOP/s':>9}{'% ceil':>8}{'peak MB':>9}"
-          f"{'ref ms':>9}{'ref/fast':>9}{'torch ms':>10}{'fast vs torch':>15}{'ref vs torch':>14}")
+          f"{'ref ms':>9}{'ref/fast':>9}{'ref MB':>9}{'torch ms':>10}{'torch MB':>10}{'fast vs torch':>15}"
+          f"{'ref vs torch':>14}")
+
+    def mb(r, key):
+        return f"{r[key] / 2**20:.1f}" if r.get(key) else "-"
     for name, r in res["configs"].items():
-        peak = f"{r['peak_bytes'] / 2**20:.1f}" if r["peak_bytes"] else "-"
         tms = f"{r['torch_ms_per_step']:.2f}" if "torch_ms_per_step" in r else "-"
         ratio = f"{r['speed_ratio_vs_torch']:.2f}x" if "speed_ratio_vs_torch" in r else "-"
         ref_ratio = f"{r['reference_speed_ratio_vs_torch']:.2f}x" if "speed_ratio_vs_torch" in r else "-"
         print(f"{name:<10}{r['ms_per_step']:>9.2f}{r['tokens_per_s']:>11.0f}{r['achieved_flops'] / 1e9:>9.2f}"
-              f"{100 * r['fraction_of_matmul_ceiling']:>7.1f}%{peak:>9}{r['reference_ms_per_step']:>9.2f}"
-              f"{r['reference_slowdown']:>8.2f}x{tms:>10}{ratio:>15}{ref_ratio:>14}")
+              f"{100 * r['fraction_of_matmul_ceiling']:>7.1f}%{mb(r, 'peak_bytes'):>9}"
+              f"{r['reference_ms_per_step']:>9.2f}{r['reference_slowdown']:>8.2f}x{mb(r, 'reference_peak_bytes'):>9}"
+              f"{tms:>10}{mb(r, 'torch_peak_bytes'):>10}{ratio:>15}{ref_ratio:>14}")
 
 
 if __name__ == "__main__":
     tuning.relaunch_with_blas_spin("mini_transformer.evaluation.bench")
-    main()
+    sys.exit(main())
