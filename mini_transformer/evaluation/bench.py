@@ -304,7 +304,7 @@ def print_table(res):
     t = res["tuning"]
     print(f"backend {res['backend']}, {res['threads']} threads, matmul ceiling "
           f"{res['matmul_ceiling_flops'] / 1e9:.1f} GFLOP/s, OPENBLAS_THREAD_TIMEOUT {t['openblas_thread_timeout']}, "
-          f"kernel threads {t['threads']}, torch {res['torch'] or 'not installed'}")
+          f"kernel threads {t['threads']}, torch {res['torch'] or 'not run'}")
     print("peak MB: peak growth of allocated memory in one step (engine: tracemalloc; torch: torch.profiler)")
     print(f"{'config':<10}{'fast ms':>9}{'tokens/s':>11}{'GFLOP/s':>9}{'% ceil':>8}{'peak MB':>9}"
           f"{'ref ms':>9}{'ref/fast':>9}{'ref MB':>9}{'torch ms':>10}{'torch MB':>10}{'fast vs torch':>15}"
