@@ -19,12 +19,12 @@ print(f"cupy {cupy.__version__}, numpy {numpy.__version__}, {os.cpu_count()} CPU
 PY
 
 echo "== benchmark: CuPy =="
-MT_BACKEND=cupy timeout 180 "$PY" -m mini_transformer.evaluation.bench --no-torch --json > "$OUT_DIR/bench_cupy.json"
+MT_BACKEND=cupy timeout 180 "$PY" -m mini_transformer.evaluation.bench --configs workbook larger long --no-torch --json > "$OUT_DIR/bench_cupy.json"
 echo "== benchmark: NumPy on this machine's CPU, all cores =="
-MT_BACKEND=numpy timeout 180 "$PY" -m mini_transformer.evaluation.bench --no-torch --json > "$OUT_DIR/bench_numpy.json"
+MT_BACKEND=numpy timeout 180 "$PY" -m mini_transformer.evaluation.bench --configs workbook larger long --no-torch --json > "$OUT_DIR/bench_numpy.json"
 echo "== benchmark: NumPy on this machine's CPU, 2 threads (as on the workbook's 2-core machine) =="
 OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 MKL_NUM_THREADS=2 MT_BACKEND=numpy \
-    timeout 180 "$PY" -m mini_transformer.evaluation.bench --no-torch --threads 2 --json > "$OUT_DIR/bench_numpy_2threads.json"
+    timeout 180 "$PY" -m mini_transformer.evaluation.bench --configs workbook larger long --no-torch --threads 2 --json > "$OUT_DIR/bench_numpy_2threads.json"
 "$PY" - "$OUT_DIR" <<'PY'
 import json, os, sys
 d = sys.argv[1]
