@@ -454,6 +454,9 @@ BLOCKED_CASES = {
     "a bias broadcast over the keys (B, 1, T_q, 1) and a (B, 1, T_q, T_k) boolean mask":
         lambda f, i: f(i.t(0, 2, 2, 5, 4), i.t(1, 2, 2, 9, 4), i.t(2, 2, 2, 9, 4), bias=i.t(3, 2, 1, 5, 1),
                        mask=i.a(np.random.default_rng(7).random((2, 1, 5, 9)) < 0.6) | i.a(causal(5, 9))),
+    "scores near -1000: every e^S underflows unless the running max is subtracted":
+        lambda f, i: f(i.t(0, 2, 2, 5, 4), i.t(1, 2, 2, 9, 4), i.t(2, 2, 2, 9, 4),
+                       bias=i.a(host(3, 2, 2, 5, 9) - 1000.0), mask=i.a(causal(5, 9))),
     "a row masked on every key of its first tile": lambda f, i: f(
         i.t(0, 1, 2, 4, 4), i.t(1, 1, 2, 10, 4), i.t(2, 1, 2, 10, 4), bias=i.a(host(3, 2, 4, 10)),
         mask=i.a(np.arange(10)[None, :] >= np.array([0, 4, 5, 9])[:, None])),

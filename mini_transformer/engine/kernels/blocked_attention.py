@@ -99,14 +99,14 @@ def scaled_dot_product_attention(q, k, v, bias=None, mask=None, scale=None, retu
         return st
 
     m = xp.full(rows, -xp.inf, dtype=dt)                 # running max
-    m_safe = xp.zeros(rows, dtype=dt)                    # m, with 0 where every key so far is masked
+    m_safe = None                                        # m, with 0 where every key so far is masked
     l = xp.zeros(rows, dtype=dt)                         # running sum of e^{S - m}
     o = xp.zeros(rows + vd.shape[-1:], dtype=dt)         # running sum of e^{S - m} v
     for j0, j1 in tiles:
         st = scores(j0, j1)
         m_new = xp.maximum(m, st.max(axis=-1))
         m_new_safe = xp.where(m_new == -xp.inf, 0.0, m_new).astype(dt)
-        alpha = xp.exp(m_safe - m_new_safe)              # rescales what came before to the new max (e^0 = 1 at first)
+        alpha = xp.exp(m - m_new_safe)                   # rescales what came before to the new max (0 at first)
         st -= m_new_safe[..., None]
         p = xp.exp(st, out=st)
         l = alpha * l + p.sum(axis=-1)
