@@ -428,3 +428,157 @@ def test_fast_apply_rotary_on_a_head_view_keeps_its_layout_and_its_numbers(inter
     assert_gradcheck(lambda t: fast_rope.apply_rotary(t, backend.asarray(cos), backend.asarray(sin),
                                                       interleaved=interleaved),
                      [Tensor(backend.asarray(a), requires_grad=True)], tol=ROPE_TOL)
+
+
+# ---------------------------------------------------------------------------
+# Attention in blocks of keys: the reference's numbers in T x block memory
+# ---------------------------------------------------------------------------
+
+from mini_transformer.engine import functional  # noqa: E402
+from mini_transformer.engine.kernels import attention as whole_attention  # noqa: E402
+from mini_transformer.engine.kernels import blocked_attention  # noqa: E402
+
+BLOCKED_CASES = {
+    "T_q = T_k = 1":
+        lambda f, i: f(i.t(0, 2, 3, 1, 4), i.t(1, 2, 3, 1, 4), i.t(2, 2, 3, 1, 4)),
+    "odd T, causal mask, tiles split the keys unevenly":
+        lambda f, i: f(i.t(0, 2, 2, 11, 4), i.t(1, 2, 2, 11, 4), i.t(2, 2, 2, 11, 4), mask=i.a(causal(11, 11))),
+    "a cache: the last 3 of 13 positions query, d_v != d_head":
+        lambda f, i: f(i.t(0, 1, 2, 3, 4), i.t(1, 1, 2, 13, 4), i.t(2, 1, 2, 13, 6), mask=i.a(causal(3, 13))),
+    "head views, a bias broadcast over the batch (1, H, T_q, T_k), causal":
+        lambda f, i: f(i.t(0, 2, 3, 9, 4, view=True), i.t(1, 2, 3, 9, 4, view=True), i.t(2, 2, 3, 9, 4, view=True),
+                       bias=i.t(3, 1, 3, 9, 9), mask=i.a(causal(9, 9))),
+    "a full (B, H, T_q, T_k) bias, a scale":
+        lambda f, i: f(i.t(0, 2, 2, 6, 3), i.t(1, 2, 2, 10, 3), i.t(2, 2, 2, 10, 3), bias=i.t(3, 2, 2, 6, 10),
+                       scale=0.3),
+    "a bias broadcast over the keys (B, 1, T_q, 1) and a (B, 1, T_q, T_k) boolean mask":
+        lambda f, i: f(i.t(0, 2, 2, 5, 4), i.t(1, 2, 2, 9, 4), i.t(2, 2, 2, 9, 4), bias=i.t(3, 2, 1, 5, 1),
+                       mask=i.a(np.random.default_rng(7).random((2, 1, 5, 9)) < 0.6) | i.a(causal(5, 9))),
+    "scores near -1000: every e^S underflows unless the running max is subtracted":
+        lambda f, i: f(i.t(0, 2, 2, 5, 4), i.t(1, 2, 2, 9, 4), i.t(2, 2, 2, 9, 4),
+                       bias=i.a(host(3, 2, 2, 5, 9) - 1000.0), mask=i.a(causal(5, 9))),
+    "a row masked on every key of its first tile": lambda f, i: f(
+        i.t(0, 1, 2, 4, 4), i.t(1, 1, 2, 10, 4), i.t(2, 1, 2, 10, 4), bias=i.a(host(3, 2, 4, 10)),
+        mask=i.a(np.arange(10)[None, :] >= np.array([0, 4, 5, 9])[:, None])),
+}
+
+
+@pytest.fixture(params=[4, 8], ids=["block 4", "block 8"])
+def small_block(request, monkeypatch):
+    monkeypatch.setattr(blocked_attention, "BLOCK", request.param)
+    return request.param
+
+
+def _run_attention(f, build):
+    """Output and input gradients of one attention call, as host arrays."""
+    inputs = Inputs()
+    y = build(f, inputs)
+    (y * backend.asarray(host(99, *y.shape))).sum().backward()
+    return backend.to_numpy(y.data), [backend.to_numpy(t.grad) for t in inputs.tensors]
+
+
+@pytest.mark.parametrize("case", list(BLOCKED_CASES))
+def test_blocked_attention_equals_the_reference(case, small_block):
+    ref_y, ref_g = _run_attention(functional.scaled_dot_product_attention, BLOCKED_CASES[case])
+    y, g = _run_attention(blocked_attention.scaled_dot_product_attention, BLOCKED_CASES[case])
+    assert y.shape == ref_y.shape and np.isfinite(y).all()
+    np.testing.assert_allclose(y, ref_y, rtol=RTOL, atol=ATOL, err_msg=f"{case}: output")
+    assert len(g) == len(ref_g) >= 3
+    for n, (a, b) in enumerate(zip(g, ref_g)):
+        assert a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL, err_msg=f"{case}: gradient of input {n}")
+
+
+@pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")   # 0/0, in both forms
+def test_blocked_attention_of_a_row_masked_on_every_key_is_nan_where_the_reference_is(small_block):
+    # the reference's softmax of a row of -inf is 0/0: NaN in that row, and only there
+    mask = np.ones((3, 10), dtype=bool)
+    mask[1] = False
+    runs = []
+    for f in (functional.scaled_dot_product_attention, blocked_attention.scaled_dot_product_attention):
+        i = Inputs()
+        y = backend.to_numpy(f(i.t(0, 1, 2, 3, 4), i.t(1, 1, 2, 10, 4), i.t(2, 1, 2, 10, 4),
+                               mask=i.a(mask)).data)
+        runs.append(y)
+    ref, blocked = runs
+    assert np.isnan(ref[:, :, 1]).all() and np.isfinite(ref[:, :, [0, 2]]).all()
+    assert (np.isnan(blocked) == np.isnan(ref)).all()
+    np.testing.assert_allclose(blocked[:, :, [0, 2]], ref[:, :, [0, 2]], rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("dtype, score, tol", [("float64", 1000.0, 1e-10), ("float32", 100.0, 1e-5)])
+def test_blocked_attention_at_scores_where_exp_overflows_equals_the_reference(dtype, score, tol, small_block):
+    # as test_attention_at_scores_where_exp_overflows_equals_the_reference: every score is `score` + O(1)
+    B, H, T, d = 2, 2, 11, 4
+    e, s = np.ones(d) / np.sqrt(d), 1 / np.sqrt(d)
+    m, n = (a - (a @ e)[..., None] * e for a in (host(0, B, H, T, d), host(1, B, H, T, d)))
+    c = np.sqrt(score / s)
+    q, k, v, gy = c * e + m, c * e + n, host(2, B, H, T, d), host(3, B, H, T, d)
+    mask = causal(T, T)
+    small = np.where(mask, s * m @ np.swapaxes(n, -1, -2), -np.inf)
+    p = np.exp(small - small.max(axis=-1, keepdims=True))
+    by_hand = (p / p.sum(axis=-1, keepdims=True)) @ v
+    runs = {}
+    for name, f in (("reference", functional.scaled_dot_product_attention),
+                    ("blocked", blocked_attention.scaled_dot_product_attention)):
+        ts = [Tensor(backend.asarray(a.astype(dtype)), requires_grad=True) for a in (q, k, v)]
+        y = f(*ts, mask=backend.asarray(mask))
+        (y * Tensor(backend.asarray(gy.astype(dtype)))).sum().backward()
+        runs[name] = [backend.to_numpy(y.data)] + [backend.to_numpy(t.grad) for t in ts]
+        assert all(np.isfinite(a).all() for a in runs[name]), f"{name}: not finite at scores near {score}"
+        np.testing.assert_allclose(runs[name][0], by_hand, rtol=100 * tol, atol=100 * tol, err_msg=name)
+    for name, a, b in zip(["output", "gq", "gk", "gv"], runs["blocked"], runs["reference"]):
+        assert a.dtype == b.dtype == dtype
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol, err_msg=f"{dtype}, scores near {score}: {name}")
+
+
+def test_blocked_attention_with_return_weights_gives_the_whole_kernels_weights():
+    i = Inputs()
+    q, k, v = i.t(0, 1, 2, 3, 4), i.t(1, 1, 2, 5, 4), i.t(2, 1, 2, 5, 4)
+    y, p = blocked_attention.scaled_dot_product_attention(q, k, v, return_weights=True)
+    y_ref, p_ref = functional.scaled_dot_product_attention(q, k, v, return_weights=True)
+    np.testing.assert_allclose(backend.to_numpy(p), backend.to_numpy(p_ref), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(backend.to_numpy(y.data), backend.to_numpy(y_ref.data), rtol=RTOL, atol=ATOL)
+
+
+def test_the_fast_set_blocks_the_keys_from_blocked_from_on(monkeypatch):
+    calls = []
+    for name, module in (("blocked", blocked_attention), ("whole", whole_attention)):
+        run = module.scaled_dot_product_attention
+        monkeypatch.setattr(module, "scaled_dot_product_attention",
+                            lambda *a, _run=run, _name=name, **kw: calls.append(_name) or _run(*a, **kw))
+    monkeypatch.setattr(blocked_attention, "BLOCKED_FROM", 6)
+    i = Inputs()
+    for T_k, weights in ((5, False), (6, False), (9, False), (9, True)):
+        kernels.FAST.attention(i.t(0, 1, 1, 2, 4), i.t(1, 1, 1, T_k, 4), i.t(2, 1, 1, T_k, 4), return_weights=weights)
+    assert calls == ["whole", "blocked", "blocked", "whole"]
+
+
+def _peak_bytes(f, T, block=None):
+    """tracemalloc's peak over one forward and backward of ``f`` at B = H = 1, d = 16, float64."""
+    import tracemalloc
+    q, k, v = (Tensor(backend.asarray(host(n, 1, 1, T, 16)), requires_grad=True, dtype="float64") for n in range(3))
+    gy, mask = Tensor(backend.asarray(host(3, 1, 1, T, 16))), backend.asarray(causal(T, T))   # the mask: 1 MiB
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        (f(q, k, v, mask=mask) * gy).sum().backward()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_blocked_attention_memory_grows_as_t_times_block_not_t_squared(monkeypatch):
+    if backend.get_backend() != "numpy":
+        pytest.skip("tracemalloc counts host memory: NumPy's arrays")
+    monkeypatch.setattr(blocked_attention, "BLOCK", 128)
+    monkeypatch.setattr(threads, "MIN_PARALLEL_WORK", 10 ** 12)      # one thread: tracemalloc sees every buffer
+    T = 1024
+    square = T * T * 8                                                # the (T, T) float64 matrix: 8 MiB
+    whole = _peak_bytes(whole_attention.scaled_dot_product_attention, T)
+    blocked = _peak_bytes(blocked_attention.scaled_dot_product_attention, T)
+    assert whole > square, f"positive control: the whole-matrix kernel peaked at {whole} bytes"
+    # the backward holds two (T, block) tiles, P_J and gS_J (2 MiB), beside a dozen (T, d) arrays (1.5 MiB)
+    assert blocked < square / 2, f"blocked attention peaked at {blocked} bytes, the T^2 matrix is {square}"
+    twice = _peak_bytes(blocked_attention.scaled_dot_product_attention, 2 * T)
+    assert twice < 2.5 * blocked, f"T = {2 * T} peaked at {twice} bytes, T = {T} at {blocked}: not linear in T"

@@ -11,7 +11,9 @@ does differently and why.
 ==========================  ===========================================  ==========================
 op                          reference                                    fast kernel
 ==========================  ===========================================  ==========================
-attention                   ``functional.scaled_dot_product_attention``  ``kernels/attention.py``
+attention                   ``functional.scaled_dot_product_attention``  ``kernels/attention.py``; from
+                                                                         T_k = 512 on, in blocks of keys,
+                                                                         ``kernels/blocked_attention.py``
 RoPE                        ``positional/rope.py``, ``apply_rotary``     ``kernels/rope.py``
 GELU                        ``autograd.gelu``                            ``kernels/gelu.py``
 layer norm, RMS norm        ``functional.layer_norm``, ``rms_norm``      ``kernels/norms.py``
@@ -36,7 +38,7 @@ import contextvars
 from dataclasses import dataclass
 
 from .. import autograd, functional, optim
-from . import adamw, attention, cross_entropy, embedding, gelu, norms, projection, rope
+from . import adamw, attention, blocked_attention, cross_entropy, embedding, gelu, norms, projection, rope
 from .tuning import tune  # noqa: F401
 
 NAMES = ("reference", "fast")
@@ -62,7 +64,7 @@ REFERENCE = Kernels("reference", functional.scaled_dot_product_attention, None, 
                     functional.layer_norm, functional.rms_norm, functional.cross_entropy, functional.qkv_projection,
                     functional.embedding, optim.AdamW, optim.clip_grad_norm)
 
-FAST = Kernels("fast", attention.scaled_dot_product_attention, rope.apply_rotary, gelu.gelu,
+FAST = Kernels("fast", blocked_attention.attention, rope.apply_rotary, gelu.gelu,
                norms.layer_norm, norms.rms_norm, cross_entropy.cross_entropy, projection.qkv_projection,
                embedding.embedding, adamw.AdamW, adamw.clip_grad_norm)
 
