@@ -348,7 +348,7 @@ assert growth["t5"] > 12 and growth["rope"] < 5
 # too, and costs the same as T5's. The difference the book names is not in the bytes but in
 # what a fused kernel can do: ALiBi's bias is $-m_h (i - j)$, a formula of the indices that a
 # kernel computes on the fly (FlashAttention supports it), while T5's needs a table lookup per
-# pair. This workbook's fast kernels (`mini_transformer/engine/kernels/attention.py`) take a bias array
+# pair. This workbook's fast kernels (`mini_transformer/engine/kernels/attention.py`, and `blocked_attention.py` for long contexts) take a bias array
 # for both, so that part of the claim is not measured here.
 #
 # ## 7. Trained at 8, run at 16

@@ -528,7 +528,7 @@ assert xp.allclose(tiled, dense, atol=1e-12)
 # and $T = 8192$ it is $32 \cdot 8192^2 \cdot 4$ bytes, 8 GiB in float32, per layer. This
 # workbook's attention is the textbook one: its reference kernel materialises ALiBi's bias
 # too, `(1, H, T_q, T_k)` in the scores' dtype (`mini_transformer/positional/alibi.py`), and so
-# does the fast kernel in `mini_transformer/engine/kernels/attention.py`. What the tiled function above
+# does the fast kernel in `mini_transformer/engine/kernels/attention.py` (and `blocked_attention.py`). What the tiled function above
 # shows is that ALiBi does not *have* to.
 #
 # ## 6. Your ALiBi inside a model
