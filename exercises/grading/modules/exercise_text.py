@@ -53,3 +53,12 @@ def grade_reader_tests(folder, module, label, test, bodies, timeout=20):
     files = reader_files(folder, module, label, bodies)
     jobs = [{"target": f"{module}.{test}", "source": p} for p in files.values()]
     return dict(zip(files, grade_jobs(jobs, timeout=timeout)))
+
+
+def assert_catches_every_mutant(result, module, test, at_least):
+    r"""The reference's own test, graded as a reader's: it passes, and it catches every one of the module's
+    mutants of ``test``, of which there are at least ``at_least``."""
+    from exercises.grading.modules import reader_tests
+    n = len(reader_tests(module)[test].mutants)
+    assert (result["status"], result["kind"]) == ("pass", "pass"), result["message"]
+    assert result["caught"] == [n, n] and n >= at_least, (result["caught"], n, at_least)

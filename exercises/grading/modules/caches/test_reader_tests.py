@@ -4,11 +4,8 @@ Chapter 10 asks for ``test_cache_policy(keep_indices)``. Each reader test below 
 a reader might write it; the grader must pass the good one, name the mutants a weak one lets
 through, and say so when a test fails on the reference.
 """
-import pytest
-
 from exercises.grading.generate import labels_of
-from exercises.grading.modules import reader_tests
-from exercises.grading.modules.exercise_text import got_away, grade_reader_tests
+from exercises.grading.modules.exercise_text import assert_catches_every_mutant, got_away
 
 MODULE, TEST = "caches", "test_cache_policy"
 LABEL = labels_of(MODULE)[TEST]
@@ -33,16 +30,9 @@ assert len(keep_indices(30, 8, 4)) == 8, "expected the sinks to count in the win
 }
 
 
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    return grade_reader_tests(tmp_path_factory.mktemp("reader_tests"), MODULE, LABEL, TEST, READER_TESTS)
-
 
 def test_the_reference_test_catches_every_mutant(graded):
-    r = graded["reference"]
-    n = len(reader_tests(MODULE)[TEST].mutants)
-    assert (r["status"], r["kind"]) == ("pass", "pass"), r["message"]
-    assert r["caught"] == [n, n] and n >= 5
+    assert_catches_every_mutant(graded["reference"], MODULE, TEST, at_least=5)
 
 
 def test_a_size_only_cache_test_misses_the_order_and_the_early_steps(graded):

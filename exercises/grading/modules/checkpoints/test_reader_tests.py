@@ -3,11 +3,9 @@ r"""Chapter 11's reader test, written the ways a reader writes it, and what the 
 Chapter 11 asks for ``test_port(port_qk_weights)``, scored against the wrong ports of
 ``mutants.py`` beside this file. Each test below is one a reader might write.
 """
-import pytest
-
 from exercises.grading.generate import labels_of
 from exercises.grading.modules import reader_tests
-from exercises.grading.modules.exercise_text import got_away, grade_reader_tests
+from exercises.grading.modules.exercise_text import got_away
 
 MODULE, TEST = "checkpoints", "test_port"
 LABEL = labels_of(MODULE)[TEST]
@@ -59,10 +57,6 @@ assert same_after_port(2, 16, factor=0.5)
     "reference_body": None,
 }
 
-
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    return grade_reader_tests(tmp_path_factory.mktemp("reader_tests"), MODULE, LABEL, TEST, READER_TESTS)
 
 
 def test_the_reference_port_test_catches_every_wrong_port(graded):

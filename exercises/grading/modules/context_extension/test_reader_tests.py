@@ -4,11 +4,9 @@ Chapter 8 asks for ``test_ntk_base(ntk_base)``. The grader runs the reader's tes
 (it must pass) and on every mutant of ``mutants.py`` beside this file (it must fail on each). Each
 test below is one a reader might write; the assertions name which mutants it lets through.
 """
-import pytest
-
 from exercises.grading.generate import labels_of
 from exercises.grading.modules import reader_tests
-from exercises.grading.modules.exercise_text import got_away, grade_reader_tests
+from exercises.grading.modules.exercise_text import assert_catches_every_mutant, got_away
 
 MODULE, TEST = "context_extension", "test_ntk_base"
 LABEL = labels_of(MODULE)[TEST]
@@ -31,15 +29,9 @@ for s in (2.0, 4.0, 8.0):
 }
 
 
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    return grade_reader_tests(tmp_path_factory.mktemp("reader_tests"), MODULE, LABEL, TEST, READER_TESTS)
-
 
 def test_the_reference_test_catches_every_mutant(graded):
-    r = graded["reference_body"]
-    n = len(MUTANTS)
-    assert (r["status"], r["caught"]) == ("pass", [n, n]) and n >= 6, r["message"]
+    assert_catches_every_mutant(graded["reference_body"], MODULE, TEST, at_least=6)
 
 
 def test_theta_zero_alone_catches_nothing(graded):

@@ -4,11 +4,8 @@ Chapter 9 asks for ``test_long_context_measures(loss_inside_and_beyond, effectiv
 Each reader test below is written the way a reader might write it; the grader must pass the good
 one, name the mutants a weak one lets through, and say so when a test fails on the reference.
 """
-import pytest
-
 from exercises.grading.generate import labels_of
-from exercises.grading.modules import reader_tests
-from exercises.grading.modules.exercise_text import got_away, grade_reader_tests
+from exercises.grading.modules.exercise_text import assert_catches_every_mutant, got_away
 
 MODULE, TEST = "long_context", "test_long_context_measures"
 LABEL = labels_of(MODULE)[TEST]
@@ -38,16 +35,9 @@ assert effective_context_length(xp.asarray([8, 16, 32]), xp.asarray([0.9, 0.1, 0
 }
 
 
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    return grade_reader_tests(tmp_path_factory.mktemp("reader_tests"), MODULE, LABEL, TEST, READER_TESTS)
-
 
 def test_the_reference_test_catches_every_mutant(graded):
-    r = graded["reference"]
-    n = len(reader_tests(MODULE)[TEST].mutants)
-    assert (r["status"], r["kind"]) == ("pass", "pass"), r["message"]
-    assert r["caught"] == [n, n] and n >= 5
+    assert_catches_every_mutant(graded["reference"], MODULE, TEST, at_least=5)
 
 
 def test_a_random_input_test_misses_the_boundary_and_the_grid_rules(graded):
