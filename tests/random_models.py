@@ -1,10 +1,22 @@
-"""Small models with O(1) random weights, shared by the test folders that compare a model with itself (a cache with
+"""The model tests' smallest config and seeded ids (``tiny``, ``ids``), and small models with O(1) random weights, shared by the test folders that compare a model with itself (a cache with
 the full forward pass, a window with a full cache, a stream with one pass): at the library's small init the
 differences those tests look for would drown in rounding."""
 import numpy as np
 
 from mini_transformer.engine import backend
 from mini_transformer.model import GPTConfig, TinyGPT
+
+
+def tiny(positional="rope", **kw):
+    """The config of the model tests' smallest TinyGPT: vocabulary 16, d_model 16, 2 layers, 2 heads, max_len 16."""
+    cfg = dict(vocab_size=16, d_model=16, n_layers=2, n_heads=2, max_len=16, positional=positional)
+    cfg.update(kw)
+    return GPTConfig(**cfg)
+
+
+def ids(B, T, vocab=16, seed=0):
+    """Seeded token ids ``(B, T)`` on the host."""
+    return np.random.default_rng(seed).integers(0, vocab, (B, T))
 
 
 def model_for(positional, max_len=32, n_layers=2, **kw):

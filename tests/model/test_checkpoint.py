@@ -23,6 +23,8 @@ from mini_transformer.model.checkpoint import load_checkpoint, read_checkpoint, 
 from mini_transformer.model import GPTConfig, TinyEncoder, TinyGPT
 from mini_transformer.positional import SCHEMES
 
+from random_models import ids, tiny
+
 
 def small(**kw):
     settings = dict(vocab_size=8, d_model=8, n_layers=1, n_heads=2, max_len=8, positional="rope")
@@ -443,16 +445,6 @@ def test_a_model_on_your_own_rope_functions_records_which_functions(tmp_path):
 # ---------------------------------------------------------------------------
 # A round trip, a save interrupted inside np.savez, the saved file's permissions
 # ---------------------------------------------------------------------------
-
-def tiny(positional="rope", **kw):
-    cfg = dict(vocab_size=16, d_model=16, n_layers=2, n_heads=2, max_len=16, positional=positional)
-    cfg.update(kw)
-    return GPTConfig(**cfg)
-
-
-def ids(B, T, vocab=16, seed=0):
-    return np.random.default_rng(seed).integers(0, vocab, (B, T))
-
 
 def test_checkpoint_round_trip_and_positional_mismatch(tmp_path):
     path = str(tmp_path / "model.npz")

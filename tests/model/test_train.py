@@ -11,6 +11,8 @@ from mini_transformer.model import GPTConfig, TinyGPT, data
 from mini_transformer.model.checkpoint import read_checkpoint
 from mini_transformer.model.train import TrainConfig, evaluate_loss, main, train
 
+from random_models import tiny
+
 SMALL = ["--d-model", "16", "--layers", "1", "--heads", "2", "--max-len", "8", "--batch", "2",
          "--corpus-bytes", "300000", "--no-progress"]
 
@@ -34,12 +36,6 @@ def test_a_missing_checkpoint_is_one_sentence(tmp_path, capsys):
 # ---------------------------------------------------------------------------
 # Learning, determinism, resuming, a NaN loss
 # ---------------------------------------------------------------------------
-
-def tiny(positional="rope", **kw):
-    cfg = dict(vocab_size=16, d_model=16, n_layers=2, n_heads=2, max_len=16, positional=positional)
-    cfg.update(kw)
-    return GPTConfig(**cfg)
-
 
 def copy_batches(n=8, vocab=16, batch=32):
     def get_batch(rng):

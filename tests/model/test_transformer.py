@@ -7,17 +7,9 @@ from mini_transformer.engine import backend
 from mini_transformer.engine.gradcheck import assert_gradcheck
 from mini_transformer.model import GPTConfig, TinyEncoder, TinyGPT
 
+from random_models import ids, tiny
+
 BASIC = ["none", "sinusoidal", "learned", "rope"]
-
-
-def tiny(positional="rope", **kw):
-    cfg = dict(vocab_size=16, d_model=16, n_layers=2, n_heads=2, max_len=16, positional=positional)
-    cfg.update(kw)
-    return GPTConfig(**cfg)
-
-
-def ids(B, T, vocab=16, seed=0):
-    return np.random.default_rng(seed).integers(0, vocab, (B, T))
 
 
 def o1_weights(model, seed=1, std=0.5):
