@@ -161,12 +161,15 @@ def test_fast_kernel_equals_reference(case, thread_count):
         np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL, err_msg=f"{case}: gradient of input {n}")
 
 
-@pytest.mark.parametrize("dtype, score, tol", [("float64", 1000.0, 1e-10), ("float32", 100.0, 1e-5)])
-def test_attention_at_scores_where_exp_overflows_equals_the_reference(dtype, score, tol, thread_count):
-    # e^x overflows past about 709 in float64 and 88 in float32. q_i = c e + m_i, k_j = c e + n_j with m, n
-    # orthogonal to the unit vector e, so every score is s q_i . k_j = s c^2 + s m_i . n_j = `score` + O(1): softmax
-    # is blind to the shift, so the output is the one the O(1) scores s m_i . n_j give, finite, computed by hand.
-    B, H, T, d = 2, 2, 5, 4
+def check_attention_at_large_scores(attention, dtype, score, tol, T):
+    r"""``attention`` against the reference and against the output worked by hand, where every score is ``score``
+    plus O(1) and e^x overflows (past about 709 in float64 and 88 in float32): values and every gradient finite
+    and equal.
+
+    q_i = c e + m_i, k_j = c e + n_j with m, n orthogonal to the unit vector e, so every score is
+    s q_i . k_j = s c^2 + s m_i . n_j = `score` + O(1): softmax is blind to the shift, so the output is the one
+    the O(1) scores s m_i . n_j give, finite, computed by hand."""
+    B, H, d = 2, 2, 4
     e, s = np.ones(d) / np.sqrt(d), 1 / np.sqrt(d)
     m, n = (a - (a @ e)[..., None] * e for a in (host(0, B, H, T, d), host(1, B, H, T, d)))
     c = np.sqrt(score / s)
@@ -176,16 +179,21 @@ def test_attention_at_scores_where_exp_overflows_equals_the_reference(dtype, sco
     p = np.exp(small - small.max(axis=-1, keepdims=True))
     by_hand = (p / p.sum(axis=-1, keepdims=True)) @ v
     runs = {}
-    for ops in (kernels.REFERENCE, kernels.FAST):
+    for name, f in (("reference", kernels.REFERENCE.attention), ("kernel", attention)):
         ts = [Tensor(backend.asarray(a.astype(dtype)), requires_grad=True) for a in (q, k, v)]
-        y = ops.attention(*ts, mask=backend.asarray(mask))
+        y = f(*ts, mask=backend.asarray(mask))
         (y * Tensor(backend.asarray(gy.astype(dtype)))).sum().backward()
-        runs[ops.name] = [backend.to_numpy(y.data)] + [backend.to_numpy(t.grad) for t in ts]
-        assert all(np.isfinite(a).all() for a in runs[ops.name]), f"{ops.name}: not finite at scores near {score}"
-        np.testing.assert_allclose(runs[ops.name][0], by_hand, rtol=100 * tol, atol=100 * tol, err_msg=ops.name)
-    for name, a, b in zip(["output", "gq", "gk", "gv"], runs["fast"], runs["reference"]):
+        runs[name] = [backend.to_numpy(y.data)] + [backend.to_numpy(t.grad) for t in ts]
+        assert all(np.isfinite(a).all() for a in runs[name]), f"{name}: not finite at scores near {score}"
+        np.testing.assert_allclose(runs[name][0], by_hand, rtol=100 * tol, atol=100 * tol, err_msg=name)
+    for name, a, b in zip(["output", "gq", "gk", "gv"], runs["kernel"], runs["reference"]):
         assert a.dtype == b.dtype == dtype
         np.testing.assert_allclose(a, b, rtol=tol, atol=tol, err_msg=f"{dtype}, scores near {score}: {name}")
+
+
+@pytest.mark.parametrize("dtype, score, tol", [("float64", 1000.0, 1e-10), ("float32", 100.0, 1e-5)])
+def test_attention_at_scores_where_exp_overflows_equals_the_reference(dtype, score, tol, thread_count):
+    check_attention_at_large_scores(kernels.FAST.attention, dtype, score, tol, T=5)
 
 
 def test_parallel_rows_covers_every_row_once_in_several_blocks(thread_count):
@@ -508,28 +516,7 @@ def test_blocked_attention_of_a_row_masked_on_every_key_is_nan_where_the_referen
 
 @pytest.mark.parametrize("dtype, score, tol", [("float64", 1000.0, 1e-10), ("float32", 100.0, 1e-5)])
 def test_blocked_attention_at_scores_where_exp_overflows_equals_the_reference(dtype, score, tol, small_block):
-    # as test_attention_at_scores_where_exp_overflows_equals_the_reference: every score is `score` + O(1)
-    B, H, T, d = 2, 2, 11, 4
-    e, s = np.ones(d) / np.sqrt(d), 1 / np.sqrt(d)
-    m, n = (a - (a @ e)[..., None] * e for a in (host(0, B, H, T, d), host(1, B, H, T, d)))
-    c = np.sqrt(score / s)
-    q, k, v, gy = c * e + m, c * e + n, host(2, B, H, T, d), host(3, B, H, T, d)
-    mask = causal(T, T)
-    small = np.where(mask, s * m @ np.swapaxes(n, -1, -2), -np.inf)
-    p = np.exp(small - small.max(axis=-1, keepdims=True))
-    by_hand = (p / p.sum(axis=-1, keepdims=True)) @ v
-    runs = {}
-    for name, f in (("reference", functional.scaled_dot_product_attention),
-                    ("blocked", blocked_attention.scaled_dot_product_attention)):
-        ts = [Tensor(backend.asarray(a.astype(dtype)), requires_grad=True) for a in (q, k, v)]
-        y = f(*ts, mask=backend.asarray(mask))
-        (y * Tensor(backend.asarray(gy.astype(dtype)))).sum().backward()
-        runs[name] = [backend.to_numpy(y.data)] + [backend.to_numpy(t.grad) for t in ts]
-        assert all(np.isfinite(a).all() for a in runs[name]), f"{name}: not finite at scores near {score}"
-        np.testing.assert_allclose(runs[name][0], by_hand, rtol=100 * tol, atol=100 * tol, err_msg=name)
-    for name, a, b in zip(["output", "gq", "gk", "gv"], runs["blocked"], runs["reference"]):
-        assert a.dtype == b.dtype == dtype
-        np.testing.assert_allclose(a, b, rtol=tol, atol=tol, err_msg=f"{dtype}, scores near {score}: {name}")
+    check_attention_at_large_scores(blocked_attention.scaled_dot_product_attention, dtype, score, tol, T=11)
 
 
 def test_blocked_attention_with_return_weights_gives_the_whole_kernels_weights():
