@@ -621,7 +621,7 @@ def lines_calling(fn, needles):
     return [(name, first + n, line.strip()) for n, line in enumerate(source) if any(s in line for s in needles)]
 
 
-places = lines_calling(Transformer._run, ["positional.embed", "self.causal else"]) + \
+places = lines_calling(Transformer._stack, ["positional.embed"]) + lines_calling(Transformer._run, ["self.causal else"]) + \
     lines_calling(MultiHeadAttention.forward, ["scheme.rotate(q", "scheme.score_bias", "scheme.needs_probs"]) + \
     lines_calling(MultiHeadAttention._attend_with_output_term, ["scheme.output_term"])
 for name, number, text in places:

@@ -102,26 +102,26 @@ class Transformer(Module):
         self.norm_f = _norm(cfg)
         self.head = Linear(cfg.d_model, cfg.vocab_size, rng, bias=False)
 
-    def _run(self, idx, q_pos, k_pos, offset, cache=None):
-        """Logits ``(B, T, vocab_size)`` for ids ``(B, T)`` whose queries sit at ``q_pos`` and keys at ``k_pos``."""
-        self.positional.check_positions(offset + idx.shape[1] - 1)
-        mask = (k_pos[None, :] <= q_pos[:, None]) if self.causal else None  # (T, T_k)
+    def _stack(self, idx, offset, q_pos, k_pos, mask, cache):
+        """The input hook, every block and the head, under the model's kernel set: logits ``(B, T, vocab_size)``."""
         with kernels.using(self.kernels):
             x = self.positional.embed(self.tok(idx), offset)                # (B, T, d_model)
             for block in self.blocks:
                 x = block(x, self.positional, q_pos, k_pos, mask, cache)
             return self.head(self.norm_f(x))                                # (B, T, vocab_size)
 
+    def _run(self, idx, q_pos, k_pos, offset, cache=None):
+        """Logits ``(B, T, vocab_size)`` for ids ``(B, T)`` whose queries sit at ``q_pos`` and keys at ``k_pos``."""
+        self.positional.check_positions(offset + idx.shape[1] - 1)
+        mask = (k_pos[None, :] <= q_pos[:, None]) if self.causal else None  # (T, T_k)
+        return self._stack(idx, offset, q_pos, k_pos, mask, cache)
+
     def _run_batch(self, idx, q_pos, k_pos, mask, cache=None):
         """``_run`` for a padded or packed batch: ``mask`` ``(B, 1, T, T_k)`` from ``batch_mask``, and positions
         ``(B, T)`` per row or ``(T,)`` shared; the input hook gets the per-row array, or the shared offset."""
         self.positional.check_positions(int(q_pos.max()))
         offset = q_pos if q_pos.ndim == 2 else int(q_pos[0])
-        with kernels.using(self.kernels):
-            x = self.positional.embed(self.tok(idx), offset)                # (B, T, d_model)
-            for block in self.blocks:
-                x = block(x, self.positional, q_pos, k_pos, mask, cache)
-            return self.head(self.norm_f(x))                                # (B, T, vocab_size)
+        return self._stack(idx, offset, q_pos, k_pos, mask, cache)
 
     def loss(self, idx, targets, ignore_index=-1):
         """Mean next-token (or per-token) cross-entropy; targets equal to ``ignore_index`` are not counted."""
