@@ -612,7 +612,7 @@ assert all(v < math.log(256) / 2 for v in at_L)
 
 # %% [markdown]
 # Every scheme ends below half the baseline; the spread between them, 1.50 to 2.04 nats in that run
-# (one seed; chapter 7 gives the intervals), is what the
+# (one seed, 1500 steps), is what the
 # later chapters are about. (The row with no positional scheme at all, `none`, is chapter 1's subject.)
 #
 # ## 8. Where position can enter
