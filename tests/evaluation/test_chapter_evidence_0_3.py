@@ -1,6 +1,6 @@
 r"""The experiments behind chapters 1 to 3's ledgers: their pieces on hand-worked cases, and their committed results.
 
-``chapter01_nope``, ``chapter02_adding``, ``chapter03_learned`` and ``input_schemes_at_L`` each save claim records
+``chapter01_nope``, ``chapter02_adding``, ``chapter03_learned`` and ``input_schemes_at_train_len`` each save claim records
 (``stats.claim_record``); the ledger test recomputes them. Here: the helpers they are built from, checked on cases
 worked by hand, the claims built from hand-made per-seed values, and the committed files' bookkeeping (seeds,
 command, machine). No training longer than a few steps.
@@ -13,11 +13,11 @@ import pytest
 
 from mini_transformer.engine.backend import to_numpy, xp
 from mini_transformer.evaluation import stats
-from mini_transformer.evaluation.experiments import chapter01_nope, chapter02_adding, chapter03_learned, input_schemes_at_L
+from mini_transformer.evaluation.experiments import chapter01_nope, chapter02_adding, chapter03_learned, input_schemes_at_train_len
 from mini_transformer.evaluation.experiments.common import RESULTS
 from mini_transformer.engine.autograd import Tensor
 
-NAMES = ("chapter01_nope", "chapter02_adding", "chapter03_learned", "input_schemes_at_L")
+NAMES = ("chapter01_nope", "chapter02_adding", "chapter03_learned", "input_schemes_at_train_len")
 
 
 def test_left_chance_at_is_the_first_step_whose_trailing_mean_is_below_the_level():
@@ -44,7 +44,7 @@ def test_row_cosines_on_a_hand_made_table():
 
 
 def test_scaled_sinusoids_add_scale_times_the_table():
-    scheme = input_schemes_at_L.ScaledSinusoids(4, scale=0.5)
+    scheme = input_schemes_at_train_len.ScaledSinusoids(4, scale=0.5)
     x = Tensor(xp.zeros((1, 2, 4)))
     out = scheme.embed(x, 0).data
     # row 0 of the table is [sin 0, cos 0, sin 0, cos 0] = [0, 1, 0, 1]; row 1 is [sin 1, cos 1, sin .01, cos .01]
@@ -52,7 +52,7 @@ def test_scaled_sinusoids_add_scale_times_the_table():
     assert to_numpy(out[0, 1]).tolist() == pytest.approx([0.5 * math.sin(1), 0.5 * math.cos(1),
                                                           0.5 * math.sin(0.01), 0.5 * math.cos(0.01)])
     # the default scale makes a row's norm 0.02 sqrt(d_model): each (sin, cos) pair has norm 1, so sqrt(d/2) * scale
-    assert math.sqrt(64 / 2) * input_schemes_at_L.SCALE == pytest.approx(0.02 * math.sqrt(64))
+    assert math.sqrt(64 / 2) * input_schemes_at_train_len.SCALE == pytest.approx(0.02 * math.sqrt(64))
 
 
 def test_concatenation_keeps_half_the_token_channels_and_puts_the_table_beside_them():
@@ -67,7 +67,7 @@ def test_the_claims_follow_hand_made_per_seed_values():
     rows = lambda vals: [{"loss_at_L": v} for v in vals]  # noqa: E731
     per_seed = {"none": rows([2.2, 2.3, 2.1]), "sinusoidal": rows([2.0, 2.1, 2.0]),
                 "sinusoidal_scaled": rows([2.0, 2.1, 2.0]), "learned": rows([1.9, 2.0, 1.9])}
-    claims = input_schemes_at_L.claims(per_seed, [0, 1, 2])
+    claims = input_schemes_at_train_len.claims(per_seed, [0, 1, 2])
     # none - learned: 0.3, 0.3, 0.2 -> mean 0.2667 > 0, spread small -> reproduces
     assert claims["none_minus_learned"]["values"] == pytest.approx([0.3, 0.3, 0.2])
     assert claims["none_minus_learned"]["verdict"] == "reproduces"

@@ -43,7 +43,7 @@ from ...positional.sinusoidal import sinusoidal_positional_encoding
 from .. import stats
 from . import common
 from .common import Timer, environment
-from .input_schemes_at_L import ScaledSinusoids
+from .input_schemes_at_train_len import ScaledSinusoids
 from .relative_bias_generalisation import score
 
 NAME = "chapter02_adding"

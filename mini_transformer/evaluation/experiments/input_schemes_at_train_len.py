@@ -20,7 +20,7 @@ every arm of one seed shares the seed's weights draw and training batches (paire
 measured at L on the same 128 held-out windows for every arm and seed. Claims are paired
 differences over seeds with a 95% t-interval (``stats.claim_record``).
 
-    python -m mini_transformer.evaluation.experiments.input_schemes_at_L [--quick]
+    python -m mini_transformer.evaluation.experiments.input_schemes_at_train_len [--quick]
 
 The quick run (2 seeds, 60 steps, L = 32) only checks that the pieces run.
 """
@@ -34,7 +34,7 @@ from ...positional.sinusoidal import SinusoidalPositionalEncoding, sinusoidal_po
 from . import common
 from .common import Timer, corpus, environment, text_model, train_text
 
-NAME = "input_schemes_at_L"
+NAME = "input_schemes_at_train_len"
 ARMS = ("none", "sinusoidal", "sinusoidal_scaled", "learned")
 SCALE = 0.02 * math.sqrt(2)  # a row of the scaled table has norm 0.02 sqrt(d_model), a token row's at the start
 
