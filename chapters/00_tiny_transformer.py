@@ -766,8 +766,7 @@ print(f"diagonal_only: {gaps['diagonal_only'][1]:.0e} from the library at step 1
 # a loss curve alone never proves a backward right. Central differences do.
 #
 # Why are the curves so close? Not because the dropped terms are small. At uniform weights
-# $y_j = 1/T$ the diagonal-only backward keeps $gy_j\,y_j(1 - y_j)$ and drops $-y_j\sum_{i 
-e j} gy_i y_i$,
+# $y_j = 1/T$ the diagonal-only backward keeps $gy_j\,y_j(1 - y_j)$ and drops $-y_j\sum_{i \ne j} gy_i y_i$,
 # and with random $gy$ that is a large part of the answer. Measure it, then measure how much the
 # loss of the untrained model depends on its attention scores at all: train nothing, replace every
 # attention weight by the uniform weights of the causal mask (scale 0: the scores are ignored), and

@@ -22,7 +22,7 @@ differences over seeds with a 95% t-interval (``stats.claim_record``).
 
     python -m mini_transformer.evaluation.experiments.input_schemes_at_train_len [--quick]
 
-The quick run (2 seeds, 60 steps, L = 32) only checks that the pieces run.
+The quick run (2 seeds, 40 steps, L = 32) only checks that the pieces run.
 """
 import math
 import sys
@@ -39,7 +39,7 @@ ARMS = ("none", "sinusoidal", "sinusoidal_scaled", "learned")
 SCALE = 0.02 * math.sqrt(2)  # a row of the scaled table has norm 0.02 sqrt(d_model), a token row's at the start
 
 SIZES = {
-    True: dict(seeds=(0, 1), steps=60, train_len=32, eval_batches=2, eval_batch_size=8),
+    True: dict(seeds=(0, 1), steps=40, train_len=32, eval_batches=2, eval_batch_size=8),
     False: dict(seeds=(0, 1, 2), steps=600, train_len=64, eval_batches=16, eval_batch_size=8),
 }
 
