@@ -684,7 +684,7 @@ assert all(s > n for s, n in zip(sin["loss"][1:], none["loss"][1:]))  # past L: 
 # against 2.12. Its attention was fitted to the rows it saw, and the new rows send it somewhere
 # else. Two cautions before you read a verdict into it. It is one seed: chapter 7 settles the
 # claims about running long, with their intervals. And its table is added at full size: at
-# $d_{model} = 64$ a row has norm $\sqrt{32} = 5.7$ and a token row starts at about 0.16, the
+# $d_{model} = 64$ a row has norm $\sqrt{32} = 5.7$ and a token row starts at about $0.02\sqrt{64} = 0.16$, the
 # mismatch of section 7, while the learned table and the relative schemes start at the token
 # rows' size. What that size costs on text, at the training length, is measured over three seeds
 # by `python -m mini_transformer.evaluation.experiments.input_schemes_at_train_len`, which trains the bake-off's

@@ -598,7 +598,7 @@ assert learned_L < sinusoidal_L and all(math.isnan(v) for v in stl["results"]["l
 # At $L$ the learned table beats the sinusoids, 1.61 against 1.69 nats per byte, on one seed; past
 # $L$ it refuses. One seed is not a verdict, and the comparison has a confound: that run adds the
 # sinusoidal table as the formula gives it, rows of norm $\sqrt{32} = 5.7$ at $d_{model} = 64$,
-# while the learned table starts at the token rows' size (standard deviation 0.02, norm about 0.16),
+# while the learned table starts at the token rows' size (standard deviation 0.02, norm about $0.02\sqrt{64} = 0.16$),
 # 35 times smaller (chapter 2, §7, measured what that mismatch costs on a small task). The
 # experiment `python -m mini_transformer.evaluation.experiments.input_schemes_at_train_len` trains the same
 # model on three seeds (600 steps, not 1500), with the learned table, the sinusoidal table as it is,
