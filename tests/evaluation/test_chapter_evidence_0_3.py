@@ -1,0 +1,107 @@
+r"""The experiments behind chapters 1 to 3's ledgers: their pieces on hand-worked cases, and their committed results.
+
+``chapter01_nope``, ``chapter02_adding``, ``chapter03_learned`` and ``input_schemes_at_train_len`` each save claim records
+(``stats.claim_record``); the ledger test recomputes them. Here: the helpers they are built from, checked on cases
+worked by hand, the claims built from hand-made per-seed values, and the committed files' bookkeeping (seeds,
+command, machine). No training longer than a few steps.
+"""
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from mini_transformer.engine.backend import to_numpy, xp
+from mini_transformer.evaluation import stats
+from mini_transformer.evaluation.experiments import chapter01_nope, chapter02_adding, chapter03_learned, input_schemes_at_train_len
+from mini_transformer.evaluation.experiments.common import RESULTS
+from mini_transformer.engine.autograd import Tensor
+
+NAMES = ("chapter01_nope", "chapter02_adding", "chapter03_learned", "input_schemes_at_train_len")
+
+
+def test_left_chance_at_is_the_first_step_whose_trailing_mean_is_below_the_level():
+    # trailing means over 2 steps: (3+3)/2=3, (3+1)/2=2, (1+1)/2=1 -> first below 2.2 is step 2 (mean 2.0)
+    assert chapter02_adding.left_chance_at([3.0, 3.0, 1.0, 1.0], level=2.2, window=2) == 2
+    assert chapter02_adding.left_chance_at([3.0, 3.0, 3.0], level=2.2, window=2) is None
+    # the first full window already counts: steps 0 and 1 average 1.0, so the answer is step 1
+    assert chapter02_adding.left_chance_at([1.0, 1.0, 3.0], level=2.2, window=2) == 1
+    # a single low step inside a window of 3 is not enough: (3+3+1)/3 = 2.33
+    assert chapter02_adding.left_chance_at([3.0, 3.0, 1.0, 3.0], level=2.2, window=3) is None
+
+
+def test_row_cosines_on_a_hand_made_table():
+    # rows alternate between e1 and -e1: every neighbour pair has cosine -1, every pair three apart too (odd gap)
+    table = xp.zeros((8, 2))
+    table[0::2, 0], table[1::2, 0] = 1.0, -1.0
+    near, three = chapter03_learned.row_cosines(to_numpy(table))
+    assert near == pytest.approx(-1.0) and three == pytest.approx(-1.0)
+    # a period-3 table: rows t and t+3 are equal (cosine 1), neighbours are 120 degrees apart (cosine -1/2)
+    angles = [2 * math.pi * (t % 3) / 3 for t in range(8)]
+    table = xp.asarray([[math.cos(a), math.sin(a)] for a in angles])
+    near, three = chapter03_learned.row_cosines(to_numpy(table))
+    assert near == pytest.approx(-0.5) and three == pytest.approx(1.0)
+
+
+def test_scaled_sinusoids_add_scale_times_the_table():
+    scheme = input_schemes_at_train_len.ScaledSinusoids(4, scale=0.5)
+    x = Tensor(xp.zeros((1, 2, 4)))
+    out = scheme.embed(x, 0).data
+    # row 0 of the table is [sin 0, cos 0, sin 0, cos 0] = [0, 1, 0, 1]; row 1 is [sin 1, cos 1, sin .01, cos .01]
+    assert to_numpy(out[0, 0]).tolist() == pytest.approx([0.0, 0.5, 0.0, 0.5])
+    assert to_numpy(out[0, 1]).tolist() == pytest.approx([0.5 * math.sin(1), 0.5 * math.cos(1),
+                                                          0.5 * math.sin(0.01), 0.5 * math.cos(0.01)])
+    # the default scale makes a row's norm 0.02 sqrt(d_model): each (sin, cos) pair has norm 1, so sqrt(d/2) * scale
+    assert math.sqrt(64 / 2) * input_schemes_at_train_len.SCALE == pytest.approx(0.02 * math.sqrt(64))
+
+
+def test_concatenation_keeps_half_the_token_channels_and_puts_the_table_beside_them():
+    x = Tensor(xp.ones((1, 3, 4)))
+    out = to_numpy(chapter02_adding.ConcatenatedSinusoids(1.0).embed(x, 1).data)
+    assert out.shape == (1, 3, 4)
+    assert out[0, :, :2].tolist() == [[1.0, 1.0]] * 3
+    assert out[0, 0, 2:].tolist() == pytest.approx([math.sin(1), math.cos(1)])  # position 1 at offset 1
+
+
+def test_the_claims_follow_hand_made_per_seed_values():
+    rows = lambda vals: [{"loss_at_L": v} for v in vals]  # noqa: E731
+    per_seed = {"none": rows([2.2, 2.3, 2.1]), "sinusoidal": rows([2.0, 2.1, 2.0]),
+                "sinusoidal_scaled": rows([2.0, 2.1, 2.0]), "learned": rows([1.9, 2.0, 1.9])}
+    claims = input_schemes_at_train_len.claims(per_seed, [0, 1, 2])
+    # none - learned: 0.3, 0.3, 0.2 -> mean 0.2667 > 0, spread small -> reproduces
+    assert claims["none_minus_learned"]["values"] == pytest.approx([0.3, 0.3, 0.2])
+    assert claims["none_minus_learned"]["verdict"] == "reproduces"
+    # sinusoidal - scaled: exactly 0 in every seed -> an interval [0, 0] that contains the threshold 0
+    assert claims["sinusoidal_minus_scaled"]["verdict"] == "not established"
+
+
+def test_the_encoder_claim_names_its_positive_control():
+    row = lambda acc, after: {"accuracy": acc, "accuracy_after_0": after}  # noqa: E731
+    per_seed = {"gpt_bos": [row(0.9, 0.9), row(1.0, 1.0), row(0.8, 0.8)],
+                "encoder_bos": [row(0.17, 1 / 11), row(0.17, 1 / 11 + 0.001), row(0.17, 1 / 11 - 0.001)],
+                "gpt_no_bos": [row(0.3, 0.2), row(0.2, 0.1), row(0.3, 0.2)]}
+    claims = chapter01_nope.claims(per_seed, [0, 1, 2])
+    assert claims["encoder_at_chance"]["positive_control"] == "gpt_bos_above_chance"
+    assert claims["encoder_at_chance"]["verdict"] == "reproduces"  # within 0.001 of chance, below 0.05
+    assert claims["gpt_bos_above_chance"]["verdict"] == "reproduces"
+
+
+def test_a_no_position_model_trains_a_few_steps_and_scores_each_position():
+    acc = to_numpy(chapter01_nope.position_accuracy(chapter01_nope.TinyGPT, True, steps=2, seed=0))
+    assert acc.shape == (chapter01_nope.T,) and ((0 <= acc) & (acc <= 1)).all()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_committed_results_keep_seeds_command_machine_and_recomputable_claims(name):
+    res = json.loads((Path(RESULTS) / f"{name}.json").read_text())
+    assert len(res["seeds"]) >= 3
+    assert res["command"].startswith("OPENBLAS_NUM_THREADS=1") and f"experiments.{name}" in res["command"]
+    assert res["environment"]["seconds"] > 0 and res["environment"]["machine"]
+    assert res["claims"]
+    for key, rec in res["claims"].items():
+        again = stats.recompute(rec)
+        assert again["verdict"] == rec["verdict"], key
+        assert again["interval"] == pytest.approx(rec["interval"]), key
+        control = rec.get("positive_control")
+        if control is not None:
+            assert res["claims"][control]["verdict"] == "reproduces", key
