@@ -282,8 +282,10 @@ def run(quick=False, seeds=None, progress=True, parts=None):
            "n_digits": N_DIGITS, "n_trials": size["n_trials"], "n_windows": size["n_windows"],
            "threshold": 0.5, "flat_threshold": FLAT, "local_threshold": LOCAL, "size": size, "runs": runs,
            "command": "python -m mini_transformer.evaluation.experiments.long_context " + " ".join(sys.argv[1:]),
-           "environment": environment(timer.seconds, d_model=64, n_layers=2, n_heads=4, batch_size=16,
-                                      compute_seconds=round(sum(r["seconds"] for rs in runs.values() for r in rs), 1),
+           # seconds: the runs' own wall times, summed (they ran one after another; a call that resumes from
+           # --parts reuses saved runs, and its own time is call_seconds)
+           "environment": environment(sum(r["seconds"] for rs in runs.values() for r in rs), d_model=64, n_layers=2,
+                                      n_heads=4, batch_size=16, call_seconds=round(timer.seconds, 1),
                                       process=process_settings())}
     res["claims"] = make_claims(res)
     res["claims_note"] = SHARES_NOTE
