@@ -54,8 +54,8 @@ SHARES_NOTE = ("a share of keys is one number per seed (n_trials keys each) with
                "(the per-seed counts are in runs; one seed's cell of 64 keys has a Wilson half-width of about 0.1)")
 
 SIZES = {
-    True: dict(train_len=32, steps=60, multiples=(1, 2, 4), n_trials=4, contexts=(1, 2, 4, 8, 16, 32),
-               n_windows=8, context_rows=64, seeds=(0, 1), control_seeds=(0, 1), control_steps=10,
+    True: dict(train_len=32, steps=30, multiples=(1, 4), n_trials=4, contexts=(1, 2, 4, 8, 16, 32),
+               n_windows=8, context_rows=64, seeds=(0, 1), control_seeds=(0, 1), control_steps=5,
                control_batch=4),
     # the full mode: 5 seeds of the two models at L = 32 (1200 steps, batch 16), 3 seeds of the control
     # (the ALiBi model of the same seed, trained on for 400 steps at 8L, batch 8), 64 keys a cell, 128 windows
