@@ -485,7 +485,7 @@ plt.show()
 # some depths first (0.25 of the keys at depth 0.25 at 2L). This is one model of one seed, a
 # demonstration of the measurement; section 6 settles the sources' claims over seeds.
 #
-# ## 6. Perplexity stays flat, retrieval does not
+# ## 6. Perplexity stays flat; does retrieval?
 #
 # Now the sources' claim, on the experiment's text models. At each length the same rows carry
 # two numbers: the loss on their text bytes (what a perplexity benchmark sees) and the share of
@@ -695,7 +695,7 @@ plt.show()
 # table: prefill grows with L, faster than linearly once the O(L^2) attention outweighs the rest,
 # while a decoded token takes about the same time at every length, because for a model this small
 # the fixed cost of one step (a few dozen small array operations) hides the O(L) attention, which
-# a 7B model at 128k does not. The bytes are exact: 2 layers, batch 1, 2 heads of 16 channels, float32.
+# a 7B model at 128k does not (the arithmetic below says why). The bytes are exact: 2 layers, batch 1, 2 heads of 16 channels, float32.
 
 # %% tags=["nbval-check-output"]
 expected = [2 * 2 * 1 * 2 * length * 16 * 4 for length in (32, 64, 128, 256, 512)]
