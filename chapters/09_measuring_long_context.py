@@ -521,7 +521,11 @@ for name in ("alibi", "alibi_long"):
         rise = r["text_loss_on_passkey_rows"][-1] - r["text_loss_on_passkey_rows"][0]
         far[(name, r["seed"])] = (round(rise, 2), k)
         print(f"  seed {r['seed']}: text loss 8L - L {rise:+.2f} nats; farthest keys at 8L {k}/{n} = {share(k, n)}")
+k_all, n_all = sum(r["passkey_successes"][-1][0] for r in runs["alibi"]), sum(r["passkey_trials"] for r in runs["alibi"])
+print(f"alibi, the farthest keys of all seeds pooled (an interval that treats seeds as keys): "
+      f"{k_all}/{n_all} = {share(k_all, n_all)}")
 assert far[("alibi", 0)] == (0.06, 16) and all(far[("alibi", s)][1] >= 60 for s in (1, 2, 3, 4))
+assert (k_all, n_all) == (266, 320)
 assert all(far[("alibi", s)][0] < 0 for s in (1, 2, 3, 4))
 
 # %%
@@ -588,7 +592,10 @@ assert all(verdicts[k] == v for k, v in VERDICTS_READ.items())   # what the text
 #   them (60 to 64 of 64) and have an effective length of 256. Over five seeds the share of the
 #   farthest keys found at 8L is 0.83 ± 0.40, and the fall of the share from L to 8L is
 #   0.08 ± 0.22: both intervals contain the threshold, so "retrieval fails past L" is not
-#   established for ALiBi at this size. What a run this size can say is that it happens on some
+#   established for ALiBi at this size. (These are t-intervals over the five seeds' shares; the
+#   first runs past 1 because one seed sits far from the rest. Pooling the 320 keys into one
+#   Wilson interval would look far narrower, 0.83 [0.79, 0.87], and would be wrong: it treats
+#   the seeds as if they were keys of one model.) What a run this size can say is that it happens on some
 #   seeds and not on others. The positive control finds 0.98 ± 0.04 of the farthest keys at 8L, so
 #   the probe can see retrieval at 8L where a model has learned it.
 # * **Perplexity cannot tell which seed you have** (the point of C3). Seed 0's text loss rises by
