@@ -585,19 +585,19 @@ assert all(verdicts[k] == v for k, v in VERDICTS_READ.items())   # what the text
 # * **Perplexity stays flat** (C3a). ALiBi's text loss on the same rows goes from 1.926 ± 0.085
 #   at L to 1.860 ± 0.047 at 8L: a change of -0.07 ± 0.09 nats over five seeds, under the 0.1
 #   this chapter calls flat. The seeds differ by up to a tenth of a nat at one length (the
-#   ± 0.085 at L: their windows differ), so one seed agreeing with itself "to the third
-#   decimal" across lengths would be luck. The measure can see a failure: on the same rows RoPE's loss climbs by 1.02 ± 0.37.
-# * **Retrieval does not fail, on most seeds** (C1b, C3b). The earlier version of this chapter
-#   read one seed, seed 0, which loses the farthest keys at 8L (16 of 64, 0.25). Seeds 1 to 4 keep
-#   them (60 to 64 of 64) and have an effective length of 256. Over five seeds the share of the
-#   farthest keys found at 8L is 0.83 ± 0.40, and the fall of the share from L to 8L is
-#   0.08 ± 0.22: both intervals contain the threshold, so "retrieval fails past L" is not
-#   established for ALiBi at this size. (These are t-intervals over the five seeds' shares; the
-#   first runs past 1 because one seed sits far from the rest. Pooling the 320 keys into one
-#   Wilson interval would look far narrower, 0.83 [0.79, 0.87], and would be wrong: it treats
-#   the seeds as if they were keys of one model.) What a run this size can say is that it happens on some
-#   seeds and not on others. The positive control finds 0.98 ± 0.04 of the farthest keys at 8L, so
-#   the probe can see retrieval at 8L where a model has learned it.
+#   ± 0.085 at L), so one seed agreeing with itself "to the third decimal" across lengths would
+#   be luck. The measure can see a failure: on the same rows RoPE's loss climbs by 1.02 ± 0.37.
+# * **Retrieval does not fail, on most seeds** (C1b, C3b). Seed 0 alone tells the sources'
+#   story: it loses the farthest keys at 8L (16 of 64, 0.25). Seeds 1 to 4 keep them (60 to 64 of
+#   64) and have an effective length of 256. Over five seeds the share of the farthest keys found
+#   at 8L is 0.83 ± 0.40, and the fall of the share from L to 8L is 0.08 ± 0.22: both intervals
+#   contain the threshold, so "retrieval fails past L" is not established for ALiBi at this size.
+#   What a run this size can say is that it happens on some seeds and not on others. (These are
+#   t-intervals over the five seeds' shares; the first runs past 1 because one seed sits far from
+#   the rest. Pooling the 320 keys into one Wilson interval would look far narrower,
+#   0.83 [0.79, 0.87], and would be wrong: it treats the seeds as if they were keys of one
+#   model.) The positive control finds 0.98 ± 0.04 of the farthest keys at 8L, so the probe can
+#   see retrieval at 8L where a model has learned it.
 # * **Perplexity cannot tell which seed you have** (the point of C3). Seed 0's text loss rises by
 #   0.06 from L to 8L and seeds 1 to 4 fall by 0.07 to 0.14: all flat, while seed 0 loses three
 #   quarters of the far keys and the others keep nearly all. The same perplexity, opposite
@@ -610,9 +610,9 @@ assert all(verdicts[k] == v for k, v in VERDICTS_READ.items())   # what the text
 # * **The context curve says why** (C4): what context buys next-byte prediction, the last 4
 #   bytes buy (ALiBi: 2.41 ± 0.06 nats from one byte, 1.81 ± 0.01 from four, 1.82 ± 0.03 from
 #   32; four bytes give 1.01 ± 0.04 of the drop that 32 give). A loss averaged over 256 positions
-#   is a measurement of local modelling. The same model finds 0.99 ± 0.02 of the keys at L, so
-#   it does read 31 bytes back when the task needs it: the flat curve is about the text, not a
-#   model blind past four bytes.
+#   is a measurement of local modelling. The same model finds 0.99 ± 0.02 of the keys at L, at
+#   every depth, so it does read most of the way back through its window when the task needs it:
+#   the flat curve is about the text, not a model blind past four bytes.
 # * **Retention** (C5), the survey's first item, is measured in chapter 8, which owns the
 #   context-extension experiment (its claim C7: position interpolation's cost at L).
 #
