@@ -30,9 +30,7 @@ NOT_YET = {
     "06_rope",
     "07_alibi",
     "08_stretching_rope",
-    "09_measuring_long_context",
     "10_caches_windows_sinks",
-    "11_checkpoints",
     "12_choosing_and_clinic",
 }
 HEADER = ["#", "claim (source)", "what this model did", "evidence", "verdict"]

@@ -1,0 +1,69 @@
+r"""Chapter 9's claims from the long-context runs: the per-seed effects and the pooled passkeys, on hand-made runs.
+
+The expected values are worked by hand from the numbers in each case, not from the code under test.
+"""
+import math
+
+import pytest
+
+from mini_transformer.evaluation import stats
+from mini_transformer.evaluation.experiments import long_context as lc
+
+
+def fake_run(seed, inside_beyond=(1.0, 1.5), text=(1.8, 1.9, 2.0, 1.85), last_row=(0, 32, 32, 64, 64),
+             ctx=(2.4, 1.9, 1.8), n=64):
+    """A run dict with the fields the claims read: 4 lengths (L = 32), 5 depths, ``n`` keys a cell."""
+    rows = [[n] * 5, [n] * 5, [n] * 5, list(last_row)]
+    return {"seed": seed, "inside_beyond": list(inside_beyond), "text_loss_on_passkey_rows": list(text),
+            "passkey_successes": rows, "passkey_trials": n,
+            "passkey_accuracy": [[k / n for k in row] for row in rows],
+            "loss_given_context": {"1": ctx[0], "4": ctx[1], "32": ctx[2]}}
+
+
+def test_effects_by_hand():
+    e = lc.effects(fake_run(0), 32)
+    assert e["beyond_minus_inside"] == pytest.approx(0.5)          # 1.5 - 1.0
+    assert e["text_rise"] == pytest.approx(0.05)                   # 1.85 - 1.8
+    assert e["retrieval_drop"] == pytest.approx(1 - 0.6)           # all found at L; (0 + .5 + .5 + 1 + 1) / 5 at 8L
+    assert e["local_share"] == pytest.approx(0.5 / 0.6)            # (2.4 - 1.9) / (2.4 - 1.8)
+    assert e["far_key_share"] == 0.0 and e["share_at_L"] == 1.0    # 0 of 64 at 8L, depth 0; 320 of 320 at L
+
+
+def test_effects_refuse_a_context_curve_that_does_not_fall():
+    with pytest.raises(ValueError, match=r"loss_given_context must fall from 1 byte to L = 32.*got 1\.8 at 1"):
+        lc.effects(fake_run(0, ctx=(1.8, 1.9, 1.8)), 32)
+
+
+def test_pooled_sums_keys_over_seeds():
+    runs = [fake_run(0), fake_run(1, last_row=(10, 0, 0, 0, 0))]
+    assert lc.pooled(runs, -1, 0) == (0 + 10, 128)                 # depth 0 at 8L: 0 and 10 of 64 each
+    assert lc.pooled(runs, 0) == (2 * 5 * 64, 2 * 5 * 64)          # every key at L
+    assert lc.pooled(runs, -1) == (192 + 10, 640)                  # 0+32+32+64+64 = 192, and 10
+
+
+def test_inside_and_beyond_splits_at_L():
+    assert lc.inside_and_beyond([1.0, 3.0, 5.0, 7.0, 9.0, 11.0], 2) == [2.0, 8.0]
+
+
+def test_claims_follow_the_rule_on_hand_made_seeds():
+    # ALiBi's text rise 0.01, 0.02, 0.03 over three seeds: mean 0.02, s = 0.01,
+    # half-width t(0.975, 2) * 0.01 / sqrt(3) = 4.3027 * 0.005774 = 0.02484: [-0.0048, 0.0448], under 0.1
+    alibi = [fake_run(s, text=(1.8, 1.9, 2.0, 1.8 + d)) for s, d in zip((0, 1, 2), (0.01, 0.02, 0.03))]
+    rope = [fake_run(s, inside_beyond=(1.0, 2.0 + s), text=(1.7, 2.0, 2.7, 3.2)) for s in (0, 1, 2)]
+    control = [fake_run(s, last_row=(60, 60, 60, 60, 60)) for s in (0, 1, 2)]
+    res = {"train_len": 32, "seeds": [0, 1, 2], "control_seeds": [0, 1, 2],
+           "runs": {"alibi": alibi, "rope": rope, lc.CONTROL: control}}
+    claims = lc.make_claims(res)
+    c3a = claims["C3a"]
+    assert c3a["values"] == pytest.approx([0.01, 0.02, 0.03]) and c3a["seeds"] == [0, 1, 2]
+    assert c3a["mean"] == pytest.approx(0.02)
+    assert c3a["half_width"] == pytest.approx(4.302653 * 0.01 / math.sqrt(3), rel=1e-5)
+    assert c3a["threshold"] == lc.FLAT == 0.1 and c3a["verdict"] == "reproduces"
+    assert claims["C3a_control"]["verdict"] == "reproduces"        # RoPE's rise 1.5 on every seed
+    # depth 0 at 8L, a share per seed: 0/64 on each seed for ALiBi trained at L, 60/64 = 0.9375 for the control
+    assert claims["C1b"]["values"] == [0.0, 0.0, 0.0] and claims["C1b"]["kind"] == "t"
+    assert claims["C1b_control"]["values"] == [0.9375] * 3
+    assert claims["C1b"]["verdict"] == "reproduces" and claims["C1b_control"]["verdict"] == "reproduces"
+    for key, rec in claims.items():                                 # every control named exists
+        assert rec.get("positive_control", key) in claims
+        assert stats.recompute(rec)["verdict"] == rec["verdict"]
