@@ -41,7 +41,8 @@ html_theme_options = {
     "home_page_in_toc": True,
     "navigation_with_keys": False,
 }
-html_last_updated_fmt = None
+html_context = {"default_mode": "light"}  # the theme's colour mode, set, so its script logs no error
+html_favicon = "favicon.svg"  # the browser asks for no /favicon.ico of its own
 html_show_sourcelink = False
 html_copy_source = False
 copybutton_prompt_text = r">>> |\$ "

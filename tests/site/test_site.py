@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -179,7 +180,8 @@ def _open(driver, url):
     driver.get_log("browser"), _requests(driver)  # forget the previous page's
     driver.get(url)
     driver.execute_async_script("""const done = arguments[arguments.length - 1];
-        const wait = () => (window.MathJax && MathJax.startup && MathJax.startup.promise)
+        const typesets = document.querySelector('script[src*="mathjax"]');
+        const wait = () => !typesets ? done(true) : (window.MathJax && MathJax.startup && MathJax.startup.promise)
             ? MathJax.startup.promise.then(() => done(true)) : setTimeout(wait, 50);
         document.readyState === 'complete' ? wait() : window.addEventListener('load', wait);""")
     errors = [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
@@ -195,30 +197,35 @@ def test_every_chapter_page_in_chromium(built, browser, tmp_path):
     _, chapters = built
     report = []
     for name in chapters:
+        start = time.monotonic()
         errors, urls = _open(driver, f"{base}chapters/{name}.html")
         assert not errors, f"{name}: JavaScript errors: {errors}"
         assert urls and not _outside(urls, base), f"{name}: requests outside the site: {_outside(urls, base)}"
-        text = driver.find_element("tag name", "main").text
-        assert "Traceback" not in text, f"{name}: a traceback on the page"
-        errs = driver.find_elements("css selector", ".output.traceback, .output.error, .output.stderr")
-        assert not errs, f"{name}: {len(errs)} error or stderr outputs on the page"
+        page = driver.execute_script("""const main = document.querySelector('main');
+            const all = s => [...main.querySelectorAll(s)];
+            return {text: main.innerText,
+                    errors: all('.output.traceback, .output.error, .output.stderr').length,
+                    images: all('img').filter(i => i.src.includes('/_images/'))
+                                      .map(i => [i.alt, i.complete && i.naturalWidth > 0]),
+                    math: all('mjx-container').length, refused: all('mjx-merror').length,
+                    open: all('details[open]').length, details: all('details').length,
+                    downloads: all('a.download').map(a => a.getAttribute('href'))};""")
+        assert "Traceback" not in page["text"], f"{name}: a traceback on the page"
+        assert not page["errors"], f"{name}: {page['errors']} error or stderr outputs on the page"
         source = (ROOT / "chapters" / f"{name}.py").read_text()
-        images = driver.execute_script("""return [...document.querySelectorAll('main img')]
-            .filter(i => i.src.includes('/_images/')).map(i => [i.alt, i.complete && i.naturalWidth > 0]);""")
+        images = page["images"]
         if re.search(r"^\s*plt\.show\(\)|\.imshow\(|\.plot\(", source, re.M):
             assert images, f"{name} plots, but its page shows no figure"
         assert all(loaded for _, loaded in images), f"{name}: a figure did not load"
         assert all(alt.startswith(("Figure: ", site.UNTITLED)) for alt, _ in images), f"{name}: a figure has no alt"
         if "$" in source:
-            assert driver.find_elements("css selector", "main mjx-container"), f"{name}: no rendered math"
-            assert not driver.find_elements("css selector", "mjx-merror"), f"{name}: a formula MathJax refused"
-        details = driver.find_elements("css selector", "main details")
-        assert all(d.get_attribute("open") is None for d in details), f"{name}: a hint or solution is open"
-        links = [a.get_attribute("href") for a in driver.find_elements("css selector", "a.download")]
-        assert {Path(h).name for h in links} >= {f"{name}.ipynb", f"{name}.py"}, f"{name}: downloads {links}"
-        assert f"chapters/{name}.py" in text and "python -m jupyter lab" in text
-        report.append((name, len(images), len(urls)))
-    print("\n".join(f"{n}: {f} figures, {r} requests, all local" for n, f, r in report))
+            assert page["math"], f"{name}: no rendered math"
+            assert not page["refused"], f"{name}: a formula MathJax refused"
+        assert not page["open"], f"{name}: a hint or solution is open"
+        assert {Path(h).name for h in page["downloads"]} >= {f"{name}.ipynb", f"{name}.py"}, page["downloads"]
+        assert f"chapters/{name}.py" in page["text"] and "python -m jupyter lab" in page["text"]
+        report.append((name, len(images), len(urls), round(time.monotonic() - start, 1)))
+    print("\n".join(f"{n}: {f} figures, {r} requests, all local ({s} s)" for n, f, r, s in report))
 
 
 def test_hints_open_on_a_click(built, browser):
