@@ -216,13 +216,21 @@ def write_source(src, chapters=None, student=False):
 # The build
 # ---------------------------------------------------------------------------
 
+def sphinx(src, html, doctrees, cache, quiet=False):
+    r"""Run Sphinx on ``src`` into ``html`` with ``site_src/conf.py``, warnings as errors; its exit status."""
+    from sphinx.cmd.build import build_main
+    args = ["-W", "--keep-going", "-b", "html", "-c", str(CONF_DIR), "-d", str(doctrees),
+            "-D", f"nb_execution_cache_path={Path(cache).resolve()}", str(src), str(html)]
+    with unittest.mock.patch.dict(os.environ, BUILD_SETTINGS):
+        return build_main((["-q"] if quiet else []) + args)
+
+
 def build(out, chapters=None, student=False, work=None, cache=None, quiet=False):
     r"""Build the site into ``out``; returns ``{"seconds", "pages", "figures", "untitled"}`` (see ``count``).
 
     ``work``: the folder of the source and Sphinx's saved state (default ``build/site/full`` or
     ``build/site/student``); ``cache``: jupyter-cache's folder (default ``build/site/jupyter_cache``).
     """
-    from sphinx.cmd.build import build_main
     start = time.monotonic()
     work = Path(work) if work else WORK / ("student" if student else "full")
     cache = Path(cache) if cache else WORK / "jupyter_cache"
@@ -233,18 +241,27 @@ def build(out, chapters=None, student=False, work=None, cache=None, quiet=False)
         raise SystemExit(f"--out {out} holds files that are not a site built here; give an empty or new folder.")
     write_source(work / "src", chapters, student)
     # Sphinx writes into work/html (myst-nb keeps the executed notebooks beside it, in work/jupyter_execute)
-    args = ["-W", "--keep-going", "-b", "html", "-c", str(CONF_DIR), "-d", str(work / "doctrees"),
-            "-D", f"nb_execution_cache_path={cache.resolve()}", str(work / "src"), str(work / "html")]
-    if quiet:
-        args.insert(0, "-q")
-    with unittest.mock.patch.dict(os.environ, BUILD_SETTINGS):
-        status = build_main(args)
+    status = sphinx(work / "src", work / "html", work / "doctrees", cache, quiet)
     if status != 0:
         raise SystemExit(f"The site's build failed (Sphinx exit status {status}); its warnings are above.")
-    if out.exists():
-        shutil.rmtree(out)
-    shutil.copytree(work / "html", out)
+    _mirror(work / "html", out)
     return {"seconds": time.monotonic() - start, **count(out)}
+
+
+def _mirror(src, dst):
+    r"""Make ``dst`` a copy of ``src``, copying only the files that changed (size or time) since the last build."""
+    have = {p.relative_to(dst) for p in dst.rglob("*") if p.is_file()} if dst.is_dir() else set()
+    for path in src.rglob("*"):
+        rel = path.relative_to(src)
+        if path.is_file():
+            target, old = dst / rel, (dst / rel).stat() if rel in have else None
+            new = path.stat()
+            if old is None or (old.st_size, int(old.st_mtime)) != (new.st_size, int(new.st_mtime)):
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(path, target)
+            have.discard(rel)
+    for rel in have:  # a page an earlier build wrote and this one did not
+        (dst / rel).unlink()
 
 
 def count(out):

@@ -108,6 +108,17 @@ def test_each_chapter_page_offers_its_downloads_and_command(tmp_path):
     assert "chapters/TEACHING" in index and "chapters/cards/06_rope" in index
 
 
+def test_warnings_fail_the_build(tmp_path):
+    r"""Sphinx runs with -W: a page that links a section no page has fails the build (the site's builds pass)."""
+    code = ("import sys; from exercises.grading import site; s = sys.argv[1]; "
+            "sys.exit(site.sphinx(s + '/src', s + '/html', s + '/doctrees', s + '/cache', quiet=True))")
+    (tmp_path / "src").mkdir()
+    page = "# A page\n\n## A section\n\nSee [the section]({}).\n"
+    (tmp_path / "src/index.md").write_text(page.format("#a-section-that-moved"))
+    broken = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, cwd=ROOT)
+    assert broken.returncode != 0 and "a-section-that-moved" in broken.stderr, broken.stderr[-2000:]
+
+
 def test_figure_alt_says_what_the_figure_shows():
     import matplotlib
     matplotlib.use("Agg")
