@@ -192,6 +192,7 @@ def _open(driver, url):
     driver.get(url)
     driver.execute_async_script("""const done = arguments[arguments.length - 1];
         const typesets = document.querySelector('script[src*="mathjax"]');
+        setTimeout(() => done(false), 30000);  // MathJax never came (from a CDN, say): the checks below say why
         const wait = () => !typesets ? done(true) : (window.MathJax && MathJax.startup && MathJax.startup.promise)
             ? MathJax.startup.promise.then(() => done(true)) : setTimeout(wait, 50);
         document.readyState === 'complete' ? wait() : window.addEventListener('load', wait);""")
@@ -210,8 +211,8 @@ def test_every_chapter_page_in_chromium(built, browser, tmp_path):
     for name in chapters:
         start = time.monotonic()
         errors, urls = _open(driver, f"{base}chapters/{name}.html")
-        assert not errors, f"{name}: JavaScript errors: {errors}"
         assert urls and not _outside(urls, base), f"{name}: requests outside the site: {_outside(urls, base)}"
+        assert not errors, f"{name}: JavaScript errors: {errors}"
         page = driver.execute_script("""const main = document.querySelector('main');
             const all = s => [...main.querySelectorAll(s)];
             return {text: main.innerText,
