@@ -44,6 +44,7 @@ html_theme_options = {
 html_context = {"default_mode": "light"}  # the theme's colour mode, set, so its script logs no error
 html_favicon = "favicon.svg"  # the browser asks for no /favicon.ico of its own
 html_show_sourcelink = False
+html_show_search_summary = False  # a summary fetches each hit's page, which a page opened from disk may not
 html_copy_source = False
 copybutton_prompt_text = r">>> |\$ "
 copybutton_prompt_is_regexp = True

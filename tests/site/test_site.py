@@ -251,13 +251,18 @@ def test_hints_open_on_a_click(built, browser):
     assert hint.get_attribute("open") is not None
 
 
-def test_search_finds_alibi_offline(built, browser):
+@pytest.mark.parametrize("where", ["server", "disk"])
+def test_search_finds_alibi_offline(built, browser, where):
+    r"""Served, and opened from disk (``file://``, as a reader opens ``index.html``)."""
     driver, base = browser
+    if where == "disk":
+        base = built[0].resolve().as_uri() + "/"
     errors, urls = _open(driver, f"{base}search.html?q=ALiBi")
     from selenium.webdriver.support.ui import WebDriverWait
     found = WebDriverWait(driver, 30).until(lambda d: [a.get_attribute("href") for a in
                                                        d.find_elements("css selector", "#search-results li a")])
-    assert not errors and not _outside(urls + _requests(driver), base)
+    errors += [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+    assert not errors and not _outside(urls + _requests(driver), base), (errors, _outside(urls, base))
     assert any(h.split("?")[0].endswith("chapters/07_alibi.html") for h in found), found
 
 
@@ -278,3 +283,12 @@ def test_landing_page_and_screenshots(built, browser, tmp_path):
     driver.save_screenshot(str(tmp_path / "07_alibi_figure.png"))
     assert (tmp_path / "index.png").stat().st_size > 10_000
     print(f"screenshots: {tmp_path / 'index.png'} and {tmp_path / '07_alibi_figure.png'}")
+
+
+def test_the_readme_names_the_site_command():
+    readme = (ROOT / "README.md").read_text()
+    working = readme[readme.index("## Working through a chapter"):readme.index("## Grading yourself")]
+    intro = readme[:readme.index("## The chapters")]
+    for part in (intro, working):
+        assert "python -m exercises site --out site/" in part
+    assert "/site/" in (ROOT / ".gitignore").read_text().splitlines()
