@@ -154,8 +154,14 @@ class _Source:
                f"percent-format Python file the book keeps, {{download}}`{name}.py <_files/{name}.py>`. "
                f"In the workbook's folder (installed with the README's first command), this opens it in "
                f"JupyterLab:\n\n```bash\n{_jupyterlab_command(f'chapters/{name}.py')}\n```\n:::\n")
-        first = 1 if nb.cells and nb.cells[0].cell_type == "markdown" else 0
-        nb.cells.insert(first, nbformat.v4.new_markdown_cell(box))
+        title = nb.cells[0] if nb.cells and nb.cells[0].cell_type == "markdown" else None
+        if title is None:
+            nb.cells.insert(0, nbformat.v4.new_markdown_cell(box))
+        else:  # the box right after the title and its first paragraph, the rest of that cell after the box
+            head, _, rest = title.source.partition("\n\n")
+            more, _, rest = rest.partition("\n\n")
+            title.source = f"{head}\n\n{more}"
+            nb.cells[1:1] = [nbformat.v4.new_markdown_cell(box)] + ([nbformat.v4.new_markdown_cell(rest)] if rest else [])
         nb.cells.insert(0, nbformat.v4.new_code_cell(ALT_CELL, metadata={"tags": ["remove-cell"]}))
         self.write(f"chapters/{name}.ipynb", nbformat.writes(notebooks._stable_ids(nb)) + "\n")
 
