@@ -1,0 +1,294 @@
+r"""The book's website (``python -m exercises site``), built and opened in headless Chromium.
+
+The site is built once per run of this module: two chapters (``02_sinusoidal`` and ``07_alibi``, a
+heatmap chapter and the chapter that search must find), or, where ``PE_SITE_DIR`` names a built site,
+that site: ``.ci/run`` builds the whole book there with the README's command and sets it, so CI checks
+every chapter page. The browser checks need Debian's ``chromium`` and ``chromium-driver`` (Selenium
+drives them through ``Service(executable_path=...)`` and downloads nothing); without them they skip,
+saying so. Two screenshots land in the test's temporary folder.
+"""
+import functools
+import http.server
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from exercises.grading import notebooks, site
+
+ROOT = Path(__file__).resolve().parents[2]
+QUICK = ["02_sinusoidal", "07_alibi"]
+MAIN_NAMES = ("chromium", "chromium-browser")
+DRIVER_NAMES = ("chromedriver", "chromium-driver")
+
+
+def _build(out, work, cache, chapters):
+    code = ("import json, sys; from exercises.grading import site; "
+            "r = site.build(sys.argv[1], chapters=json.loads(sys.argv[2]), work=sys.argv[3], cache=sys.argv[4]); "
+            "print('RESULT', json.dumps(r))")
+    run = subprocess.run([sys.executable, "-c", code, str(out), json.dumps(chapters), str(work), str(cache)],
+                         capture_output=True, text=True, cwd=ROOT, timeout=900)
+    assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-6000:]
+    result = json.loads(run.stdout.split("RESULT ", 1)[1])
+    return result, run.stdout + run.stderr
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    r"""``(site folder, chapter names)``: the site CI built (``PE_SITE_DIR``), or two chapters built here."""
+    given = os.environ.get("PE_SITE_DIR")
+    if given:
+        assert (Path(given) / "index.html").is_file(), f"PE_SITE_DIR={given} holds no built site (no index.html)"
+        return Path(given), notebooks.chapter_names()
+    tmp = tmp_path_factory.mktemp("site")
+    first, log = _build(tmp / "site", tmp / "work", tmp / "cache", QUICK)
+    assert "Executing notebook" in log
+    again, log = _build(tmp / "site", tmp / "work", tmp / "cache", QUICK)  # nothing changed: nothing runs
+    assert "Executing notebook" not in log and "Executed notebook" not in log, log[-3000:]
+    assert again["figures"] == first["figures"] > 0
+    return tmp / "site", QUICK
+
+
+# ---------------------------------------------------------------------------
+# The source the build writes (no Sphinx, no kernel)
+# ---------------------------------------------------------------------------
+
+def test_links_fit_the_site(tmp_path):
+    source = site._Source(tmp_path, ["07_alibi", "00_tiny_transformer"], student=False)
+    text = ("[the bake-off](07_alibi.py#7.-The-bake-off:-eight-schemes,-trained-at-L,-run-at-8L), "
+            "[how to work](00_tiny_transformer.py#How-to-work), [RoPE](06_rope.py), [cards](cards/06_rope.md), "
+            "[here](#Appendix:-the-fast-kernels), [the paper](https://arxiv.org/abs/2108.12409), "
+            "[your file](../exercises/rope.py)")
+    fitted = source.links(text, "chapters")
+    assert "[the bake-off](07_alibi.ipynb#7-the-bake-off-eight-schemes-trained-at-l-run-at-8l)" in fitted
+    assert "[how to work](00_tiny_transformer.ipynb#how-to-work)" in fitted
+    assert ", RoPE, " in fitted  # chapter 6 is not in this build: its name stays, the link goes
+    assert "[cards](cards/06_rope.md)" in fitted and "[here](#appendix-the-fast-kernels)" in fitted
+    assert "[the paper](https://arxiv.org/abs/2108.12409)" in fitted
+    assert "{download}`your file <../_files/repo/exercises/rope.py>`" in fitted
+    assert (tmp_path / "_files/repo/exercises/rope.py").read_bytes() == (ROOT / "exercises/rope.py").read_bytes()
+
+
+def test_student_source_has_no_hint_or_answer(tmp_path):
+    import nbformat
+    site.write_source(tmp_path, ["06_rope"], student=True)
+    page = nbformat.read(tmp_path / "chapters/06_rope.ipynb", as_version=4)
+    download = nbformat.read(tmp_path / "chapters/_files/06_rope.ipynb", as_version=4)
+    full = notebooks.read_chapter("06_rope")
+    hidden = [c for c in full.cells if set(notebooks.tags(c)) & set(notebooks.STUDENT_DROPS)]
+    assert hidden  # the chapter has hints and answers to drop
+    for nb in (page, download):
+        assert not [c for c in nb.cells if set(notebooks.tags(c)) & set(notebooks.STUDENT_DROPS)]
+        assert "reveal(" not in "".join(c.source for c in nb.cells)
+    assert len(download.cells) == len(full.cells) - len(hidden)
+    assert "<details>" not in (tmp_path / "chapters/_files/06_rope.py").read_text()
+
+
+def test_each_chapter_page_offers_its_downloads_and_command(tmp_path):
+    import nbformat
+    site.write_source(tmp_path, ["02_sinusoidal"])
+    nb = nbformat.read(tmp_path / "chapters/02_sinusoidal.ipynb", as_version=4)
+    assert nb.cells[0].metadata["tags"] == ["remove-cell"] and "figure_alt" in nb.cells[0].source
+    box = nb.cells[2].source  # after the title cell
+    assert "{download}`02_sinusoidal.ipynb <_files/02_sinusoidal.ipynb>`" in box
+    assert "{download}`02_sinusoidal.py <_files/02_sinusoidal.py>`" in box
+    assert ("python -m jupyter lab --allow-root --ServerApp.root_dir=. "
+            "--LabApp.app_settings_dir=.jupyter/lab/settings chapters/02_sinusoidal.py") in box
+    assert (tmp_path / "chapters/_files/02_sinusoidal.py").read_text() == \
+        (ROOT / "chapters/02_sinusoidal.py").read_text()
+    index = (tmp_path / "index.md").read_text()
+    assert "[2. Clocks: the sinusoidal encoding](chapters/02_sinusoidal.ipynb)" in index
+    assert "chapters/TEACHING" in index and "chapters/cards/06_rope" in index
+
+
+def test_warnings_fail_the_build(tmp_path):
+    r"""Sphinx runs with -W: a page that links a section no page has fails the build (the site's builds pass)."""
+    code = ("import sys; from exercises.grading import site; s = sys.argv[1]; "
+            "sys.exit(site.sphinx(s + '/src', s + '/html', s + '/doctrees', s + '/cache', quiet=True))")
+    (tmp_path / "src").mkdir()
+    page = "# A page\n\n## A section\n\nSee [the section]({}).\n"
+    (tmp_path / "src/index.md").write_text(page.format("#a-section-that-moved"))
+    broken = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, cwd=ROOT)
+    assert broken.returncode != 0 and "a-section-that-moved" in broken.stderr, broken.stderr[-2000:]
+
+
+def test_figure_alt_says_what_the_figure_shows():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, (a, b) = plt.subplots(1, 2)
+    fig.suptitle("RoPE at 8L")
+    a.set_title("loss by position")
+    b.set_title("attention")
+    assert site.figure_alt(fig) == "Figure: RoPE at 8L; loss by position; attention"
+    fig2, ax = plt.subplots()
+    ax.set_xlabel("position")
+    ax.set_ylabel("loss")
+    assert site.figure_alt(fig2) == f"{site.UNTITLED}: loss against position"
+    plt.close("all")
+
+
+# ---------------------------------------------------------------------------
+# The built site, in a real browser
+# ---------------------------------------------------------------------------
+
+def _which(names):
+    return next((p for p in map(shutil.which, names) if p), None)
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def browser(built):
+    chromium, driver_path = _which(MAIN_NAMES), _which(DRIVER_NAMES)
+    if not (chromium and driver_path):
+        pytest.skip("headless Chromium is not installed (Debian: apt-get install chromium chromium-driver); "
+                    ".ci/run installs it, so CI runs these checks")
+    webdriver = pytest.importorskip("selenium.webdriver", reason="Selenium is not installed (requirements.txt)")
+    from selenium.webdriver.chrome.service import Service
+    folder, _ = built
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(folder)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--window-size=1280,1400"):
+        options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+    driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
+    driver.set_page_load_timeout(60)
+    driver.set_script_timeout(60)
+    try:
+        yield driver, f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        driver.quit()
+        server.shutdown()
+
+
+def _requests(driver):
+    r"""The URLs the page asked for since the last call (Chromium's network log)."""
+    urls = []
+    for entry in driver.get_log("performance"):
+        message = json.loads(entry["message"])["message"]
+        if message["method"] == "Network.requestWillBeSent":
+            urls.append(message["params"]["request"]["url"])
+    return urls
+
+
+def _open(driver, url):
+    r"""Load ``url``, wait for MathJax to typeset; ``(errors in the console, URLs requested)``."""
+    driver.get_log("browser"), _requests(driver)  # forget the previous page's
+    driver.get(url)
+    driver.execute_async_script("""const done = arguments[arguments.length - 1];
+        const typesets = document.querySelector('script[src*="mathjax"]');
+        setTimeout(() => done(false), 30000);  // MathJax never came (from a CDN, say): the checks below say why
+        const wait = () => !typesets ? done(true) : (window.MathJax && MathJax.startup && MathJax.startup.promise)
+            ? MathJax.startup.promise.then(() => done(true)) : setTimeout(wait, 50);
+        document.readyState === 'complete' ? wait() : window.addEventListener('load', wait);""")
+    errors = [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+    return errors, _requests(driver)
+
+
+def _outside(urls, base):
+    return [u for u in urls if not u.startswith((base, "data:", "blob:", "about:"))]
+
+
+def test_every_chapter_page_in_chromium(built, browser, tmp_path):
+    driver, base = browser
+    _, chapters = built
+    report = []
+    for name in chapters:
+        start = time.monotonic()
+        errors, urls = _open(driver, f"{base}chapters/{name}.html")
+        assert urls and not _outside(urls, base), f"{name}: requests outside the site: {_outside(urls, base)}"
+        assert not errors, f"{name}: JavaScript errors: {errors}"
+        page = driver.execute_script("""const main = document.querySelector('main');
+            const all = s => [...main.querySelectorAll(s)];
+            return {text: main.innerText,
+                    errors: all('.output.traceback, .output.error, .output.stderr').length,
+                    images: all('img').filter(i => i.src.includes('/_images/'))
+                                      .map(i => [i.alt, i.complete && i.naturalWidth > 0]),
+                    math: all('mjx-container').length, refused: all('mjx-merror').length,
+                    open: all('details[open]').length, details: all('details').length,
+                    downloads: all('a.download').map(a => a.getAttribute('href'))};""")
+        assert "Traceback" not in page["text"], f"{name}: a traceback on the page"
+        assert not page["errors"], f"{name}: {page['errors']} error or stderr outputs on the page"
+        source = (ROOT / "chapters" / f"{name}.py").read_text()
+        images = page["images"]
+        if re.search(r"^\s*plt\.show\(\)|\.imshow\(|\.plot\(", source, re.M):
+            assert images, f"{name} plots, but its page shows no figure"
+        assert all(loaded for _, loaded in images), f"{name}: a figure did not load"
+        assert all(alt.startswith(("Figure: ", site.UNTITLED)) for alt, _ in images), f"{name}: a figure has no alt"
+        if "$" in source:
+            assert page["math"], f"{name}: no rendered math"
+            assert not page["refused"], f"{name}: a formula MathJax refused"
+        assert not page["open"], f"{name}: a hint or solution is open"
+        assert {Path(h).name for h in page["downloads"]} >= {f"{name}.ipynb", f"{name}.py"}, page["downloads"]
+        assert f"chapters/{name}.py" in page["text"] and "python -m jupyter lab" in page["text"]
+        report.append((name, len(images), len(urls), round(time.monotonic() - start, 1)))
+    print("\n".join(f"{n}: {f} figures, {r} requests, all local ({s} s)" for n, f, r, s in report))
+
+
+def test_hints_open_on_a_click(built, browser):
+    driver, base = browser
+    _open(driver, f"{base}chapters/07_alibi.html")
+    hint = next(d for d in driver.find_elements("css selector", "main details")
+                if d.find_element("tag name", "summary").text.startswith("Hint"))
+    assert hint.get_attribute("open") is None
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", hint)
+    hint.find_element("tag name", "summary").click()
+    assert hint.get_attribute("open") is not None
+
+
+@pytest.mark.parametrize("where", ["server", "disk"])
+def test_search_finds_alibi_offline(built, browser, where):
+    r"""Served, and opened from disk (``file://``, as a reader opens ``index.html``)."""
+    driver, base = browser
+    if where == "disk":
+        base = built[0].resolve().as_uri() + "/"
+    errors, urls = _open(driver, f"{base}search.html?q=ALiBi")
+    from selenium.webdriver.support.ui import WebDriverWait
+    found = WebDriverWait(driver, 30).until(lambda d: [a.get_attribute("href") for a in
+                                                       d.find_elements("css selector", "#search-results li a")])
+    errors += [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+    assert not errors and not _outside(urls + _requests(driver), base), (errors, _outside(urls, base))
+    assert any(h.split("?")[0].endswith("chapters/07_alibi.html") for h in found), found
+
+
+def test_landing_page_and_screenshots(built, browser, tmp_path):
+    driver, base = browser
+    _, chapters = built
+    errors, urls = _open(driver, base + "index.html")
+    assert not errors and not _outside(urls, base)
+    nav = [a.get_attribute("href") for a in driver.find_elements("css selector", "nav.bd-links a")]
+    for name in chapters:
+        assert any(h.endswith(f"chapters/{name}.html") for h in nav), f"{name} is missing from the sidebar"
+    assert any(h.endswith("chapters/TEACHING.html") for h in nav)
+    assert any(h.endswith("chapters/cards/07_alibi.html") for h in nav)
+    driver.save_screenshot(str(tmp_path / "index.png"))
+    _open(driver, f"{base}chapters/07_alibi.html")
+    figure = driver.find_elements("css selector", "main img")[0]
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", figure)
+    driver.save_screenshot(str(tmp_path / "07_alibi_figure.png"))
+    assert (tmp_path / "index.png").stat().st_size > 10_000
+    print(f"screenshots: {tmp_path / 'index.png'} and {tmp_path / '07_alibi_figure.png'}")
+
+
+def test_the_readme_names_the_site_command():
+    readme = (ROOT / "README.md").read_text()
+    working = readme[readme.index("## Working through a chapter"):readme.index("## Grading yourself")]
+    intro = readme[:readme.index("## The chapters")]
+    for part in (intro, working):
+        assert "python -m exercises site --out site/" in part
+    assert "/site/" in (ROOT / ".gitignore").read_text().splitlines()
