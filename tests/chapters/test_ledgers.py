@@ -31,7 +31,6 @@ NOT_YET = {
     "03_learned",
     "04_relative_vectors",
     "05_buckets",
-    "06_rope",
     "07_alibi",
     "08_stretching_rope",
     "09_measuring_long_context",
