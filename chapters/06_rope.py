@@ -723,8 +723,9 @@ assert first_long == 50 and math.isclose(float(lam[16]), 20 * math.pi)
 # %% [markdown]
 # That first pair is the **critical pair**: from it on, a model trained at length $L$ never
 # saw a pair complete one turn, so it never saw most of the angles these pairs take beyond $L$.
-# The tiny models of this book have $d_{head} = 32$ and train at $L = 64$; their critical pair
-# is number 5, which is why the unscaled model breaks past 64 tokens (chapter 8, §11). On the plot the
+# Chapter 8's context-extension model has $d_{head} = 32$ (two heads of a 64-wide model) and trains
+# at $L = 64$; its critical pair is number 5, which predicts that the unscaled model breaks past 64
+# tokens (chapter 8, §11 measures it). On the plot the
 # training length is the dotted line; the pairs above it are the ones that break.
 
 # %%
@@ -1112,8 +1113,8 @@ assert on_offset[layer_best][head_best] > 0.5
 #
 # Answer out loud, or on paper, before you open an answer.
 #
-# **1.** This book's tiny models have $d_{head} = 32$ and train at $L = 64$. Which is their
-# critical pair, and what does that predict for the loss at $4L$?
+# **1.** Chapter 8's context-extension model has $d_{head} = 32$ and trains at $L = 64$. Which is
+# its critical pair, and what does that predict for the loss at $4L$?
 
 # %% [markdown] tags=["answer"]
 # <details><summary>Answer</summary>

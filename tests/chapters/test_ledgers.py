@@ -32,7 +32,6 @@ NOT_YET = {
     "04_relative_vectors",
     "05_buckets",
     "07_alibi",
-    "08_stretching_rope",
     "09_measuring_long_context",
     "10_caches_windows_sinks",
     "11_checkpoints",
