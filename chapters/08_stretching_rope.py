@@ -250,8 +250,8 @@ assert all(outside > 50 * inside for inside, outside in bounds.values())
 # %% [markdown]
 # Between integers the fitted score stays within a hundredth of the straight line, whatever the
 # ridge. Past $L$ it reaches values the fit never produced, and how far depends entirely on how
-# the fit weighted the slow pairs: the weaker the ridge, the wilder. The ratio runs from about 100
-# to 3000 here, so "600 times" is a statement about Chen et al.'s bounds for LLaMA, not a constant
+# the fit weighted the slow pairs: the weaker the ridge, the wilder. The ratio runs from 100
+# to 3121 here, so "600 times" is a statement about Chen et al.'s bounds for LLaMA, not a constant
 # you will measure; the direction is what holds. Drawn:
 
 # %%
@@ -1204,4 +1204,5 @@ fig.tight_layout()
 # * The interview cards on extending 8k to 128k, on base 10000 and on PI against NTK are in
 #   [`cards/08_stretching_rope.md`](cards/08_stretching_rope.md).
 # * To go further: `python -m mini_transformer.evaluation.experiments.context_extension` reruns the
-#   experiment (minutes); `evaluate.passkey_grid` measures retrieval, which loss does not.
+#   experiment (three seeds: about 40 minutes on two busy cores), and
+#   `python -m mini_transformer.evaluation.experiments.pi_head_width` the head-width chase (as long); `evaluate.passkey_grid` measures retrieval, which loss does not.
