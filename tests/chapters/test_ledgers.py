@@ -27,9 +27,7 @@ CHAPTERS = [c for c in notebooks.chapter_names() if not c.startswith("13_")]  # 
 NOT_YET = {
     "04_relative_vectors",
     "05_buckets",
-    "06_rope",
     "07_alibi",
-    "08_stretching_rope",
     "10_caches_windows_sinks",
     "12_choosing_and_clinic",
 }

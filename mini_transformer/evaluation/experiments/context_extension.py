@@ -4,31 +4,37 @@ The sources' claims: unscaled RoPE falls apart past its training length;
 position interpolation (PI) is stable at the new length but costs a little at
 the original one; NTK-aware scaling sits between; YaRN and searched per-pair
 factors do best; and a short fine-tune at the new length repairs most of the
-damage.
+damage (and, after Chen et al., repairs PI better than it repairs unscaled RoPE).
 
-1. Train a RoPE ``TinyGPT`` on standard-library text at length L.
+1. Train a RoPE ``TinyGPT`` (two heads of 32 channels) on standard-library text at length L.
 2. For each method (none, linear = PI, ntk, dynamic, yarn, and factors found by
    ``longrope_search``), measure held-out loss at 4L zero-shot, and at L (the
    short-context retention), with the same weights.
 3. Fine-tune a copy briefly at 4L with each method, and measure both again.
-4. Full mode only: a RoPE model trained on the passkey task at L, its passkey
-   grid (length x depth) before and after PI plus a short fine-tune at 4L.
+4. Two zero-shot rows that read the dynamic row: static NTK at the scale dynamic NTK
+   picks at 4L (Hugging Face's rule $s(\ell) = s\,\ell/L - (s-1)$ gives 13 for $s = 4$), and
+   dynamic NTK with factor 1 (the YaRN paper's $s(\ell) = \ell/L$, which is 4 at 4L).
 
-    python -m mini_transformer.evaluation.experiments.context_extension [--quick]
+The full run repeats all of it for three seeds (weights, batches and the search) and saves
+per-seed values, their means under ``"methods"``, and the claim records under ``"claims"``
+(95% t-intervals over seeds, paired within a seed). ``--quick`` runs one small seed and
+checks directions only.
+
+    python -m mini_transformer.evaluation.experiments.context_extension [--quick] [--seed N]
 """
 import math
 
 from ...engine import backend
-from ...model import data
 from ...engine.autograd import no_grad
-from ..measures import effective_context_length, passkey_grid, token_losses
+from ..measures import token_losses
 from ..longrope_search import longrope_scaling, mean_loss, search, with_rope_scaling
-from ...model import GPTConfig, TinyGPT
-from ...model.train import TrainConfig, train
+from .. import stats
 from . import common
 from .common import Timer, corpus, environment, text_model, train_text
 
 S = 4  # extend to 4L
+SEEDS = 3  # seeds in the full run
+COMMAND = "OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 python -m mini_transformer.evaluation.experiments.context_extension"
 
 
 def methods(L, factors):
@@ -43,6 +49,20 @@ def methods(L, factors):
     }
 
 
+def dynamic_scale(factor, length, L):
+    r"""The scale dynamic NTK uses at ``length``: $\max(1, s\,\ell/L - (s-1))$ (``rope_scaling._dynamic_ntk``)."""
+    return max(1.0, factor * length / L - (factor - 1))
+
+
+def zero_shot_rows(L):
+    """The two rows that explain the dynamic row, run zero-shot only."""
+    s13 = dynamic_scale(float(S), S * L, L)  # 13.0 for S = 4
+    return {
+        f"ntk (s = {s13:g})": {"rope_type": "ntk", "factor": s13},
+        "dynamic (factor 1)": {"rope_type": "dynamic", "factor": 1.0, "original_max_position_embeddings": L},
+    }
+
+
 def losses(model, held, L):
     """Held-out loss at L, and at 4L split into all positions and the positions past L only."""
     with no_grad():
@@ -51,92 +71,136 @@ def losses(model, held, L):
             "loss_past_L": float(long[:, L:].mean())}
 
 
-def passkey_part(L, steps, ft_steps, seed, progress):
-    """Train on passkeys at L; grid before, then after PI plus a fine-tune at 4L."""
-    cfg = GPTConfig(vocab_size=32, d_model=64, n_layers=2, n_heads=4, max_len=L, positional="rope", seed=seed,
-                    kernels="fast")
-    model = TinyGPT(cfg)
+def held_out(L, seed, quick):
+    return {n: [corpus().get_batch("val", 8, n, backend.rng(seed + 11)) for _ in range(3 if quick else 6)]
+            for n in (L, S * L)}
 
-    def batches(T):
-        def get(rng):
-            b = data.passkey_task(16, T, float(rng.host.random()), vocab_size=32,
-                                  seed=int(rng.host.integers(2 ** 31)), n_digits=3)
-            return b.x, b.y
-        return get
-    train(model, batches(L), TrainConfig(steps=steps, lr=3e-3, warmup=50, seed=seed, progress=progress))
-    lengths = [L, 2 * L, 4 * L]
-    before = passkey_grid(model, lengths, n_trials=16, n_digits=3, vocab_size=32, seed=seed)
-    pi = with_rope_scaling(model, {"rope_type": "linear", "factor": float(S)})
-    train(pi, batches(S * L), TrainConfig(steps=ft_steps, lr=1e-3, warmup=10, seed=seed + 1, progress=progress))
-    after = passkey_grid(pi, lengths, n_trials=16, n_digits=3, vocab_size=32, seed=seed)
-    return {"lengths": lengths, "depths": list(before.depths),
-            "before": before.accuracy.tolist(), "after_pi_finetune": after.accuracy.tolist(),
-            "effective_length_before": effective_context_length(before, 0.5),
-            "effective_length_after": effective_context_length(after, 0.5)}
+
+def one_seed(L, steps, ft_steps, seed, quick, progress):
+    """Every method zero-shot and fine-tuned, for one seed."""
+    # two heads of 32 channels: with 16-channel heads too few pairs are slower than L to show the effect
+    model = text_model("rope", L, seed=seed, n_heads=2)
+    train_text(model, L, steps, seed=seed, progress=progress)
+    c, g = corpus(), backend.rng(seed + 7)
+    search_batches = [c.get_batch("train", 8, S * L, g) for _ in range(2)]
+    held = held_out(L, seed, quick)
+    found = search(model, search_batches, S * L, generations=4 if quick else 10,
+                   population=8 if quick else 14, seed=seed)
+    rows = {}
+    for name, scaling in methods(L, found.factors).items():
+        m = with_rope_scaling(model, scaling)
+        row = losses(m, held, L)
+        train_text(m, S * L, ft_steps, seed=seed + 3, lr=1e-3, batch_size=8, progress=progress)
+        row.update({"finetuned_" + k: v for k, v in losses(m, held, L).items()})
+        rows[name] = row
+    extra = {name: losses(with_rope_scaling(model, scaling), held, L) for name, scaling in zero_shot_rows(L).items()}
+    return {"methods": rows, "zero_shot_extra": extra, "searched_factors": found.factors,
+            "search_history": found.history, "critical_pair": found.critical_pair}
+
+
+def mean_rows(per_seed, key):
+    """The mean over seeds of every number in ``per_seed[*][key]`` (a dict of rows of numbers)."""
+    first = per_seed[0][key]
+    return {name: {k: sum(p[key][name][k] for p in per_seed) / len(per_seed) for k in row}
+            for name, row in first.items()}
+
+
+def claims(per_seed, seeds):
+    """The claim records of chapter 8's ledger, each from per-seed differences (paired within a seed)."""
+    def col(name, key, rows="methods"):
+        return [p[rows][name][key] for p in per_seed]
+
+    def diff(a, b):
+        return [x - y for x, y in zip(a, b)]
+
+    none_L, none_4L, none_past = col("none", "loss_at_L"), col("none", "loss_at_4L"), col("none", "loss_past_L")
+    pi_L, pi_4L = col("linear (PI)", "loss_at_L"), col("linear (PI)", "loss_at_4L")
+    ntk_L, ntk_4L = col("ntk", "loss_at_L"), col("ntk", "loss_at_4L")
+    names = list(per_seed[0]["methods"])
+    worst_tuned = [max(p["methods"][n]["finetuned_loss_at_4L"] for n in names) for p in per_seed]
+    rec = stats.claim_record
+    return {
+        "C6": rec("unscaled RoPE: loss past L minus loss at L (nats/byte)", "above", 0.5,
+                  values=diff(none_past, none_L), seeds=seeds),
+        "C7a": rec("PI's cost at L, zero-shot: PI at L minus unscaled at L (nats/byte); 'a little' is under 0.1",
+                   "below", 0.1, values=diff(pi_L, none_L), seeds=seeds),
+        "C7b": rec("PI's gain at 4L, zero-shot: unscaled at 4L minus PI at 4L (nats/byte)", "above", 0.0,
+                   values=diff(none_4L, pi_4L), seeds=seeds),
+        "C8a": rec("NTK's cost at L, zero-shot: NTK at L minus unscaled at L (nats/byte); 'close' is under 0.1",
+                   "below", 0.1, values=diff(ntk_L, none_L), seeds=seeds),
+        "C8b": rec("NTK's gain at 4L, zero-shot: unscaled at 4L minus NTK at 4L (nats/byte)", "above", 0.0,
+                   values=diff(none_4L, ntk_4L), seeds=seeds),
+        "C9a": rec("YaRN against one factor at 4L, zero-shot: PI minus YaRN (nats/byte)", "above", 0.0,
+                   values=diff(pi_4L, col("yarn", "loss_at_4L")), seeds=seeds),
+        "C9b": rec("searched per-pair factors against one factor at 4L, zero-shot: PI minus searched (nats/byte)",
+                   "above", 0.0, values=diff(pi_4L, col("searched", "loss_at_4L")), seeds=seeds),
+        "C10a": rec("after the fine-tune, the worst method at 4L minus the unextended model at L (nats/byte)",
+                    "below", 0.0, values=diff(worst_tuned, none_L), seeds=seeds),
+        "C10b": rec("after the fine-tune at 4L: unscaled minus PI at 4L (nats/byte; Chen et al.: PI adapts better)",
+                    "above", 0.0, values=diff(col("none", "finetuned_loss_at_4L"),
+                                              col("linear (PI)", "finetuned_loss_at_4L")), seeds=seeds),
+        "C10c": rec("PI's cost at L after the fine-tune: PI minus unscaled, both fine-tuned (nats/byte); "
+                    "'a little' is under 0.1", "below", 0.1,
+                    values=diff(col("linear (PI)", "finetuned_loss_at_L"), col("none", "finetuned_loss_at_L")),
+                    seeds=seeds),
+    }
 
 
 def run(quick=False, seed=0, progress=True):
     L = 32 if quick else 64
     steps, ft_steps = (300, 20) if quick else (1500, 150)
+    seeds = [seed] if quick else [seed + i for i in range(SEEDS)]
     with Timer() as timer:
-        # two heads of 32 channels: with 16-channel heads too few pairs are slower than L to show the effect
-        model = text_model("rope", L, seed=seed, n_heads=2)
-        train_text(model, L, steps, seed=seed, progress=progress)
-        c, g = corpus(), backend.rng(seed + 7)
-        search_batches = [c.get_batch("train", 8, S * L, g) for _ in range(2)]
-        held = {n: [c.get_batch("val", 8, n, backend.rng(seed + 11)) for _ in range(3 if quick else 6)]
-                for n in (L, S * L)}
-        found = search(model, search_batches, S * L, generations=4 if quick else 10,
-                       population=8 if quick else 14, seed=seed)
-        rows = {}
-        for name, scaling in methods(L, found.factors).items():
-            m = with_rope_scaling(model, scaling)
-            row = losses(m, held, L)
-            train_text(m, S * L, ft_steps, seed=seed + 3, lr=1e-3, batch_size=8, progress=progress)
-            row.update({"finetuned_" + k: v for k, v in losses(m, held, L).items()})
-            rows[name] = row
-        passkey = None if quick else passkey_part(L, 2000, 200, seed, progress)
-    return {"train_len": L, "target_len": S * L, "steps": steps, "finetune_steps": ft_steps, "seed": seed,
-            "methods": rows, "searched_factors": found.factors, "search_history": found.history,
-            "critical_pair": found.critical_pair, "passkey": passkey,
-            "environment": environment(timer.seconds, d_model=64, n_layers=2, n_heads=2, batch_size=16)}
+        per_seed = [one_seed(L, steps, ft_steps, s, quick, progress) for s in seeds]
+    res = {"train_len": L, "target_len": S * L, "steps": steps, "finetune_steps": ft_steps, "seeds": seeds,
+           "methods": mean_rows(per_seed, "methods"), "zero_shot_extra": mean_rows(per_seed, "zero_shot_extra"),
+           "per_seed": per_seed, "dynamic_scale_at_4L": dynamic_scale(float(S), S * L, L),
+           "tokens": {"pretrain": steps * 16 * L, "finetune": ft_steps * 8 * S * L},
+           "command": COMMAND + (" --quick" if quick else "") + (f" --seed {seed}" if seed else ""),
+           "environment": environment(timer.seconds, seeds=seeds, d_model=64, n_layers=2, n_heads=2, batch_size=16,
+                                      finetune_batch_size=8)}
+    if not quick:
+        res["claims"] = claims(per_seed, seeds)
+    return res
 
 
 def plot(res):
     import matplotlib.pyplot as plt
     names = list(res["methods"])
-    fig, axes = plt.subplots(1, 3 if res["passkey"] else 2, figsize=(15 if res["passkey"] else 10, 3.8))
-    width = 0.2
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    width = 0.35
+    n = len(res["per_seed"])
     for ax, key, title in ((axes[0], "loss_at_4L", f"held-out loss at 4L = {res['target_len']}"),
                            (axes[1], "loss_at_L", f"retention: held-out loss at L = {res['train_len']}")):
-        zero = [res["methods"][n][key] for n in names]
-        tuned = [res["methods"][n]["finetuned_" + key] for n in names]
-        xs = range(len(names))
-        ax.bar([x - width / 2 for x in xs], zero, width, label="zero-shot")
-        ax.bar([x + width / 2 for x in xs], tuned, width, label="after a short fine-tune at 4L")
-        ax.set_xticks(list(xs), names, rotation=30, ha="right")
-        lo = min(zero + tuned)
-        ax.set(title=title, ylabel="nats/byte", ylim=(lo - 0.2, max(v for v in zero + tuned if math.isfinite(v)) + 0.1))
+        xs = list(range(len(names)))
+        every = []
+        for shift, prefix, label in ((-width / 2, "", "zero-shot"), (width / 2, "finetuned_", "after a short fine-tune at 4L")):
+            means = [res["methods"][m][prefix + key] for m in names]
+            ax.bar([x + shift for x in xs], means, width, label=label, alpha=0.8)
+            for x, m in zip(xs, names):  # one dot per seed
+                vals = [p["methods"][m][prefix + key] for p in res["per_seed"]]
+                every += vals
+                ax.plot([x + shift] * n, vals, "k.", markersize=4)
+        ax.set_xticks(xs, names, rotation=30, ha="right")
+        good = [v for v in every if math.isfinite(v)]
+        ax.set(title=title, ylabel="nats/byte", ylim=(min(good) - 0.2, max(good) + 0.1))
         ax.legend(fontsize=8)
-    if res["passkey"]:
-        p = res["passkey"]
-        np = backend.hostnp  # plotting happens on the host
-        grid = np.concatenate([np.array(p["before"]), np.array(p["after_pi_finetune"])], axis=1)
-        im = axes[2].imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
-        axes[2].set_yticks(range(len(p["lengths"])), p["lengths"])
-        axes[2].set_xticks(range(grid.shape[1]), [f"{d:g}" for d in p["depths"]] * 2)
-        axes[2].set(title="passkey accuracy: before | after PI + fine-tune", xlabel="depth", ylabel="length")
-        fig.colorbar(im, ax=axes[2])
+    fig.suptitle(f"{n} seed{'s' if n > 1 else ''}; dots are seeds", fontsize=9)
     fig.tight_layout()
     return fig
 
 
 def report(res):
-    """Print the results as a table."""
-    print(f"{'method':<14}{'@L':>8}{'@4L':>8}{'past L':>8}{'tuned @L':>10}{'tuned @4L':>11}{'tuned past L':>14}")
+    """Print the results as a table (means over seeds)."""
+    print(f"{'method':<20}{'@L':>8}{'@4L':>8}{'past L':>8}{'tuned @L':>10}{'tuned @4L':>11}{'tuned past L':>14}")
     for name, r in res["methods"].items():
-        print(f"{name:<14}{r['loss_at_L']:>8.3f}{r['loss_at_4L']:>8.3f}{r['loss_past_L']:>8.3f}"
+        print(f"{name:<20}{r['loss_at_L']:>8.3f}{r['loss_at_4L']:>8.3f}{r['loss_past_L']:>8.3f}"
               f"{r['finetuned_loss_at_L']:>10.3f}{r['finetuned_loss_at_4L']:>11.3f}{r['finetuned_loss_past_L']:>14.3f}")
+    for name, r in res["zero_shot_extra"].items():
+        print(f"{name:<20}{r['loss_at_L']:>8.3f}{r['loss_at_4L']:>8.3f}{r['loss_past_L']:>8.3f}")
+    for key, rec in res.get("claims", {}).items():
+        print(f"{key:<5} {rec['effect']}: {stats.format_record(rec)}")
+    print(f"seeds {res['seeds']}; {res['environment']['seconds']} s")
 
 
 def main(argv=None):
