@@ -3,7 +3,8 @@ r"""Train short, test long, over seeds: the verdicts of chapters 4, 5 and 7, wit
 ``train_short_test_long`` trains all eight schemes once (one seed, L = 64, 1500
 steps, up to 8L): an illustration, far too costly to repeat over seeds on two
 cores. This experiment repeats only what the chapters' verdicts need, at a
-smaller size, over three seeds:
+smaller size, over seeds (three by default; the committed result added seeds 3
+and 4 to every arm with ``--seeds 3,4 --merge``, five in all):
 
 * **the size**: the same byte-level ``TinyGPT`` (d_model 64, 2 layers, 4 heads),
   trained at **L = 32 for 500 steps of 8 windows** (not 64 for 1500 steps of 16) and
