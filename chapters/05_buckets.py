@@ -552,11 +552,11 @@ assert sl["claims"]["t5_max_L_helps"]["verdict"] == 'reproduces'
 # The untrained buckets stayed where they started, as the count says. But the run with
 # `max_distance` = $L$ rises too: 0.181 ± 0.049 nats over 5 seeds, against 0.216 ± 0.051 nats over 5 seeds with the default;
 # the difference, 0.035 ± 0.015 nats, is above zero, but it is a small part of the rise.
-# Untrained buckets are not what makes T5 rise here. What the two forms share is a bias that
-# is flat past its last bucket: at $4L$ a query meets up to 96 keys further back than any
+# Untrained buckets are a small part of what makes T5 rise here. What the two forms share is
+# a bias that is flat past its last bucket: at $4L$ a query meets up to 96 keys further back than any
 # distance it trained on (with `max_distance` = $L$, all of them in one bucket), and what
 # they do to its attention is new to it. ALiBi's penalty keeps growing with the distance,
-# and it does not rise (chapter 7, §7.1). That reading fits the numbers; this run does not
+# and ALiBi runs long (chapter 7, §7.1). That reading fits the numbers; this run does not
 # isolate it. A relative bias generalises only as far as its training taught it what to do
 # with the distances it meets.
 #

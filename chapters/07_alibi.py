@@ -803,10 +803,10 @@ assert verdicts["alibi_pays_at_L_vs_transformer_xl"]["verdict"] == 'reproduces'
 # with `max_distance` = $L$ = 32, so that every distance from 31 on shares bucket 31, the one that
 # distance 31 trains. It rises 0.181 ± 0.049 nats over 5 seeds, against
 # 0.216 ± 0.051 with the default; the difference, 0.035 ± 0.015 nats, is above zero but a small part of the rise.
-# The untrained buckets are not what makes T5 rise here. What both forms share, and ALiBi
-# does not, is a bias that is flat past its last bucket: at $4L$ a query meets up to 96 keys
-# further back than anything it trained with, all with one bias, an arrangement training never
-# showed it. That reading fits the numbers; this run does not isolate it.
+# The untrained buckets are a small part of what makes T5 rise here. What both forms share,
+# and ALiBi does not, is a bias that is flat past its last bucket: at $4L$ a query meets up to
+# 96 keys further back than anything it trained with, all with one bias, an arrangement
+# training never showed it. That reading fits the numbers; this run does not isolate it.
 #
 # **Chase 2: why the sinusoidal table breaks, and whether it is worse than no position at all.**
 # The sinusoidal table is added unscaled: each row has norm $\sqrt{d_{model}/2}$, against token
