@@ -25,9 +25,6 @@ from mini_transformer.evaluation.experiments.common import RESULTS
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = [c for c in notebooks.chapter_names() if not c.startswith("13_")]  # 13 is the cards' appendix
 NOT_YET = {
-    "04_relative_vectors",
-    "05_buckets",
-    "07_alibi",
     "10_caches_windows_sinks",
     "12_choosing_and_clinic",
 }

@@ -43,6 +43,7 @@ from ...engine.backend import hostnp as np
 from ...model.data import IGNORE, lookback_task
 from ...model import GPTConfig, TinyGPT
 from ...model.train import TrainConfig, train
+from .. import stats
 from . import common
 from .common import Timer, environment
 
@@ -51,6 +52,10 @@ K = 3             # look k back: the answer at position t is the token at t + 1 
 VOCAB = 16        # 5 special ids + 11 symbols
 TRAIN_LEN, TEST_LEN = 8, 16
 MODEL = dict(d_model=32, n_layers=2, n_heads=4)
+
+CHANCE = 1 / (VOCAB - 5)     # 11 symbols: a guess is right 1 time in 11
+SENSIBLE = 0.9               # "sensible output": at least 90% of the answers right
+GARBAGE = 2 * CHANCE         # "garbage": no better than twice chance
 
 SIZES = {
     True: dict(seeds=3, steps=300, batch_size=32, test_size=256),
@@ -110,6 +115,9 @@ def run(quick=False, seed=0, progress=True):
     summary = {name: {key: _mean_std([r[key] for r in rows]) for key in rows[0] if key != "seed"}
                for name, rows in table.items()}
     return {
+        "claims": claims(table, seeds),
+        "command": "OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 python -m "
+                   "mini_transformer.evaluation.experiments.relative_bias_generalisation" + (" --quick" if quick else ""),
         "task": f"lookback_task(k={K}, vocab_size={VOCAB})", "k": K, "train_len": TRAIN_LEN, "test_len": TEST_LEN,
         "steps": size["steps"], "seeds": seeds, "per_seed": table, "summary": summary,
         "environment": environment(timer.seconds, seeds=seeds, vocab_size=VOCAB, max_len=TEST_LEN,
@@ -118,9 +126,29 @@ def run(quick=False, seed=0, progress=True):
     }
 
 
+def claims(table, seeds):
+    """The claim records of chapter 5's C5 (book, §7 exercise 4): a t interval over the seeds of each."""
+    def acc(name, key):
+        return [r[key] for r in table[name]]
+
+    return {
+        "t5_sensible_at_16": stats.claim_record(
+            f"t5 accuracy at length {TEST_LEN} after training at {TRAIN_LEN} (sensible: above {SENSIBLE})", "above",
+            SENSIBLE, values=acc("t5", "accuracy_16"), seeds=seeds),
+        "learned_garbage_past_8": stats.claim_record(
+            f"learned accuracy on positions {TRAIN_LEN}..{TEST_LEN - 1} (garbage: below twice chance, "
+            f"{GARBAGE:.3f})", "below", GARBAGE, values=acc("learned", "accuracy_beyond_8"), seeds=seeds),
+        "t5_beats_learned_past_8": stats.claim_record(
+            f"t5 minus learned accuracy on positions {TRAIN_LEN}..{TEST_LEN - 1}, paired by seed", "above", 0.0,
+            values=[a - b for a, b in zip(acc("t5", "accuracy_beyond_8"), acc("learned", "accuracy_beyond_8"))],
+            seeds=seeds),
+    }
+
+
 def _mean_std(values):
+    """Mean, spread and the 95% t half-width over the seeds (``stats.t_interval``)."""
     return {"mean": float(np.mean(values)), "std": float(np.std(values)), "min": float(np.min(values)),
-            "max": float(np.max(values))}
+            "max": float(np.max(values)), "half_width": stats.t_interval(values)[1]}
 
 
 def plot(res):
@@ -153,12 +181,15 @@ def plot(res):
 def report(res):
     """Print the results as a table."""
     keys = ("accuracy_8", "accuracy_16", "accuracy_beyond_8", "loss_8", "loss_16", "loss_beyond_8")
+    print("mean ± 95% t half-width over the seeds")
     print(f"{'scheme':<9}" + "".join(f"{k:>19}" for k in keys))
     for name in SCHEMES:
-        cells = "".join(f"{res['summary'][name][k]['mean']:>10.3f} ± {res['summary'][name][k]['std']:<6.3f}"
+        cells = "".join(f"{res['summary'][name][k]['mean']:>10.3f} ± {res['summary'][name][k]['half_width']:<6.3f}"
                         for k in keys)
         print(f"{name:<9}{cells}")
     env = res["environment"]
+    for key, rec in res.get("claims", {}).items():
+        print(f"{key:<26} {stats.format_record(rec)}")
     print(f"{res['task']}, seeds {env['seeds']}, d_model {env['d_model']}, {env['n_layers']} layers, "
           f"{env['n_heads']} heads, max_len {env['max_len']}, batch {env['batch_size']}, {env['steps']} steps, "
           f"{env['test_sequences']} test sequences per length; {env['seconds']} s on {env['cores']} cores "
