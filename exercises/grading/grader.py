@@ -42,6 +42,9 @@ WORKER = Path(__file__).resolve().parent / "worker.py"
 CORES = os.cpu_count() or 1
 _SLOTS = threading.BoundedSemaphore(CORES)  # worker processes at once, however many callers
 _TIMED_OUT = {getattr(signal, s) for s in ("SIGALRM", "SIGXCPU") if hasattr(signal, s)}
+#: ``(uid, gid)`` to run every worker as, or None: the grader's own user. The Gradescope autograder sets it
+#: (``gradescope.py``, ``--run-as``) when it runs as root, so that the student's code runs unprivileged.
+RUN_AS = None
 
 
 def label_of(target_key):
@@ -117,10 +120,15 @@ def _run(job, timeout, limits, wrap, private_dirs, own, language="numpy"):
                    "limits": dict(vars(limits), wall_s=timeout,
                                   cpu_s=limits.cpu_s or int(STARTUP_GRACE + timeout + job_s)),
                    "reference": [[str(p) for p in reference_places()[0]], reference_places()[1]]}
+        as_user = {}
+        if RUN_AS is not None:  # the job's folder and file become the unprivileged user's; nothing else does
+            for p in (folder, request["file"]):
+                os.chown(p, *RUN_AS)
+            as_user = {"user": RUN_AS[0], "group": RUN_AS[1], "extra_groups": []}
         try:
             code = subprocess.run(command, input=wire.dumps(request), stdout=out, stderr=err, cwd=folder,
                                   env=sandbox.environment(folder), timeout=STARTUP_GRACE + timeout + job_s,
-                                  start_new_session=True).returncode
+                                  start_new_session=True, **as_user).returncode
         except subprocess.TimeoutExpired:
             code = None
         out.seek(0)

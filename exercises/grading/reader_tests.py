@@ -180,5 +180,6 @@ def judge(c, report):
         r = result(c, "fail", "weak_test", f"weak test: caught {len(caught)} of {n} mutants; "
                                             f"got away: {', '.join(m['key'] for m in missed)}.\n{lines}{note}")
     r["caught"] = [len(caught), n]
+    r["escaped"] = [m["wraps"] for m in missed]  # what each escaped mutant breaks (summative feedback names no more)
     r["also_caught"] = [m["key"] for m in also]
     return r
