@@ -17,6 +17,7 @@ r"""``python -m exercises COMMAND``: the workbook's reader and instructor comman
     points --module M ... --out FILE        the default points table (one point a star), to edit
     answers-template NN [--out FILE]        a chapter's written answers to fill (answers/NN.md)
     rubric NN                               a chapter's rubric and model answers (instructors)
+    capstone --rubric | --reference         the capstone's rubric, or its reference solution (instructors)
     syllabus [-v]                           every chapter's exercises, stars and minutes (instructors)
     cards [COUNT] [--chapter N ...] [--seed S] [--all] [--list]   drill the interview cards
 """
@@ -112,6 +113,11 @@ def main(argv=None):
 
     p = sub.add_parser("rubric", help="a chapter's rubric with its model answers (instructors)")
     p.add_argument("chapter", help="the chapter's number, e.g. 12")
+
+    p = sub.add_parser("capstone", help="the capstone's rubric, or its reference solution (instructors)")
+    p.add_argument("--rubric", action="store_true", help="print the rubric")
+    p.add_argument("--reference", action="store_true", help="run the reference solution and print its ledger")
+    p.add_argument("--steps", type=int, default=150, help="training steps of the reference (default 150)")
 
     p = sub.add_parser("syllabus", help="every chapter's exercises, stars and minutes, for planning a course")
     p.add_argument("-v", "--verbose", action="store_true", help="list every exercise too")
@@ -279,6 +285,23 @@ def _run(parser, args, timeout):
         from exercises.grading import written
         print(written.rubric(args.chapter))
         return 0
+
+    if args.command == "capstone":
+        from exercises.grading.paths import INSTRUCTOR_ONLY
+        folder = INSTRUCTOR_ONLY / "capstone"
+        if not folder.is_dir():
+            raise SystemExit("this copy of the workbook has no instructor_only/ folder (a student copy): the capstone's "
+                             "rubric and reference are in the instructor's copy.")
+        if args.rubric == args.reference:
+            parser.error("give --rubric or --reference, one of the two.")
+        if args.rubric:
+            print((folder / "rubric.md").read_text())
+            return 0
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("capstone_reference", folder / "reference.py")
+        reference = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(reference)
+        return reference.main(["--steps", str(args.steps)])
 
     if args.command == "syllabus":
         from exercises.grading.syllabus import table
