@@ -231,7 +231,9 @@ def _run(parser, args, timeout):
                 print(f"{s['student']:<24} {fmt(s['points'])} of {fmt(s['out_of'])}"
                       + (f"  ({ungraded} written items not graded yet)" if ungraded else ""))
             print(f"wrote {book['csv']} and {book['json']}")
-            if "written" in book:
+            if "written" in book and args.manual:
+                print(f"wrote {book['written']}: the sheet, with the points merged from {args.manual}")
+            elif "written" in book:
                 print(f"wrote {book['written']}: fill its points column and pass it back with --manual")
             if "feedback" in book:
                 print(f"wrote {len(book['feedback'])} feedback files ({args.level}) to {args.feedback}")

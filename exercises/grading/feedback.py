@@ -87,22 +87,27 @@ def student_report(student, level):
         where = ""
         if r.get("held_out") is not None:
             where = f" (public cases: {r['public']}; held-out cases: {r['held_out']})"
-        rows.append((col, r["status"] + where, f"{fmt(r['points'])} of {fmt(r['possible'])}", text(r, level)))
+        rows.append((col, r["status"] + where, _of(r["points"], r["possible"]), text(r, level)))
     lines = [f"Exercises: {fmt(student['exercise_points'])} of {fmt(student['exercise_out_of'])} points."]
     for chapter, w in sorted(student.get("written", {}).items()):
         lines.append(f"Written answers, chapter {chapter}: {fmt(w['points'])} of {fmt(w['out_of'])} points"
                      + (f" ({w['ungraded']} items not graded yet)." if w.get("ungraded") else "."))
         rows += [(f"written {chapter} {i['item']}", "graded" if i["points"] is not None else "not graded yet",
-                  f"{fmt(i['points'] or 0)} of {fmt(i['out_of'])}", i.get("comment") or "") for i in w["items"]]
+                  _of(i["points"] or 0, i["out_of"]), i.get("comment") or "") for i in w["items"]]
     lines.append(f"Total: {fmt(student['points'])} of {fmt(student['out_of'])} points.")
     return f"Feedback for {student['student']}", rows, lines
+
+
+def _of(got, possible):
+    from exercises.grading.points import fmt
+    return f"{fmt(got)} of {fmt(possible)} point{'' if possible == 1 else 's'}"
 
 
 def markdown(student, level):
     title, rows, lines = student_report(student, level)
     out = [f"# {title}", "", *lines, ""]
     for heading, verdict, pts, body in rows:
-        out += [f"## {heading}", "", f"**{verdict}**, {pts} points.", ""]
+        out += [f"## {heading}", "", f"**{verdict}**, {pts}.", ""]
         if body:
             out += ["```", body, "```", ""]
     return "\n".join(out)
@@ -123,7 +128,7 @@ def page(student, level):
     e = html.escape
     title, rows, lines = student_report(student, level)
     summary = "\n".join(f"<p>{e(line)}</p>" for line in lines)
-    sections = "\n".join(f"<h2>{e(h)}</h2>\n<p><strong>{e(v)}</strong>, {e(p)} points.</p>"
+    sections = "\n".join(f"<h2>{e(h)}</h2>\n<p><strong>{e(v)}</strong>, {e(p)}.</p>"
                          + (f"\n<pre>{e(b)}</pre>" if b else "") for h, v, p, b in rows)
     return _PAGE.format(title=e(title), summary=summary, sections=sections)
 

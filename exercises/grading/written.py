@@ -256,9 +256,14 @@ def rubric(number):
         raise SystemExit(f"chapters/{name}.py has no answer cells here (a student copy): the rubric's model answers "
                          "are in the instructor's copy of the workbook.")
     out = [f"# Rubric, chapter {name}", "", f"Out of {sum(i['out_of'] for i in found)} points.", ""]
+    said = set()
+    heads = {"prediction": "## The ledger's predictions", "question": "## Check yourself", "ward": "## The ward"}
     for item in found:
-        out += [f"## {item['id']} ({item['out_of']} point{'s' if item['out_of'] != 1 else ''})", "",
-                f"> {item['text']}", "", f"Criteria: {_CRITERIA[item['kind']]}", ""]
+        if item["kind"] not in said:
+            said.add(item["kind"])
+            out += [heads[item["kind"]], "", f"Criteria: {_CRITERIA[item['kind']]}", ""]
+        out += [f"### {item['id']} ({item['out_of']} point{'s' if item['out_of'] != 1 else ''})", "",
+                f"> {item['text']}", ""]
         if item["kind"] == "ward":
             out += ["Key: " + ", ".join(f"{letter}: {d}" for letter, d in ward_key().items()), ""]
         for answer in item["answers"]:
