@@ -108,8 +108,8 @@ def markdown(student, level):
     out = [f"# {title}", "", *lines, ""]
     for heading, verdict, pts, body in rows:
         out += [f"## {heading}", "", f"**{verdict}**, {pts}.", ""]
-        if body:
-            out += ["```", body, "```", ""]
+        if body:  # an indented block: what the grader said, verbatim (no fence a student's text could close)
+            out += ["    " + line for line in body.splitlines()] + [""]
     return "\n".join(out)
 
 
