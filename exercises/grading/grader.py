@@ -204,21 +204,25 @@ def grade_jobs(jobs, timeout=DEFAULT_TIMEOUT, limits=None, wrap=None, private_di
     path to the name its messages use; ``known`` maps a module to the ``Knowledge`` to grade it
     by (default: ``knowledge(module)``). ``language="torch"`` grades PyTorch code (the drills' ``--torch``).
 
-    ``held_out=True`` (the instructor's grading) also runs every target on its held-out cases, in a job of
-    its own, and merges the two verdicts (``merge_held_out``); a student copy has none, and ``grade`` runs
-    the public cases alone.
+    ``held_out=True`` (the instructor's grading) then runs every target that passed its public cases on its
+    held-out cases, in a job of its own, and merges the two verdicts (``merge_held_out``): a hang costs one
+    time limit, not two. A student copy has no held-out case, and ``grade`` runs the public cases alone.
     """
     if held_out:
+        out = grade_jobs(jobs, timeout, limits, wrap, private_dirs, display, known, language)
         extra = []
-        for i, j in enumerate(jobs):
+        for i, (j, r) in enumerate(zip(jobs, out)):
             module, name = j["target"].split(".", 1)
             c = ((known or {}).get(module) or knowledge(module)).check(name)
             if c.kind == "target" and c.held_out_check() is not None:
-                extra.append(dict(j, held_of=i))
-        both = grade_jobs(jobs + extra, timeout, limits, wrap, private_dirs, display, known, language)
-        out = both[:len(jobs)]
-        for j, h in zip(extra, both[len(jobs):]):
-            out[j["held_of"]] = merge_held_out(out[j["held_of"]], h)
+                if r["status"] == "pass":
+                    extra.append(dict(j, held_of=i))
+                else:
+                    out[i] = dict(r, public=r["status"], held_out="not run")
+        if extra:
+            held = grade_jobs(extra, timeout, limits, wrap, private_dirs, display, known, language)
+            for j, h in zip(extra, held):
+                out[j["held_of"]] = merge_held_out(out[j["held_of"]], h)
         return out
     run_one = functools.partial(_run, timeout=timeout, limits=limits or sandbox.Limits(), wrap=wrap,
                                 private_dirs=private_dirs, language=language)

@@ -16,9 +16,15 @@ not at all.
 for every module's file (``alice/exercises/rope.py``, ``alice/exercises/sinusoidal.py``, ...). One
 CSV row per student: a column per exercise, named by its label (``6.2 apply_rotary``), a column per
 test the reader writes with the mutants it caught (``6.5 test_rope_properties mutants``:
-``6 of 8``; empty where the test never ran on the mutants), then ``points`` and ``out_of``. An
-exercise is worth one point and scores it when it passes; a module whose file is missing scores
-zero for each of its exercises (``fail: missing``), and the other modules are graded as usual.
+``6 of 8``; empty where the test never ran on the mutants), the points of each module's exercises
+(``rope exercises``) and of each chapter's written answers (``chapter 12 written``), then ``points``
+and ``out_of``. An exercise is worth its points in the instructor's table (``points.py``: one point
+a star by default) and scores them when it passes; a test the reader writes scores its points times
+the fraction of its mutants it caught. Every target that passes its public cases is graded on its
+held-out cases too, and fails where they fail (``fail (held-out): numbers``). A module whose file is
+missing scores zero for each of its exercises (``fail: missing``), and the other modules are graded
+as usual. ``--written``, ``--manual``, ``--feedback``, ``--level`` and ``--canvas`` add the written
+answers (``written.py``), the per-student feedback files and the Canvas CSV (``feedback.py``).
 """
 import concurrent.futures
 import csv
