@@ -68,10 +68,9 @@ def items(number):
     for cell in nb.cells:  # "Check yourself": **1.** questions, each followed by its answer cells
         source = cell.source
         if cell.cell_type == "markdown" and notebooks.ANSWER_TAG not in notebooks.tags(cell):
-            if re.search(r"^#+ .*Check yourself", source, re.M):
-                in_section = True
-            elif in_section and re.search(r"^## ", source, re.M) and not re.search(r"^\*\*\d+\.\*\*", source, re.M):
-                in_section = False
+            heading = re.search(r"^#{1,2} (.*)$", source, re.M)
+            if heading:  # a section starts: it is "Check yourself" or it is not
+                in_section = "Check yourself" in heading.group(1)
         if not in_section:
             continue
         if notebooks.ANSWER_TAG in notebooks.tags(cell):
