@@ -67,8 +67,12 @@ def test_every_example_grades_the_modules_of_its_own_session():
     assert plan["2"] == ([2, 3], ["sinusoidal", "learned"])
     assert course_class.MODULES == plan["2"][1]  # the sample class is session 2's
     text = GUIDE.read_text()
-    for line in re.findall(r"^.*--module (?!all).*$", text, re.M):
-        modules = re.search(r"--module ((?:\w+ ?)+?)(?: --|$|`)", line).group(1).split()
+    examples = [line for language, lines in guide_blocks() if language == "bash" for line in commands(lines)]
+    examples += [c for language, lines in guide_blocks() if language == "text" for c, _ in transcript(lines)]
+    graded = [line for line in examples if "--module" in line and "--module all" not in line]
+    assert len(graded) >= 3
+    for line in graded:
+        modules = re.search(r"--module ((?:\w+ ?)+?)(?: --|$)", line).group(1).split()
         assert modules == plan["2"][1], line
     assert "release 02_sinusoidal 03_learned" in text and "answers-template 02" in text and "rubric 02" in text
     # every session's modules are the modules that grade its chapters
