@@ -56,6 +56,7 @@ class Target:
     elementwise_arg: str = ""  # name of an input whose entries line up with the output's
     dtype_hint: str = ""
     module: str = ""  # set from the checks file's name when it is loaded
+    held_out: object = None  # () -> list[Case]: cases a student copy never holds (``HELD_OUT`` of the checks file)
 
     @property
     def key(self):
@@ -136,8 +137,10 @@ class Compiled:
     expected: list  # the reference's outputs, normalised
     misconceptions: list  # [{"key", "title", "hint", "match_tol", "outputs": [normalised or None]}]
     siblings: str = None  # the reference's file without this exercise and the reader tests (None in a student copy)
+    held: dict = None  # the held-out cases, compiled: {"cases", "expected", "outputs"} (None in a student copy)
 
     kind = "target"
+    held_out_view = False  # True on the view that holds the held-out cases alone
 
     @property
     def key(self):
@@ -149,11 +152,28 @@ class Compiled:
 
     def stored(self):
         """As the stored form holds it: plain data (``wire``)."""
-        return dict(vars(self), cases=[vars(c) for c in self.cases])
+        held = self.held and dict(self.held, cases=[vars(c) for c in self.held["cases"]])
+        return dict(vars(self), cases=[vars(c) for c in self.cases], held=held)
 
     @classmethod
     def from_stored(cls, d):
-        return cls(**dict(d, cases=[Case(**c) for c in d["cases"]]))
+        held = d.get("held")
+        held = held and dict(held, cases=[Case(**c) for c in held["cases"]])
+        return cls(**dict(d, cases=[Case(**c) for c in d["cases"]], held=held))
+
+    def without_held_out(self):
+        """This check as a student copy stores it: the public cases alone."""
+        return copy.copy(self) if self.held is None else Compiled(**dict(vars(self), held=None))
+
+    def held_out_check(self):
+        r"""The same check over the held-out cases alone (None when it has none): judged like the public one."""
+        if not self.held:
+            return None
+        mis = [dict(m, outputs=outs) for m, outs in zip(self.misconceptions, self.held["outputs"])]
+        view = Compiled(**dict(vars(self), cases=self.held["cases"], expected=self.held["expected"],
+                               misconceptions=mis, held=None))
+        view.held_out_view = True
+        return view
 
 
 def compile_target(target, reference, label, siblings=None):
@@ -163,18 +183,29 @@ def compile_target(target, reference, label, siblings=None):
     if any(c.raises for c in cases[:-1]):  # the worker stops at the first raise, so only the last case may
         raise ValueError(f"{target.key}: only the last case may expect an error (raises=...).")
     expected = [_expected(target, reference, c, is_class) for c in cases]
-    mis = []
-    for m in target.misconceptions:
-        outs = []
-        for case in cases:
-            try:
-                outs.append(_norm(target.output, invoke(m.impl, copy.deepcopy(case), is_class)))
-            except Exception:  # a misconception that cannot run on this case never matches it
-                outs.append(None)
-        mis.append({"key": m.key, "title": m.title, "hint": m.hint, "match_tol": m.match_tol, "outputs": outs})
+    mis = [{"key": m.key, "title": m.title, "hint": m.hint, "match_tol": m.match_tol,
+            "outputs": _outputs_of(target, m, cases, is_class)} for m in target.misconceptions]
+    held = None
+    if target.held_out is not None:
+        extra = target.held_out()
+        if any(c.raises for c in extra[:-1]):
+            raise ValueError(f"{target.key}: only the last held-out case may expect an error (raises=...).")
+        held = {"cases": extra, "expected": [_expected(target, reference, c, is_class) for c in extra],
+                "outputs": [_outputs_of(target, m, extra, is_class) for m in target.misconceptions]}
     return Compiled(target.module, target.name, label, target.output, tuple(target.methods), target.elementwise_arg,
                     target.dtype_hint, signatures(target.name, reference, target.methods), cases, expected, mis,
-                    siblings)
+                    siblings, held)
+
+
+def _outputs_of(target, m, cases, is_class):
+    """A misconception's normalised outputs on ``cases``; None where it cannot run."""
+    outs = []
+    for case in cases:
+        try:
+            outs.append(_norm(target.output, invoke(m.impl, copy.deepcopy(case), is_class)))
+        except Exception:  # a misconception that cannot run on this case never matches it
+            outs.append(None)
+    return outs
 
 
 def _expected(target, reference, case, is_class):

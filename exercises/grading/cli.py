@@ -11,7 +11,13 @@ r"""``python -m exercises COMMAND``: the workbook's reader and instructor comman
     release CH1 CH2 ... --out DIR           several chapters; release --all --out DIR: every chapter
     grade-folder DIR --out REPORT           grade a class into REPORT.csv and REPORT.json (instructors)
                  [--all-modules | --module M1 M2 ...]   one gradebook over several exercise modules
+                 [--points FILE] [--written NN ...] [--manual CSV] [--feedback DIR] [--level summative]
+                 [--canvas CSV] [--roster CSV]          points, written answers, feedback files, Canvas
     gradescope --out DIR [--module M ...]   a Gradescope autograder bundle (setup.sh, run_autograder)
+    points --module M ... --out FILE        the default points table (one point a star), to edit
+    answers-template NN [--out FILE]        a chapter's written answers to fill (answers/NN.md)
+    rubric NN                               a chapter's rubric and model answers (instructors)
+    capstone --rubric | --reference         the capstone's rubric, or its reference solution (instructors)
     syllabus [-v]                           every chapter's exercises, stars and minutes (instructors)
     cards [COUNT] [--chapter N ...] [--seed S] [--all] [--list]   drill the interview cards
     site --out DIR [--student] [--chapters CH ...]   the book as a website, executed, offline
@@ -30,6 +36,9 @@ def main(argv=None):
     p.add_argument("--exercise", action="append", default=[], metavar="N.M",
                    help="grade only this exercise, e.g. 6.2 (repeat for more)")
     p.add_argument("--timeout", type=float, default=None, help="seconds per exercise (default 10)")
+    p.add_argument("--feedback", "--level", dest="level", default="formative", choices=("formative", "summative"),
+                   help="formative (default): the whole feedback, with hints and inputs; summative: what failed "
+                        "and of which kind, no hint, no input, no mutant named")
 
     p = sub.add_parser("drill", help="timed drills: blank file, clock, grade, history")
     p.add_argument("name", nargs="?", help="rope, sinusoidal, alibi or t5; omit to list them")
@@ -69,6 +78,19 @@ def main(argv=None):
     p.add_argument("--workers", type=int, default=None, help="students graded at once (default: the CPU count)")
     p.add_argument("--wrap", default=None, help="a command to run each graded process under, e.g. a bwrap line "
                                                 "(see README.md, 'Grading a class')")
+    p.add_argument("--points", default=None, metavar="FILE",
+                   help="the points table (JSON, from `python -m exercises points`); default one point a star")
+    p.add_argument("--written", nargs="+", default=[], metavar="NN",
+                   help="chapters whose written answers (answers/NN.md) are collected and graded")
+    p.add_argument("--manual", default=None, metavar="CSV",
+                   help="the filled sheet of hand-graded answers (REPORT_written.csv) to merge")
+    p.add_argument("--feedback", default=None, metavar="DIR", help="write one feedback file per student "
+                                                                   "(Markdown and HTML) into DIR")
+    p.add_argument("--level", default="formative", choices=("formative", "summative"),
+                   help="the feedback's level in the files (default formative; summative for assessed work)")
+    p.add_argument("--canvas", default=None, metavar="CSV", help="also write the gradebook as a Canvas import CSV")
+    p.add_argument("--roster", default=None, metavar="CSV",
+                   help="student folder -> Canvas name, id, sis_user_id, sis_login_id, section")
 
     p = sub.add_parser("gradescope", help="write a Gradescope autograder bundle (instructors)")
     p.add_argument("--out", required=True, help="an empty or new folder; DIR.zip is written beside it")
@@ -78,6 +100,25 @@ def main(argv=None):
     p.add_argument("--visibility", default="visible",
                    choices=("visible", "hidden", "after_due_date", "after_published"),
                    help="when students see each exercise's feedback (Gradescope's visibility)")
+    p.add_argument("--points", default=None, metavar="FILE", help="the points table (default one point a star)")
+    p.add_argument("--level", default="formative", choices=("formative", "summative"),
+                   help="the feedback's level in results.json (default formative)")
+
+    p = sub.add_parser("points", help="write the default points table (one point a star), to edit")
+    p.add_argument("--module", nargs="+", required=True, metavar="MODULE", help="exercise modules, or `all`")
+    p.add_argument("--out", default=None, help="the JSON file to write (default: print it)")
+
+    p = sub.add_parser("answers-template", help="a chapter's written answers to fill: answers/NN.md")
+    p.add_argument("chapter", help="the chapter's number, e.g. 12")
+    p.add_argument("--out", default=None, help="where to write it (default answers/NN.md)")
+
+    p = sub.add_parser("rubric", help="a chapter's rubric with its model answers (instructors)")
+    p.add_argument("chapter", help="the chapter's number, e.g. 12")
+
+    p = sub.add_parser("capstone", help="the capstone's rubric, or its reference solution (instructors)")
+    p.add_argument("--rubric", action="store_true", help="print the rubric")
+    p.add_argument("--reference", action="store_true", help="run the reference solution and print its ledger")
+    p.add_argument("--steps", type=int, default=150, help="training steps of the reference (default 150)")
 
     p = sub.add_parser("syllabus", help="every chapter's exercises, stars and minutes, for planning a course")
     p.add_argument("-v", "--verbose", action="store_true", help="list every exercise too")
@@ -132,6 +173,9 @@ def _run(parser, args, timeout):
         if args.exercise and not results:
             parser.error(f"no exercise {', '.join(args.exercise)} in {', '.join(modules)}; "
                          "give the number the chapter uses, e.g. --exercise 6.2.")
+        if args.level != "formative":
+            from exercises.grading.feedback import text
+            results = [dict(r, message=text(r, args.level)) for r in results]
         print(format_results(results))
         return 0 if all(r["status"] != "fail" for r in results) else 1
 
@@ -187,12 +231,29 @@ def _run(parser, args, timeout):
         if args.all_modules and args.module:
             parser.error("use either --all-modules or --module, not both.")
         if args.all_modules or (args.module and (len(args.module) > 1 or args.module == ["all"])):
+            from exercises.grading.points import fmt
             book = grade_folder_modules(args.folder, args.out, modules_named(args.module or ["all"]),
-                                        timeout=timeout, limits=limits, wrap=args.wrap, workers=args.workers)
+                                        timeout=timeout, limits=limits, wrap=args.wrap, workers=args.workers,
+                                        points=args.points, written=args.written, manual=args.manual,
+                                        feedback=args.feedback, level=args.level, canvas=args.canvas,
+                                        roster=args.roster)
             for s in book["students"]:
-                print(f"{s['student']:<24} {s['points']:g} of {s['out_of']}")
+                ungraded = sum(w["ungraded"] for w in s["written"].values())
+                print(f"{s['student']:<24} {fmt(s['points'])} of {fmt(s['out_of'])}"
+                      + (f"  ({ungraded} written items not graded yet)" if ungraded else ""))
             print(f"wrote {book['csv']} and {book['json']}")
+            if "written" in book and args.manual:
+                print(f"wrote {book['written']}: the sheet, with the points merged from {args.manual}")
+            elif "written" in book:
+                print(f"wrote {book['written']}: fill its points column and pass it back with --manual")
+            if "feedback" in book:
+                print(f"wrote {len(book['feedback'])} feedback files ({args.level}) to {args.feedback}")
+            if "canvas" in book:
+                print(f"wrote {book['canvas']} (Canvas gradebook import)")
             return 0
+        if any((args.points, args.written, args.manual, args.feedback, args.canvas, args.roster)):
+            parser.error("--points, --written, --manual, --feedback, --canvas and --roster belong to a gradebook: "
+                         "give --module with two or more modules, or --all-modules.")
         report = grade_folder(args.folder, args.out, module=(args.module or ["rope"])[0], timeout=timeout,
                               limits=limits, wrap=args.wrap, workers=args.workers)
         for s in report["students"]:
@@ -204,9 +265,56 @@ def _run(parser, args, timeout):
         from exercises.grading import gradescope
         from exercises.grading.instructor import modules_named
         out = gradescope.bundle(args.out, modules_named(args.module or ["all"]), timeout=timeout,
-                                visibility=args.visibility)
+                                visibility=args.visibility, points=args.points, level=args.level)
         print(f"wrote the autograder bundle {out} and {out.with_suffix('.zip')}; upload the .zip to Gradescope")
         return 0
+
+    if args.command == "points":
+        from exercises.grading import points
+        from exercises.grading.instructor import modules_named
+        modules = modules_named(args.module)
+        if args.out:
+            print(f"wrote {points.write(args.out, modules)}; edit it and give it to grade-folder with --points")
+        else:
+            import json
+            print(json.dumps(points.default_table(modules), indent=1))
+        return 0
+
+    if args.command == "answers-template":
+        from exercises.grading import written
+        from mini_transformer.model.checkpoint import atomic_write
+        from pathlib import Path
+        name = written.chapter_name(args.chapter)
+        path = Path(args.out or Path("answers") / f"{name.split('_', 1)[0]}.md")
+        if path.exists():
+            raise SystemExit(f"{path} exists; it may hold your answers. Give another --out, or move it first.")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = written.template(args.chapter)
+        atomic_write(path, lambda f: f.write(text.encode()))
+        print(f"wrote {path}: write your answers under each heading and hand it in with your exercises/")
+        return 0
+
+    if args.command == "rubric":
+        from exercises.grading import written
+        print(written.rubric(args.chapter))
+        return 0
+
+    if args.command == "capstone":
+        from exercises.grading.paths import INSTRUCTOR_ONLY
+        folder = INSTRUCTOR_ONLY / "capstone"
+        if not folder.is_dir():
+            raise SystemExit("this copy of the workbook has no instructor_only/ folder (a student copy): the capstone's "
+                             "rubric and reference are in the instructor's copy.")
+        if args.rubric == args.reference:
+            parser.error("give --rubric or --reference, one of the two.")
+        if args.rubric:
+            print((folder / "rubric.md").read_text())
+            return 0
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("capstone_reference", folder / "reference.py")
+        reference = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(reference)
+        return reference.main(["--steps", str(args.steps)])
 
     if args.command == "syllabus":
         from exercises.grading.syllabus import table

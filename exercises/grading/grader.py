@@ -42,6 +42,9 @@ WORKER = Path(__file__).resolve().parent / "worker.py"
 CORES = os.cpu_count() or 1
 _SLOTS = threading.BoundedSemaphore(CORES)  # worker processes at once, however many callers
 _TIMED_OUT = {getattr(signal, s) for s in ("SIGALRM", "SIGXCPU") if hasattr(signal, s)}
+#: ``(uid, gid)`` to run every worker as, or None: the grader's own user. The Gradescope autograder sets it
+#: (``gradescope.py``, ``--run-as``) when it runs as root, so that the student's code runs unprivileged.
+RUN_AS = None
 
 
 def label_of(target_key):
@@ -117,10 +120,15 @@ def _run(job, timeout, limits, wrap, private_dirs, own, language="numpy"):
                    "limits": dict(vars(limits), wall_s=timeout,
                                   cpu_s=limits.cpu_s or int(STARTUP_GRACE + timeout + job_s)),
                    "reference": [[str(p) for p in reference_places()[0]], reference_places()[1]]}
+        as_user = {}
+        if RUN_AS is not None:  # the job's folder and file become the unprivileged user's; nothing else does
+            for p in (folder, request["file"]):
+                os.chown(p, *RUN_AS)
+            as_user = {"user": RUN_AS[0], "group": RUN_AS[1], "extra_groups": []}
         try:
             code = subprocess.run(command, input=wire.dumps(request), stdout=out, stderr=err, cwd=folder,
                                   env=sandbox.environment(folder), timeout=STARTUP_GRACE + timeout + job_s,
-                                  start_new_session=True).returncode
+                                  start_new_session=True, **as_user).returncode
         except subprocess.TimeoutExpired:
             code = None
         out.seek(0)
@@ -188,14 +196,34 @@ def _grade_file(jobs, run, own, failed=None):
 
 
 def grade_jobs(jobs, timeout=DEFAULT_TIMEOUT, limits=None, wrap=None, private_dirs=(), display=None, known=None,
-               language="numpy"):
+               language="numpy", held_out=False):
     r"""Grade ``[{"target", "source", "attr"}]``; returns one result per job, in order.
 
     ``source`` is a path to a .py file, ``attr`` the name to grade in it (default: the target's
     own name). A file's reader tests run after its other exercises. ``display`` maps a source
     path to the name its messages use; ``known`` maps a module to the ``Knowledge`` to grade it
     by (default: ``knowledge(module)``). ``language="torch"`` grades PyTorch code (the drills' ``--torch``).
+
+    ``held_out=True`` (the instructor's grading) then runs every target that passed its public cases on its
+    held-out cases, in a job of its own, and merges the two verdicts (``merge_held_out``): a hang costs one
+    time limit, not two. A student copy has no held-out case, and ``grade`` runs the public cases alone.
     """
+    if held_out:
+        out = grade_jobs(jobs, timeout, limits, wrap, private_dirs, display, known, language)
+        extra = []
+        for i, (j, r) in enumerate(zip(jobs, out)):
+            module, name = j["target"].split(".", 1)
+            c = ((known or {}).get(module) or knowledge(module)).check(name)
+            if c.kind == "target" and c.held_out_check() is not None:
+                if r["status"] == "pass":
+                    extra.append(dict(j, held_of=i))
+                else:
+                    out[i] = dict(r, public=r["status"], held_out="not run")
+        if extra:
+            held = grade_jobs(extra, timeout, limits, wrap, private_dirs, display, known, language)
+            for j, h in zip(extra, held):
+                out[j["held_of"]] = merge_held_out(out[j["held_of"]], h)
+        return out
     run_one = functools.partial(_run, timeout=timeout, limits=limits or sandbox.Limits(), wrap=wrap,
                                 private_dirs=private_dirs, language=language)
     groups = collections.defaultdict(list)
@@ -203,7 +231,8 @@ def grade_jobs(jobs, timeout=DEFAULT_TIMEOUT, limits=None, wrap=None, private_di
         module, name = j["target"].split(".", 1)
         k = (known or {}).get(module) or knowledge(module)
         source = str(Path(j["source"]).resolve())
-        groups[source, module].append({"index": i, "source": source, "knowledge": k, "check": k.check(name),
+        check = k.check(name).held_out_check() if "held_of" in j else k.check(name)
+        groups[source, module].append({"index": i, "source": source, "knowledge": k, "check": check,
                                        "display": (display or {}).get(source, str(j["source"])),
                                        "attr": j.get("attr") or name})
 
@@ -213,7 +242,7 @@ def grade_jobs(jobs, timeout=DEFAULT_TIMEOUT, limits=None, wrap=None, private_di
         tests = [p for p in group if p["check"].kind == "reader_test"]
         got, failed = _grade_file(targets, run_one, {})
         results = dict(zip([p["index"] for p in targets], got))
-        own = {p["check"].name: results[p["index"]] for p in targets}
+        own = {p["check"].name: results[p["index"]] for p in targets if not p["check"].held_out_view}
         # a student copy runs a reader test on the reader's own code: grade what it needs first
         needed = sorted({n for p in tests if p["check"].reference is None for n in p["check"].params
                          if n not in own and n in k.compiled})
@@ -225,6 +254,30 @@ def grade_jobs(jobs, timeout=DEFAULT_TIMEOUT, limits=None, wrap=None, private_di
     with concurrent.futures.ThreadPoolExecutor(CORES) as pool:
         results = {i: r for done in pool.map(grade_group, groups.values()) for i, r in done.items()}
     return [results[i] for i in range(len(jobs))]
+
+
+def merge_held_out(public, held):
+    r"""One verdict from a target's public and held-out results; both are kept (``public``, ``held_out``).
+
+    A target passes when it passes both. Where only the held-out cases fail, the result is that failure,
+    with ``failed_on: "held-out"``, and its message never shows a held-out input: it names the kind of
+    failure, and the misconception when the outputs match one.
+    """
+    out = dict(public, public=public["status"], held_out=held["status"])
+    if public["status"] != "pass":
+        return out
+    module, name = public["target"].split(".", 1)
+    n = len(knowledge(module).check(name).held["cases"])
+    if held["status"] == "pass":
+        return dict(out, message=f"{public['message']} The {n} held-out cases pass too.")
+    if held["kind"] == "misconception":
+        what = held["message"]
+    else:
+        what = (f"{held['kind'].replace('_', ' ')}: your code passes the public cases but not the {n} held-out ones "
+                "(other sizes, seeds and edge cases; their inputs are not shown). Does it work for any valid "
+                "input, or only for the ones the public cases use?")
+    return dict(out, status="fail", kind=held["kind"], misconception=held["misconception"], failed_on="held-out",
+                message=f"held-out cases: {what}")
 
 
 def grade_file(path, module, names=None, timeout=DEFAULT_TIMEOUT, **kwargs):
@@ -258,7 +311,8 @@ def summary(result):
         return f"fail: weak test (caught {caught} of {n})"
     if result["kind"] in _PHRASES:
         return f"fail: {_PHRASES[result['kind']]}"
-    return f"fail: {result['kind']}" + (f" {result['misconception']}" if result["misconception"] else "")
+    held = " (held-out)" if result.get("failed_on") == "held-out" else ""
+    return f"fail{held}: {result['kind']}" + (f" {result['misconception']}" if result["misconception"] else "")
 
 
 def format_results(results):

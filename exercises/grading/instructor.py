@@ -16,9 +16,15 @@ not at all.
 for every module's file (``alice/exercises/rope.py``, ``alice/exercises/sinusoidal.py``, ...). One
 CSV row per student: a column per exercise, named by its label (``6.2 apply_rotary``), a column per
 test the reader writes with the mutants it caught (``6.5 test_rope_properties mutants``:
-``6 of 8``; empty where the test never ran on the mutants), then ``points`` and ``out_of``. An
-exercise is worth one point and scores it when it passes; a module whose file is missing scores
-zero for each of its exercises (``fail: missing``), and the other modules are graded as usual.
+``6 of 8``; empty where the test never ran on the mutants), the points of each module's exercises
+(``rope exercises``) and of each chapter's written answers (``chapter 12 written``), then ``points``
+and ``out_of``. An exercise is worth its points in the instructor's table (``points.py``: one point
+a star by default) and scores them when it passes; a test the reader writes scores its points times
+the fraction of its mutants it caught. Every target that passes its public cases is graded on its
+held-out cases too, and fails where they fail (``fail (held-out): numbers``). A module whose file is
+missing scores zero for each of its exercises (``fail: missing``), and the other modules are graded
+as usual. ``--written``, ``--manual``, ``--feedback``, ``--level`` and ``--canvas`` add the written
+answers (``written.py``), the per-student feedback files and the Canvas CSV (``feedback.py``).
 """
 import concurrent.futures
 import csv
@@ -62,7 +68,7 @@ def students(folder, module, single_files=True):
     return out
 
 
-def _grade_one(folder, name, path, problem, keys, module, timeout, limits, wrap):
+def _grade_one(folder, name, path, problem, keys, module, timeout, limits, wrap, held_out=True):
     k = knowledge(module)
     if path is None:
         kind = "link" if problem and "is a link" in problem else "missing"
@@ -70,7 +76,7 @@ def _grade_one(folder, name, path, problem, keys, module, timeout, limits, wrap)
                  "misconception": None, "message": problem} for key in keys]
     display = str(Path(path).relative_to(folder.parent)) if folder.parent in Path(path).parents else str(path)
     try:
-        return grade_file(path, module, timeout=timeout, limits=limits, wrap=wrap,
+        return grade_file(path, module, timeout=timeout, limits=limits, wrap=wrap, held_out=held_out,
                           private_dirs=[folder], display={str(Path(path).resolve()): display})
     except Exception as e:  # a grader failure on one student must not lose the others' grades
         return [{"target": key, "label": k.labels[key.split(".", 1)[1]], "status": "fail", "kind": "crashed",
@@ -143,33 +149,74 @@ def gradebook_columns(modules):
     return [column(k) for k in keys], [f"{column(k)} mutants" for k in tests]
 
 
-def gradebook_row(results):
+def gradebook_row(results, table=None):
     r"""One student's results (every module's, any order) -> the cells of their gradebook row.
 
     ``{"cells": {exercise column: summary}, "mutants": {mutant column: "6 of 8" or ""}, "points", "out_of",
-    "results": {exercise column: result}}``; an exercise is worth one point and scores it when it passes.
+    "by_module": {module: points}, "results": {exercise column: result with "points" and "possible"}}``.
+    ``table`` is the points table (``points.py``; default: one point a star); a passing exercise scores its
+    points, a test the reader writes its points times the fraction of its mutants it caught.
     """
-    by_column = {column(r["target"]): r for r in results}
+    from exercises.grading.points import default_table, worth
+    if table is None:
+        table = default_table(sorted({r["target"].split(".", 1)[0] for r in results}))
+    by_column = {}
+    by_module = {}
+    for r in results:
+        got, possible = worth(table, r)
+        by_column[column(r["target"])] = dict(r, points=got, possible=possible)
+        module = r["target"].split(".", 1)[0]
+        by_module[module] = by_module.get(module, 0) + got
     cells = {c: summary(r) for c, r in by_column.items()}
     mutants = {f"{c} mutants": (f"{r['caught'][0]} of {r['caught'][1]}" if r.get("caught") else "")
                for c, r in by_column.items()
                if r["target"].split(".", 1)[1] in knowledge(r["target"].split(".", 1)[0]).tests}
-    return {"cells": cells, "mutants": mutants, "points": sum(r["status"] == "pass" for r in results),
-            "out_of": len(results), "results": by_column}
+    return {"cells": cells, "mutants": mutants, "points": round(sum(r["points"] for r in by_column.values()), 2),
+            "out_of": sum(r["possible"] for r in by_column.values()),
+            "by_module": {m: round(v, 2) for m, v in by_module.items()}, "results": by_column}
 
 
-def grade_student(entry, modules, timeout=DEFAULT_TIMEOUT, limits=None, wrap=None, folder=None, name=None):
+def grade_student(entry, modules, timeout=DEFAULT_TIMEOUT, limits=None, wrap=None, folder=None, name=None,
+                  held_out=True):
     r"""Every result of one student's folder ``entry`` over ``modules``; a missing file scores zero."""
     folder = Path(folder or Path(entry).parent).resolve()
     out = []
     for m in modules:
         path, problem = module_file(entry, m, folder)
-        out += _grade_one(folder, name or Path(entry).name, path, problem, targets_of(m), m, timeout, limits, wrap)
+        out += _grade_one(folder, name or Path(entry).name, path, problem, targets_of(m), m, timeout, limits, wrap,
+                          held_out)
     return out
 
 
-def grade_folder_modules(folder, out, modules, timeout=DEFAULT_TIMEOUT, limits=None, wrap=None, workers=None):
-    r"""Grade every student over every module of ``modules``; write ``<out>.csv`` and ``<out>.json``."""
+def module_assignment(module):
+    r"""The gradebook's and Canvas's name of a module's exercises: ``"sinusoidal exercises"``."""
+    return f"{module} exercises"
+
+
+def written_assignment(chapter):
+    return f"chapter {chapter} written"
+
+
+def grade_folder_modules(folder, out, modules, timeout=DEFAULT_TIMEOUT, limits=None, wrap=None, workers=None,
+                         points=None, written=(), manual=None, feedback=None, level="formative", canvas=None,
+                         roster=None):
+    r"""Grade every student over every module of ``modules``; write ``<out>.csv`` and ``<out>.json``.
+
+    ``points``: a points file (``points.py``; default one point a star). ``written``: chapters whose
+    ``answers/NN.md`` are collected (``written.py``); the sheet of what is graded by hand is written to
+    ``<out>_written.csv``, and ``manual`` (that sheet, filled) is merged. ``feedback``: a folder for one
+    Markdown and one HTML file per student at ``level``. ``canvas``: a CSV in Canvas's gradebook-import shape
+    (``roster``: a CSV naming each student folder's Canvas name, ID and section).
+    """
+    from exercises.grading import feedback as fb
+    from exercises.grading import points as pts
+    from exercises.grading import written as wr
+    if level not in fb.LEVELS:
+        raise SystemExit(f"--level {level!r} is not one of: {', '.join(fb.LEVELS)}.")
+    table = pts.load(points, modules)
+    chapters = [wr.chapter_name(c).split("_", 1)[0] for c in written]
+    scores = wr.read_manual(manual)
+    people = fb.read_roster(roster)
     folder = Path(folder).resolve()
     if not folder.is_dir():
         raise SystemExit(f"{folder} is not a folder; give the folder that holds one entry per student.")
@@ -186,26 +233,49 @@ def grade_folder_modules(folder, out, modules, timeout=DEFAULT_TIMEOUT, limits=N
     for (name, m, path, _), results in zip(pairs, graded):
         per_student[name] += results
         files[name][m] = str(path) if path else None
+    possible = {m: sum(table[m].values()) for m in modules}
+    assignments = [(module_assignment(m), possible[m]) for m in modules]
     book = {"modules": modules, "exercises": exercise_cols, "mutant_columns": mutant_cols, "timeout_s": timeout,
-            "points_per_exercise": 1, "students": []}
+            "points": table, "written_chapters": chapters, "feedback_level": level, "students": []}
+    kept = ("status", "kind", "misconception", "message", "caught", "escaped", "public", "held_out", "failed_on",
+            "points", "possible", "target", "label")
     for name in names:
-        row = gradebook_row(per_student[name])
-        book["students"].append({
-            "student": name, "files": files[name], "points": row["points"], "out_of": row["out_of"],
-            "mutants": row["mutants"],
-            "results": {c: {k: r[k] for k in ("status", "kind", "misconception", "message", "caught") if k in r}
-                        for c, r in row["results"].items()}})
-        book["students"][-1]["_cells"] = row["cells"]
+        row = gradebook_row(per_student[name], table)
+        work = wr.collect(folder / name, chapters, scores, name) if chapters else {}
+        s = {"student": name, "files": files[name], "exercise_points": row["points"],
+             "exercise_out_of": row["out_of"], "mutants": row["mutants"],
+             "results": {c: {k: r[k] for k in kept if k in r} for c, r in row["results"].items()},
+             "written": work,
+             "by_assignment": dict({module_assignment(m): row["by_module"].get(m, 0) for m in modules},
+                                   **{written_assignment(c): w["points"] for c, w in work.items()})}
+        s["points"] = round(row["points"] + sum(w["points"] for w in work.values()), 2)
+        s["out_of"] = row["out_of"] + sum(w["out_of"] for w in work.values())
+        s["_cells"] = row["cells"]
+        book["students"].append(s)
+    for c in chapters:
+        assignments.append((written_assignment(c), max([s["written"][c]["out_of"] for s in book["students"]] or [0])))
+    book["assignments"] = assignments
     out = Path(out)
     if out.suffix in (".csv", ".json"):
         out = out.with_suffix("")
     text = io.StringIO(newline="")
     w = csv.writer(text)
     order = [c for e in exercise_cols for c in (e, f"{e} mutants") if c in exercise_cols or c in mutant_cols]
-    w.writerow(["student"] + order + ["points", "out_of"])  # a test's mutants right after the test
+    totals = [a for a, _ in assignments]
+    w.writerow(["student"] + order + totals + ["points", "out_of"])  # a test's mutants right after the test
     for s in book["students"]:
         cells = dict(s.pop("_cells"), **s["mutants"])
-        w.writerow([s["student"]] + [cells[c] for c in order] + [s["points"], s["out_of"]])
+        w.writerow([s["student"]] + [cells[c] for c in order] + [pts.fmt(s["by_assignment"][a]) for a in totals]
+                   + [pts.fmt(s["points"]), pts.fmt(s["out_of"])])
+    written_files = {}
+    if chapters:
+        written_files["written"] = str(out.parent / f"{out.name}_written.csv")
+        _write(Path(written_files["written"]), wr.sheet(book))
+    if canvas:
+        written_files["canvas"] = str(Path(canvas))
+        _write(Path(canvas), fb.canvas_csv(book, people))
+    if feedback:
+        written_files["feedback"] = [str(p) for p in fb.write_files(book, feedback, level, people)]
     _write(out.with_suffix(".csv"), text.getvalue())
     _write(out.with_suffix(".json"), json.dumps(book, indent=1))
-    return dict(book, csv=str(out.with_suffix(".csv")), json=str(out.with_suffix(".json")))
+    return dict(book, csv=str(out.with_suffix(".csv")), json=str(out.with_suffix(".json")), **written_files)

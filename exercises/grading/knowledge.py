@@ -91,7 +91,7 @@ def reference_without(text, names):
 def compile_module(module, reference=True):
     r"""The stored form of ``module``, worked out from ``solutions/`` and its checks.
 
-    ``reference=False`` leaves out the reference's source (what a release stores).
+    ``reference=False`` leaves out the reference's source and the held-out cases (what a release stores).
     """
     from exercises.grading.checking import compile_target, signatures
     from exercises.grading.generate import region_labels
@@ -105,8 +105,9 @@ def compile_module(module, reference=True):
         if name not in labels:
             raise LookupError(f"exercises/grading/modules/{module}/checks.py checks {name}, but solutions/{module}.py "
                               f"marks no solution region in it; add '# BEGIN SOLUTION Exercise N.M' there.")
-        targets.append(compile_target(target, getattr(solution, name), labels[name],
-                                      reference_without(text, [name, *tests]) if reference else None).stored())
+        compiled = compile_target(target, getattr(solution, name), labels[name],
+                                  reference_without(text, [name, *tests]) if reference else None)
+        targets.append((compiled if reference else compiled.without_held_out()).stored())  # a release: no held-out case
     compiled_tests = []
     for name, spec in tests.items():
         fn = getattr(solution, name)

@@ -8,6 +8,7 @@ CHAPTERS = ROOT / "chapters"
 GRADING = EXERCISES / "grading"
 MODULES = GRADING / "modules"  # one folder per exercise module: everything the grader knows about it
 STORED = GRADING / "stored"  # a student copy's compiled checks (written by `release --repo`)
+INSTRUCTOR_ONLY = GRADING / "instructor_only"  # rubrics' notes, the capstone's rubric and reference: never shipped
 
 #: the files under ``modules/`` that a student copy carries: the mutants are code that wraps the reader's
 #: own implementations, so no stored form can stand in for them, and they hold no answer
@@ -20,13 +21,14 @@ def module_folder(module):
 
 
 def answer_paths():
-    r"""What gives the answers away: ``solutions/`` and every file under ``modules/`` not named in ``SHIPPED``.
+    r"""What gives the answers away: ``solutions/``, ``instructor_only/`` and every file under ``modules/`` not named
+    in ``SHIPPED``.
 
     The graded process may read none of them; a student copy holds none of them.
     """
     held_back = [p for p in sorted(MODULES.rglob("*")) if p.is_file() and p.name not in SHIPPED
                  and "__pycache__" not in p.parts] if MODULES.is_dir() else []
-    return [SOLUTIONS] + held_back
+    return [SOLUTIONS, INSTRUCTOR_ONLY] + held_back
 
 
 def is_answer_import(name):

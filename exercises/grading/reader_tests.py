@@ -9,8 +9,11 @@ receives implementations as arguments, named like the functions they stand for, 
    (a sign error, an ignored offset, a swapped layout). A mutant the test fails on is caught.
 
 A test that passes the reference and catches every mutant passes; one that lets some through
-fails as a *weak test*, with the list of the mutants that got away and what would catch them.
-A test that never asserts anything catches nothing, so it never passes.
+fails as a *weak test*, with the list of the mutants that got away and what would catch them
+(the formative feedback; the summative one, ``feedback.py``, only counts them and names what they
+break). Either way the gradebook scores it partially: its points times the fraction of the
+mutants it caught (``points.worth``). A test that fails the reference scores nothing, and one that
+never asserts anything catches nothing.
 
 A mutant may be marked ``required=False``: the test is not meant to catch it (chapter 12's
 clinic gives each check every planted bug, and each check answers for its own). Such a
@@ -180,5 +183,6 @@ def judge(c, report):
         r = result(c, "fail", "weak_test", f"weak test: caught {len(caught)} of {n} mutants; "
                                             f"got away: {', '.join(m['key'] for m in missed)}.\n{lines}{note}")
     r["caught"] = [len(caught), n]
+    r["escaped"] = [m["wraps"] for m in missed]  # what each escaped mutant breaks (summative feedback names no more)
     r["also_caught"] = [m["key"] for m in also]
     return r

@@ -61,19 +61,20 @@ def graded_modules_by_chapter():
 
 
 def table(verbose=False):
-    r"""The syllabus as text: one line per chapter, totals at the end."""
+    r"""The syllabus as text: one line per chapter (its exercises, stars, minutes and length in lines), totals at the end."""
     modules = graded_modules_by_chapter()
-    lines = [f"{'chapter':<30} {'exercises':>9} {'★/★★/★★★':>9} {'minutes':>8}  graded by"]
+    lines = [f"{'chapter':<30} {'exercises':>9} {'★/★★/★★★':>9} {'minutes':>8} {'lines':>6}  graded by"]
     total_n = total_min = 0
     for name in notebooks.chapter_names():
-        found = exercises_in(notebooks.chapter_path(name).read_text(encoding="utf-8"))
+        text = notebooks.chapter_path(name).read_text(encoding="utf-8")
+        found = exercises_in(text)
         number = int(name.split("_", 1)[0])
         stars = "/".join(str(sum(e.stars == s for e in found)) for s in (1, 2, 3))
         minutes = sum(e.minutes for e in found)
         total_n, total_min = total_n + len(found), total_min + minutes
         graded = ", ".join(modules.get(number, [])) or "-"
-        lines.append(f"{name:<30} {len(found):>9} {stars:>9} {minutes:>8}  {graded}")
+        lines.append(f"{name:<30} {len(found):>9} {stars:>9} {minutes:>8} {len(text.splitlines()):>6}  {graded}")
         if verbose:
             lines += [f"    {e.number:<6} {'★' * e.stars:<4} {e.minutes:>3} min  {e.title}" for e in found]
-    lines.append(f"{'all':<30} {total_n:>9} {'':>9} {total_min:>8}  ({total_min / 60:.1f} h of exercises)")
+    lines.append(f"{'all':<30} {total_n:>9} {'':>9} {total_min:>8} {'':>6}  ({total_min / 60:.1f} h of exercises)")
     return "\n".join(lines)

@@ -1,7 +1,9 @@
 r"""Teaching the book as a course: releases of several chapters, one gradebook, a Gradescope autograder.
 
-The sample class is ``tests/grading/course_class.py``: alice did everything, bob one exercise and no ``t5.py``,
-carol's 2.1 never returns, dave's ``sinusoidal.py`` does not parse. Its totals are counted by hand there.
+The sample class is ``tests/grading/course_class.py`` (session 2 of ``chapters/TEACHING.md``): alice did
+everything, bob one exercise and no ``learned.py``, carol's 2.1 never returns, dave's ``sinusoidal.py`` does not
+parse, erin fits the public cases and writes a weak test. Its totals are counted by hand there; it is graded
+once a session, by the guide's own commands (``conftest.guide_run``).
 """
 import csv
 import json
@@ -45,11 +47,10 @@ def _no_answers(path):
     return nb
 
 
-def test_release_several_chapters(tmp_path):
-    out = _run("release", "02_sinusoidal", "06_rope", "--out", str(tmp_path))
-    assert out.returncode == 0, out.stderr
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["02_sinusoidal.ipynb", "06_rope.ipynb"]
-    for p in tmp_path.iterdir():
+def test_release_several_chapters(guide_run):
+    folder = guide_run["folder"] / "week2"  # the guide's `release 02_sinusoidal 03_learned --out week2`
+    assert sorted(p.name for p in folder.iterdir()) == ["02_sinusoidal.ipynb", "03_learned.ipynb"]
+    for p in folder.iterdir():
         nb = _no_answers(p)
         full = notebooks.read_chapter(p.stem)
         dropped = [c for c in full.cells if set(notebooks.tags(c)) & set(notebooks.STUDENT_DROPS)]
@@ -78,75 +79,143 @@ def test_a_bad_release_writes_nothing_and_says_why(tmp_path, args, phrase):
 
 
 # ---------------------------------------------------------------------------
-# One gradebook over several modules, on the sample class
+# One gradebook over several modules, on the sample class (graded once a session, by the guide's commands:
+# conftest.guide_run)
 # ---------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def graded_class(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("class")
-    course_class.build(folder / "submissions")
-    out = _run("grade-folder", str(folder / "submissions"), "--out", str(folder / "book"), "--module",
-               *course_class.MODULES, "--timeout", TIMEOUT)
-    assert out.returncode == 0, out.stdout + out.stderr
-    with open(folder / "book.csv", newline="") as f:
+def graded_class(guide_run):
+    folder = guide_run["folder"]
+    stdout = next(d.stdout for line, d in guide_run["ran"] if "grade-folder" in line and "--manual" not in line)
+    with open(folder / "week2.csv", newline="") as f:
         rows = list(csv.DictReader(f))
-    return folder, out.stdout, rows, json.loads((folder / "book.json").read_text())
+    return folder, stdout, rows, json.loads((folder / "week2.json").read_text())
+
+
+EXERCISE_COLUMNS = ["2.1 sinusoidal_positional_encoding", "2.2 shift_rotation", "2.3 test_sinusoidal_properties",
+                    "3.1 position_rows", "3.2 cached_decode", "3.3 test_learned_positions"]
 
 
 def test_the_gradebook_has_one_row_per_student_and_a_column_per_exercise(graded_class):
     _, stdout, rows, _ = graded_class
-    assert [r["student"] for r in rows] == ["alice", "bob", "carol", "dave"]
+    assert [r["student"] for r in rows] == ["alice", "bob", "carol", "dave", "erin"]
     assert list(rows[0]) == ["student",
                              "2.1 sinusoidal_positional_encoding", "2.2 shift_rotation",
                              "2.3 test_sinusoidal_properties", "2.3 test_sinusoidal_properties mutants",
-                             "5.1 relative_position_bucket", "5.2 swin_relative_index",
-                             "5.3 test_buckets", "5.3 test_buckets mutants", "points", "out_of"]
-    assert "alice                    6 of 6" in stdout
+                             "3.1 position_rows", "3.2 cached_decode",
+                             "3.3 test_learned_positions", "3.3 test_learned_positions mutants",
+                             "sinusoidal exercises", "learned exercises", "chapter 02 written", "points", "out_of"]
+    assert "alice                    12 of 31  (13 written items not graded yet)" in stdout
 
 
-def test_the_gradebook_totals_are_the_hand_counted_ones(graded_class):
+def test_the_gradebook_points_are_the_hand_counted_ones(graded_class):
     _, _, rows, book = graded_class
     by = {r["student"]: r for r in rows}
-    assert {s: int(r["points"]) for s, r in by.items()} == course_class.EXPECTED_POINTS
-    assert {r["out_of"] for r in rows} == {"6"}
-    assert {s["student"]: s["points"] for s in book["students"]} == course_class.EXPECTED_POINTS
+    exercise_points = {s: float(r["sinusoidal exercises"]) + float(r["learned exercises"]) for s, r in by.items()}
+    assert exercise_points == course_class.EXPECTED_POINTS
+    assert {s["student"]: s["exercise_points"] for s in book["students"]} == course_class.EXPECTED_POINTS
+    assert {s["exercise_out_of"] for s in book["students"]} == {course_class.OUT_OF}
+    assert book["points"] == {"sinusoidal": {"2.1": 1, "2.2": 2, "2.3": 3}, "learned": {"3.1": 1, "3.2": 2, "3.3": 3}}
 
-    assert all(by["alice"][c] == "pass" for c in by["alice"] if c[0].isdigit() and not c.endswith("mutants"))
+    assert all(by["alice"][c] == "pass" for c in EXERCISE_COLUMNS)
     assert by["bob"]["2.1 sinusoidal_positional_encoding"] == "pass"
     assert by["bob"]["2.2 shift_rotation"] == "not attempted"
-    assert {by["bob"][c] for c in ("5.1 relative_position_bucket", "5.2 swin_relative_index", "5.3 test_buckets")} \
-        == {"fail: missing"}  # no t5.py: zero for its exercises, not a crash
+    assert {by["bob"][c] for c in EXERCISE_COLUMNS[3:]} == {"fail: missing"}  # no learned.py: zero, not a crash
     assert by["carol"]["2.1 sinusoidal_positional_encoding"] == "fail: timeout"
-    assert by["carol"]["2.2 shift_rotation"] == "pass" and by["carol"]["5.3 test_buckets"] == "pass"
-    assert {by["dave"][c] for c in list(by["dave"])[1:5] if not c.endswith("mutants")} == {"fail: import"}
-    assert by["dave"]["5.2 swin_relative_index"] == "pass" and by["dave"]["5.1 relative_position_bucket"] == \
-        "not attempted"
+    assert by["carol"]["2.2 shift_rotation"] == "pass" and by["carol"]["3.3 test_learned_positions"] == "pass"
+    assert {by["dave"][c] for c in EXERCISE_COLUMNS[:3]} == {"fail: import"}
+    assert by["dave"]["3.2 cached_decode"] == "pass" and by["dave"]["3.1 position_rows"] == "not attempted"
     dave = next(s for s in book["students"] if s["student"] == "dave")
     assert "line" in dave["results"]["2.1 sinusoidal_positional_encoding"]["message"]
     bob = next(s for s in book["students"] if s["student"] == "bob")
-    assert bob["files"]["t5"] is None and "no t5.py" in bob["results"]["5.1 relative_position_bucket"]["message"]
+    assert bob["files"]["learned"] is None and "no learned.py" in bob["results"]["3.1 position_rows"]["message"]
 
 
-def test_the_gradebook_shows_the_mutants_each_test_caught(graded_class):
+def test_a_reader_test_scores_the_fraction_of_mutants_it_catches(graded_class):
     _, _, rows, book = graded_class
     by = {r["student"]: r for r in rows}
     n_sin = len(reader_tests("sinusoidal")["test_sinusoidal_properties"].mutants)
-    n_t5 = len(reader_tests("t5")["test_buckets"].mutants)
+    n_learned = len(reader_tests("learned")["test_learned_positions"].mutants)
     assert by["alice"]["2.3 test_sinusoidal_properties mutants"] == f"{n_sin} of {n_sin}"
-    assert by["alice"]["5.3 test_buckets mutants"] == by["carol"]["5.3 test_buckets mutants"] == f"{n_t5} of {n_t5}"
+    assert by["alice"]["3.3 test_learned_positions mutants"] == f"{n_learned} of {n_learned}"
     assert by["bob"]["2.3 test_sinusoidal_properties mutants"] == ""  # never ran on the mutants
-    assert book["mutant_columns"] == ["2.3 test_sinusoidal_properties mutants", "5.3 test_buckets mutants"]
+    assert book["mutant_columns"] == ["2.3 test_sinusoidal_properties mutants", "3.3 test_learned_positions mutants"]
+    # erin's test checks one shift with the default base: 3 of the 9 mutants escape (the reader-test file of
+    # the module lists them: base_ignored, positions_from_one, angle_not_scaled_by_k); 3 points * 6/9 = 2
+    assert by["erin"]["2.3 test_sinusoidal_properties"] == "fail: weak test (caught 6 of 9)"
+    assert by["erin"]["2.3 test_sinusoidal_properties mutants"] == "6 of 9"
+    erin = next(s for s in book["students"] if s["student"] == "erin")
+    assert erin["results"]["2.3 test_sinusoidal_properties"]["points"] == 2.0
 
 
-def test_gradebook_row_counts_a_weak_test_as_its_catch_and_no_point():
+def test_held_out_cases_fail_the_student_who_fit_the_public_ones(graded_class):
+    folder, _, rows, book = graded_class
+    by = {r["student"]: r for r in rows}
+    assert by["erin"]["2.1 sinusoidal_positional_encoding"] == "fail (held-out): numbers"
+    erin = next(s for s in book["students"] if s["student"] == "erin")["results"]["2.1 sinusoidal_positional_encoding"]
+    assert (erin["public"], erin["held_out"], erin["failed_on"], erin["points"]) == ("pass", "fail", "held-out", 0)
+    assert "(held out)" not in erin["message"] and "Input" not in erin["message"]  # no held-out input shown
+    alice = next(s for s in book["students"] if s["student"] == "alice")["results"]
+    assert alice["2.1 sinusoidal_positional_encoding"]["held_out"] == "pass"
+    # graded on the public cases alone (what `grade` does at home), erin's grade is one point higher
+    public = instructor.grade_student(folder / "submissions" / "erin", course_class.MODULES, timeout=3,
+                                      held_out=False)
+    row = instructor.gradebook_row(public)
+    assert row["points"] == course_class.PUBLIC_ONLY_POINTS["erin"] == course_class.EXPECTED_POINTS["erin"] + 1
+
+
+def test_feedback_files_per_student_at_both_levels(graded_class, tmp_path):
+    from exercises.grading import feedback
+    folder, _, _, book = graded_class
+    names = sorted(p.name for p in (folder / "feedback").iterdir())
+    assert names == sorted(f"{s}.{x}" for s in course_class.EXPECTED_POINTS for x in ("md", "html"))
+    summative = (folder / "feedback" / "erin.md").read_text()
+    assert "weak test: 3 of 9 mutants escaped your test" in summative
+    for secret in ("base_ignored", "positions_from_one", "angle_not_scaled_by_k", "What catches it"):
+        assert secret not in summative  # no mutant named, no catching input
+    html_text = (folder / "feedback" / "erin.html").read_text()
+    assert html_text.startswith("<!DOCTYPE html>") and "weak test: 3 of 9 mutants" in html_text
+    # the same book at the formative level: the mutants that escaped, and what catches each
+    formative = feedback.write_files(book, tmp_path, "formative")
+    text = (tmp_path / "erin.md").read_text()
+    assert len(formative) == 10 and "base_ignored" in text and "What catches it" in text
+
+
+def test_feedback_html_escapes_what_the_student_wrote():
+    from exercises.grading import feedback
+    student = {"student": "mallory", "exercise_points": 0, "exercise_out_of": 1, "points": 0, "out_of": 1,
+               "written": {}, "results": {"2.1 sinusoidal_positional_encoding": {
+                   "target": "sinusoidal.sinusoidal_positional_encoding", "label": "Exercise 2.1", "status": "fail",
+                   "kind": "import", "misconception": None, "points": 0, "possible": 1,
+                   "message": "line 3: <script>alert(1)</script>"}}}
+    page = feedback.page(student, "formative")
+    assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+def test_the_canvas_csv_imports_the_same_totals(graded_class):
+    folder, _, rows, book = graded_class
+    with open(folder / "week2_canvas.csv", newline="") as f:
+        canvas = list(csv.reader(f))
+    assert canvas[0][:5] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+    assert canvas[1][0].strip() == "Points Possible"
+    assert [float(x) for x in canvas[1][5:]] == [6, 6, 19]  # 1 + 2 + 3 per module; 7 claims + 6 questions * 2
+    by = {r["student"]: r for r in rows}
+    for line in canvas[2:]:
+        assert sum(float(x) for x in line[5:]) == float(by[line[0]]["points"])
+    assert sum(float(x) for x in canvas[1][5:]) == float(rows[0]["out_of"])
+
+
+def test_gradebook_row_counts_a_weak_test_as_its_share_of_the_points():
     results = [{"target": "t5.test_buckets", "label": "Exercise 5.3", "status": "fail", "kind": "weak_test",
                 "misconception": None, "message": "weak test: caught 3 of 10", "caught": [3, 10]},
                {"target": "t5.swin_relative_index", "label": "Exercise 5.2", "status": "pass", "kind": "pass",
                 "misconception": None, "message": "ok"}]
-    row = instructor.gradebook_row(results)
+    row = instructor.gradebook_row(results, {"t5": {"5.3": 3, "5.2": 2}})
     assert row["cells"] == {"5.3 test_buckets": "fail: weak test (caught 3 of 10)", "5.2 swin_relative_index": "pass"}
     assert row["mutants"] == {"5.3 test_buckets mutants": "3 of 10"}
-    assert (row["points"], row["out_of"]) == (1, 2)
+    assert (row["points"], row["out_of"]) == (0.9 + 2, 5)  # 3 points * 3/10, and 2
+    failed_reference = dict(results[0], kind="fails_reference")
+    assert instructor.gradebook_row([failed_reference], {"t5": {"5.3": 3}})["points"] == 0
 
 
 def test_all_modules_means_every_exercise_module(monkeypatch, tmp_path):
@@ -224,7 +293,9 @@ def test_the_bundle_has_what_gradescope_runs(bundle):
     with zipfile.ZipFile(bundle.with_suffix(".zip")) as z:
         names = set(z.namelist())
     assert {"setup.sh", "run_autograder", "workbook/exercises/grading/gradescope.py"} <= names  # at the zip's root
-    assert "--module sinusoidal t5 --timeout 2" in (bundle / "run_autograder").read_text()
+    assert "--module sinusoidal learned --timeout 2" in (bundle / "run_autograder").read_text()
+    assert json.loads((bundle / "workbook" / "points.json").read_text())["learned"] == {"3.1": 1, "3.2": 2, "3.3": 3}
+    assert not (bundle / "workbook" / "exercises" / "grading" / "instructor_only").exists()  # no rubric
 
 
 @pytest.mark.parametrize("student", sorted(course_class.EXPECTED_POINTS))
@@ -234,7 +305,7 @@ def test_run_autograder_grades_each_student_into_a_valid_results_json(bundle, tm
     (root / "source").mkdir(parents=True)
     os.symlink(bundle / "workbook", root / "source" / "workbook")
     os.rename(tmp_path / "class" / student, root / "submission")
-    env = dict(os.environ, AUTOGRADER_ROOT=str(root), AUTOGRADER_PYTHON=sys.executable)
+    env = dict(os.environ, AUTOGRADER_ROOT=str(root), AUTOGRADER_PYTHON=sys.executable, AUTOGRADER_USER="")
     env.pop("PYTHONPATH", None)  # the bundle's own copy of the workbook grades, not this checkout
     out = subprocess.run(["bash", str(bundle / "run_autograder")], capture_output=True, text=True, env=env,
                          cwd=str(root), timeout=120)
@@ -243,11 +314,14 @@ def test_run_autograder_grades_each_student_into_a_valid_results_json(bundle, tm
     assert validate_gradescope(data)
     assert data["score"] == course_class.EXPECTED_POINTS[student] == sum(t["score"] for t in data["tests"])
     assert [t["name"] for t in data["tests"]][:2] == ["2.1 sinusoidal_positional_encoding", "2.2 shift_rotation"]
-    assert len(data["tests"]) == 6 and sum(t["max_score"] for t in data["tests"]) == 6
+    assert len(data["tests"]) == 6 and sum(t["max_score"] for t in data["tests"]) == course_class.OUT_OF
     if student == "bob":
-        assert "t5.py" in data["output"]
+        assert "learned.py" in data["output"]
+    if student == "erin":  # the same text as her feedback file, at the bundle's level (formative here)
+        assert "held-out cases: fail" in data["tests"][0]["output"] and data["tests"][0]["score"] == 0
+        assert data["tests"][2]["score"] == 2.0 and "base_ignored" in data["tests"][2]["output"]
     if student == "carol":
-        assert data["tests"][0]["output"].startswith("timeout")
+        assert data["tests"][0]["output"].startswith("public cases: fail; held-out cases: not run\ntimeout")
 
 
 def test_a_grader_failure_still_writes_a_results_json(monkeypatch, tmp_path):
@@ -317,8 +391,10 @@ def test_all_modules_gives_full_marks_to_the_reference_and_zero_to_what_is_missi
     with open(tmp_path / "book.csv", newline="") as f:
         rows = {r["student"]: r for r in csv.DictReader(f)}
     n = sum(len(instructor.targets_of(m)) for m in exercise_module_names())
-    assert (rows["zoe"]["points"], rows["zoe"]["out_of"]) == (str(n), str(n))
-    assert (rows["yann"]["points"], rows["yann"]["out_of"]) == ("0", str(n))
+    stars = sum(e.stars for name in notebooks.chapter_names()  # one point a star, from every exercise heading
+                for e in syllabus.exercises_in(notebooks.chapter_path(name).read_text()))
+    assert (rows["zoe"]["points"], rows["zoe"]["out_of"]) == (str(stars), str(stars))
+    assert (rows["yann"]["points"], rows["yann"]["out_of"]) == ("0", str(stars))
     exercise_cols, mutant_cols = instructor.gradebook_columns(exercise_module_names())
     assert len(exercise_cols) == n and all(rows["yann"][c] == "fail: missing" for c in exercise_cols)
     for c in mutant_cols:  # every test the reader writes catches all its mutants in the reference
@@ -332,6 +408,7 @@ def test_a_single_file_in_a_several_module_gradebook_is_missing_with_a_reason(tm
     (folder / "bob.py").write_text(course_class.partly("t5", {"5.1"}))  # one file: which module would it be?
     book = instructor.grade_folder_modules(folder, tmp_path / "book", ["sinusoidal", "t5"], timeout=2)
     (bob,) = book["students"]
-    assert (bob["student"], bob["points"], bob["out_of"]) == ("bob", 0, 6)
+    # one point a star: 2.1 ★, 2.2 ★★, 2.3 ★★★; 5.1 ★★, 5.2 ★★, 5.3 ★★★ (the chapters' headings) = 13
+    assert (bob["student"], bob["points"], bob["out_of"]) == ("bob", 0, 13)
     assert {r["kind"] for r in bob["results"].values()} == {"missing"}
     assert "a folder per student holding exercises/t5.py" in bob["results"]["5.1 relative_position_bucket"]["message"]

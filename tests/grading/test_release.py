@@ -203,3 +203,33 @@ def test_the_released_chapter_runs_and_names_the_exercise_to_write(copy, tmp_pat
     assert "Exercise 6.1 (rotate_half) is not written yet: write it in exercises/rope.py" in error.evalue
     printed = "".join(o.get("text", "") for c in ran.cells[:needs_it] for o in c.get("outputs", []))
     assert re.search(r"rotate_half\s+missing\s+\(not written yet; this copy has no reference\)", printed), printed
+
+
+def test_the_copy_holds_no_held_out_case_no_rubric_no_model_answer(copy):
+    from exercises.grading import wire
+    from exercises.grading.modules import targets
+    assert not (copy / "exercises" / "grading" / "instructor_only").exists()
+    held_modules = []
+    for path in sorted((copy / "exercises" / "grading" / "stored").glob("*.npz")):
+        data = wire.loads(path.read_bytes())
+        checks = targets(data["module"])
+        for t in data["targets"]:
+            assert t.get("held") is None, (path.name, t["name"])
+            held = checks[t["name"]].held_out
+            if held is None:
+                continue
+            held_modules.append(data["module"])
+            public = checks[t["name"]].cases()
+            assert [c["label"] for c in t["cases"]] == [c.label for c in public]  # the public cases, all of them
+            for h in held():  # and not one held-out input among them
+                assert not any(c["label"] == h.label or (repr(c["args"]) == repr(h.args) and
+                                                          repr(c["kwargs"]) == repr(h.kwargs)) for c in t["cases"])
+    assert {"sinusoidal", "learned", "t5"} <= set(held_modules)
+    # the chapter answers the rubric quotes are stripped, so the copy has no rubric to print
+    for args in (["rubric", "02"], ["capstone", "--rubric"]):
+        done = _in_copy(copy, "-m", "exercises", *args)
+        assert done.returncode != 0 and "student copy" in done.stderr, done.stdout + done.stderr
+    done = _in_copy(copy, "-m", "exercises", "answers-template", "12", "--out", str(copy.parent / "12.md"))
+    assert done.returncode == 0, done.stderr
+    text = (copy.parent / "12.md").read_text()
+    assert "### ward" in text and "### Q1" in text and "Answer" not in text.replace("Answers, chapter", "")

@@ -39,8 +39,15 @@ def targets(module):
         raise LookupError(f"There are no checks for {module!r}: add exercises/grading/modules/{module}/checks.py "
                           f"(the modules with checks are: {', '.join(names())}).")
     out = {}
-    for t in _import(module, "checks").TARGETS:
+    checks = _import(module, "checks")
+    held_out = getattr(checks, "HELD_OUT", {})  # {target name: () -> [Case]}: never in a student copy
+    unknown = sorted(set(held_out) - {t.name for t in checks.TARGETS})
+    if unknown:
+        raise LookupError(f"exercises/grading/modules/{module}/checks.py has HELD_OUT cases for {', '.join(unknown)}, "
+                          "which it does not check.")
+    for t in checks.TARGETS:
         t.module = module
+        t.held_out = held_out.get(t.name)
         out[t.name] = t
     return out
 

@@ -109,3 +109,16 @@ TARGETS = [ALIBI_SLOPES, ALIBI_BIAS, ALIBI_BIAS_SYMMETRIC]
 
 # the timed drill, `python -m exercises drill alibi`: the target from the chapter's "Retype by hand" table
 DRILL = Drill(("alibi_slopes", "alibi_bias"), minutes=8)
+
+
+# ---------------------------------------------------------------------------
+# Held-out cases: other head counts and lengths, in the instructor's copy and the Gradescope bundle only
+# ---------------------------------------------------------------------------
+
+HELD_OUT = {
+    "alibi_slopes": lambda: [Case(f"held-out {i}", (n,), show="(held out)") for i, n in enumerate((4, 5, 24, 32))],
+    "alibi_bias": lambda: [Case(f"held-out {i}", (H, tq, tk), show="(held out)")
+                           for i, (H, tq, tk) in enumerate([(12, 4, 9), (3, 2, 2), (16, 1, 20)])],
+    "alibi_bias_symmetric": lambda: [Case(f"held-out {i}", (H, T), show="(held out)")
+                                     for i, (H, T) in enumerate([(12, 7), (5, 2), (16, 11)])],
+}

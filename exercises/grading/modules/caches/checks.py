@@ -175,3 +175,29 @@ KEEP = Target("keep_indices", "int_array", _keep_cases, [
 
 
 TARGETS = [LEFT_PADDED, PACKED, KEEP]
+
+
+# ---------------------------------------------------------------------------
+# Held-out cases: other masks, documents and windows, in the instructor's copy and the Gradescope bundle only
+# ---------------------------------------------------------------------------
+
+def _padded_held_out():
+    g = np.random.default_rng(131)
+    n_real = g.integers(1, 20, size=(5, 1))
+    left = (np.arange(20)[None, :] >= 20 - n_real).astype(np.int64)
+    return [Case("held-out 0", (left,), show="(held out)"),
+            Case("held-out 1", (np.array([[0, 1], [1, 1]]),), show="(held out)"),
+            Case("held-out 2", (np.array([[0, 0, 1, 1, 1, 0], [1, 1, 1, 1, 1, 1]]),), show="(held out)")]
+
+
+def _packed_held_out():
+    g = np.random.default_rng(132)
+    rows = np.repeat(np.arange(30), g.integers(1, 8, size=30))[:60].reshape(4, 15)
+    return [Case("held-out 0", (rows,), show="(held out)"),
+            Case("held-out 1", (np.array([[3, 3, 9, 9, 9, 3, 3]]),), show="(held out)"),
+            Case("held-out 2", (np.array([[5], [5], [6]]),), show="(held out)")]
+
+
+HELD_OUT = {"left_padded_position_ids": _padded_held_out, "packed_position_ids": _packed_held_out,
+            "keep_indices": lambda: [Case(f"held-out {i}", (n, w, s), show="(held out)")
+                                     for i, (n, w, s) in enumerate([(33, 6, 3), (9, 5, 1), (64, 16, 0), (4, 3, 3)])]}

@@ -180,3 +180,22 @@ LLAMA3_INV_FREQ = Target("llama3_inv_freq", "array", _llama3_cases, [
 
 
 TARGETS = [CRITICAL_DIMENSION, NTK_BASE, YARN_ATTENTION_FACTOR, LLAMA3_INV_FREQ]
+
+
+# ---------------------------------------------------------------------------
+# Held-out cases: other dimensions, bases, lengths and factors, in the instructor's copy and the Gradescope
+# bundle only
+# ---------------------------------------------------------------------------
+
+HELD_OUT = {
+    "critical_dimension": lambda: [Case(f"held-out {i}", (d, base, L), show="(held out)")
+                                   for i, (d, base, L) in enumerate([(64, 10000.0, 1024), (96, 500000.0, 32768),
+                                                                     (16, 1000.0, 50)])],
+    "ntk_base": lambda: [Case(f"held-out {i}", (b, s, d), show="(held out)")
+                         for i, (b, s, d) in enumerate([(10000.0, 16.0, 64), (1000000.0, 3.0, 96)])],
+    "yarn_attention_factor": lambda: [Case(f"held-out {i}", (s, m), show="(held out)")
+                                      for i, (s, m) in enumerate([(8.0, 1.0), (3.0, 0.5), (1.5, 1.0)])],
+    "llama3_inv_freq": lambda: [Case(f"held-out {i}", (_thetas(d, base), s, low, high, L), show="(held out)")
+                                for i, (d, base, s, low, high, L) in enumerate([(16, 10000.0, 4.0, 1.0, 4.0, 128),
+                                                                                (128, 500000.0, 8.0, 1.0, 4.0, 4096)])],
+}

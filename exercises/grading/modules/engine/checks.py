@@ -205,3 +205,29 @@ CROSS_ENTROPY = Target("cross_entropy", "float", _ce_cases, [
 
 
 TARGETS = [SOFTMAX, SOFTMAX_BACKWARD, CROSS_ENTROPY]
+
+
+# ---------------------------------------------------------------------------
+# Held-out cases: other shapes, seeds and masks, in the instructor's copy and the Gradescope bundle only
+# ---------------------------------------------------------------------------
+
+def _softmax_held_out():
+    return [Case("held-out 0", (normal((3, 7), 81),), show="(held out)"),
+            Case("held-out 1", (normal((1, 3, 5, 5), 82), _tril(5)), show="(held out)"),
+            Case("held-out 2", (normal((2, 9), 83) * 30.0 - 500.0,), show="(held out)")]
+
+
+def _backward_held_out():
+    y = _sm(normal((4, 7), 84))
+    ym = _sm(np.where(_tril(5), normal((2, 5, 5), 85), -np.inf))
+    return [Case("held-out 0", (y, normal((4, 7), 86)), show="(held out)"),
+            Case("held-out 1", (ym, normal((2, 5, 5), 87)), show="(held out)")]
+
+
+def _ce_held_out():
+    g = np.random.default_rng(88)
+    return [Case("held-out 0", (normal((3, 4, 11), 89), g.integers(0, 11, (3, 4))), show="(held out)"),
+            Case("held-out 1", (normal((7, 3), 90) * 4.0 - 600.0, g.integers(0, 3, (7,))), show="(held out)")]
+
+
+HELD_OUT = {"softmax": _softmax_held_out, "softmax_backward": _backward_held_out, "cross_entropy": _ce_held_out}

@@ -118,3 +118,29 @@ CACHED_DECODE = Target("cached_decode", "array", _decode_cases, [
 
 
 TARGETS = [POSITION_ROWS, CACHED_DECODE]
+
+
+# ---------------------------------------------------------------------------
+# Held-out cases: other tables, offsets and batches, in the instructor's copy and the Gradescope bundle only
+# ---------------------------------------------------------------------------
+
+def _rows_held_out():
+    table = normal((24, 6), 11)
+    return [Case("held-out 0", (table, 5, 19), show="(held out)"),
+            Case("held-out 1", (table, 24), show="(held out)"),
+            Case("held-out 2", (table, 2, 7), show="(held out)"),
+            Case("held-out 3", (table, 1, -1), raises="ValueError", show="(held out)")]
+
+
+def _decode_held_out():
+    from mini_transformer.engine.backend import to_numpy
+    from solutions.learned import table_lm_params
+    out = []
+    for i, (B, T, prefill, seed) in enumerate([(4, 7, 3, 5), (1, 12, 1, 6), (2, 16, 6, 7)]):
+        params = {k: to_numpy(v) for k, v in table_lm_params(seed=seed).items()}
+        ids = np.random.default_rng(200 + seed).integers(0, 16, size=(B, T))
+        out.append(Case(f"held-out {i}", (params, ids, prefill), show="(held out)"))
+    return out
+
+
+HELD_OUT = {"position_rows": _rows_held_out, "cached_decode": _decode_held_out}

@@ -174,3 +174,22 @@ UNIFORM_CAUSAL_ATTENTION = Target("uniform_causal_attention", "array", _uniform_
 
 
 TARGETS = [PERMUTATION_GAP, SELF_ATTENTION, UNIFORM_CAUSAL_ATTENTION]
+
+
+# ---------------------------------------------------------------------------
+# Held-out cases: other shapes, seeds and permutations, in the instructor's copy and the Gradescope bundle only
+# ---------------------------------------------------------------------------
+
+def _gap_held_out():
+    perm = np.random.default_rng(91).permutation(7)
+    y = normal((3, 7, 2), 92)
+    moved = y[:, perm].copy()
+    moved[0, 1, 1] -= 1.5
+    return [Case("held-out 0", (y, y[:, perm], perm), show="(held out)"),
+            Case("held-out 1", (y, moved, perm), show="(held out)")]
+
+
+HELD_OUT = {"permutation_gap": _gap_held_out,
+            "uniform_causal_attention": lambda: [Case(f"held-out {i}", (normal(shape, seed),), show="(held out)")
+                                                 for i, (shape, seed) in enumerate([((1, 9, 2), 93),
+                                                                                    ((2, 3, 4, 5), 94)])]}

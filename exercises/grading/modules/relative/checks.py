@@ -132,3 +132,17 @@ RELATIVE_SHIFT = Target("relative_shift", "array", _shift_cases, [
 
 
 TARGETS = [CLIPPED_RELATIVE_INDEX, RELATIVE_SHIFT]
+
+
+# ---------------------------------------------------------------------------
+# Held-out cases: other blocks, clips and shapes, in the instructor's copy and the Gradescope bundle only
+# ---------------------------------------------------------------------------
+
+HELD_OUT = {
+    "clipped_relative_index": lambda: [
+        Case(f"held-out {i}", (np.asarray(q), np.asarray(kp), k), show="(held out)")
+        for i, (q, kp, k) in enumerate([(np.arange(6, 9), np.arange(0, 9), 5), ([30], np.arange(31), 7),
+                                        (np.arange(12), np.arange(12), 12)])],
+    "relative_shift": lambda: [Case(f"held-out {i}", (normal(shape, seed),), show="(held out)")
+                               for i, (shape, seed) in enumerate([((4, 11), 71), ((1, 3, 2, 8), 72), ((6, 6), 73)])],
+}

@@ -461,3 +461,46 @@ TARGETS = [ROTATE_HALF, ROTATE_INTERLEAVED, APPLY_ROTARY, APPLY_ROTARY_INTERLEAV
 
 # the timed drill, `python -m exercises drill rope`: the target from the chapter's "Retype by hand" table
 DRILL = Drill(("rotate_half", "apply_rotary", "RotaryEmbedding"), minutes=15)
+
+
+# ---------------------------------------------------------------------------
+# Held-out cases: other shapes, seeds, offsets and bases, in the instructor's copy and the Gradescope bundle
+# only (a student copy never holds them)
+# ---------------------------------------------------------------------------
+
+def _rotate_held_out():
+    return [Case(f"held-out {i}", (normal(shape, seed),), show="(held out)")
+            for i, (shape, seed) in enumerate([((3, 12), 51), ((1, 1, 7, 32), 52), ((2, 2, 2, 2, 6), 53)])]
+
+
+def _apply_held_out(interleaved):
+    def build():
+        out = []
+        for i, (shape, offset, seed) in enumerate([((1, 4, 7, 12), 3, 61), ((3, 1, 2, 32), 250, 62),
+                                                   ((9, 6), 1, 63)]):
+            x = normal(shape, seed)
+            cos, sin = _tables(shape[-1], shape[-2], offset, interleaved)
+            out.append(Case(f"held-out {i}", (x, cos, sin), show="(held out)"))
+        return out
+    return build
+
+
+def _rope_held_out():
+    return [Case(f"held-out {i}", (d,), ctor, (T,), {"offset": offset}, show="(held out)")
+            for i, (d, ctor, T, offset) in enumerate([(12, {}, 9, 5), (32, {"base": 1000.0}, 2, 4000),
+                                                      (6, {}, 1, 0)])]
+
+
+def _wave_held_out():
+    return [Case(f"held-out {i}", (d, b), show="(held out)") for i, (d, b) in enumerate([(32, 10000.0), (6, 1000.0),
+                                                                                        (256, 1000000.0)])]
+
+
+def _perm_held_out():
+    return [Case(f"held-out {i}", (d,), show="(held out)") for i, d in enumerate((6, 12, 128))]
+
+
+HELD_OUT = {"rotate_half": _rotate_held_out, "rotate_interleaved": _rotate_held_out,
+            "apply_rotary": _apply_held_out(False), "apply_rotary_interleaved": _apply_held_out(True),
+            "RotaryEmbedding": _rope_held_out, "wavelength_table": _wave_held_out,
+            "interleaved_to_half_permutation": _perm_held_out}

@@ -101,3 +101,23 @@ TARGETS = [SINUSOIDAL, SHIFT_ROTATION]
 
 # the timed drill, `python -m exercises drill sinusoidal`: the target from the chapter's "Retype by hand" table
 DRILL = Drill(("sinusoidal_positional_encoding",), minutes=6)
+
+
+# ---------------------------------------------------------------------------
+# Held-out cases: other sizes, bases and edge cases, in the instructor's copy and the Gradescope bundle
+# only (a student copy never holds them; see exercises/grading/README.md, "Held-out cases")
+# ---------------------------------------------------------------------------
+
+def _sin_held_out():
+    return [Case(f"held-out {i}", (T, d), {} if b == 10000.0 else {"base": b}, show="(held out)")
+            for i, (T, d, b) in enumerate([(3, 6, 10000.0), (17, 32, 10000.0), (100, 128, 10000.0),
+                                           (5, 2, 10000.0), (9, 12, 500.0)])]
+
+
+def _shift_held_out():
+    return [Case(f"held-out {i}", (k, d), {} if b == 10000.0 else {"base": b}, show="(held out)")
+            for i, (k, d, b) in enumerate([(7, 4, 10000.0), (-5, 16, 10000.0), (10, 32, 1000.0), (1, 6, 10000.0),
+                                           (40, 12, 10000.0)])]
+
+
+HELD_OUT = {"sinusoidal_positional_encoding": _sin_held_out, "shift_rotation": _shift_held_out}

@@ -127,3 +127,26 @@ TARGETS = [T5_BUCKET, SWIN_INDEX]
 
 # the timed drill, `python -m exercises drill t5`: the target from the chapter's "Retype by hand" table
 DRILL = Drill(("relative_position_bucket",), minutes=12)
+
+
+# ---------------------------------------------------------------------------
+# Held-out cases: other bucket counts, distances and grids, in the instructor's copy and the Gradescope
+# bundle only
+# ---------------------------------------------------------------------------
+
+def _t5_held_out():
+    wide = np.arange(-300, 301)
+    grid = np.arange(20)[None, :] - np.arange(9)[:, None]
+    return [Case("held-out 0", (wide,), {"num_buckets": 64, "max_distance": 256}, show="(held out)"),
+            Case("held-out 1", (wide,), {"bidirectional": False, "num_buckets": 8, "max_distance": 20},
+                 show="(held out)"),
+            Case("held-out 2", (grid,), show="(held out)"),
+            Case("held-out 3", (np.array([-7, 7, 129, -129]),), {"num_buckets": 32, "max_distance": 128},
+                 show="(held out)")]
+
+
+def _swin_held_out():
+    return [Case(f"held-out {i}", (w,), show="(held out)") for i, w in enumerate((5, 6, 8))]
+
+
+HELD_OUT = {"relative_position_bucket": _t5_held_out, "swin_relative_index": _swin_held_out}

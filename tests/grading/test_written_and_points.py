@@ -1,0 +1,118 @@
+r"""Written answers (``written.py``) and the points table (``points.py``), on hand-worked cases."""
+import json
+
+import pytest
+
+from exercises.grading import points, written
+
+CHAPTER = '''# %% [markdown]
+# ## The claim ledger
+#
+# | # | claim (source) | your prediction | settled in |
+# | --- | --- | --- | --- |
+# | C1 | Sines need cosines (book §1) | | §2 |
+# | C2 | A shift is a rotation (book §2) | | §3 |
+
+# %% [markdown]
+# ## 5. Check yourself on this chapter
+#
+# **1.** Why a pair?
+
+# %% [markdown] tags=["answer"]
+# <details><summary>Answer</summary>
+#
+# Because a shift must be linear.
+# </details>
+
+# %% [markdown]
+# **2.** Which row is position 0?
+
+# %% [markdown] tags=["answer"]
+# Row 0.
+
+# %% [markdown]
+# ## 6. The ledger, settled
+#
+# **9.** Not a question: after the section.
+'''
+
+
+def test_items_are_the_ledger_claims_and_the_check_yourself_questions(monkeypatch):
+    from exercises.grading import notebooks
+    real = notebooks.read_chapter
+    monkeypatch.setattr(notebooks, "read_chapter", lambda name, text=None: real(name, CHAPTER))
+    found = written.items("02")
+    assert [(i["id"], i["kind"], i["out_of"]) for i in found] == [
+        ("C1", "prediction", 1), ("C2", "prediction", 1), ("Q1", "question", 2), ("Q2", "question", 2)]
+    assert found[0]["text"] == "Sines need cosines (book §1)" and found[2]["text"] == "Why a pair?"
+    assert "Because a shift must be linear." in found[2]["answers"][0] and found[3]["answers"] == ["Row 0."]
+    rubric = written.rubric("02")
+    assert "Out of 6 points." in rubric and "Because a shift must be linear." in rubric
+    template = written.template("02")
+    assert "### C1" in template and "### Q2" in template and "linear" not in template  # no model answer in it
+    filled = template.replace("### Q1\n", "### Q1\n\nA shift must be a linear map.\n")
+    assert written.parse(filled)["Q1"] == "A shift must be a linear map." and written.parse(filled)["C1"] == ""
+
+
+def test_the_ward_is_graded_against_the_planted_bugs():
+    key = written.ward_key()
+    assert sorted(key.values()) == sorted(written.ward_bugs())  # the healthy patient and every bug, once
+    right = "\n".join(f"{letter}: {d}" for letter, d in key.items())
+    assert written.grade_ward(right)[:2] == (7, 7)
+    first, second = list(key)[:2]
+    swapped = right.replace(f"{first}: {key[first]}", f"{first}: {key[second]}")
+    pts, of, comment = written.grade_ward(swapped)
+    assert (pts, of) == (6, 7) and f"wrong: {first}" in comment
+    assert written.grade_ward("")[0] == 0 and "not answered: A" in written.grade_ward("")[2]
+    # the template's own ward section, filled in, parses back to the same grade
+    template = written.template("12")
+    filled = template
+    for letter, d in key.items():
+        filled = filled.replace(f"\n{letter}: \n", f"\n{letter}: {d}\n", 1)
+    assert written.grade_ward(written.parse(filled)["ward"])[0] == 7
+
+
+def test_a_bad_manual_sheet_is_refused_with_a_sentence(tmp_path):
+    sheet = tmp_path / "s.csv"
+    sheet.write_text("student,chapter,item,points,out_of\nalice,02,Q1,three,2\n")
+    with pytest.raises(SystemExit, match=r"line 2: points 'three' is not a number"):
+        written.read_manual(sheet)
+    sheet.write_text("student,chapter,item,points,out_of\nalice,02,Q1,5,2\n")
+    with pytest.raises(SystemExit, match=r"points 5 is outside 0 to 2 \(alice, 02 Q1\)"):
+        written.read_manual(sheet)
+    sheet.write_text("student,item,points\nalice,Q1,1\n")
+    with pytest.raises(SystemExit, match="no column chapter"):
+        written.read_manual(sheet)
+    sheet.write_text("student,chapter,item,points,out_of\nalice,2,Q1,1.5,2\nbob,02,Q1,,2\n")
+    assert written.read_manual(sheet) == {("alice", "02", "Q1"): (1.5, ""), ("bob", "02", "Q1"): (None, "")}
+
+
+def test_the_default_points_are_one_a_star_and_the_file_overrides_them(tmp_path):
+    # chapter 2's headings: 2.1 ★, 2.2 ★★, 2.3 ★★★
+    assert points.default_table(["sinusoidal"]) == {"sinusoidal": {"2.1": 1, "2.2": 2, "2.3": 3}}
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({"sinusoidal": {"2.3": 6}, "rope": {"6.1": 9}}))  # another session's module: kept aside
+    assert points.load(path, ["sinusoidal"]) == {"sinusoidal": {"2.1": 1, "2.2": 2, "2.3": 6}}
+    result = {"target": "sinusoidal.test_sinusoidal_properties", "label": "Exercise 2.3", "status": "fail",
+              "kind": "weak_test", "caught": [6, 9]}
+    assert points.worth(points.load(path, ["sinusoidal"]), result) == (4.0, 6)  # 6 points * 6/9
+    for bad, phrase in (({"sinusoidal": {"2.9": 1}}, "no exercise '2.9'"),
+                        ({"sinusoidal": {"2.1": -1}}, "worth -1; give a number from 0 to 1000"),
+                        ({"sinusoidal": {"2.1": "two"}}, "worth 'two'"), ([1, 2], "expected an object")):
+        path.write_text(json.dumps(bad))
+        with pytest.raises(SystemExit, match=phrase):
+            points.load(path, ["sinusoidal"])
+
+
+def test_every_chapter_gives_its_questions_with_model_answers_and_its_claims():
+    import re
+    from exercises.grading import notebooks
+    for name in notebooks.chapter_names():
+        text = notebooks.chapter_path(name).read_text()
+        questions = re.findall(r"^# \*\*(\d+)\.\*\*", text, re.M)  # counted by a pattern, not by the parser
+        found = written.items(name.split("_")[0])
+        asked = [i for i in found if i["kind"] == "question"]
+        assert [i["id"] for i in asked] == [f"Q{q}" for q in questions], name
+        assert all(i["answers"] for i in asked), name  # the rubric has a model answer for every question
+        if questions:
+            assert any(i["kind"] == "prediction" for i in found), name
