@@ -354,6 +354,10 @@ def claims_from(runs):
                                       f"position 0 passes {SINK_THRESHOLD}, {arm} attention, Bigram-Backcopy",
                                       side, SIZE, successes=k, trials=n, seeds=seeds)
     out["C7_sigmoid"]["positive_control"] = out["C7_relu"]["positive_control"] = "C4_softmax"
+    vals, seeds = per_seed("softmax", lambda r: sum(r["position0"][-1]) / len(r["position0"][-1])
+                           - sum(r["position0"][0]) / len(r["position0"][0]))
+    out["C4_depth_softmax"] = stats.claim_record("mean attention on position 0, last layer minus first layer, softmax "
+                                                 "(a share of attention)", "above", 0.0, values=vals, seeds=seeds)
     gap = lambda a, b: (lambda r: r["stream_past_L"][a] - r["stream_past_L"][b])
     for key, arm in (("C5_softmax", "softmax"), ("C5_sigmoid_normalised", "sigmoid, normalised"), ("C5_sigmoid", "sigmoid")):
         vals, seeds = per_seed(arm, gap("window (slot)", "window + 4 sinks (slot)"))
@@ -373,6 +377,15 @@ def claims_from(runs):
     out["C3_softmax"] = stats.claim_record("loss past L, window + 4 sinks at text positions minus at slot positions, "
                                            "softmax (nats per token)", "above", 0.0, values=vals, seeds=seeds)
     return out
+
+
+def recompute_claims(name="sink_control"):
+    """Rewrite the claims of a saved run from its per-seed values (after the claims above change; nothing is
+    retrained), keeping the command, seeds and wall time it records."""
+    res = common.load_result(name)
+    res["claims"] = claims_from(res["runs"])
+    common.save(name, res, plot(res))
+    return res
 
 
 def run(quick=False, seed=0, progress=True):

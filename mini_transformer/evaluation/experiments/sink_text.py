@@ -90,7 +90,20 @@ def claims_from(runs):
             f"loss of late queries (t >= L/2), token 0 evicted minus kept; text, lr {lr:g} (nats per byte)", "above",
             0.0, values=[r["eviction_within_L"]["token 0 evicted"] - r["eviction_within_L"]["kept"] for r in rs],
             seeds=seeds)
+    k, n = sum(r["sink_heads"] for r in runs), sum(r["heads"] for r in runs)
+    out["C4_all"] = stats.claim_record(
+        f"share of heads (of {n}: every learning rate and seed pooled) whose mean attention on position 0 passes "
+        f"{SINK_THRESHOLD} at T = {MEASURE_AT}; text, L = {L}, BOS", "above", SIZE, successes=k, trials=n,
+        seeds=sorted({r["seed"] for r in runs}))
     return out
+
+
+def recompute_claims(name="sink_text"):
+    """Rewrite the claims of a saved run from its per-seed values (nothing is retrained)."""
+    res = common.load_result(name)
+    res["claims"] = claims_from(res["runs"])
+    common.save(name, res, plot(res))
+    return res
 
 
 def run(quick=False, seed=0, progress=True):
