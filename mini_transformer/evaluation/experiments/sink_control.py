@@ -384,6 +384,7 @@ def recompute_claims(name="sink_control"):
     retrained), keeping the command, seeds and wall time it records."""
     res = common.load_result(name)
     res["claims"] = claims_from(res["runs"])
+    res["claims_recomputed_by"] = "python -c 'from mini_transformer.evaluation.experiments import sink_control; sink_control.recompute_claims()'"
     common.save(name, res, plot(res))
     return res
 

@@ -102,6 +102,7 @@ def recompute_claims(name="sink_text"):
     """Rewrite the claims of a saved run from its per-seed values (nothing is retrained)."""
     res = common.load_result(name)
     res["claims"] = claims_from(res["runs"])
+    res["claims_recomputed_by"] = "python -c 'from mini_transformer.evaluation.experiments import sink_text; sink_text.recompute_claims()'"
     common.save(name, res, plot(res))
     return res
 
