@@ -116,3 +116,12 @@ def test_claims_follow_the_counts():
     assert claims["C4_softmax"]["verdict"] == "reproduces"              # 24/48: Wilson [0.36, 0.64], above 0.1
     assert claims["C7_relu"]["verdict"] == "reproduces"                 # 0/48: [0, 0.074], below 0.1
     assert claims["C7_relu"]["positive_control"] == "C4_softmax"
+
+
+def test_normalised_sigmoid_of_a_row_that_underflows_is_zero_not_nan():
+    # every score far below -17: each sigma is 0 in float32, and the row is 0/0 without the guard
+    q = np.full((1, 1, 1, 4), 10.0, dtype="float32")
+    k = np.full((1, 1, 3, 4), -10.0, dtype="float32")
+    v = np.ones((1, 1, 3, 4), dtype="float32")
+    y = sc.sigmoid_normalised(Tensor(q), Tensor(k), Tensor(v)).numpy()
+    assert np.isfinite(y).all() and np.abs(y).max() == 0.0

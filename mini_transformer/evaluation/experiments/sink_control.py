@@ -150,7 +150,9 @@ def sigmoid_normalised(q, k, v, bias=None, mask=None, scale=None, return_weights
     w = ((scores * 0.5).tanh() + 1.0) * 0.5                                               # sigma, (B, H, T_q, T_k)
     if mask is not None:
         w = w * mask.astype(w.dtype)
-    w = w / w.sum(axis=-1, keepdims=True)                                                 # each row sums to 1
+    # each row sums to 1; a row whose every sigma underflowed to 0 in float32 (all scores under about -17, as when a
+    # model that learned to park on BOS streams with BOS evicted) gives y = 0 instead of 0/0
+    w = w / (w.sum(axis=-1, keepdims=True) + 1e-30)
     y = w @ v
     return (y, w.data) if return_weights else y
 
@@ -373,9 +375,11 @@ def claims_from(runs):
     vals, seeds = per_seed("softmax", lambda r: r["eviction_within_L"]["token 1 evicted"] - r["eviction_within_L"]["kept"])
     out["C6_control_token1"] = stats.claim_record("loss of late queries (t >= L/2), token 1 evicted minus kept, softmax "
                                                   "(nats per token): the control", "above", 0.0, values=vals, seeds=seeds)
-    vals, seeds = per_seed("softmax", gap("window + 4 sinks (text positions)", "window + 4 sinks (slot)"))
-    out["C3_softmax"] = stats.claim_record("loss past L, window + 4 sinks at text positions minus at slot positions, "
-                                           "softmax (nats per token)", "above", 0.0, values=vals, seeds=seeds)
+    for arm in ("softmax", "sigmoid, normalised"):
+        vals, seeds = per_seed(arm, gap("window + 4 sinks (text positions)", "window + 4 sinks (slot)"))
+        out["C3_" + arm.replace(", ", "_")] = stats.claim_record(
+            f"loss past L, window + 4 sinks at text positions minus at slot positions, {arm} (nats per token)",
+            "above", 0.0, values=vals, seeds=seeds)
     return out
 
 
@@ -389,12 +393,12 @@ def recompute_claims(name="sink_control"):
     return res
 
 
-def run(quick=False, seed=0, progress=True):
+def run(quick=False, seed=0, progress=True, arms=None):
     steps = 60 if quick else 600
     probes = {0, 30} if quick else {0, 50, 100, 150, 200, 300, 400, 500}
     W, stream_len, n_rows = (16, 96, 2) if quick else (32, 4 * T, 16)
     seeds = (seed,) if quick else SEEDS
-    arms = ("softmax", "sigmoid") if quick else ARMS
+    arms = arms or (("softmax", "sigmoid") if quick else ARMS)
     task = BigramBackcopy(seed=0)
     x_eval = held_out(task)
     runs = []
@@ -419,8 +423,23 @@ def run(quick=False, seed=0, progress=True):
            "checkpoint": None if quick else os.path.basename(CHECKPOINT),
            "environment": environment(timer.seconds, d_model=64, n_layers=2, n_heads=8, batch_size=BATCH,
                                       tokens_per_run=steps * BATCH * T, load_average=os.getloadavg())}
-    if not quick:
+    if not quick and set(arms) == set(ARMS):
         res["claims"] = claims_from(runs)
+    return res
+
+
+def merge(parts):
+    """One result from runs split by arm over several processes (``--arms``): the runs joined, the claims made,
+    each part's wall time kept (they ran at the same time, so the total is the longest, not the sum)."""
+    loaded = [common.load_result(p) for p in parts]
+    res = dict(loaded[0])
+    res["runs"] = [r for part in loaded for r in part["runs"]]
+    if {r["arm"] for r in res["runs"]} != set(ARMS):
+        raise ValueError(f"merge needs every arm of {ARMS}; the parts {parts} hold {sorted({r['arm'] for r in res['runs']})}.")
+    res["claims"] = claims_from(res["runs"])
+    res["command"] = " & ".join(part["command"] for part in loaded) + f"; then --merge {' '.join(parts)}"
+    res["environment"] = dict(loaded[0]["environment"], seconds=max(p["environment"]["seconds"] for p in loaded),
+                              parts_seconds=[p["environment"]["seconds"] for p in loaded])
     return res
 
 
@@ -475,6 +494,29 @@ def plot(res):
 
 
 def main(argv=None):
+    """The common command line, plus ``--arms A+B`` (run those arms only, saved as ``sink_control_part_A_B``, so
+    two processes can share the arms) and ``--merge PART ...`` (join the parts into ``sink_control``)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--merge" in argv:
+        parts = argv[argv.index("--merge") + 1:]
+        res = merge(parts)
+        report(res)
+        common.save("sink_control", res, plot(res))
+        for part in parts:
+            for ext in (".json", ".png"):
+                os.remove(os.path.join(RESULTS, part + ext))
+        return res
+    if "--arms" in argv:
+        i = argv.index("--arms")
+        arms = tuple(argv[i + 1].split("+"))
+        unknown = [a for a in arms if a not in ARMS]
+        if unknown:
+            raise ValueError(f"--arms names {unknown[0]!r}; the arms are {ARMS}.")
+        del argv[i:i + 2]
+        name = "sink_control_part_" + "_".join(a.replace(", ", "_") for a in arms)
+        part = lambda quick, seed, progress: dict(run(quick, seed, progress, arms=arms),
+                                                  command=f"{COMMAND} --arms {'+'.join(arms)!r}")
+        return common.main(name, __doc__, part, report, plot, argv)
     return common.main("sink_control", __doc__, run, report, plot, argv)
 
 
