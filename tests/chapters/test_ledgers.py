@@ -35,7 +35,6 @@ NOT_YET = {
     "07_alibi",
     "08_stretching_rope",
     "09_measuring_long_context",
-    "10_caches_windows_sinks",
     "11_checkpoints",
     "12_choosing_and_clinic",
 }
