@@ -107,7 +107,7 @@ def test_control_runs_end_to_end_and_the_probe_measures():
 
 
 def test_claims_follow_the_counts():
-    runs = [dict(arm=a, seed=s, sink_heads=k, heads=16, window=32,
+    runs = [dict(arm=a, seed=s, sink_heads=k, heads=16, window=32, position0=[[0.5] * 8, [0.1 + 0.01 * s] * 8],
                  stream_past_L={p: 1.0 for p in sc.POLICIES}, eviction_within_L={"kept": 1.0, "token 0 evicted": 1.2,
                                                                                  "token 1 evicted": 1.0 + 0.01 * s})
             for a, k in (("softmax", 8), ("sigmoid, normalised", 8), ("sigmoid", 0), ("relu", 0)) for s in (0, 1, 2)]
@@ -116,6 +116,10 @@ def test_claims_follow_the_counts():
     assert claims["C4_softmax"]["verdict"] == "reproduces"              # 24/48: Wilson [0.36, 0.64], above 0.1
     assert claims["C7_relu"]["verdict"] == "reproduces"                 # 0/48: [0, 0.074], below 0.1
     assert claims["C7_relu"]["positive_control"] == "C4_softmax"
+    # last layer minus first: -0.40, -0.39, -0.38, a t interval of -0.39 ± 0.025 (t_0.975,2 = 4.303, s = 0.01)
+    assert claims["C4_depth_softmax"]["mean"] == pytest.approx(-0.39)
+    assert claims["C4_depth_softmax"]["half_width"] == pytest.approx(4.303 * 0.01 / math.sqrt(3), abs=1e-4)
+    assert claims["C4_depth_softmax"]["verdict"] == "does not reproduce"
 
 
 def test_normalised_sigmoid_of_a_row_that_underflows_is_zero_not_nan():
