@@ -28,6 +28,7 @@ writes ``results/sink_control.json`` and ``.png``, and the softmax model of seed
 ``results/sink_control_softmax_seed0.npz``: a plain ``TinyGPT`` checkpoint that
 ``evaluation.attention_mass`` reads with no code from this file (``load_control``).
 """
+import dataclasses
 import math
 import os
 import sys
@@ -163,7 +164,6 @@ ATTENTION = {"softmax": None, "sigmoid, normalised": sigmoid_normalised, "sigmoi
 
 def control_model(arm, seed, n_layers=2, n_heads=8, d_model=64):
     """The arm's model: a RoPE TinyGPT on the fast kernels, its attention replaced unless the arm is softmax."""
-    import dataclasses
     model = TinyGPT(GPTConfig(vocab_size=VOCAB + 1, d_model=d_model, n_layers=n_layers, n_heads=n_heads,
                               max_len=T, positional="rope", seed=seed, kernels="fast"))
     if ATTENTION[arm] is not None:
@@ -216,7 +216,6 @@ def mechanism(model, x):
     r"""Why position 0: per layer, the mean cosine of the queries (t >= 1) with the BOS key against with the
     other keys they see; the BOS value's norm against the other values'; the residual stream's largest
     entry at BOS against the median largest entry of the other positions (massive activations)."""
-    import dataclasses
     kept = []
     inner = model.kernels.attention
 

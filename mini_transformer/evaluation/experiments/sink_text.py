@@ -23,7 +23,6 @@ import os
 import sys
 import time
 
-from ...engine.backend import hostnp as np
 from ...model.train import TrainConfig, train
 from .. import stats
 from ..measures import attention_mass
