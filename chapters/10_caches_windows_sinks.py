@@ -616,8 +616,8 @@ assert all(st["sink_heads"] == 0 and max(max(h) for h in st["mass_on_position_0"
 # No head of any setting came near 0.3. Read against the literature, that is what those settings
 # should give, not a sign that the models are too small: Gu et al. found the sink needs enough
 # data (with 50M to 100M training tokens their 60M model stayed under 1% sink heads; these runs saw
-# about 4M bytes), that sequences of one repeated token disperse it (the repetitive corpus is close
-# to that), and that sigmoid attention without normalisation forms none (0.44% of heads); Barbero et
+# about 4M bytes), that sequences of one repeated token disperse it (the repetitive corpus, eight
+# sentences repeated, goes part of the way), and that sigmoid attention without normalisation forms none (0.44% of heads); Barbero et
 # al. (2025) found the sink nearly absent at short contexts (these were 32 tokens). Every setting
 # tried was one the literature reports as preventing a sink. So the next runs make the conditions
 # that make one.
@@ -739,8 +739,8 @@ assert mean_over_seeds(0, "value_norm_bos") < mean_over_seeds(0, "value_norm_oth
 # Gu et al. describe the sink (a key bias, not a value). The residual stream is larger at BOS
 # (a largest entry of 24 against a median of 15), but it is as large in the sigmoid model, which
 # has no sink (27 against 15): here it marks BOS, a token unlike any other, not the sink. Nothing
-# like the massive activations of Sun et al. (2024), hundreds of times the median in large
-# models, appears in a model this small.
+# like the massive activations of Sun et al. (2024), orders of magnitude above the median in
+# large models, appears in a model this small.
 #
 # ### What evicting it costs
 #
@@ -771,9 +771,9 @@ for key in ("C6_softmax", "C6_control_token1", "C5_softmax", "C5b_softmax", "C5_
 # the softmax models' late-query loss by 0.003 ± 0.003 nats (all three seeds up, by 0.0018 to
 # 0.0042, but the interval holds 0), where evicting token 1 costs 0.000; past L, a window of 32
 # without sinks scores within 0.001 ± 0.002 of the window with 4 sinks, and the window with 1 sink
-# within 0.002 of recomputing the window (-0.001 ± 0.002). That is far below the 0.4 nats StreamingLLM measured on a 160M model
-# (perplexity 27.87 with the first token evicted against 18.05 with 4 sinks), let alone the
-# explosion of 13B models. The reason is in the task: a dormant head that loses BOS spreads its
+# within 0.002 of recomputing the window (-0.001 ± 0.002). That is far below the 0.4 nats
+# StreamingLLM measured on a 160M model (perplexity 27.87 with the first token evicted against
+# 18.05 with 4 sinks), let alone the explosion of 13B models. The reason is in the task: a dormant head that loses BOS spreads its
 # mass over the window, and the mean of 32 random tokens' values is close to a constant the next
 # layer can absorb; the trigger queries, which do need attention, read one token back, which the
 # window always keeps. The normalised-sigmoid models show more (+0.008 ± 0.022 nats for the window
