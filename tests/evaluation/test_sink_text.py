@@ -1,0 +1,28 @@
+r"""The text sink experiment: its pieces end to end on two steps, and its claims from counts."""
+import math
+
+from mini_transformer.evaluation.experiments import sink_text as st
+from mini_transformer.evaluation.experiments.attention_sinks import BOS, held_out
+from mini_transformer.evaluation.experiments.common import corpus
+
+
+def test_text_run_end_to_end_with_bos_first():
+    text = corpus()
+    x64 = held_out(text, 2, st.MEASURE_AT, bos=True, start=0)
+    x256 = held_out(text, 1, st.L, bos=True, start=2_000)
+    assert (x64[:, 0] == BOS).all() and x256.shape == (1, st.L)
+    r = st.run_one(1e-3, 0, 2, {0}, text, x64, x256, 1)
+    assert [c["step"] for c in r["curve"]] == [0, 2] and r["heads"] == 8
+    assert set(r["eviction_within_L"]) == {"kept", "token 0 evicted", "token 1 evicted"}
+    assert all(math.isfinite(v) for v in r["eviction_within_L"].values())
+
+
+def test_text_claims_pool_heads_and_read_the_rule():
+    runs = [dict(lr=lr, seed=s, sink_heads=0, heads=8, eviction_within_L={"kept": 1.0, "token 0 evicted": 1.0 + 0.001 * s,
+                                                                          "token 1 evicted": 1.0})
+            for lr in st.LRS for s in st.SEEDS]
+    claims = st.claims_from(runs)
+    # 0 of 24 heads: Wilson [0, 0.138] holds 0.1, so one learning rate cannot settle it ...
+    assert claims["C4_lr0.001"]["trials"] == 24 and claims["C4_lr0.001"]["verdict"] == "not established"
+    # ... 0 of 72: [0, 0.051], under 0.1
+    assert claims["C4_all"]["trials"] == 72 and claims["C4_all"]["verdict"] == "does not reproduce"
