@@ -25,21 +25,6 @@ from mini_transformer.evaluation.experiments.common import RESULTS
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = [c for c in notebooks.chapter_names() if not c.startswith("13_")]  # 13 is the cards' appendix
 NOT_YET = {
-<<<<<<< HEAD
-    "10_caches_windows_sinks",
-=======
-    "00_tiny_transformer",
-    "01_order_blind",
-    "02_sinusoidal",
-    "03_learned",
-    "04_relative_vectors",
-    "05_buckets",
-    "06_rope",
-    "07_alibi",
-    "08_stretching_rope",
-    "09_measuring_long_context",
-    "11_checkpoints",
->>>>>>> sink
     "12_choosing_and_clinic",
 }
 HEADER = ["#", "claim (source)", "what this model did", "evidence", "verdict"]
