@@ -38,10 +38,14 @@ def split_row(line):
     return [c.strip() for c in re.split(r"(?<!\\)\|", cells[1:-1])]
 
 
-def settled_ledger(text):
-    """The rows of the settled ledger: the first table with an 'evidence' column after a 'settled' heading."""
+def settled_ledger(text, heading=r"# #+ .*settled"):
+    """The rows of the settled ledger: the first table with an 'evidence' column after a 'settled' heading.
+
+    Chapters are percent-format, so their Markdown lines start with ``# ``; the README's are taken the same
+    way after a ``# `` is put before each line.
+    """
     lines = text.splitlines()
-    start = next((i for i, l in enumerate(lines) if re.match(r"# #+ .*settled", l)), None)
+    start = next((i for i, l in enumerate(lines) if re.match(heading, l)), None)
     if start is None:
         return None, None
     for i in range(start, len(lines)):
@@ -111,6 +115,14 @@ def test_ledger_verdicts_follow_their_intervals(chapter):
         pytest.skip(f"{chapter}'s ledger is not yet in the five-column form of the verdict rule")
     assert header == HEADER, f"{chapter}: the settled ledger's header is {header}, expected {HEADER}"
     assert rows, f"{chapter}: the settled ledger has no rows"
+    problems = [p for row in rows for p in check_row(row)]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_readme_summary_follows_its_intervals():
+    text = "\n".join("# " + line for line in (ROOT / "README.md").read_text().splitlines())
+    header, rows = settled_ledger(text, heading=r"# ## What we measured")
+    assert header == HEADER and len(rows) >= 10, header
     problems = [p for row in rows for p in check_row(row)]
     assert not problems, "\n".join(problems)
 
