@@ -25,6 +25,14 @@ def _seeds(payload):
     return [payload["seed"]] if "seed" in payload else []
 
 
+def _command(payload, env):
+    """The command that made a result; a run made in parts (``commands``) is named by its first part and a count."""
+    parts = payload.get("commands")
+    if isinstance(parts, list) and parts:
+        return parts[0] if len(parts) == 1 else f"{parts[0]} (and {len(parts) - 1} more parts)"
+    return payload.get("command") or env.get("command")
+
+
 def _load(env):
     process = env.get("process") or {}
     load = process.get("load_average") or env.get("load_average")
@@ -43,7 +51,7 @@ def cost_rows(folder=RESULTS):
         rows.append(dict(name=os.path.basename(path)[:-5], seeds=seeds, seconds=seconds,
                          per_seed=None if seconds is None or not seeds else seconds / len(seeds),
                          load=_load(env), cores=env.get("cores"), backend=env.get("backend"),
-                         command=payload.get("command") or env.get("command")))
+                         command=_command(payload, env)))
     return rows
 
 
@@ -70,7 +78,9 @@ def main(argv=None):
     text = cost_table(cost_rows())
     if args.out:
         header = ("# What the experiments cost\n\nMade by `python -m mini_transformer.evaluation.experiments.costs "
-                  f"--out {args.out}` from the committed results.\n\n")
+                  f"--out {args.out}` from the committed results. Each wall time is what that run recorded on "
+                  "the machine named; runs on a shared machine (a load average above its cores) are upper "
+                  "bounds, not benchmarks.\n\n")
         atomic_write(args.out, lambda f: f.write((header + text).encode()))
     else:
         print(text, end="")
