@@ -90,6 +90,7 @@ short_long = load_result("train_short_test_long")    # chapter 7's larger bake-o
 extension = load_result("context_extension")         # chapter 8: RoPE extended 4x, 3 seeds
 t5_vs_learned = load_result("relative_bias_generalisation")
 inputs = load_result("input_schemes_at_train_len")   # chapter 3: learned against sinusoidal at L, 3 seeds
+widths = load_result("pi_head_width")                # chapter 8, §11: PI's cost at L by head width, 3 seeds
 retrieval = load_result("long_context")              # chapter 9: passkeys, 5 seeds, 64 keys a cell
 sinks = load_result("sink_control")                  # chapter 10, section 7: the sink made to form
 permutation = load_result("permutation")
@@ -127,7 +128,7 @@ from mini_transformer.evaluation import stats
 
 claims = {"short_long_seeds": seeded["claims"], "context_extension": extension["claims"],
           "relative_bias_generalisation": t5_vs_learned["claims"], "input_schemes_at_train_len": inputs["claims"],
-          "long_context": retrieval["claims"], "sink_control": sinks["claims"]}
+          "long_context": retrieval["claims"], "sink_control": sinks["claims"], "pi_head_width": widths["claims"]}
 
 
 def record(cited):
@@ -172,7 +173,12 @@ beside = {                                                              # record
     "alibi: farthest keys found at 8L": "long_context/C1b",
     "normalised sigmoid: sinks at text minus slot positions": "sink_control/C3_sigmoid_normalised",
     "late queries inside L, token 0 evicted minus kept": "sink_control/C6_softmax",
+    "unnormalised sigmoid: heads over 0.3 on BOS": "sink_control/C7_sigmoid",
     "PI minus unscaled at L, zero-shot": "context_extension/C7a",
+    "the same, heads of 16 channels": "pi_head_width/zero_shot_d16",
+    "the same, heads of 64 channels": "pi_head_width/zero_shot_d64",
+    "PI minus unscaled at L, both fine-tuned, heads of 16": "pi_head_width/finetuned_d16",
+    "PI minus unscaled at L, both fine-tuned, heads of 64": "pi_head_width/finetuned_d64",
     "PI minus unscaled at L, both fine-tuned": "context_extension/C10c",
 }
 streams = {}
@@ -184,7 +190,7 @@ for k in control[0]["stream_past_L"]:
 for row, name in cited.items():
     print(f"{row:<4} {name:<58} {stats.format_record(record(name), digits.get(row, 2))}")
 for label, name in beside.items():
-    three = name.startswith("sink_control/C") and "C4" not in name or "rise" in label or "gain" in label
+    three = name.startswith("sink_control/C") and "C4" not in name and "C7" not in name or "rise" in label or "gain" in label
     print(f"     {label:<58} {stats.format_record(record(name), 3 if three else 2)}")
 for name in ("long_context/C3b", "long_context/C1b"):
     print(f"     {name} per seed:", "  ".join(f"{v:.2f}" for v in record(name)["values"]))
@@ -207,6 +213,9 @@ assert paired_at_L("rope", "transformer_xl")[1] > 0 and paired_at_L("rope", "t5"
 assert paired_at_L("rope", "shaw")[1] < 0 < paired_at_L("rope", "shaw")[2]                   # level with Shaw
 assert record("short_long_seeds/runs_long_t5_max_L")["verdict"] == "does not reproduce"     # not the empty buckets
 assert record("short_long_seeds/alibi_pays_at_L_vs_rope")["verdict"] == "reproduces"
+assert [record(f"pi_head_width/{k}")["verdict"] for k in ("zero_shot_d16", "zero_shot_d64", "finetuned_d16", "finetuned_d64")] \
+    == ["does not reproduce"] * 2 + ["reproduces"] * 2                  # about a nat at any width, until the fine-tune
+assert record("sink_control/C7_sigmoid")["successes"] == 0 and record("sink_control/C6_softmax")["verdict"] == "not established"
 assert max(v["finetuned_loss_at_4L"] for v in methods.values()) == methods["linear (PI)"]["finetuned_loss_at_4L"]
 assert max(one_seed.values()) == one_seed["sinusoidal"] and one_seed["learned"] > max(
     one_seed[s] for s in ("shaw", "transformer_xl", "t5", "rope"))
@@ -215,13 +224,13 @@ assert max(streams.values()) - min(streams.values()) < 0.01              # every
 # %% [markdown]
 # Row by row, against those numbers:
 #
-# * **New decoder-only LM: RoPE** (C1). Its reasons hold where this workbook can test them: a key
+# * **New decoder-only LM: RoPE** (C1a, C1b). Its reasons hold where this workbook can test them: a key
 #   rotated once stays valid in the cache (section 5's `check_cache` passes on a RoPE model, to
 #   1e-9), its positional memory grows like $T$ (section 2), and it is extendable: NTK's larger base,
 #   with no training, lowers its loss at $4L$ by 0.59 ± 0.22 nats (C1b). Its loss does not single it
 #   out: at $L$ (5 seeds, $L = 32$) it is level with Shaw's (0.002 ± 0.018), behind Transformer-XL's
 #   by 0.038 ± 0.010 and ahead of T5's by 0.074 ± 0.013; unscaled past $L$ it rises 0.472 ± 0.118
-#   nats at $4L$ (chapter 8's run, 2 heads: 1.60 at $L$, 2.74 at $4L$, means over 3 seeds).
+#   nats at $4L$ (in chapter 8's run, $L = 64$ and 2 heads: 1.60 at $L$, 2.74 at $4L$, means over 3 seeds).
 # * **Fixed-length encoder: learned absolute** (C2). At $L$ the learned table beats the sinusoidal
 #   table scaled to the token rows by 0.099 ± 0.012 nats (3 seeds, chapter 3), "marginally better"
 #   indeed. Whether it also beats the relative schemes has no seeds here: in chapter 7's one-seed
@@ -242,21 +251,22 @@ assert max(streams.values()) - min(streams.values()) < 0.01              # every
 #   to 4 nearly all.
 # * **Extend RoPE 4x: PI or YaRN, plus fine-tuning** (C5a to C5d; means and intervals over 3 seeds).
 #   Zero-shot, YaRN beats PI at $4L$ by 1.01 ± 0.45 nats (1.81 against 2.82; unscaled 2.74), while PI
-#   alone is not established to help at all (-0.08 ± 0.39) and costs about a nat at $L$ (2.79 against
-#   1.60). After a 150-step fine-tune at $4L$ every method lands at 1.50 to 1.61, and whether the worst
+#   alone is not established to help at $4L$ (-0.08 ± 0.39) and costs about a nat at $L$ (2.79 against
+#   1.60, 1.19 ± 0.40). After a 150-step fine-tune at $4L$ every method lands at 1.50 to 1.61, and whether the worst
 #   of them beats the unextended model at $L$ is not established (0.01 ± 0.15); fine-tuned plain RoPE
-#   beats fine-tuned PI, by 0.09 ± 0.01 nats (C5d does not reproduce). Chapters 6 and 8 give the reason:
-#   a small model leans on the fast pairs that PI slows.
+#   beats fine-tuned PI, by 0.09 ± 0.01 nats (C5d does not reproduce). Chapter 8 (§11) traced PI's cost
+#   at $L$: not the narrow heads (zero-shot it costs 1.08 ± 0.34 nats with heads of 16 channels, 1.07 ±
+#   0.15 with 64), but the missing fine-tune, after which it costs 0.05 ± 0.03 and 0.06 ± 0.00.
 # * **Unbounded streaming: window plus sinks** (C6a to C6c). Chapter 10's control (a task in which
 #   most queries have nothing to read, three seeds, $L = 64$) forms a sink: 0.40 [0.27, 0.54] of its
 #   heads put more than 0.3 of their attention on BOS (19 of 48); with unnormalised sigmoid attention
-#   none do. Yet a 256-token stream through a window of 32 scores the same with and without 4 sinks
+#   none do (0.00 [0.00, 0.07]). Yet a 256-token stream through a window of 32 scores the same with and without 4 sinks
 #   (2.501 and 2.502; the gap 0.001 ± 0.002 nats, not established), and sinks at text positions cost it
 #   0.002 ± 0.003 (not established), while full attention past $L$ scores 2.502: a dormant head that
 #   loses BOS spreads its mass over the window, which costs this model almost nothing. A model whose
 #   rows are normalised sigmoids pays 0.100 ± 0.046 nats for text positions. The window plus sinks is
 #   the cheap and safe policy; the penalty it prevents, 0.4 nats at 160M parameters in StreamingLLM, is
-#   a few thousandths of a nat here.
+#   at most about 0.003 nats here (the upper end of the interval of C6b).
 #
 # ## 2. What each scheme costs
 #
@@ -281,6 +291,7 @@ growth = {s: rows[s]["T"][128]["hook_bytes"] / rows[s]["T"][32]["hook_bytes"] fo
 
 # %% tags=["nbval-check-output"]
 print("extra parameters:", {s: rows[s]["extra_params"] for s in costed})
+print(f"a learned table for 131072 positions at d = 8192: {131072 * 8192 / 1e9:.2f} billion parameters (the book says 100M)")
 print("bytes the hooks allocate, growth from T = 32 to T = 128 (4x the tokens):")
 for s, factor in growth.items():
     kind = "like T^2" if factor > 6 else "like T"
@@ -294,8 +305,8 @@ assert growth["t5"] > 10 and growth["alibi"] > 6
 # constant part of each hook call still weighs in). Decoupled RoPE grows like a bias too (x9):
 # this library computes its rotary part as a score term, an $(H, T_q, T_k)$ tensor, where MLA
 # computes it inside attention. The learned table pays in parameters instead
-# ($T_{max} \cdot d$: 8192 at `max_len` 128 and $d = 64$; the book's figure is 100M at 128k and
-# $d = 8192$); T5 needs 32 buckets x 4 heads = 128; decoupled RoPE its two projections per layer.
+# ($T_{max} \cdot d$: 8192 at `max_len` 128 and $d = 64$; at 128k and $d = 8192$ it is 1.07 billion,
+# not the book's 100M, as chapter 3, §1 works out); T5 needs 32 buckets x 4 heads = 128; decoupled RoPE its two projections per layer.
 # Claim C7 reproduces on the bytes. The time column cannot settle the fused-kernel half of the
 # claim: this library's attention always forms the score matrix.
 #
