@@ -366,6 +366,9 @@ usable = {"4. rope, trained at L = 32: rise past L at 4L": "short_long_seeds/bre
           "4. alibi: share of the farthest keys found at 8L (chapter 9)": "long_context/C1b"}
 for label, name in usable.items():
     print(f"{label:<84} {stats.format_record(record(name))}")
+print(f"{'(section 4) a pair with theta = 1 at offset 44: cos, sin (at offset 0: 1, 0)':<84} "
+      f"{math.cos(44):.4f}  {math.sin(44):.4f}")
+assert abs(math.sin(44)) < 0.02 and math.cos(44) > 0.999                  # 44 is 7.003 turns: aliased with 0
 m = misread
 assert m["1. change under a shuffle: TinyEncoder/none, TinyGPT/none (min..max)"][0] < 1e-12 < 0.3 < \
     m["1. change under a shuffle: TinyEncoder/none, TinyGPT/none (min..max)"][1]
