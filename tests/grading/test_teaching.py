@@ -99,6 +99,13 @@ def test_the_plan_table_is_the_syllabus():
         # the chapters grow and shrink as they are edited: the guide's reading length may be 15% off
         assert abs(rows[session][1] - lines) <= 0.15 * lines, (session, rows[session], lines)
         assert minutes <= 155
+    # each run-sheet's heading repeats its session's minutes and lines
+    text = GUIDE.read_text()
+    for session, cells in _rows().items():
+        title = "Session " + session if session.isdigit() else "Capstone, week 1"
+        heading = re.search(rf"\*\*{title} \(chapters? [^;]*; (\d+) minutes[^,]*, (\d+) lines\)", text)
+        assert heading, title
+        assert (int(heading.group(1)), int(heading.group(2))) == rows[session], (title, heading.group(0))
 
 
 def test_the_sample_class_gradebook_after_the_manual_sheet(guide_run):
