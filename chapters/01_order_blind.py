@@ -468,32 +468,16 @@ assert after[1] < 1e-13 and after[2] > 0.1
 # `TinyGPT` again. Chance is $1/T$.
 
 # %%
-from mini_transformer.model.train import TrainConfig, train
+import inspect
 
-V = 20
-BOS = 1
+from mini_transformer.evaluation.experiments import chapter01_nope
+from mini_transformer.evaluation.experiments.chapter01_nope import BOS, V, position_accuracy, position_batches
 
+assert chapter01_nope.T == T  # the seeded experiment of this section's ledger row trains exactly these models
+print(inspect.getsource(position_batches))
+print(inspect.getsource(position_accuracy))
 
-def position_batches(bos):
-    """get_batch for the task 'say your position': x random (BOS first if bos), y = 0 .. T-1."""
-    def get_batch(gen, batch_size=32):
-        x = gen.integers(2, V, (batch_size, T))
-        if bos:
-            x[:, 0] = BOS
-        return x, xp.broadcast_to(xp.arange(T), (batch_size, T)).copy()
-    return get_batch
-
-
-def position_accuracy(cls, bos, steps=200, seed=0):
-    """Train a 2-layer model with no position on the task; return its accuracy at each position."""
-    model = cls(GPTConfig(vocab_size=V, d_model=16, n_layers=2, n_heads=2, max_len=T, positional="none", seed=seed))
-    get_batch = position_batches(bos)
-    train(model, get_batch, TrainConfig(steps=steps, lr=3e-3, warmup=10, seed=seed, progress=False))
-    x, y = get_batch(rng(1234), batch_size=256)  # held-out rows
-    with no_grad():
-        return (model(x).data.argmax(axis=-1) == y).mean(axis=0)  # (T,)
-
-
+# %%
 accuracy = {"TinyGPT, BOS first": position_accuracy(TinyGPT, True),
             "TinyEncoder, BOS first": position_accuracy(TinyEncoder, True),
             "TinyGPT, no BOS": position_accuracy(TinyGPT, False)}
