@@ -218,3 +218,36 @@ CRITICAL_PAIR = Target("critical_pair", "float", _config_cases, [
 ])
 
 TARGETS = [PORT_QK_WEIGHTS, ROPE_FREQUENCIES, CRITICAL_PAIR]
+
+
+# ---------------------------------------------------------------------------
+# Held-out cases: other head counts, widths and configs, in the instructor's copy and the Gradescope bundle only
+# ---------------------------------------------------------------------------
+
+def _port_held_out():
+    out = []
+    for i, (shape, H, kv, d, r, seed) in enumerate([((24, 72), 3, None, 8, None, 131), ((40, 56), 5, 1, 8, 4, 132),
+                                                   ((12,), 2, None, 2, None, 133), ((3, 16, 32), 4, 2, 4, None, 134)]):
+        kwargs = {} if r is None else {"rotary_dim": r}
+        if kv is not None:
+            kwargs["n_kv_heads"] = kv
+        out.append(Case(f"held-out {i}", (normal(shape, seed, np.float64), H, d), kwargs, show="(held out)"))
+    return out
+
+
+HELD_OUT_CONFIGS = [
+    {"hidden_size": 2048, "num_attention_heads": 16, "rope_theta": 500000.0, "max_position_embeddings": 131072,
+     "rope_scaling": {"rope_type": "llama3", "factor": 32.0, "original_max_position_embeddings": 8192,
+                      "low_freq_factor": 1.0, "high_freq_factor": 4.0}},
+    {"hidden_size": 2560, "num_attention_heads": 32, "rope_theta": 10000.0, "partial_rotary_factor": 0.4,
+     "max_position_embeddings": 4096},
+    {"hidden_size": 96, "num_attention_heads": 6, "rope_theta": 1000.0, "max_position_embeddings": 256},
+]
+
+
+def _config_held_out():
+    return [Case(f"held-out {i}", (dict(c),), show="(held out)") for i, c in enumerate(HELD_OUT_CONFIGS)]
+
+
+HELD_OUT = {"port_qk_weights": _port_held_out, "rope_frequencies": _config_held_out,
+            "critical_pair": _config_held_out}

@@ -245,3 +245,44 @@ EFFECTIVE_CONTEXT_LENGTH = Target("effective_context_length", "float", _ecl_case
 
 
 TARGETS = [LOSS_BY_POSITION, LOSS_INSIDE_AND_BEYOND, PASSKEY_ACCURACY, EFFECTIVE_CONTEXT_LENGTH]
+
+
+# ---------------------------------------------------------------------------
+# Held-out cases: other shapes, seeds and grids, in the instructor's copy and the Gradescope bundle only
+# ---------------------------------------------------------------------------
+
+def _bucket_held_out():
+    return [Case(f"held-out {i}", (_losses(shape, seed, dtype), bucket), show="(held out)")
+            for i, (shape, bucket, seed, dtype) in enumerate([((5, 33), 4, 101, np.float64), ((1, 9), 9, 102, np.float64),
+                                                              ((6, 40), 7, 103, np.float32)])]
+
+
+def _split_held_out():
+    return [Case(f"held-out {i}", (_losses(shape, seed, dtype), L), show="(held out)")
+            for i, (shape, L, seed, dtype) in enumerate([((3, 40), 10, 111, np.float64), ((2, 9), 4, 112, np.float64),
+                                                         ((4, 24), 3, 113, np.float32)])]
+
+
+def _passkey_held_out():
+    out = []
+    for i, (args, seed) in enumerate([
+            (dict(B=10, T=14, V=12, n_scored=5, right_rows={0, 3, 9}, one_wrong_rows={1, 2, 4}), 121),
+            (dict(B=3, T=8, V=7, n_scored=2, right_rows=set(), one_wrong_rows={0, 1, 2}, scattered=True), 122),
+            (dict(B=7, T=11, V=9, n_scored=3, right_rows={1, 2, 3, 4, 5, 6}, one_wrong_rows={0}), 123)]):
+        logits, targets = _passkey_case(seed=seed, **args)
+        out.append(Case(f"held-out {i}", (logits, targets), show="(held out)"))
+    return out
+
+
+def _ecl_held_out():
+    L5 = np.array([16, 32, 64, 128, 256])
+    return [Case(f"held-out {i}", (lengths, np.array(acc, dtype=np.float64)), kw, show="(held out)")
+            for i, (lengths, acc, kw) in enumerate([
+                (L5, [0.9, 0.9, 0.9, 0.4, 0.9], {}),
+                (L5, [[1.0, 0.9], [1.0, 1.0], [0.6, 0.59], [1.0, 1.0], [0.0, 1.0]], {"threshold": 0.6}),
+                (L5, [1.0, math.nan, 1.0, 1.0, 1.0], {}),
+                (np.array([32, 64]), [0.1, 0.9], {})])]
+
+
+HELD_OUT = {"loss_by_position": _bucket_held_out, "loss_inside_and_beyond": _split_held_out,
+            "passkey_accuracy": _passkey_held_out, "effective_context_length": _ecl_held_out}

@@ -189,7 +189,17 @@ def _gap_held_out():
             Case("held-out 1", (y, moved, perm), show="(held out)")]
 
 
-HELD_OUT = {"permutation_gap": _gap_held_out,
+def _attention_held_out():
+    out = []
+    for i, ((B, T, d, d_k, d_v), causal, seed) in enumerate([((1, 9, 5, 3, 4), True, 95), ((2, 3, 2, 2, 3), False, 96),
+                                                             ((3, 6, 4, 4, 1), True, 97)]):
+        x = normal((B, T, d), seed)
+        W_q, W_k, W_v = (normal(s, seed + 100 * n) for n, s in enumerate([(d, d_k), (d, d_k), (d, d_v)], 1))
+        out.append(Case(f"held-out {i}", (x, W_q, W_k, W_v), {"causal": causal}, show="(held out)"))
+    return out
+
+
+HELD_OUT = {"permutation_gap": _gap_held_out, "self_attention": _attention_held_out,
             "uniform_causal_attention": lambda: [Case(f"held-out {i}", (normal(shape, seed),), show="(held out)")
                                                  for i, (shape, seed) in enumerate([((1, 9, 2), 93),
                                                                                     ((2, 3, 4, 5), 94)])]}

@@ -500,7 +500,31 @@ def _perm_held_out():
     return [Case(f"held-out {i}", (d,), show="(held out)") for i, d in enumerate((6, 12, 128))]
 
 
-HELD_OUT = {"rotate_half": _rotate_held_out, "rotate_interleaved": _rotate_held_out,
+def _score_held_out():
+    from solutions.rope import RotaryEmbedding
+    out = []
+    for i, (d, m, n, seed, ctor) in enumerate([(12, 50, 47, 161, {}), (32, 7, 7000, 162, {"base": 2000.0}),
+                                              (4, 1, 0, 163, {})]):
+        q, k = normal((d,), seed), normal((d,), seed + 100)
+        rotary = Recorded.of(RotaryEmbedding(d, **ctor), [((1,), {"offset": m}), ((1,), {"offset": n})],
+                             attrs=("d_head", "base", "inv_freq"))
+        out.append(Case(f"held-out {i}", (q, k, m, n, rotary), show="(held out)"))
+    return out
+
+
+def _decode_held_out():
+    from solutions.rope import RotaryEmbedding
+    out = []
+    for i, ((B, H, T, d), prefill, seed) in enumerate([((2, 1, 7, 6), 2, 171), ((1, 3, 9, 8), 6, 174)]):
+        q, k, v = (normal((B, H, T, d), seed + j) for j in range(3))
+        calls = [((n,), {"offset": o}) for n in sorted({1, prefill}) for o in range(T + 2)]
+        rotary = Recorded.of(RotaryEmbedding(d), calls, attrs=("d_head", "base", "inv_freq"))
+        out.append(Case(f"held-out {i}", (q, k, v, prefill, rotary), show="(held out)"))
+    return out
+
+
+HELD_OUT = {"relative_score": _score_held_out, "decode": _decode_held_out,
+            "rotate_half": _rotate_held_out, "rotate_interleaved": _rotate_held_out,
             "apply_rotary": _apply_held_out(False), "apply_rotary_interleaved": _apply_held_out(True),
             "RotaryEmbedding": _rope_held_out, "wavelength_table": _wave_held_out,
             "interleaved_to_half_permutation": _perm_held_out}
