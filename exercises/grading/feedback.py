@@ -157,16 +157,21 @@ def write_files(book, folder, level, roster=None):
 # Canvas
 # ---------------------------------------------------------------------------
 
+def read_csv_rows(path, option):
+    r"""The rows of an instructor's CSV as dicts; a file that cannot be read is a sentence naming ``option``."""
+    try:
+        with open(path, newline="") as f:
+            return list(csv.DictReader(f))
+    except OSError as e:
+        raise SystemExit(f"{option} {path}: cannot read it ({e.strerror}).") from None
+
+
 def read_roster(path):
     r"""``{student folder: {"name", "id", "sis_user_id", "sis_login_id", "section"}}`` from a CSV with a
     ``student`` column (the folder's name) and any of the others; None gives an empty roster."""
     if path is None:
         return {}
-    try:
-        with open(path, newline="") as f:
-            rows = list(csv.DictReader(f))
-    except OSError as e:
-        raise SystemExit(f"--roster {path}: cannot read it ({e.strerror}).") from None
+    rows = read_csv_rows(path, "--roster")
     if rows and "student" not in rows[0]:
         raise SystemExit(f"--roster {path}: it needs a 'student' column (the folder's name); it has "
                          f"{', '.join(rows[0])}.")

@@ -25,6 +25,7 @@ import io
 import re
 from pathlib import Path
 
+from exercises.grading.feedback import read_csv_rows
 from exercises.grading.paths import INSTRUCTOR_ONLY
 
 LEDGER_POINTS = 1
@@ -207,11 +208,7 @@ def read_manual(path):
     r"""``{(student, chapter, item): (points or None, comment)}`` from a filled sheet; a bad cell is a sentence."""
     if path is None:
         return {}
-    try:
-        with open(path, newline="") as f:
-            rows = list(csv.DictReader(f))
-    except OSError as e:
-        raise SystemExit(f"--manual {path}: cannot read it ({e.strerror}).") from None
+    rows = read_csv_rows(path, "--manual")
     out = {}
     for n, row in enumerate(rows, start=2):
         missing = [c for c in ("student", "chapter", "item", "points") if c not in row]
