@@ -96,14 +96,23 @@ def numpy_engine(c, kernel_set="fast"):
         model.kernels.clip_grad_norm(opt.params, 1.0)
         opt.step()
         backend.synchronize()
+    step.model, step.opt = model, opt   # for profile_ops, which times the same step op by op
     return step
 
 
-def torch_engine(c, threads):
-    """The same model in PyTorch eager mode (pre-norm, fused qkv, rotate-half RoPE, GELU-tanh, AdamW)."""
+def torch_engine(c, threads, profile=False):
+    """The same model in PyTorch eager mode (pre-norm, fused qkv, rotate-half RoPE, GELU-tanh, AdamW).
+
+    ``profile=True`` puts each op in a ``torch.profiler.record_function`` span named ``"op: NAME"``
+    (``profile_ops`` reads them); the arithmetic is the same.
+    """
+    import contextlib
     import torch
     import torch.nn as tnn
     import torch.nn.functional as tF
+
+    def span(name):
+        return torch.profiler.record_function("op: " + name) if profile else contextlib.nullcontext()
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     d, H, T = c["d_model"], c["n_heads"], c["T"]
@@ -126,10 +135,27 @@ def torch_engine(c, threads):
 
         def forward(self, x):
             B = x.shape[0]
-            q, k, v = self.qkv(self.n1(x)).view(B, T, 3, H, d_head).permute(2, 0, 3, 1, 4)
-            y = tF.scaled_dot_product_attention(rope(q), rope(k), v, is_causal=True)
-            x = x + self.o(y.transpose(1, 2).reshape(B, T, d))
-            return x + self.proj(tF.gelu(self.fc(self.n2(x)), approximate="tanh"))
+            with span("layer norm"):
+                h = self.n1(x)
+            with span("q, k, v projection"):
+                q, k, v = self.qkv(h).view(B, T, 3, H, d_head).permute(2, 0, 3, 1, 4)
+            with span("RoPE"):
+                q, k = rope(q), rope(k)
+            with span("attention"):
+                y = tF.scaled_dot_product_attention(q, k, v, is_causal=True)
+            y = y.transpose(1, 2).reshape(B, T, d)
+            with span("linear (out, MLP, head)"):
+                y = self.o(y)
+            x = x + y
+            with span("layer norm"):
+                h = self.n2(x)
+            with span("linear (out, MLP, head)"):
+                h = self.fc(h)
+            with span("GELU"):
+                h = tF.gelu(h, approximate="tanh")
+            with span("linear (out, MLP, head)"):
+                h = self.proj(h)
+            return x + h
 
     class GPT(tnn.Module):
         def __init__(self):
@@ -140,10 +166,14 @@ def torch_engine(c, threads):
             self.head = tnn.Linear(d, c["vocab_size"], bias=False)
 
         def forward(self, idx):
-            x = self.tok(idx)
+            with span("embedding"):
+                x = self.tok(idx)
             for b in self.blocks:
                 x = b(x)
-            return self.head(self.nf(x))
+            with span("layer norm"):
+                x = self.nf(x)
+            with span("linear (out, MLP, head)"):
+                return self.head(x)
 
     model = GPT()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
@@ -152,10 +182,13 @@ def torch_engine(c, threads):
     y = torch.randint(0, c["vocab_size"], (c["batch"], T), generator=g)
 
     def step():
-        loss = tF.cross_entropy(model(x).view(-1, c["vocab_size"]), y.view(-1))
+        logits = model(x)
+        with span("cross-entropy"):
+            loss = tF.cross_entropy(logits.view(-1, c["vocab_size"]), y.view(-1))
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        with span("clip grad norm"):
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
     return step
 
@@ -259,6 +292,70 @@ def run(names=DEFAULT_CONFIGS, rounds=11, steps_per_round=None, use_torch=True):
     return out
 
 
+def busy_process():
+    """Start a process that keeps the last core busy (pinned to it where the system allows), as a browser or a
+    second experiment would; the caller stops it (``.kill()``)."""
+    import subprocess
+    last = (os.cpu_count() or 1) - 1
+    code = ("import os\n"
+            f"if hasattr(os, 'sched_setaffinity'): os.sched_setaffinity(0, {{{last}}})\n"
+            "while True: pass\n")
+    return subprocess.Popen([sys.executable, "-c", code])
+
+
+def training_seconds(c, steps, setting):
+    """Seconds for ``steps`` steps of a fast-kernel training loop on config ``c``, tuned as ``setting`` says:
+    ``"default"`` (``kernels.tune()``: every core, the governor on), ``"every core"`` (every core, no governor:
+    the settings before the governor) or ``"one thread"`` (the kernels' pool and BLAS on one thread, no
+    governor). Each step tells the governor it ended, as ``model.train.train`` does."""
+    if "at_start" not in _BLAS_THREADS:
+        _BLAS_THREADS["at_start"] = tuning.blas_threads()
+    if setting == "default":
+        kernels.tune()
+    elif setting == "every core":
+        kernels.tune(adaptive=False)
+    else:
+        kernels.tune(1, adaptive=False)
+        tuning.blas_threads(1)
+    step = numpy_engine(c, "fast")
+    step()                                   # the first step builds caches; not timed
+    t = time.perf_counter()
+    for _ in range(steps):
+        step()
+        tuning.step_done()
+    seconds = time.perf_counter() - t
+    report = tuning.state()["governor"]
+    tuning.blas_threads(_BLAS_THREADS["at_start"] or 1)
+    return seconds, report
+
+
+_BLAS_THREADS = {}   # OpenBLAS's thread count before under_load changed it, read at its first run
+
+
+def under_load(names, steps, rounds):
+    r"""With one busy process on one core: the default settings' training time over the one-thread time,
+    the two alternating, ``rounds`` times per configuration."""
+    out = {"busy_core": (os.cpu_count() or 1) - 1, "steps": steps, "configs": {}}
+    busy = busy_process()
+    try:
+        time.sleep(0.5)                      # the busy process is running before the first round
+        for name in names:
+            rows = []
+            for _ in range(rounds):
+                default, report = training_seconds(CONFIGS[name], steps, "default")
+                one, _ = training_seconds(CONFIGS[name], steps, "one thread")
+                every, _ = training_seconds(CONFIGS[name], steps, "every core")
+                rows.append({"default_s": default, "one_thread_s": one, "every_core_no_governor_s": every,
+                             "ratio": default / one, "every_core_ratio": every / one, "governor": report})
+            out["configs"][name] = {"rounds": rows, "max_ratio": max(r["ratio"] for r in rows),
+                                    "median_ratio": statistics.median(r["ratio"] for r in rows)}
+    finally:
+        busy.kill()
+        busy.wait()
+    kernels.tune()
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--json", action="store_true", help="print machine-readable JSON")
@@ -268,6 +365,10 @@ def main(argv=None):
     ap.add_argument("--steps", type=int, default=None, help="steps per round (default: about 0.25 s a round)")
     ap.add_argument("--no-torch", action="store_true", help="skip the PyTorch baseline")
     ap.add_argument("--threads", type=int, default=None, help="threads for the fast kernels (default: one per core)")
+    ap.add_argument("--under-load", action="store_true",
+                    help="with one busy process on one core, time a training run with the default settings and "
+                         "with one thread, alternating --rounds times (default 4); --check then fails above 1.25x")
+    ap.add_argument("--load-steps", type=int, default=150, help="training steps per --under-load run (default 150)")
     ap.add_argument("--check", action="store_true",
                     help="exit with status 1 if the fast set was slower than the reference (ref/fast below 1.0) "
                          "on any configuration")
@@ -276,7 +377,16 @@ def main(argv=None):
         ap.error(f"--rounds and --steps must be at least 1, got {args.rounds} and {args.steps}.")
     if args.threads is not None and args.threads < 1:
         ap.error(f"--threads must be at least 1, got {args.threads}.")
-    kernels.tune(args.threads)
+    if args.under_load:
+        res = under_load(args.configs, args.load_steps, 4 if args.rounds == 11 else args.rounds)
+        if args.json:
+            print(json.dumps(res, indent=2))
+        else:
+            print_under_load(res)
+        if args.check:
+            return check_under_load(res)
+        return 0
+    kernels.tune(args.threads, adaptive=False)   # the bench alternates engines: no governor between them
     res = run(args.configs, args.rounds, args.steps, use_torch=not args.no_torch)
     if args.json:
         print(json.dumps(res, indent=2))
@@ -297,6 +407,35 @@ def check(res):
         print("check passed: the fast set was at least the reference's speed on every configuration.",
               file=sys.stderr)
     return 1 if slow else 0
+
+
+UNDER_LOAD_LIMIT = 1.25
+
+
+def check_under_load(res):
+    """1 if any round of ``under_load`` ran the default settings above ``UNDER_LOAD_LIMIT`` times one thread."""
+    bad = [(name, r["max_ratio"]) for name, r in res["configs"].items() if r["max_ratio"] > UNDER_LOAD_LIMIT]
+    for name, ratio in bad:
+        print(f"check failed: under load on {name} the default settings took {ratio:.2f}x the one-thread time "
+              f"in one round (the limit is {UNDER_LOAD_LIMIT}x).", file=sys.stderr)
+    if not bad:
+        print(f"check passed: under load the default settings stayed within {UNDER_LOAD_LIMIT}x the one-thread "
+              f"time in every round.", file=sys.stderr)
+    return 1 if bad else 0
+
+
+def print_under_load(res):
+    """The human-readable report of ``under_load``."""
+    print(f"one busy process on core {res['busy_core']}; {res['steps']} training steps a run")
+    print("ratio: default / one thread; no governor: every core without the governor / one thread")
+    print(f"{'config':<10}{'round':>6}{'default s':>11}{'one thread s':>14}{'ratio':>8}{'no governor s':>15}"
+          f"{'ratio':>8}{'governor chose':>16}")
+    for name, r in res["configs"].items():
+        for i, row in enumerate(r["rounds"], 1):
+            chose = row["governor"]["threads_now"] if row["governor"] else "-"
+            print(f"{name:<10}{i:>6}{row['default_s']:>11.2f}{row['one_thread_s']:>14.2f}{row['ratio']:>7.2f}x"
+                  f"{row['every_core_no_governor_s']:>15.2f}{row['every_core_ratio']:>7.2f}x{chose:>16}")
+        print(f"{name:<10}{'median':>6}{'':>25}{r['median_ratio']:>7.2f}x   (max {r['max_ratio']:.2f}x)")
 
 
 def print_table(res):

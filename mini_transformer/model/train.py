@@ -24,6 +24,7 @@ except ImportError:  # a bare GPU box may have only numpy, cupy and pytest: trai
 
 from ..engine import backend
 from ..engine.autograd import no_grad
+from ..engine.kernels import tuning
 from .checkpoint import load_checkpoint, save_checkpoint
 from ..engine.optim import cosine_lr
 
@@ -104,6 +105,7 @@ def train(model, get_batch, cfg=None, eval_batch=None, resume_from=None):
             ops.clip_grad_norm(opt.params, cfg.grad_clip)
         opt.lr = cosine_lr(step, cfg.lr, cfg.warmup, cfg.steps, cfg.min_lr)
         opt.step()
+        tuning.step_done()              # the thread governor of kernels.tune(), if the process was tuned
         result.losses.append(value)
         tokens += x.size
         done = step + 1

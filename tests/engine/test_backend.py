@@ -91,7 +91,8 @@ def test_importing_the_library_changes_nothing_in_the_process():
     assert seen["modules"] >= 30                       # every module of the package was imported
     assert seen["changed"] == [] and seen["threads"] == 0 and seen["cdll"] == 0
     assert seen["kernel_threads"] == 1
-    assert seen["tuned"] == {"threads": 1, "freed_memory_kept": False, "openblas_thread_timeout": None}
+    assert seen["tuned"] == {"threads": 1, "freed_memory_kept": False, "governor": None, "blas_threads": None,
+                             "openblas_thread_timeout": None}
 
 
 def test_only_backend_imports_numpy():

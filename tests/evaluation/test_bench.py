@@ -17,7 +17,8 @@ def test_a_one_round_run_reports_every_field():
     out = bench.run(["workbook"], rounds=1, steps_per_round=1, use_torch=False)
     row = out["configs"]["workbook"]
     assert out["matmul_ceiling_flops"] > 0 and out["torch"] is None
-    assert set(out["tuning"]) == {"threads", "freed_memory_kept", "openblas_thread_timeout"}
+    assert set(out["tuning"]) == {"threads", "freed_memory_kept", "governor", "blas_threads",
+                                  "openblas_thread_timeout"}
     assert row["steps_per_round"] == 1 and row["ms_per_step"] > 0 and row["peak_bytes"] > 0
     assert row["reference_ms_per_step"] > 0 and row["reference_peak_bytes"] > 0
     assert row["reference_slowdown"] == pytest.approx(row["reference_ms_per_step"] / row["ms_per_step"])
@@ -74,7 +75,7 @@ def fake_run(monkeypatch):
         state["names"] = list(names)
         return state["result"]
     monkeypatch.setattr(bench, "run", fake)
-    monkeypatch.setattr(bench.kernels, "tune", lambda threads=None: None)
+    monkeypatch.setattr(bench.kernels, "tune", lambda threads=None, adaptive=True: None)
     return state
 
 
@@ -132,3 +133,14 @@ def test_settle_waits_out_openblas_spin_of_two_to_the_n_cycles_at_one_ghz(value,
     else:
         monkeypatch.setenv("OPENBLAS_THREAD_TIMEOUT", value)
     assert bench.settle_seconds() == pytest.approx(2 ** n / 1e9 + 0.02)
+
+
+def _load_result(*ratios):
+    rounds = [{"ratio": r} for r in ratios]
+    return {"configs": {"workbook": {"rounds": rounds, "max_ratio": max(ratios)}}}
+
+
+def test_under_load_check_fails_above_one_point_two_five_in_any_round(capsys):
+    assert bench.check_under_load(_load_result(1.03, 1.12, 1.25, 1.10)) == 0     # 1.25 itself is within
+    assert bench.check_under_load(_load_result(1.03, 1.26, 1.05, 1.10)) == 1
+    assert "workbook" in capsys.readouterr().err

@@ -1,0 +1,78 @@
+"""The thread governor of ``kernels.tune()``, driven by a hand-made clock: it keeps the setting whose steps
+were timed faster, stops a probe that is clearly slower, and probes again when the steps slow down."""
+import pytest
+
+from mini_transformer.engine.kernels import threads, tuning
+
+
+class FakeMachine:
+    """A clock whose step takes ``seconds[threads in force]``: the governor's only view of the machine."""
+
+    def __init__(self, seconds):
+        self.seconds, self.now = dict(seconds), 0.0
+
+    def clock(self):
+        return self.now
+
+    def run_step(self):
+        self.now += self.seconds[threads.threads()]
+
+
+@pytest.fixture
+def machine(monkeypatch):
+    monkeypatch.setattr(tuning, "blas_threads", lambda n=None: 2)   # BLAS stays as it is in a test
+    previous = threads.threads()
+    yield
+    threads.set_threads(previous)
+
+
+def run(governor, fake, steps):
+    governor.step_done()                  # the loop's first call only starts the clock
+    for _ in range(steps):
+        fake.run_step()
+        governor.step_done()
+
+
+def test_a_quiet_machine_keeps_every_core(machine):
+    fake = FakeMachine({1: 1.0, 2: 0.6})
+    g = tuning.Governor(2, clock=fake.clock)
+    run(g, fake, 20)
+    assert g.choice == 2 and threads.threads() == 2 and g.expected == pytest.approx(0.6)
+
+
+def test_a_busy_core_makes_it_fall_back_to_one_thread_and_stop_the_slow_probe_early(machine):
+    fake = FakeMachine({1: 1.0, 2: 3.6})   # the issue's collapse: two threads 3.6x one when a core is busy
+    g = tuning.Governor(2, clock=fake.clock)
+    run(g, fake, 6)                         # 4 steps on one thread (one warm-up), then 2 on two: decided
+    assert g.choice == 1 and threads.threads() == 1 and not g.plan
+    assert g.times[2] == pytest.approx([3.6, 3.6])   # the warm-up and one timed step: no third slow step
+
+
+def test_when_the_load_arrives_it_probes_again_and_switches(machine):
+    fake = FakeMachine({1: 1.0, 2: 0.6})
+    g = tuning.Governor(2, clock=fake.clock, period=1000)
+    run(g, fake, 20)
+    assert g.choice == 2
+    fake.seconds[2] = 3.6                   # another program takes a core
+    for _ in range(12):
+        fake.run_step()
+        g.step_done()
+    assert g.choice == 1 and g.switches == 1
+
+
+def test_without_tune_step_done_does_nothing(monkeypatch):
+    monkeypatch.setitem(tuning._state, "governor", None)
+    before = threads.threads()
+    tuning.step_done()
+    assert threads.threads() == before
+
+
+def test_blas_threads_reads_back_what_it_sets():
+    n = tuning.blas_threads()
+    if n is None:
+        pytest.skip("NumPy's BLAS here is not an OpenBLAS whose thread count can be set")
+    try:
+        assert tuning.blas_threads(1) == 1
+    finally:
+        tuning.blas_threads(n)
+    assert tuning.blas_threads() == n
