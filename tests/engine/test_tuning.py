@@ -76,3 +76,33 @@ def test_blas_threads_reads_back_what_it_sets():
     finally:
         tuning.blas_threads(n)
     assert tuning.blas_threads() == n
+
+
+def test_the_governor_cannot_change_the_numbers_one_thread_and_two_train_alike():
+    """The governor switches threads by timing, so a run must not depend on the threads: the same seeded steps
+    on one thread (pool and BLAS) and on two give bitwise the same losses."""
+    from mini_transformer.evaluation import bench
+    blas = tuning.blas_threads()
+    previous = threads.threads()
+    losses = {}
+    try:
+        for n in (1, 2):
+            threads.set_threads(n)
+            tuning.blas_threads(n if blas else None)
+            step = bench.numpy_engine(dict(bench.CONFIGS["workbook"], batch=64), "fast")   # big enough to thread
+            model, opt = step.model, step.opt
+            losses[n] = []
+            for _ in range(3):
+                step()
+                losses[n].append(float(model.loss(*_batch()).item()))
+    finally:
+        threads.set_threads(previous)
+        if blas:
+            tuning.blas_threads(blas)
+    assert losses[1] == losses[2]
+
+
+def _batch():
+    from mini_transformer.engine import backend
+    rng = backend.rng(1)
+    return rng.integers(0, 64, (64, 64)), rng.integers(0, 64, (64, 64))
