@@ -303,13 +303,12 @@ def busy_process():
     return subprocess.Popen([sys.executable, "-c", code])
 
 
-def training_seconds(c, steps, setting):
+def training_seconds(c, steps, setting, blas_n):
     """Seconds for ``steps`` steps of a fast-kernel training loop on config ``c``, tuned as ``setting`` says:
     ``"default"`` (``kernels.tune()``: every core, the governor on), ``"every core"`` (every core, no governor:
     the settings before the governor) or ``"one thread"`` (the kernels' pool and BLAS on one thread, no
-    governor). Each step tells the governor it ended, as ``model.train.train`` does."""
-    if "at_start" not in _BLAS_THREADS:
-        _BLAS_THREADS["at_start"] = tuning.blas_threads()
+    governor). Each step tells the governor it ended, as ``model.train.train`` does. OpenBLAS goes back to
+    ``blas_n`` threads after the run, so the next run's governor finds it as the process started."""
     if setting == "default":
         kernels.tune()
     elif setting == "every core":
@@ -325,26 +324,24 @@ def training_seconds(c, steps, setting):
         tuning.step_done()
     seconds = time.perf_counter() - t
     report = tuning.state()["governor"]
-    tuning.blas_threads(_BLAS_THREADS["at_start"] or 1)
+    tuning.blas_threads(blas_n)
     return seconds, report
-
-
-_BLAS_THREADS = {}   # OpenBLAS's thread count before under_load changed it, read at its first run
 
 
 def under_load(names, steps, rounds):
     r"""With one busy process on one core: the default settings' training time over the one-thread time,
     the two alternating, ``rounds`` times per configuration."""
     out = {"busy_core": (os.cpu_count() or 1) - 1, "steps": steps, "configs": {}}
+    blas_n = tuning.blas_threads()             # None where OpenBLAS's count cannot be set: then left alone
     busy = busy_process()
     try:
         time.sleep(0.5)                      # the busy process is running before the first round
         for name in names:
             rows = []
             for _ in range(rounds):
-                default, report = training_seconds(CONFIGS[name], steps, "default")
-                one, _ = training_seconds(CONFIGS[name], steps, "one thread")
-                every, _ = training_seconds(CONFIGS[name], steps, "every core")
+                default, report = training_seconds(CONFIGS[name], steps, "default", blas_n)
+                one, _ = training_seconds(CONFIGS[name], steps, "one thread", blas_n)
+                every, _ = training_seconds(CONFIGS[name], steps, "every core", blas_n)
                 rows.append({"default_s": default, "one_thread_s": one, "every_core_no_governor_s": every,
                              "ratio": default / one, "every_core_ratio": every / one, "governor": report})
             out["configs"][name] = {"rounds": rows, "max_ratio": max(r["ratio"] for r in rows),
@@ -361,7 +358,8 @@ def main(argv=None):
     ap.add_argument("--json", action="store_true", help="print machine-readable JSON")
     ap.add_argument("--configs", nargs="+", default=list(DEFAULT_CONFIGS), choices=list(CONFIGS),
                     help=f"configurations to run (default: {' '.join(DEFAULT_CONFIGS)}; long is T 512 and slow)")
-    ap.add_argument("--rounds", type=int, default=11, help="alternating rounds per engine (default 11)")
+    ap.add_argument("--rounds", type=int, default=None,
+                    help="alternating rounds per engine (default 11; with --under-load, 4)")
     ap.add_argument("--steps", type=int, default=None, help="steps per round (default: about 0.25 s a round)")
     ap.add_argument("--no-torch", action="store_true", help="skip the PyTorch baseline")
     ap.add_argument("--threads", type=int, default=None, help="threads for the fast kernels (default: one per core)")
@@ -373,28 +371,22 @@ def main(argv=None):
                     help="exit with status 1 if the fast set was slower than the reference (ref/fast below 1.0) "
                          "on any configuration")
     args = ap.parse_args(argv)
-    if args.rounds < 1 or (args.steps is not None and args.steps < 1):
+    if (args.rounds is not None and args.rounds < 1) or (args.steps is not None and args.steps < 1):
         ap.error(f"--rounds and --steps must be at least 1, got {args.rounds} and {args.steps}.")
     if args.threads is not None and args.threads < 1:
         ap.error(f"--threads must be at least 1, got {args.threads}.")
     if args.under_load:
-        res = under_load(args.configs, args.load_steps, 4 if args.rounds == 11 else args.rounds)
-        if args.json:
-            print(json.dumps(res, indent=2))
-        else:
-            print_under_load(res)
-        if args.check:
-            return check_under_load(res)
-        return 0
-    kernels.tune(args.threads, adaptive=False)   # the bench alternates engines: no governor between them
-    res = run(args.configs, args.rounds, args.steps, use_torch=not args.no_torch)
+        res = under_load(args.configs, args.load_steps, args.rounds or 4)
+        show, verdict = print_under_load, check_under_load
+    else:
+        kernels.tune(args.threads, adaptive=False)   # the bench alternates engines: no governor between them
+        res = run(args.configs, args.rounds or 11, args.steps, use_torch=not args.no_torch)
+        show, verdict = print_table, check
     if args.json:
         print(json.dumps(res, indent=2))
     else:
-        print_table(res)
-    if args.check:
-        return check(res)
-    return 0
+        show(res)
+    return verdict(res) if args.check else 0
 
 
 def check(res):

@@ -72,7 +72,7 @@ def fake_run(monkeypatch):
     state = {}
 
     def fake(names, rounds, steps, use_torch):
-        state["names"] = list(names)
+        state["names"], state["rounds"] = list(names), rounds
         return state["result"]
     monkeypatch.setattr(bench, "run", fake)
     monkeypatch.setattr(bench.kernels, "tune", lambda threads=None, adaptive=True: None)
@@ -104,7 +104,9 @@ def test_check_exits_zero_when_every_config_passes_and_without_check_always(fake
 def test_the_default_configs_and_long_by_name_reach_run(fake_run):
     fake_run["result"] = _results(workbook=1.2)
     bench.main(["--no-torch"])
-    assert fake_run["names"] == ["workbook", "larger"]
+    assert fake_run["names"] == ["workbook", "larger"] and fake_run["rounds"] == 11
+    bench.main(["--no-torch", "--rounds", "3"])
+    assert fake_run["rounds"] == 3
     bench.main(["--configs", "workbook", "larger", "long", "--json", "--no-torch"])
     assert fake_run["names"] == ["workbook", "larger", "long"]
 
@@ -138,6 +140,20 @@ def test_settle_waits_out_openblas_spin_of_two_to_the_n_cycles_at_one_ghz(value,
 def _load_result(*ratios):
     rounds = [{"ratio": r} for r in ratios]
     return {"configs": {"workbook": {"rounds": rounds, "max_ratio": max(ratios)}}}
+
+
+def test_under_load_runs_four_rounds_unless_told_and_checks_its_own_limit(monkeypatch, capsys):
+    seen = {}
+
+    def fake(names, steps, rounds):
+        seen.update(names=list(names), steps=steps, rounds=rounds)
+        return _load_result(1.0, 1.3)
+    monkeypatch.setattr(bench, "under_load", fake)
+    assert bench.main(["--under-load", "--configs", "workbook", "--check", "--json"]) == 1
+    assert seen == {"names": ["workbook"], "steps": 150, "rounds": 4}
+    assert "1.30x the one-thread time" in capsys.readouterr().err
+    bench.main(["--under-load", "--rounds", "2", "--json"])
+    assert seen["rounds"] == 2
 
 
 def test_under_load_check_fails_above_one_point_two_five_in_any_round(capsys):

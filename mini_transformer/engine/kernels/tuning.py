@@ -71,6 +71,9 @@ def step_done():
         g.step_done()
 
 
+_openblas_cache = {}   # "lib": the handle _openblas found (or None), once it has looked
+
+
 def _openblas():
     """The OpenBLAS library NumPy loaded, as a ctypes handle with its thread-count calls; None if there is none
     (another BLAS, another system than Linux, or CuPy, where NumPy's BLAS is not what runs)."""
@@ -95,9 +98,6 @@ def _openblas():
         lib = None
     _openblas_cache["lib"] = lib
     return lib
-
-
-_openblas_cache = {}
 
 
 def blas_threads(n=None):
