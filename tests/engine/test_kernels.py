@@ -124,6 +124,12 @@ CASES = {
         lambda ops, i: list(ops.qkv_projection(i.t(0, 2, 3, 4), i.t(1, 4, 12), i.t(2, 12))),
     "qkv_projection: without a bias":
         lambda ops, i: list(ops.qkv_projection(i.t(0, 1, 5, 4), i.t(1, 4, 6))),
+    "linear: (B, T, d_in) with a bias":
+        lambda ops, i: [ops.linear(i.t(0, 2, 3, 4), i.t(1, 4, 5), i.t(2, 5))],
+    "linear: a transposed view, no bias":
+        lambda ops, i: [ops.linear(i.t(0, 2, 4, 3, 5, view=True), i.t(1, 5, 2))],
+    "linear: one row":
+        lambda ops, i: [ops.linear(i.t(0, 1, 4), i.t(1, 4, 3), i.t(2, 3))],
     "embedding: repeated ids, two axes":
         lambda ops, i: [ops.embedding(i.t(0, 5, 3), i.a(np.array([[2, 0, 2], [4, 2, 2]])))],
     "embedding: one id":
@@ -360,7 +366,7 @@ def test_a_model_runs_every_op_from_the_set_its_config_names_and_none_from_the_o
     data = np.random.default_rng(0).integers(0, 16, size=(2, 6))
     x, y = backend.asarray(data[:, :-1]), backend.asarray(data[:, 1:])
     ran = _ran(lambda: model.loss(x, y).backward())
-    used = {"embedding", "qkv_projection", "attention", "gelu", "cross_entropy", f"{norm}_norm"}
+    used = {"embedding", "qkv_projection", "attention", "gelu", "cross_entropy", f"{norm}_norm", "linear"}
     assert used <= _ops_that_ran(chosen, ran) <= used | {"apply_rotary"}   # and RoPE's rotation, where the set has one
     assert _ops_that_ran(other, ran) == set()
     if _code(chosen, "apply_rotary") is not None:
@@ -378,7 +384,7 @@ def test_a_layer_called_outside_any_model_runs_the_reference():
         nn.RMSNorm(16)(x)
         nn.Embedding(5, 16, backend.rng(0))(backend.asarray(np.array([[1, 4]])))
     alone = _ran(layers)
-    used = {"embedding", "qkv_projection", "attention", "gelu", "layer_norm", "rms_norm"}
+    used = {"embedding", "qkv_projection", "attention", "gelu", "layer_norm", "rms_norm", "linear"}
     assert used <= _ops_that_ran(kernels.REFERENCE, alone) and _ops_that_ran(kernels.FAST, alone) == set()
     with kernels.using(kernels.FAST):
         inside = _ran(layers)

@@ -21,6 +21,7 @@ cross-entropy               ``functional.cross_entropy``                 ``kerne
 q, k, v projection          ``functional.qkv_projection``                ``kernels/projection.py``
 embedding lookup            ``functional.embedding``                     ``kernels/embedding.py``
 AdamW, gradient clipping    ``optim.AdamW``, ``optim.clip_grad_norm``    ``kernels/adamw.py``
+linear layer                ``functional.linear``                        ``kernels/linear.py``
 ==========================  ===========================================  ==========================
 
 **The switch** is ``GPTConfig.kernels``: ``"reference"`` (the default, what a
@@ -38,7 +39,7 @@ import contextvars
 from dataclasses import dataclass
 
 from .. import autograd, functional, optim
-from . import adamw, attention, blocked_attention, cross_entropy, embedding, gelu, norms, projection, rope
+from . import adamw, attention, blocked_attention, cross_entropy, embedding, gelu, linear, norms, projection, rope
 from .tuning import tune  # noqa: F401
 
 NAMES = ("reference", "fast")
@@ -58,15 +59,16 @@ class Kernels:
     embedding: object
     AdamW: object
     clip_grad_norm: object
+    linear: object
 
 
 REFERENCE = Kernels("reference", functional.scaled_dot_product_attention, None, autograd.gelu,
                     functional.layer_norm, functional.rms_norm, functional.cross_entropy, functional.qkv_projection,
-                    functional.embedding, optim.AdamW, optim.clip_grad_norm)
+                    functional.embedding, optim.AdamW, optim.clip_grad_norm, functional.linear)
 
 FAST = Kernels("fast", blocked_attention.attention, rope.apply_rotary, gelu.gelu,
                norms.layer_norm, norms.rms_norm, cross_entropy.cross_entropy, projection.qkv_projection,
-               embedding.embedding, adamw.AdamW, adamw.clip_grad_norm)
+               embedding.embedding, adamw.AdamW, adamw.clip_grad_norm, linear.linear)
 
 
 def select(name):

@@ -7,7 +7,7 @@ block filled, and the three are added. Here each of q, k and v is its own
 product with one column block of W_{qkv}: together they cost what the one
 product costs, and no gradient is scattered into a wide array.
 """
-from ..functional import linear
+from .linear import linear
 
 
 def qkv_projection(x, weight, bias=None):
