@@ -1,0 +1,67 @@
+r"""Paired A/B of variants of the fast kernel set on one model: the variants take turns, one training step each,
+and the verdict is the median of the per-turn ratios (a shared machine drifts by 10 to 30 % over minutes; turns
+one step apart see the same drift).
+
+    python bench_results/cpu_2026-12-03_after/ab.py CONFIG TURNS VARIANT [VARIANT ...]
+
+A VARIANT is ``name:field=module.attr`` (the fast set with one op replaced, e.g.
+``reflinear:linear=mini_transformer.engine.functional.linear``) or ``name:@module.ATTR=value`` (a module
+setting, e.g. ``blocks16:@mini_transformer.engine.kernels.threads._BLOCKS_PER_THREAD=16``). The fast set as it
+is always runs first, as ``fast``. Run with ``OPENBLAS_THREAD_TIMEOUT=22``, as the bench runs.
+"""
+import dataclasses
+import importlib
+import statistics
+import sys
+import time
+
+from mini_transformer.engine import kernels
+from mini_transformer.engine.kernels import tuning
+from mini_transformer.evaluation import bench
+
+
+def variant(spec):
+    """(name, kernel set, settings) from one VARIANT argument."""
+    name, change = spec.split(":", 1)
+    target, value = change.split("=", 1)
+    if target.startswith("@"):
+        module, attr = target[1:].rsplit(".", 1)
+        return name, kernels.FAST, [(importlib.import_module(module), attr, type(getattr(
+            importlib.import_module(module), attr))(value))]
+    module, attr = value.rsplit(".", 1)
+    return name, dataclasses.replace(kernels.FAST, **{target: getattr(importlib.import_module(module), attr)}), []
+
+
+def main(argv):
+    config, turns, specs = argv[0], int(argv[1]), argv[2:]
+    tuning.tune(adaptive=False)
+    step = bench.numpy_engine(bench.CONFIGS[config], "fast")
+    variants = [("fast", kernels.FAST, [])] + [variant(s) for s in specs]
+    defaults = {(m, a): getattr(m, a) for _, _, sets in variants for m, a, _ in sets}
+
+    def run(kernel_set, sets):
+        for (m, a), v in defaults.items():
+            setattr(m, a, v)
+        for m, a, v in sets:
+            setattr(m, a, v)
+        step.model.kernels = kernel_set
+        t = time.perf_counter()
+        step()
+        return (time.perf_counter() - t) * 1000
+    for _ in range(3):                                   # warm-up turns
+        for _, ks, sets in variants:
+            run(ks, sets)
+    ms = {name: [] for name, _, _ in variants}
+    for _ in range(turns):
+        for name, ks, sets in variants:
+            ms[name].append(run(ks, sets))
+    print(f"{config}, {turns} turns; ms per step (median) and the median of the per-turn ratios to fast")
+    for name, _, _ in variants:
+        ratios = sorted(a / b for a, b in zip(ms[name], ms["fast"]))
+        q = statistics.quantiles(ratios, n=4)
+        print(f"  {name:14s} {statistics.median(ms[name]):8.2f} ms   ratio {statistics.median(ratios):.3f}"
+              f"   quartiles {q[0]:.3f} to {q[2]:.3f}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,16 @@
+#!/bin/sh
+# The commands behind this folder's figures, run in this order on the 2-core development machine
+# (PyTorch 2.13.0+cpu installed with `pip install torch==2.13.0`; nothing else running).
+set -e
+D=bench_results/cpu_2026-12-03_after
+for i in 1 2 3 4; do
+  python -m mini_transformer.evaluation.bench --configs workbook larger long --json > $D/bench_$i.json
+done
+python -m mini_transformer.evaluation.bench --under-load --configs workbook --json > $D/under_load.json
+python -m mini_transformer.evaluation.profile_ops --configs workbook larger long --steps 20 --out $D/profile_after.md
+# The paired trials in README.md (what was tried and did not pay, and the linear kernel against the reference's)
+export OPENBLAS_THREAD_TIMEOUT=22 PYTHONPATH=.
+python $D/ab.py workbook 60 reflinear:linear=mini_transformer.engine.functional.linear \
+  threshold64k:@mini_transformer.engine.kernels.threads.MIN_PARALLEL_WORK=65536 > $D/ab_workbook.txt
+python $D/ab.py larger 12 reflinear:linear=mini_transformer.engine.functional.linear \
+  blocks16:@mini_transformer.engine.kernels.threads._BLOCKS_PER_THREAD=16 > $D/ab_larger.txt
