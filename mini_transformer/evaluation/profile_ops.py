@@ -27,7 +27,7 @@ its own:
 
 The engines take turns, one step each (``profile``), and each time is the
 median over ``--steps`` turns after two warm-up turns. The
-process is tuned as the bench tunes it (``kernels.tune()``), so the fast set
+process is tuned as the bench tunes it (``kernels.tune(adaptive=False)``), so the fast set
 runs on the threads it runs on in the bench. Figures: ``bench_results/``.
 """
 import argparse
@@ -249,7 +249,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.steps < 1:
         ap.error(f"--steps must be at least 1, got {args.steps}.")
-    kernels.tune()
+    kernels.tune(adaptive=False)                         # as the bench: the engines take turns, no governor
     have_torch = False
     if not args.no_torch:
         try:

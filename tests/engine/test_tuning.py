@@ -40,6 +40,19 @@ def test_a_quiet_machine_keeps_every_core(machine):
     assert g.choice == 2 and threads.threads() == 2 and g.expected == pytest.approx(0.6)
 
 
+def test_nothing_changes_until_the_first_step_so_a_process_that_does_not_train_keeps_every_core(machine):
+    """profile_ops and the bench tune() and then time steps of their own: they must not be left on the
+    probe's one thread (as they were, when the governor began its probe as it was made)."""
+    threads.set_threads(2)
+    fake = FakeMachine({1: 1.0, 2: 0.6})
+    g = tuning.Governor(2, clock=fake.clock)
+    for _ in range(5):
+        fake.run_step()                     # steps that never call step_done
+    assert threads.threads() == 2 and g.plan == [] and g.choice == 2
+    g.step_done()                           # a training loop's first call: the probe starts on one thread
+    assert threads.threads() == 1 and g.plan[0] == 1
+
+
 def test_a_busy_core_makes_it_fall_back_to_one_thread_and_stop_the_slow_probe_early(machine):
     fake = FakeMachine({1: 1.0, 2: 3.6})   # the issue's collapse: two threads 3.6x one when a core is busy
     g = tuning.Governor(2, clock=fake.clock)

@@ -114,9 +114,11 @@ def blas_threads(n=None):
 class Governor:
     r"""Between every core and one thread, the one whose training steps are measured faster, checked as it runs.
 
-    ``step_done()`` after each step. The governor times ``probe`` steps on one
-    thread, then ``probe`` on ``n`` (the first step after each switch is not
-    counted: threads wake up in it), keeps the setting with the lower median,
+    ``step_done()`` after each step. Until its first call nothing changes (a
+    process that tunes and then does anything but train runs on every core);
+    from then on the governor times ``probe`` steps on one thread, then
+    ``probe`` on ``n`` (the first step after each switch is not counted:
+    threads wake up in it), keeps the setting with the lower median,
     and runs on it. A step on ``n`` threads ``patience`` times slower than the
     one-thread median ends that probe at once (a busy core makes waiting threads
     several times slower, and there is no need to see it three times). It
@@ -130,8 +132,7 @@ class Governor:
         self.blas_n = blas_threads() or 1
         self.choice, self.expected = n, None
         self.plan, self.times, self.recent, self.steps = [], {}, [], 0
-        self.switches, self.last = 0, None
-        self._start_probe()
+        self.switches, self.last = 0, None              # the first step_done() starts the clock and the probe
 
     def _start_probe(self):
         self.plan = [1] * (self.probe + 1) + [self.n] * (self.probe + 1)   # a warm-up step after each switch
@@ -147,6 +148,7 @@ class Governor:
         now = self.clock()
         dt, self.last = (now - self.last if self.last is not None else None), now
         if dt is None:
+            self._start_probe()
             return
         if self.plan:                                    # probing: this step ran on plan[0] threads
             n = self.plan.pop(0)
