@@ -6,14 +6,18 @@ one step apart see the same drift).
 
 A VARIANT is ``name:field=module.attr`` (the fast set with one op replaced, e.g.
 ``reflinear:linear=mini_transformer.engine.functional.linear``) or ``name:@module.ATTR=value`` (a module
-setting, e.g. ``blocks16:@mini_transformer.engine.kernels.threads._BLOCKS_PER_THREAD=16``). The fast set as it
-is always runs first, as ``fast``. Run with ``OPENBLAS_THREAD_TIMEOUT=22``, as the bench runs.
+setting, e.g. ``blocks16:@mini_transformer.engine.kernels.threads._BLOCKS_PER_THREAD=16``); a module beside this script
+(``qkv_one_product``, a trial that is not in the library) can be named too. The fast set as it is always runs
+first, as ``fast``. Run with ``OPENBLAS_THREAD_TIMEOUT=22``, as the bench runs.
 """
 import dataclasses
 import importlib
+import os
 import statistics
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # the trials kept beside this script
 
 from mini_transformer.engine import kernels
 from mini_transformer.engine.kernels import tuning
@@ -55,12 +59,21 @@ def main(argv):
     for _ in range(turns):
         for name, ks, sets in variants:
             ms[name].append(run(ks, sets))
-    print(f"{config}, {turns} turns; ms per step (median) and the median of the per-turn ratios to fast")
-    for name, _, _ in variants:
+    print(f"{config}, {turns} turns; ms per step (median), the median of the per-turn ratios to fast with its 95 % "
+          f"interval (order statistics: ranks n/2 -+ 1.96 sqrt(n)/2), and the share of turns the variant was slower")
+    lo, hi = median_interval_ranks(turns)
+    for name, _, _ in variants[1:]:
         ratios = sorted(a / b for a, b in zip(ms[name], ms["fast"]))
-        q = statistics.quantiles(ratios, n=4)
-        print(f"  {name:14s} {statistics.median(ms[name]):8.2f} ms   ratio {statistics.median(ratios):.3f}"
-              f"   quartiles {q[0]:.3f} to {q[2]:.3f}")
+        slower = sum(r > 1 for r in ratios) / turns
+        print(f"  {name:14s} {statistics.median(ms[name]):8.2f} ms (fast {statistics.median(ms['fast']):.2f})   "
+              f"ratio {statistics.median(ratios):.3f} [{ratios[lo]:.3f}, {ratios[hi]:.3f}]   slower in {slower:.0%}")
+
+
+def median_interval_ranks(n):
+    """0-based ranks of the sorted sample that bound a 95 % interval for its median (normal approximation to the
+    binomial: n/2 -+ 1.96 sqrt(n)/2)."""
+    half = 1.96 * n ** 0.5 / 2
+    return max(0, int(n / 2 - half)), min(n - 1, int(n / 2 + half + 0.5))
 
 
 if __name__ == "__main__":

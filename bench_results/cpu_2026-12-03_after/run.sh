@@ -10,7 +10,10 @@ python -m mini_transformer.evaluation.bench --under-load --configs workbook --js
 python -m mini_transformer.evaluation.profile_ops --configs workbook larger long --steps 20 --out $D/profile_after.md
 # The paired trials in README.md (what was tried and did not pay, and the linear kernel against the reference's)
 export OPENBLAS_THREAD_TIMEOUT=22 PYTHONPATH=.
-python $D/ab.py workbook 60 reflinear:linear=mini_transformer.engine.functional.linear \
-  threshold64k:@mini_transformer.engine.kernels.threads.MIN_PARALLEL_WORK=65536 > $D/ab_workbook.txt
-python $D/ab.py larger 12 reflinear:linear=mini_transformer.engine.functional.linear \
-  blocks16:@mini_transformer.engine.kernels.threads._BLOCKS_PER_THREAD=16 > $D/ab_larger.txt
+python $D/ab.py workbook 300 reflinear:linear=mini_transformer.engine.functional.linear \
+  threshold64k:@mini_transformer.engine.kernels.threads.MIN_PARALLEL_WORK=65536 \
+  qkv1:qkv_projection=qkv_one_product.qkv_projection > $D/ab_workbook.txt
+python $D/ab.py larger 40 reflinear:linear=mini_transformer.engine.functional.linear \
+  blocks16:@mini_transformer.engine.kernels.threads._BLOCKS_PER_THREAD=16 \
+  qkv1:qkv_projection=qkv_one_product.qkv_projection > $D/ab_larger.txt
+python -m mini_transformer.evaluation.bench --configs workbook larger long --check > $D/bench_text.txt   # the bench as it prints
