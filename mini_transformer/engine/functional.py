@@ -221,9 +221,7 @@ def linear(x, weight, bias=None):
 
     Backward: gx = gy W^\top,  gW = x^\top gy,  gb = \sum_{rows} gy.
     """
-    d_in, d_out = weight.shape
-    if x.shape[-1] != d_in:
-        raise ValueError(f"linear: input of shape {x.shape} does not fit a weight of shape {weight.shape}.")
+    d_in, d_out = check_linear_shapes(x, weight)
     x2 = x.data.reshape(-1, d_in)                       # (rows, d_in)
     y = x2 @ weight.data                                # (rows, d_out)
     if bias is not None:
@@ -236,6 +234,14 @@ def linear(x, weight, bias=None):
         return (gx, gW, gy2.sum(axis=0)) if bias is not None else (gx, gW)
     parents = (x, weight, bias) if bias is not None else (x, weight)
     return op(y.reshape(x.shape[:-1] + (d_out,)), parents, backward)
+
+
+def check_linear_shapes(x, weight):
+    """(d_in, d_out) of ``weight``; a sentence unless x's last axis is d_in."""
+    d_in, d_out = weight.shape
+    if x.shape[-1] != d_in:
+        raise ValueError(f"linear: input of shape {x.shape} does not fit a weight of shape {weight.shape}.")
+    return d_in, d_out
 
 
 def qkv_projection(x, weight, bias=None):

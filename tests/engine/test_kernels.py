@@ -288,6 +288,14 @@ def test_a_checkpoint_of_either_adamw_resumes_in_the_other_as_if_never_interrupt
     assert np.abs(moved).max() > 1e-3                     # six steps moved the weights: the comparison is not vacuous
 
 
+@pytest.mark.parametrize("name", kernels.NAMES)
+def test_linear_refuses_an_input_that_does_not_fit_its_weight_in_a_sentence(name):
+    ops = kernels.select(name)
+    x, w = Tensor(backend.asarray(host(0, 2, 3, 5))), Tensor(backend.asarray(host(1, 4, 6)))
+    with pytest.raises(ValueError, match=r"linear: input of shape \(2, 3, 5\) does not fit a weight of shape \(4, 6\)"):
+        ops.linear(x, w)
+
+
 def test_each_kernel_set_holds_the_code_it_names():
     fields = [f for f in kernels.Kernels.__dataclass_fields__ if f != "name"]
     for f in fields:

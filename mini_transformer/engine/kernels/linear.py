@@ -12,13 +12,12 @@ Backward: gx = gy W^\top,  gW = x^\top gy,  gb = \mathbf{1}^\top gy.
 """
 from ..autograd import op
 from ..backend import xp
+from ..functional import check_linear_shapes
 
 
 def linear(x, weight, bias=None):
     r"""``functional.linear``: y = x W + b for the rows of every leading axis, the bias added in place."""
-    d_in, d_out = weight.shape
-    if x.shape[-1] != d_in:
-        raise ValueError(f"linear: input of shape {x.shape} does not fit a weight of shape {weight.shape}.")
+    d_in, d_out = check_linear_shapes(x, weight)
     x2 = x.data.reshape(-1, d_in)                       # (rows, d_in)
     y = x2 @ weight.data                                # (rows, d_out)
     if bias is not None:
