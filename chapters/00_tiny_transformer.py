@@ -956,7 +956,7 @@ assert score_grad < 1e-3 * param_grad and flat_gap < 1e-5
 #
 # | op | the reference the chapters show | its fast kernel |
 # | --- | --- | --- |
-# | attention (chapters 0, 1, and every cached decoding step of chapters 9 and 10) | `engine/functional.py` | `engine/kernels/blocked_attention.py` picks: below 512 keys `engine/kernels/attention.py` (scores stored key-major, rows in blocks over the cores), from 512 keys blocks of keys with a running softmax (memory T x block, not T^2) |
+# | attention (chapters 0, 1, and every cached decoding step of chapters 9 and 10) | `engine/functional.py` | `engine/kernels/blocked_attention.py` picks: below 256 keys `engine/kernels/attention.py` (scores stored key-major, rows in blocks over the cores), from 256 keys blocks of keys with a running softmax (memory T x block, not T^2; under a causal mask each block runs only the queries that see it) |
 # | a score bias (Shaw, Transformer-XL, T5, ALiBi, the 2-D bias; chapters 4, 5, 7) | the scheme's `score_bias`, added in `functional.py` | the same attention kernel, which takes the bias as a finished array: it folds no scheme's formula in |
 # | the rotation of RoPE (chapters 6, 8, 11) | `positional/rope.py`, `apply_rotary` | `engine/kernels/rope.py`: the quarter turn as a matrix, in the input's memory order; both pairing conventions and partial rotary |
 # | cross-entropy, AdamW (chapter 0) | `engine/functional.py`, `engine/optim.py` | `engine/kernels/cross_entropy.py`, `engine/kernels/adamw.py` |

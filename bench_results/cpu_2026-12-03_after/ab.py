@@ -4,10 +4,13 @@ one step apart see the same drift).
 
     python bench_results/cpu_2026-12-03_after/ab.py CONFIG TURNS VARIANT [VARIANT ...]
 
+CONFIG is one of the bench's configurations, optionally with sizes changed: ``long,T=256,batch=8``.
+
 A VARIANT is ``name:field=module.attr`` (the fast set with one op replaced, e.g.
 ``reflinear:linear=mini_transformer.engine.functional.linear``) or ``name:@module.ATTR=value`` (a module
 setting, e.g. ``blocks16:@mini_transformer.engine.kernels.threads._BLOCKS_PER_THREAD=16``); a module beside this script
-(``qkv_one_product``, a trial that is not in the library) can be named too. The fast set as it is always runs
+(``qkv_one_product``, a trial that is not in the library) can be named too, and changes joined by ``+`` make one
+variant. The fast set as it is always runs
 first, as ``fast``. Run with ``OPENBLAS_THREAD_TIMEOUT=22``, as the bench runs.
 """
 import dataclasses
@@ -25,21 +28,27 @@ from mini_transformer.evaluation import bench
 
 
 def variant(spec):
-    """(name, kernel set, settings) from one VARIANT argument."""
-    name, change = spec.split(":", 1)
-    target, value = change.split("=", 1)
-    if target.startswith("@"):
-        module, attr = target[1:].rsplit(".", 1)
-        return name, kernels.FAST, [(importlib.import_module(module), attr, type(getattr(
-            importlib.import_module(module), attr))(value))]
-    module, attr = value.rsplit(".", 1)
-    return name, dataclasses.replace(kernels.FAST, **{target: getattr(importlib.import_module(module), attr)}), []
+    """(name, kernel set, settings) from one VARIANT argument; changes joined by ``+`` all apply."""
+    name, changes = spec.split(":", 1)
+    ops, settings = {}, []
+    for change in changes.split("+"):
+        target, value = change.split("=", 1)
+        if target.startswith("@"):
+            module, attr = target[1:].rsplit(".", 1)
+            m = importlib.import_module(module)
+            settings.append((m, attr, type(getattr(m, attr))(value)))
+        else:
+            module, attr = value.rsplit(".", 1)
+            ops[target] = getattr(importlib.import_module(module), attr)
+    return name, dataclasses.replace(kernels.FAST, **ops), settings
 
 
 def main(argv):
     config, turns, specs = argv[0], int(argv[1]), argv[2:]
+    name, *changes = config.split(",")                   # e.g. long,T=256: the bench's config with T changed
+    c = dict(bench.CONFIGS[name], **{k: int(v) for k, v in (ch.split("=") for ch in changes)})
     tuning.tune(adaptive=False)
-    step = bench.numpy_engine(bench.CONFIGS[config], "fast")
+    step = bench.numpy_engine(c, "fast")
     variants = [("fast", kernels.FAST, [])] + [variant(s) for s in specs]
     defaults = {(m, a): getattr(m, a) for _, _, sets in variants for m, a, _ in sets}
 

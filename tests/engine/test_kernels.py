@@ -479,10 +479,33 @@ BLOCKED_CASES = {
     "scores near -1000: every e^S underflows unless the running max is subtracted":
         lambda f, i: f(i.t(0, 2, 2, 5, 4), i.t(1, 2, 2, 9, 4), i.t(2, 2, 2, 9, 4),
                        bias=i.a(host(3, 2, 2, 5, 9) - 1000.0), mask=i.a(causal(5, 9))),
+    "a bias broadcast over the queries (1, H, 1, T_k) and the batch, causal":
+        lambda f, i: f(i.t(0, 2, 3, 9, 4), i.t(1, 2, 3, 9, 4), i.t(2, 2, 3, 9, 4), bias=i.t(3, 1, 3, 1, 9),
+                       mask=i.a(causal(9, 9))),
+    "keys 4 to 7 that no query may see (a whole tile of block 4 skipped), a full bias":
+        lambda f, i: f(i.t(0, 1, 2, 6, 4), i.t(1, 1, 2, 10, 4), i.t(2, 1, 2, 10, 4), bias=i.t(3, 1, 2, 6, 10),
+                       mask=i.a(causal(6, 10) & ((np.arange(10) < 4) | (np.arange(10) >= 8))[None, :])),
     "a row masked on every key of its first tile": lambda f, i: f(
         i.t(0, 1, 2, 4, 4), i.t(1, 1, 2, 10, 4), i.t(2, 1, 2, 10, 4), bias=i.a(host(3, 2, 4, 10)),
         mask=i.a(np.arange(10)[None, :] >= np.array([0, 4, 5, 9])[:, None])),
 }
+
+
+def test_tiles_run_only_the_queries_that_see_their_keys():
+    """Worked by hand: under causal(8, 8) the queries before key 4 see none of keys 4 to 7; a block under the
+    diagonal is seen whole by every query after it, so it needs no mask; a block no query sees is left out."""
+    tiles = blocked_attention._tiles
+    assert tiles(None, 8, 8, 4) == [(0, 4, 0, 8, True), (4, 8, 0, 8, True)]
+    assert tiles(backend.asarray(causal(8, 8)), 8, 8, 4) == [(0, 4, 0, 8, False), (4, 8, 4, 8, False)]
+    assert tiles(backend.asarray(causal(8, 8)), 8, 8, 2) == [(0, 2, 0, 8, False), (2, 4, 2, 8, False),
+                                                              (4, 6, 4, 8, False), (6, 8, 6, 8, False)]
+    # a cache: the last 3 of 12 positions query; keys 0 to 8 are seen whole by all three
+    assert tiles(backend.asarray(causal(3, 12)), 3, 12, 4) == [(0, 4, 0, 3, True), (4, 8, 0, 3, True),
+                                                                (8, 12, 0, 3, False)]
+    hidden = causal(8, 8) & (np.arange(8) < 4)[None, :]              # keys 4 to 7 seen by no query
+    assert tiles(backend.asarray(hidden), 8, 8, 4) == [(0, 4, 0, 8, False)]
+    per_batch = np.stack([causal(4, 4), np.ones((4, 4), dtype=bool)])[:, None]   # (B, 1, T_q, T_k)
+    assert tiles(backend.asarray(per_batch), 4, 4, 2) == [(0, 2, 0, 4, False), (2, 4, 0, 4, False)]
 
 
 @pytest.fixture(params=[4, 8], ids=["block 4", "block 8"])

@@ -12,7 +12,7 @@ does differently and why.
 op                          reference                                    fast kernel
 ==========================  ===========================================  ==========================
 attention                   ``functional.scaled_dot_product_attention``  ``kernels/attention.py``; from
-                                                                         T_k = 512 on, in blocks of keys,
+                                                                         T_k = 256 on, in blocks of keys,
                                                                          ``kernels/blocked_attention.py``
 RoPE                        ``positional/rope.py``, ``apply_rotary``     ``kernels/rope.py``
 GELU                        ``autograd.gelu``                            ``kernels/gelu.py``

@@ -29,6 +29,14 @@ bias and mask tiles, then gV_J = P_J^\top gy; gP_J = gy V_J^\top;
 gS_J = P_J \odot (gP_J - D) with D_i = gy_i \cdot y_i; gQ \mathrel{+}= s\, gS_J K_J;
 gK_J = s\, gS_J^\top Q; g\text{bias} gets gS_J summed to the bias's shape.
 
+Under a mask, a tile runs only the queries that may see at least one of its
+keys (``_tiles``): under a causal mask the queries before a block of keys see
+none of it, so about half the tiles' rows are skipped. A skipped row's every
+score would be -\infty: its running max, sum and output would come out of the
+update unchanged (times e^0 = 1, plus 0), and its share of every gradient would
+be 0, so skipping it changes no number. A tile whose rows may all see all of its
+keys skips the mask.
+
 ``return_weights=True`` needs P whole, which blocks cannot give: that call goes
 to ``kernels/attention.py``. ``attention`` below is the entry of the fast set:
 this kernel from ``BLOCKED_FROM`` keys on, the whole-matrix kernel below it.
@@ -40,7 +48,7 @@ from . import attention as whole
 from .layout import contiguous, empty_like_layout, sum_of_products
 
 BLOCK = 128           # keys per tile (see ``attention`` for how it and BLOCKED_FROM were chosen)
-BLOCKED_FROM = 512    # the fast set runs this kernel when T_k is at least this
+BLOCKED_FROM = 256    # the fast set runs this kernel when T_k is at least this
 
 
 def attention(q, k, v, bias=None, mask=None, scale=None, return_weights=False):
@@ -53,6 +61,15 @@ def attention(q, k, v, bias=None, mask=None, scale=None, return_weights=False):
     (T = 512) took 95 to 103 ms with blocks of 64, 128 or 256 keys, within the noise of one another, and
     peaked at 70.7, 71.6 and 79.6 MB; 128 keeps most of the memory saved at no cost in time (the whole
     kernel: 110 to 130 ms, 98.4 MB).
+
+    Then the tiles learned to skip the queries that see none of their keys (``_tiles``), and the blocks
+    paid from fewer keys. Whole training steps of the ``long`` config at other lengths, taking turns
+    (``bench_results/cpu_2026-12-03_after/ab.py``, ``ab_blocked_from.txt``; the median of the per-turn ratios, with
+    its 95 % interval): the whole kernel took 1.59 [1.39, 2.17] times the blocked one's time at T = 256 and
+    1.19 [1.14, 1.28] at 384; at 192, blocks took 0.97 [0.84, 1.03] (and 0.91 [0.82, 1.02] in blocks of 64),
+    a tie; on ``larger`` (T = 128) blocks of 64 or 32 took 1.19 and 1.22 times as long. So the blocks start at
+    256 keys. At T = 512 blocks of 128 keys still win: 64 took 1.06 and 256 took 1.09 times as long
+    (``ab_blocked_long.txt``).
     """
     if k.shape[-2] >= BLOCKED_FROM and not return_weights:
         return scaled_dot_product_attention(q, k, v, bias, mask, scale)
@@ -67,6 +84,34 @@ def _padded(a, ndim):
 def _keys(a, j0, j1):
     """Keys ``j0:j1`` of an array that broadcasts against the scores; all of it when broadcast over the keys."""
     return a[..., j0:j1] if a.shape[-1] != 1 else a
+
+
+def _rows(a, i0, i1):
+    """Query rows ``i0:i1`` of an array that broadcasts against the scores; all of it when broadcast over them."""
+    return a[..., i0:i1, :] if a.shape[-2] != 1 else a
+
+
+def _tiles(mask, T_q, T_k, block):
+    """``(j0, j1, i0, i1, full)`` for each block of keys ``j0:j1``: the queries ``i0:i1`` from the first to the last
+    that may see one of its keys (in any batch and head), and whether every one of them may see all of them.
+    A block no query may see is left out; without a mask every tile is every query, with no mask to apply."""
+    tiles = []
+    for j0 in range(0, T_k, block):
+        j1 = min(j0 + block, T_k)
+        if mask is None:
+            tiles.append((j0, j1, 0, T_q, True))
+            continue
+        m = _keys(mask, j0, j1)                          # (..., T_q or 1, j1 - j0 or 1)
+        seen = m.any(axis=-1).reshape(-1, m.shape[-2]).any(axis=0)   # (T_q or 1,): sees one of these keys
+        if not bool(seen.any()):
+            continue                                     # no query sees this block: nothing to add
+        if seen.shape[0] == 1:
+            i0, i1 = 0, T_q
+        else:
+            live = xp.flatnonzero(seen)
+            i0, i1 = int(live[0]), int(live[-1]) + 1
+        tiles.append((j0, j1, i0, i1, bool(_rows(m, i0, i1).all())))
+    return tiles
 
 
 def scaled_dot_product_attention(q, k, v, bias=None, mask=None, scale=None, return_weights=False):
@@ -87,32 +132,34 @@ def scaled_dot_product_attention(q, k, v, bias=None, mask=None, scale=None, retu
     qs = qd * s                                          # s Q: one scaling per query, not per score
     kT = contiguous(xp.swapaxes(kd, -1, -2))             # (B, H, d_head, T_k)
     vc = contiguous(vd)                                  # (B, H, T_k, d_v)
-    tiles = [(j0, min(j0 + block, T_k)) for j0 in range(0, T_k, block)]
+    tiles = _tiles(mask_d, T_q, T_k, block)
 
-    def scores(j0, j1):
-        """S_J = s Q K_J^T + bias_J, -inf where masked: one (B, H, T_q, j1 - j0) tile."""
-        st = xp.matmul(qs, kT[..., j0:j1])
+    def scores(j0, j1, i0, i1, full):
+        """S_J = s Q K_J^T + bias_J, -inf where masked: one (B, H, i1 - i0, j1 - j0) tile, queries i0:i1."""
+        st = xp.matmul(qs[..., i0:i1, :], kT[..., j0:j1])
         if bias_d is not None:
-            st += _keys(bias_d, j0, j1)
-        if mask_d is not None:
-            xp.copyto(st, -xp.inf, where=~_keys(mask_d, j0, j1))   # in place: no second tile
+            st += _rows(_keys(bias_d, j0, j1), i0, i1)
+        if not full:
+            xp.copyto(st, -xp.inf, where=~_rows(_keys(mask_d, j0, j1), i0, i1))   # in place: no second tile
         return st
 
     m = xp.full(rows, -xp.inf, dtype=dt)                 # running max
-    m_safe = None                                        # m, with 0 where every key so far is masked
+    m_safe = xp.zeros(rows, dtype=dt)                    # m, with 0 where every key so far is masked
     l = xp.zeros(rows, dtype=dt)                         # running sum of e^{S - m}
     o = xp.zeros(rows + vd.shape[-1:], dtype=dt)         # running sum of e^{S - m} v
-    for j0, j1 in tiles:
-        st = scores(j0, j1)
-        m_new = xp.maximum(m, st.max(axis=-1))
+    for j0, j1, i0, i1, full in tiles:
+        st = scores(j0, j1, i0, i1, full)
+        m_i = m[..., i0:i1]
+        m_new = xp.maximum(m_i, st.max(axis=-1))
         m_new_safe = xp.where(m_new == -xp.inf, 0.0, m_new).astype(dt)
-        alpha = xp.exp(m - m_new_safe)                   # rescales what came before to the new max (0 at first)
+        alpha = xp.exp(m_i - m_new_safe)                 # rescales what came before to the new max (0 at first)
         st -= m_new_safe[..., None]
         p = xp.exp(st, out=st)
-        l = alpha * l + p.sum(axis=-1)
-        o *= alpha[..., None]
-        o += xp.matmul(p, vc[..., j0:j1, :])
-        m, m_safe = m_new, m_new_safe
+        l[..., i0:i1] = alpha * l[..., i0:i1] + p.sum(axis=-1)
+        o_i = o[..., i0:i1, :]                           # a view: updated in place
+        o_i *= alpha[..., None]
+        o_i += xp.matmul(p, vc[..., j0:j1, :])
+        m[..., i0:i1], m_safe[..., i0:i1] = m_new, m_new_safe
         del st, p                                        # the next tile is made before the old one is dropped
     inv_l = 1.0 / l                                      # inf for a row masked on every key: y = 0 * inf = NaN
     y = empty_like_layout(qd, rows + vd.shape[-1:])      # laid out like q
@@ -128,23 +175,27 @@ def scaled_dot_product_attention(q, k, v, bias=None, mask=None, scale=None, retu
         if bias_grad:
             gb = xp.zeros(bias_d.shape, dtype=dt)
             summed = tuple(i for i in range(nd) if bias_d.shape[i] == 1 and (rows + (T_k,))[i] != 1)
-        for j0, j1 in tiles:
-            st = scores(j0, j1)
-            st -= m_safe[..., None]
+        if len(tiles) < len(range(0, T_k, block)):
+            gk[...], gv[...] = 0, 0                      # keys that no query sees get no gradient
+        for j0, j1, i0, i1, full in tiles:
+            st = scores(j0, j1, i0, i1, full)
+            st -= m_safe[..., i0:i1, None]
             p = xp.exp(st, out=st)
-            p *= inv_l[..., None]                        # P_J, recomputed
-            xp.matmul(xp.swapaxes(p, -1, -2), gy, out=gv[..., j0:j1, :])
-            gs = xp.matmul(gy, vT[..., j0:j1])          # gP_J
-            gs -= D[..., None]
+            p *= inv_l[..., i0:i1, None]                 # P_J, recomputed, for the queries that see J
+            g = gy[..., i0:i1, :]
+            xp.matmul(xp.swapaxes(p, -1, -2), g, out=gv[..., j0:j1, :])
+            gs = xp.matmul(g, vT[..., j0:j1])           # gP_J
+            gs -= D[..., i0:i1, None]
             gs *= p                                      # gS_J = P_J (gP_J - D)
-            gq += xp.matmul(gs, kT[..., j0:j1].swapaxes(-1, -2))
-            xp.matmul(xp.swapaxes(gs, -1, -2), qd, out=gk[..., j0:j1, :])
+            gq[..., i0:i1, :] += xp.matmul(gs, kT[..., j0:j1].swapaxes(-1, -2))
+            xp.matmul(xp.swapaxes(gs, -1, -2), qd[..., i0:i1, :], out=gk[..., j0:j1, :])
             if bias_grad:
                 part = gs.sum(axis=summed, keepdims=True) if summed else gs
+                target = gb if bias_d.shape[-2] == 1 else gb[..., i0:i1, :]
                 if bias_d.shape[-1] == 1:
-                    gb += part
+                    target += part
                 else:
-                    gb[..., j0:j1] = part
+                    target[..., j0:j1] = part
             del st, p, gs
         gq *= s
         gk *= s

@@ -1,0 +1,157 @@
+r"""The blocked attention as it was before this session: every tile runs every query. Kept for ``ab.py``.
+
+The library's ``kernels/blocked_attention.py`` now runs each tile only for the queries that see its keys.
+
+Attention in blocks of keys: ``functional.scaled_dot_product_attention``'s numbers in T x block memory.
+
+``kernels/attention.py`` keeps the whole ``(B, H, T_q, T_k)`` matrix P for its
+backward, so its memory grows as T^2. This kernel never holds more than one
+``(B, H, T_q, block)`` tile of scores (FlashAttention's scheme, on one thread):
+
+Forward, the online softmax. For each block of keys J, with scores
+S_J = s\, Q K_J^\top + \text{bias}_J (masked entries -\infty), keep per query row
+a running max m, a running sum \ell and a running output o:
+
+.. math::
+    m' = \max(m, \max_{j \in J} S_{ij}), \quad
+    \ell' = e^{m - m'} \ell + \sum_{j \in J} e^{S_{ij} - m'}, \quad
+    o' = e^{m - m'} o + \sum_{j \in J} e^{S_{ij} - m'} v_j,
+
+and y = o / \ell at the end. Subtracting the running max keeps every exponent
+at or below 0, so scores past e^x's overflow (709 in float64, 88 in float32)
+stay finite. A row whose keys so far are all masked has m = -\infty; the
+exponents then use 0 in its place, so that row contributes nothing yet instead
+of -\infty - (-\infty) = NaN. A row masked on every key ends with \ell = 0 and
+y = 0/0 = NaN, as the reference's softmax of a row of -\infty gives.
+
+Saved for the backward: the row statistics m and 1/\ell, ``(B, H, T_q)`` each
+(together the row's log-sum-exp m + \log \ell; kept as two numbers so that
+float32 does not round m + \log\ell at the scores' magnitude).
+
+Backward, tile by tile: recompute P_J = e^{S_J - m} / \ell from q, k and the
+bias and mask tiles, then gV_J = P_J^\top gy; gP_J = gy V_J^\top;
+gS_J = P_J \odot (gP_J - D) with D_i = gy_i \cdot y_i; gQ \mathrel{+}= s\, gS_J K_J;
+gK_J = s\, gS_J^\top Q; g\text{bias} gets gS_J summed to the bias's shape.
+
+``return_weights=True`` needs P whole, which blocks cannot give: that call goes
+to ``kernels/attention.py``. ``attention`` below is the entry of the fast set:
+this kernel from ``BLOCKED_FROM`` keys on, the whole-matrix kernel below it.
+"""
+from mini_transformer.engine.autograd import op, as_tensor
+from mini_transformer.engine.backend import xp
+from mini_transformer.engine.functional import check_attention_shapes, check_bias_shape
+from mini_transformer.engine.kernels import attention as whole
+from mini_transformer.engine.kernels.layout import contiguous, empty_like_layout, sum_of_products
+
+BLOCK = 128           # keys per tile (see ``attention`` for how it and BLOCKED_FROM were chosen)
+BLOCKED_FROM = 512    # the fast set runs this kernel when T_k is at least this
+
+
+def attention(q, k, v, bias=None, mask=None, scale=None, return_weights=False):
+    r"""The fast set's attention: in blocks of keys (this file) from ``BLOCKED_FROM`` keys on, else whole.
+
+    How the two constants were chosen (2-core machine, float32, B = 4, H = 4, d_head = 32, causal): one
+    forward and backward of attention alone took, whole against blocked, 0.53 / 0.72 ms at T = 64, 1.4 / 1.9
+    at 128, 6.6 / 8.5 at 256, 15 / 16 at 384 and 30 / 26 at 512: the whole kernel runs on two threads and
+    wins while P is small, so the blocks start at 512 keys. One step of the bench's ``long`` config
+    (T = 512) took 95 to 103 ms with blocks of 64, 128 or 256 keys, within the noise of one another, and
+    peaked at 70.7, 71.6 and 79.6 MB; 128 keeps most of the memory saved at no cost in time (the whole
+    kernel: 110 to 130 ms, 98.4 MB).
+    """
+    if k.shape[-2] >= BLOCKED_FROM and not return_weights:
+        return scaled_dot_product_attention(q, k, v, bias, mask, scale)
+    return whole.scaled_dot_product_attention(q, k, v, bias, mask, scale, return_weights)
+
+
+def _padded(a, ndim):
+    """``a`` with size-1 axes in front, as broadcasting against ``ndim`` axes adds them."""
+    return a.reshape((1,) * (ndim - a.ndim) + tuple(a.shape))
+
+
+def _keys(a, j0, j1):
+    """Keys ``j0:j1`` of an array that broadcasts against the scores; all of it when broadcast over the keys."""
+    return a[..., j0:j1] if a.shape[-1] != 1 else a
+
+
+def scaled_dot_product_attention(q, k, v, bias=None, mask=None, scale=None, return_weights=False):
+    r"""``functional.scaled_dot_product_attention`` over blocks of ``BLOCK`` keys (see the module docstring)."""
+    if return_weights:
+        return whole.scaled_dot_product_attention(q, k, v, bias, mask, scale, return_weights=True)
+    check_attention_shapes(q, k, v)
+    s = (1.0 / q.shape[-1] ** 0.5) if scale is None else scale
+    qd, kd, vd = q.data, k.data, v.data
+    nd, T_q, T_k, dt = qd.ndim, qd.shape[-2], kd.shape[-2], qd.dtype
+    rows = qd.shape[:-1]                                 # (B, H, T_q)
+    block = max(1, int(BLOCK))
+    bias = as_tensor(bias) if bias is not None else None
+    if bias is not None:
+        check_bias_shape(bias.shape, rows + (T_k,))
+    bias_d = _padded(bias.data, nd) if bias is not None else None
+    mask_d = _padded(mask, nd) if mask is not None else None
+    qs = qd * s                                          # s Q: one scaling per query, not per score
+    kT = contiguous(xp.swapaxes(kd, -1, -2))             # (B, H, d_head, T_k)
+    vc = contiguous(vd)                                  # (B, H, T_k, d_v)
+    tiles = [(j0, min(j0 + block, T_k)) for j0 in range(0, T_k, block)]
+
+    def scores(j0, j1):
+        """S_J = s Q K_J^T + bias_J, -inf where masked: one (B, H, T_q, j1 - j0) tile."""
+        st = xp.matmul(qs, kT[..., j0:j1])
+        if bias_d is not None:
+            st += _keys(bias_d, j0, j1)
+        if mask_d is not None:
+            xp.copyto(st, -xp.inf, where=~_keys(mask_d, j0, j1))   # in place: no second tile
+        return st
+
+    m = xp.full(rows, -xp.inf, dtype=dt)                 # running max
+    m_safe = None                                        # m, with 0 where every key so far is masked
+    l = xp.zeros(rows, dtype=dt)                         # running sum of e^{S - m}
+    o = xp.zeros(rows + vd.shape[-1:], dtype=dt)         # running sum of e^{S - m} v
+    for j0, j1 in tiles:
+        st = scores(j0, j1)
+        m_new = xp.maximum(m, st.max(axis=-1))
+        m_new_safe = xp.where(m_new == -xp.inf, 0.0, m_new).astype(dt)
+        alpha = xp.exp(m - m_new_safe)                   # rescales what came before to the new max (0 at first)
+        st -= m_new_safe[..., None]
+        p = xp.exp(st, out=st)
+        l = alpha * l + p.sum(axis=-1)
+        o *= alpha[..., None]
+        o += xp.matmul(p, vc[..., j0:j1, :])
+        m, m_safe = m_new, m_new_safe
+        del st, p                                        # the next tile is made before the old one is dropped
+    inv_l = 1.0 / l                                      # inf for a row masked on every key: y = 0 * inf = NaN
+    y = empty_like_layout(qd, rows + vd.shape[-1:])      # laid out like q
+    xp.multiply(o, inv_l[..., None], out=y)
+    del o
+
+    def backward(gy):
+        vT = contiguous(xp.swapaxes(vd, -1, -2))         # (B, H, d_v, T_k)
+        D = sum_of_products(gy, y, axis=-1)              # (B, H, T_q)  D_i = gy_i . y_i
+        gq = xp.zeros(qd.shape, dtype=dt)
+        gk, gv = empty_like_layout(kd), empty_like_layout(vd)
+        bias_grad = bias is not None and bias.requires_grad
+        if bias_grad:
+            gb = xp.zeros(bias_d.shape, dtype=dt)
+            summed = tuple(i for i in range(nd) if bias_d.shape[i] == 1 and (rows + (T_k,))[i] != 1)
+        for j0, j1 in tiles:
+            st = scores(j0, j1)
+            st -= m_safe[..., None]
+            p = xp.exp(st, out=st)
+            p *= inv_l[..., None]                        # P_J, recomputed
+            xp.matmul(xp.swapaxes(p, -1, -2), gy, out=gv[..., j0:j1, :])
+            gs = xp.matmul(gy, vT[..., j0:j1])          # gP_J
+            gs -= D[..., None]
+            gs *= p                                      # gS_J = P_J (gP_J - D)
+            gq += xp.matmul(gs, kT[..., j0:j1].swapaxes(-1, -2))
+            xp.matmul(xp.swapaxes(gs, -1, -2), qd, out=gk[..., j0:j1, :])
+            if bias_grad:
+                part = gs.sum(axis=summed, keepdims=True) if summed else gs
+                if bias_d.shape[-1] == 1:
+                    gb += part
+                else:
+                    gb[..., j0:j1] = part
+            del st, p, gs
+        gq *= s
+        gk *= s
+        return gq, gk, gv, (gb.reshape(bias.shape) if bias_grad else None)
+    parents = (q, k, v, bias) if bias is not None else (q, k, v)
+    return op(y, parents, backward)
