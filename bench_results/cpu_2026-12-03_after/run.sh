@@ -25,3 +25,6 @@ python $D/ab.py long,T=384,batch=4 20 "whole:$B.BLOCKED_FROM=512" > $D/ab_blocke
 python $D/ab.py long,T=256,batch=8 20 "whole:$B.BLOCKED_FROM=512" "block64:$B.BLOCK=64" >> $D/ab_blocked_from.txt
 python $D/ab.py long,T=192,batch=8 20 "blocked:$B.BLOCKED_FROM=192" "blocked64:$B.BLOCKED_FROM=192+$B.BLOCK=64" >> $D/ab_blocked_from.txt
 python $D/ab.py larger 16 "blocked64:$B.BLOCKED_FROM=128+$B.BLOCK=64" "blocked32:$B.BLOCKED_FROM=128+$B.BLOCK=32" >> $D/ab_blocked_from.txt
+
+python $D/ab.py long 24 threaded:attention=blocked_attention_threaded.attention > $D/ab_blocked_threaded.txt
+python $D/ab.py long,T=256,batch=8 16 threaded:attention=blocked_attention_threaded.attention >> $D/ab_blocked_threaded.txt
