@@ -8,7 +8,9 @@ CONFIG is one of the bench's configurations, optionally with sizes changed: ``lo
 
 A VARIANT is ``name:field=module.attr`` (the fast set with one op replaced, e.g.
 ``reflinear:linear=mini_transformer.engine.functional.linear``) or ``name:@module.ATTR=value`` (a module
-setting, e.g. ``blocks16:@mini_transformer.engine.kernels.threads._BLOCKS_PER_THREAD=16``); a module beside this script
+setting, e.g. ``blocks16:@mini_transformer.engine.kernels.threads._BLOCKS_PER_THREAD=16``), or a library op as it was at an
+earlier commit (``everyrow:attention=git:f495730^:mini_transformer/engine/kernels/blocked_attention.py:attention``,
+read with ``git show``, so run it inside the repository's clone); a module beside this script
 (``qkv_one_product``, a trial that is not in the library) can be named too, and changes joined by ``+`` make one
 variant. The fast set as it is always runs
 first, as ``fast``. Run with ``OPENBLAS_THREAD_TIMEOUT=22``, as the bench runs.
@@ -37,10 +39,29 @@ def variant(spec):
             module, attr = target[1:].rsplit(".", 1)
             m = importlib.import_module(module)
             settings.append((m, attr, type(getattr(m, attr))(value)))
+        elif value.startswith("git:"):
+            ops[target] = from_git(value)
         else:
             module, attr = value.rsplit(".", 1)
             ops[target] = getattr(importlib.import_module(module), attr)
     return name, dataclasses.replace(kernels.FAST, **ops), settings
+
+
+def from_git(value):
+    """``git:REV:PATH:NAME``: NAME from the library module at PATH as it was at commit REV, loaded beside the
+    module of today (in the same package, so its relative imports resolve) without touching the working tree."""
+    import importlib.util
+    import subprocess
+    _, rev, path, name = value.split(":")
+    source = subprocess.run(["git", "show", f"{rev}:{path}"], capture_output=True, text=True, check=True).stdout
+    package = path[:-len(".py")].replace("/", ".").rsplit(".", 1)[0]
+    module_name = f"{package}._at_{rev.replace('^', '_parent').replace('~', '_back')}"
+    spec = importlib.util.spec_from_loader(module_name, loader=None)
+    module = importlib.util.module_from_spec(spec)
+    module.__package__ = package
+    sys.modules[module_name] = module
+    exec(compile(source, f"{rev}:{path}", "exec"), module.__dict__)
+    return getattr(module, name)
 
 
 def main(argv):

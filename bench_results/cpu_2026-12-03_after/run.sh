@@ -19,7 +19,7 @@ python $D/ab.py larger 40 reflinear:linear=mini_transformer.engine.functional.li
 python -m mini_transformer.evaluation.bench --configs workbook larger long --check > $D/bench_text.txt   # the bench as it prints
 # Blocked attention: each tile only for the queries that see its keys; where blocks start to pay, and their size
 B=@mini_transformer.engine.kernels.blocked_attention
-python $D/ab.py long 30 everyrow:attention=blocked_attention_every_row.attention > $D/ab_blocked_long.txt
+python $D/ab.py long 30 everyrow:attention=git:f495730^:mini_transformer/engine/kernels/blocked_attention.py:attention > $D/ab_blocked_long.txt
 python $D/ab.py long 20 "block64:$B.BLOCK=64" "block256:$B.BLOCK=256" >> $D/ab_blocked_long.txt
 python $D/ab.py long,T=384,batch=4 20 "whole:$B.BLOCKED_FROM=512" > $D/ab_blocked_from.txt
 python $D/ab.py long,T=256,batch=8 20 "whole:$B.BLOCKED_FROM=512" "block64:$B.BLOCK=64" >> $D/ab_blocked_from.txt

@@ -68,8 +68,8 @@ def attention(q, k, v, bias=None, mask=None, scale=None, return_weights=False):
     its 95 % interval): the whole kernel took 1.14 [1.06, 1.32] times the blocked one's time at T = 256 and
     1.15 [1.13, 1.16] at 384; at 192, blocks of 128 took 0.98 [0.95, 1.01] of the whole kernel's time, a tie
     (blocks of 64: 0.93 [0.89, 0.96]); on ``larger`` (T = 128) blocks of 64 or 32 took 1.16 and 1.19 times as
-    long. So the blocks start at 256 keys. At T = 512 blocks of 128 keys still win or tie: 64 took 1.07
-    [1.02, 1.09] and 256 took 1.05 [0.98, 1.12] times as long (``ab_blocked_long.txt``).
+    long. So the blocks start at 256 keys. At T = 512 blocks of 128 keys still win: 64 took 1.06
+    [1.00, 1.10] and 256 took 1.06 [1.02, 1.09] times as long (``ab_blocked_long.txt``).
     """
     if k.shape[-2] >= BLOCKED_FROM and not return_weights:
         return scaled_dot_product_attention(q, k, v, bias, mask, scale)
