@@ -1,128 +1,31 @@
 r"""A trial, not in the library: the blocked attention with its tiles run for blocks of batch rows on every core
 (``threads.parallel_rows``), as the whole-matrix kernel runs. Measured against the library's one-thread loop with
-``ab.py`` (README.md): slower, so not kept. It gives the same numbers (the library's blocked cases passed with two
-threads and small blocks before it was moved here).
-
-Attention in blocks of keys: ``functional.scaled_dot_product_attention``'s numbers in T x block memory.
-
-``kernels/attention.py`` keeps the whole ``(B, H, T_q, T_k)`` matrix P for its
-backward, so its memory grows as T^2. This kernel never holds more than one
-``(B, H, T_q, block)`` tile of scores (FlashAttention's scheme, on one thread):
-
-Forward, the online softmax. For each block of keys J, with scores
-S_J = s\, Q K_J^\top + \text{bias}_J (masked entries -\infty), keep per query row
-a running max m, a running sum \ell and a running output o:
-
-.. math::
-    m' = \max(m, \max_{j \in J} S_{ij}), \quad
-    \ell' = e^{m - m'} \ell + \sum_{j \in J} e^{S_{ij} - m'}, \quad
-    o' = e^{m - m'} o + \sum_{j \in J} e^{S_{ij} - m'} v_j,
-
-and y = o / \ell at the end. Subtracting the running max keeps every exponent
-at or below 0, so scores past e^x's overflow (709 in float64, 88 in float32)
-stay finite. A row whose keys so far are all masked has m = -\infty; the
-exponents then use 0 in its place, so that row contributes nothing yet instead
-of -\infty - (-\infty) = NaN. A row masked on every key ends with \ell = 0 and
-y = 0/0 = NaN, as the reference's softmax of a row of -\infty gives.
-
-Saved for the backward: the row statistics m and 1/\ell, ``(B, H, T_q)`` each
-(together the row's log-sum-exp m + \log \ell; kept as two numbers so that
-float32 does not round m + \log\ell at the scores' magnitude).
-
-Backward, tile by tile: recompute P_J = e^{S_J - m} / \ell from q, k and the
-bias and mask tiles, then gV_J = P_J^\top gy; gP_J = gy V_J^\top;
-gS_J = P_J \odot (gP_J - D) with D_i = gy_i \cdot y_i; gQ \mathrel{+}= s\, gS_J K_J;
-gK_J = s\, gS_J^\top Q; g\text{bias} gets gS_J summed to the bias's shape.
-
-Under a mask, a tile runs only the queries that may see at least one of its
-keys (``_tiles``): under a causal mask the queries before a block of keys see
-none of it, so about half the tiles' rows are skipped. A skipped row's every
-score would be -\infty: its running max, sum and output would come out of the
-update unchanged (times e^0 = 1, plus 0), and its share of every gradient would
-be 0, so skipping it changes no number. A tile whose rows may all see all of its
-keys skips the mask.
-
-``return_weights=True`` needs P whole, which blocks cannot give: that call goes
-to ``kernels/attention.py``. ``attention`` below is the entry of the fast set:
-this kernel from ``BLOCKED_FROM`` keys on, the whole-matrix kernel below it.
+``ab.py`` (README.md): slower, so not kept. It gave the library's numbers (the blocked cases of
+``tests/engine/test_kernels.py`` passed with two threads and small blocks while it stood in the library).
+Everything but the threading is the library's ``kernels/blocked_attention.py``, imported from it.
 """
+from mini_transformer.engine import kernels
 from mini_transformer.engine.autograd import op, as_tensor
 from mini_transformer.engine.backend import xp
 from mini_transformer.engine.functional import check_attention_shapes, check_bias_shape
 from mini_transformer.engine.kernels import attention as whole
+from mini_transformer.engine.kernels.blocked_attention import _keys, _padded, _rows, _tiles
 from mini_transformer.engine.kernels.layout import contiguous, empty_like_layout, sum_of_products
 from mini_transformer.engine.kernels.threads import parallel_rows
 
-BLOCK = 128           # keys per tile (see ``attention`` for how it and BLOCKED_FROM were chosen)
-BLOCKED_FROM = 256    # the fast set runs this kernel when T_k is at least this
+blocked = kernels.blocked_attention
 
 
 def attention(q, k, v, bias=None, mask=None, scale=None, return_weights=False):
-    r"""The fast set's attention: in blocks of keys (this file) from ``BLOCKED_FROM`` keys on, else whole.
-
-    How the two constants were chosen (2-core machine, float32, B = 4, H = 4, d_head = 32, causal): one
-    forward and backward of attention alone took, whole against blocked, 0.53 / 0.72 ms at T = 64, 1.4 / 1.9
-    at 128, 6.6 / 8.5 at 256, 15 / 16 at 384 and 30 / 26 at 512: the whole kernel runs on two threads and
-    wins while P is small, so the blocks start at 512 keys. One step of the bench's ``long`` config
-    (T = 512) took 95 to 103 ms with blocks of 64, 128 or 256 keys, within the noise of one another, and
-    peaked at 70.7, 71.6 and 79.6 MB; 128 keeps most of the memory saved at no cost in time (the whole
-    kernel: 110 to 130 ms, 98.4 MB).
-
-    Then the tiles learned to skip the queries that see none of their keys (``_tiles``), and the blocks
-    paid from fewer keys. Whole training steps of the ``long`` config at other lengths, taking turns
-    (``bench_results/cpu_2026-12-03_after/ab.py``, ``ab_blocked_from.txt``; the median of the per-turn ratios, with
-    its 95 % interval): the whole kernel took 1.59 [1.39, 2.17] times the blocked one's time at T = 256 and
-    1.19 [1.14, 1.28] at 384; at 192, blocks took 0.97 [0.84, 1.03] (and 0.91 [0.82, 1.02] in blocks of 64),
-    a tie; on ``larger`` (T = 128) blocks of 64 or 32 took 1.19 and 1.22 times as long. So the blocks start at
-    256 keys. At T = 512 blocks of 128 keys still win: 64 took 1.06 and 256 took 1.09 times as long
-    (``ab_blocked_long.txt``).
-    """
-    if k.shape[-2] >= BLOCKED_FROM and not return_weights:
+    """The library's entry, with this file's kernel from ``BLOCKED_FROM`` keys on."""
+    if k.shape[-2] >= blocked.BLOCKED_FROM and not return_weights:
         return scaled_dot_product_attention(q, k, v, bias, mask, scale)
     return whole.scaled_dot_product_attention(q, k, v, bias, mask, scale, return_weights)
-
-
-def _padded(a, ndim):
-    """``a`` with size-1 axes in front, as broadcasting against ``ndim`` axes adds them."""
-    return a.reshape((1,) * (ndim - a.ndim) + tuple(a.shape))
-
-
-def _keys(a, j0, j1):
-    """Keys ``j0:j1`` of an array that broadcasts against the scores; all of it when broadcast over the keys."""
-    return a[..., j0:j1] if a.shape[-1] != 1 else a
-
-
-def _rows(a, i0, i1):
-    """Query rows ``i0:i1`` of an array that broadcasts against the scores; all of it when broadcast over them."""
-    return a[..., i0:i1, :] if a.shape[-2] != 1 else a
 
 
 def _batch(a, b0, b1):
     """Batch rows ``b0:b1`` (axis 0) of an array that broadcasts against the scores; all of it when broadcast there."""
     return a[b0:b1] if a.shape[0] != 1 else a
-
-
-def _tiles(mask, T_q, T_k, block):
-    """``(j0, j1, i0, i1, full)`` for each block of keys ``j0:j1``: the queries ``i0:i1`` from the first to the last
-    that may see one of its keys (in any batch and head), and whether every one of them may see all of them.
-    A block no query may see is left out; without a mask every tile is every query, with no mask to apply."""
-    tiles = []
-    for j0 in range(0, T_k, block):
-        j1 = min(j0 + block, T_k)
-        if mask is None:
-            tiles.append((j0, j1, 0, T_q, True))
-            continue
-        m = _keys(mask, j0, j1)                          # (..., T_q or 1, j1 - j0 or 1)
-        seen = m.any(axis=-1).reshape(-1, m.shape[-2]).any(axis=0)   # (T_q or 1,): sees one of these keys
-        if not bool(seen.any()):
-            continue                                     # no query sees this block: nothing to add
-        if seen.shape[0] == 1:
-            i0, i1 = 0, T_q
-        else:
-            live = xp.flatnonzero(seen)
-            i0, i1 = int(live[0]), int(live[-1]) + 1
-        tiles.append((j0, j1, i0, i1, bool(_rows(m, i0, i1).all())))
-    return tiles
 
 
 def scaled_dot_product_attention(q, k, v, bias=None, mask=None, scale=None, return_weights=False):
@@ -134,7 +37,7 @@ def scaled_dot_product_attention(q, k, v, bias=None, mask=None, scale=None, retu
     qd, kd, vd = q.data, k.data, v.data
     nd, T_q, T_k, dt = qd.ndim, qd.shape[-2], kd.shape[-2], qd.dtype
     rows = qd.shape[:-1]                                 # (B, H, T_q)
-    block = max(1, int(BLOCK))
+    block = max(1, int(blocked.BLOCK))
     bias = as_tensor(bias) if bias is not None else None
     if bias is not None:
         check_bias_shape(bias.shape, rows + (T_k,))
