@@ -28,3 +28,6 @@ python $D/ab.py larger 16 "blocked64:$B.BLOCKED_FROM=128+$B.BLOCK=64" "blocked32
 
 python $D/ab.py long 24 threaded:attention=blocked_attention_threaded.attention > $D/ab_blocked_threaded.txt
 python $D/ab.py long,T=256,batch=8 16 threaded:attention=blocked_attention_threaded.attention >> $D/ab_blocked_threaded.txt
+
+python $D/ab.py larger 16 qblocks:attention=causal_query_blocks.attention > $D/ab_query_blocks.txt
+python $D/ab.py workbook 200 qblocks:attention=causal_query_blocks.attention >> $D/ab_query_blocks.txt
