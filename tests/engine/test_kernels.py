@@ -288,6 +288,15 @@ def test_a_checkpoint_of_either_adamw_resumes_in_the_other_as_if_never_interrupt
     assert np.abs(moved).max() > 1e-3                     # six steps moved the weights: the comparison is not vacuous
 
 
+def test_fast_linear_widens_to_a_float64_bias_as_the_reference_does():
+    x = Tensor(backend.asarray(host(0, 2, 3, 4)), dtype="float32")
+    w = Tensor(backend.asarray(host(1, 4, 5)), dtype="float32")
+    b = Tensor(backend.asarray(host(2, 5)), dtype="float64")
+    ref, fast = kernels.REFERENCE.linear(x, w, b), kernels.FAST.linear(x, w, b)
+    assert ref.dtype == fast.dtype == np.float64
+    np.testing.assert_array_equal(backend.to_numpy(fast.data), backend.to_numpy(ref.data))
+
+
 @pytest.mark.parametrize("name", kernels.NAMES)
 def test_linear_refuses_an_input_that_does_not_fit_its_weight_in_a_sentence(name):
     ops = kernels.select(name)
