@@ -96,7 +96,7 @@ def numpy_engine(c, kernel_set="fast"):
         model.kernels.clip_grad_norm(opt.params, 1.0)
         opt.step()
         backend.synchronize()
-    step.model, step.opt = model, opt   # for profile_ops, which times the same step op by op
+    step.model, step.opt, step.data = model, opt, (x, y)   # for profile_ops, which times the same step op by op
     return step
 
 

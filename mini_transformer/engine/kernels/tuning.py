@@ -189,7 +189,6 @@ def keep_freed_memory(mmap_threshold=32 << 20, trim_threshold=1 << 30):
     threshold keeps freed blocks in the heap, where the next step finds them (a
     caching allocator, the way PyTorch's GPU allocator works).
     """
-    import ctypes
     import ctypes.util
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
