@@ -17,6 +17,7 @@ from .autograd import (Tensor, op, _raw, as_tensor, concat, gelu, is_grad_enable
                        masked_fill, pad, relu, split, stack, sum_to, where)
 from . import backend
 from .backend import xp
+from .validate import check_mask
 
 
 def softmax(x, axis=-1):
@@ -166,7 +167,8 @@ def scaled_dot_product_attention(q, k, v, bias=None, mask=None, scale=None, retu
     Shapes: q ``(B, H, T_q, d_head)``, k ``(B, H, T_k, d_head)``, v ``(B, H, T_k, d_v)``
     (any number of batch axes, at least one); ``bias`` (a Tensor or array)
     broadcasts to ``(B, H, T_q, T_k)``; ``mask`` is a boolean array broadcasting
-    to the same shape, True where a query may look. s defaults to 1/\sqrt{d_head}.
+    to the same shape, True where a query may look (any other dtype is refused:
+    ``validate.check_mask``). s defaults to 1/\sqrt{d_head}.
     Composed from elementary ops, so its backward is theirs. With
     ``return_weights`` it also returns P, a ``(B, H, T_q, T_k)`` array.
     """
@@ -179,6 +181,7 @@ def scaled_dot_product_attention(q, k, v, bias=None, mask=None, scale=None, retu
 def attention_weights(q, k, bias=None, mask=None, scale=None):
     r"""P = \mathrm{softmax}(s\, Q K^\top + \text{bias}), masked where ``mask`` is False: ``(B, H, T_q, T_k)``."""
     check_attention_shapes(q, k)
+    check_mask("scaled_dot_product_attention", mask)
     s = (1.0 / q.shape[-1] ** 0.5) if scale is None else scale
     scores = (q @ k.transpose(_swap_last(k.ndim))) * s  # (B, H, T_q, T_k)
     if bias is not None:

@@ -23,6 +23,22 @@ def check_lengths(name, values):
     return [check_int(f"each length in {name}", v, minimum=1) for v in values]
 
 
+def check_mask(name, mask):
+    """``mask`` as given, after checking it is a boolean array (True where a query may look), or None.
+
+    Integer and float masks are refused, not converted: an integer 0/1 mask could be read as "1 may look", but
+    an additive float mask of 0 and -inf means the opposite (its nonzero entries are the hidden ones), and
+    ``~mask`` on integers is a bitwise not that hides every score. The error reads "NAME: mask must be a
+    boolean array ..., got dtype DTYPE ...".
+    """
+    dtype = getattr(mask, "dtype", None)
+    if mask is not None and getattr(dtype, "kind", None) != "b":
+        raise TypeError(f"{name}: mask must be a boolean array, True where a query may look, got "
+                        f"{'dtype ' + str(dtype) if dtype is not None else type(mask).__name__}; for a 0/1 mask "
+                        f"pass mask != 0 (an additive 0/-inf mask is a bias, not a mask).")
+    return mask
+
+
 def check_rotary_width(x, cos):
     """The rotary width r (the tables' last axis), after checking it is even and fits x's channels."""
     r = cos.shape[-1]

@@ -164,7 +164,7 @@ def batch_mask(attention_mask, B, T, n_cached=0, causal=True, cached_keys=None):
 
 
 def document_mask(document_ids):
-    r"""The block-diagonal mask ``(B, T, T)`` of a packed batch: 1 where query i and key j are in one document.
+    r"""The block-diagonal mask ``(B, T, T)`` of a packed batch: True where query i and key j are in one document.
 
     ``document_ids`` ``(B, T)`` names each token's document in its row; a document is a
     run of equal ids, so an id that comes back after another document starts a new
@@ -177,7 +177,7 @@ def document_mask(document_ids):
         raise ValueError(f"document_mask takes document ids of shape (B, T), got shape {tuple(d.shape)}.")
     run = xp.cumsum(xp.concatenate([xp.zeros((d.shape[0], 1), dtype="int64"),
                                     (d[:, 1:] != d[:, :-1]).astype("int64")], axis=1), axis=1)  # (B, T) run number
-    return (run[:, :, None] == run[:, None, :]).astype("int64")
+    return run[:, :, None] == run[:, None, :]                          # booleans, as attention's masks are
 
 
 def left_padded_positions(attention_mask):

@@ -615,3 +615,55 @@ def test_blocked_attention_memory_grows_as_t_times_block_not_t_squared(monkeypat
     assert blocked < square / 2, f"blocked attention peaked at {blocked} bytes, the T^2 matrix is {square}"
     twice = _peak_bytes(blocked_attention.scaled_dot_product_attention, 2 * T)
     assert twice < 2.5 * blocked, f"T = {2 * T} peaked at {twice} bytes, T = {T} at {blocked}: not linear in T"
+
+
+# ---------------------------------------------------------------------------
+# One rule for masks on every attention path: boolean, or refused in one sentence
+# ---------------------------------------------------------------------------
+
+ATTENTION_PATHS = {
+    "reference": functional.scaled_dot_product_attention,
+    "whole-matrix kernel": whole_attention.scaled_dot_product_attention,
+    "blocked kernel": blocked_attention.scaled_dot_product_attention,
+}
+
+
+@pytest.mark.parametrize("dtype", ["int64", "float64"])
+@pytest.mark.parametrize("path", list(ATTENTION_PATHS))
+def test_every_attention_path_refuses_a_mask_that_is_not_boolean_in_the_same_sentence(path, dtype):
+    # an int64 0/1 mask once gave NaN everywhere in the reference (~1 = -2 hides every score), the right numbers
+    # in the whole kernel and a TypeError deep in the blocked one; a float 0/-inf mask means the opposite of 0/1
+    i = Inputs()
+    q, k, v = i.t(0, 1, 2, 3, 4), i.t(1, 1, 2, 5, 4), i.t(2, 1, 2, 5, 4)
+    mask = i.a(causal(3, 5).astype(dtype))
+    want = (rf"scaled_dot_product_attention: mask must be a boolean array, True where a query may look, got dtype "
+            rf"{dtype}; for a 0/1 mask pass mask != 0")
+    with pytest.raises(TypeError, match=want):
+        ATTENTION_PATHS[path](q, k, v, mask=mask)
+    y = ATTENTION_PATHS[path](q, k, v, mask=mask != 0)                    # the conversion the sentence asks for
+    ref = functional.scaled_dot_product_attention(q, k, v, mask=i.a(causal(3, 5)))
+    np.testing.assert_allclose(backend.to_numpy(y.data), backend.to_numpy(ref.data), rtol=RTOL, atol=ATOL)
+
+
+def test_the_fast_set_refuses_a_non_boolean_mask_at_any_length():
+    i = Inputs()
+    for T_k in (5, blocked_attention.BLOCKED_FROM):                      # the whole kernel, then the blocked one
+        q, k, v = i.t(0, 1, 1, 2, 4), i.t(1, 1, 1, T_k, 4), i.t(2, 1, 1, T_k, 4)
+        with pytest.raises(TypeError, match=r"mask must be a boolean array.*got dtype int64"):
+            kernels.FAST.attention(q, k, v, mask=i.a(np.ones((2, T_k), dtype=np.int64)))
+
+
+def test_document_mask_is_boolean_and_every_attention_path_takes_it():
+    from mini_transformer.model import document_mask
+    m = document_mask(backend.asarray(np.array([[7, 7, 2, 7]])))         # (1, 4, 4): documents {0, 1}, {2}, {3}
+    assert m.dtype == bool
+    assert backend.to_numpy(m)[0].tolist() == [[True, True, False, False], [True, True, False, False],
+                                               [False, False, True, False], [False, False, False, True]]
+    i = Inputs()
+    q, k, v = i.t(0, 1, 2, 4, 4), i.t(1, 1, 2, 4, 4), i.t(2, 1, 2, 4, 4)
+    runs = [backend.to_numpy(f(q, k, v, mask=m[:, None]).data) for f in ATTENTION_PATHS.values()]
+    assert all(np.isfinite(y).all() for y in runs)
+    # key 3 alone in its document: query 3's output is v_3, worked by hand (softmax over one key is 1)
+    np.testing.assert_allclose(runs[0][0, :, 3], backend.to_numpy(v.data)[0, :, 3], rtol=RTOL, atol=ATOL)
+    for y in runs[1:]:
+        np.testing.assert_allclose(y, runs[0], rtol=RTOL, atol=ATOL)

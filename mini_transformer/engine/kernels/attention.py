@@ -28,6 +28,7 @@ gK = s\, gS^\top Q; g\text{bias} = gS summed to the bias's shape.
 from ..autograd import op, as_tensor, sum_to
 from ..backend import xp
 from ..functional import check_attention_shapes, check_bias_shape
+from ..validate import check_mask
 from .layout import contiguous, empty_like_layout, sum_of_products
 from .threads import parallel_rows
 
@@ -47,6 +48,7 @@ def _batch_block(a, i, j):
 def scaled_dot_product_attention(q, k, v, bias=None, mask=None, scale=None, return_weights=False):
     r"""``functional.scaled_dot_product_attention`` as one node (see the module docstring)."""
     check_attention_shapes(q, k, v)
+    check_mask("scaled_dot_product_attention", mask)
     d_head = q.shape[-1]
     s = (1.0 / d_head ** 0.5) if scale is None else scale
     qd, kd, vd = q.data, k.data, v.data

@@ -44,6 +44,7 @@ this kernel from ``BLOCKED_FROM`` keys on, the whole-matrix kernel below it.
 from ..autograd import op, as_tensor
 from ..backend import xp
 from ..functional import check_attention_shapes, check_bias_shape
+from ..validate import check_mask
 from . import attention as whole
 from .layout import contiguous, empty_like_layout, sum_of_products
 
@@ -119,6 +120,7 @@ def scaled_dot_product_attention(q, k, v, bias=None, mask=None, scale=None, retu
     if return_weights:
         return whole.scaled_dot_product_attention(q, k, v, bias, mask, scale, return_weights=True)
     check_attention_shapes(q, k, v)
+    check_mask("scaled_dot_product_attention", mask)
     s = (1.0 / q.shape[-1] ** 0.5) if scale is None else scale
     qd, kd, vd = q.data, k.data, v.data
     nd, T_q, T_k, dt = qd.ndim, qd.shape[-2], kd.shape[-2], qd.dtype
