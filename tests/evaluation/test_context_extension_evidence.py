@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from mini_transformer.engine import backend
 from mini_transformer.evaluation.experiments import context_extension, pi_head_width, rope_copy
 
 
@@ -51,6 +52,24 @@ def test_head_width_claims_by_hand():
     assert diff["values"] == pytest.approx([0.5, 0.6, 0.7]) and diff["verdict"] == "reproduces"
     # what the fine-tune removes at d_head 64: 0.9, 1.0, 0.7
     assert claims["finetune_removes_d64"]["values"] == pytest.approx([0.9, 1.0, 0.7])
+
+
+@pytest.mark.parametrize("experiment", [context_extension, pi_head_width])
+def test_held_out_batches_differ_and_the_L_windows_are_the_4L_windows_cut_to_L(experiment):
+    # the bug this guards: a fresh generator per batch made every batch the same 8 windows, and the L windows
+    # were other text than the 4L windows, so "past L minus at L" compared two different texts
+    L = 16
+    held = experiment.held_out(L, seed=0, quick=True)
+    short, long = held[L], held[context_extension.S * L]
+    assert len(short) == len(long) == 3
+    for i in range(len(long)):
+        for j in range(i):
+            assert not backend.hostnp.array_equal(long[i][0], long[j][0]), f"batches {j} and {i} are the same windows"
+    for (x, y), (x4, y4) in zip(short, long):
+        assert x4.shape == y4.shape == (8, 4 * L) and x.shape == y.shape == (8, L)
+        assert backend.hostnp.array_equal(x, x4[:, :L]) and backend.hostnp.array_equal(y, y4[:, :L])
+        assert backend.hostnp.array_equal(y[:, :-1], x[:, 1:])  # y is x shifted by one: the next byte
+        assert backend.hostnp.array_equal(y[:, -1], x4[:, L])  # the last target is the byte after the L window
 
 
 @pytest.mark.slow

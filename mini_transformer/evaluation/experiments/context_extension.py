@@ -72,8 +72,14 @@ def losses(model, held, L):
 
 
 def held_out(L, seed, quick):
-    return {n: [corpus().get_batch("val", 8, n, backend.rng(seed + 11)) for _ in range(3 if quick else 6)]
-            for n in (L, S * L)}
+    """The held-out batches, ``{L: [(x, y), ...], 4L: [...]}``: 8 windows of 4L a batch, and the same windows cut to L.
+
+    One generator is drawn from once per batch, so the batches differ; and each L window is the first L
+    tokens of a 4L window, so a loss at L and a loss past L are read on the same text.
+    """
+    g = backend.rng(seed + 11)
+    long = [corpus().get_batch("val", 8, S * L, g) for _ in range(3 if quick else 6)]  # (8, 4L) each
+    return {L: [(x[:, :L], y[:, :L]) for x, y in long], S * L: long}  # y[:, L-1] is x[:, L]: the prefix's next byte
 
 
 def one_seed(L, steps, ft_steps, seed, quick, progress):
