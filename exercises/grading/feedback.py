@@ -195,4 +195,5 @@ def canvas_csv(book, roster=None):
 
 
 def _num(x):
-    return f"{round(float(x), 2):g}"
+    from exercises.grading.points import fmt
+    return fmt(x)  # two decimals, as the gradebook keeps them (points.py): Canvas gets 2.67, not 3

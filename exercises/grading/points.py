@@ -12,6 +12,11 @@ heading (``### Exercise 2.2: ...   ★★☆ · 12 min``, see ``syllabus.py``), 
 chapter names it (a drill). A passing exercise scores its points. A test the reader writes scores
 its points times the fraction of the mutants it must catch that it caught (partial credit), once it
 passes on the reference; a test that fails the reference scores zero.
+
+Points are kept to two decimal places (0.01 of a point) everywhere: the file takes numbers from 0 to
+1000 with at most two decimals, a test's share is rounded to two decimals (3 points * 2/3 = 2, 4 * 2/3 =
+2.67), and the gradebook, the feedback files and the Canvas CSV print each number with every one of
+those digits (``fmt``: 2.67, 0.5, 12345.67), never rounded further.
 """
 import json
 from pathlib import Path
@@ -65,6 +70,9 @@ def load(path, modules):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1000:
                 raise SystemExit(f"--points {path}: {m} exercise {number} is worth {value!r}; give a number "
                                  "from 0 to 1000.")
+            if round(value, 2) != value:  # the gradebook keeps 0.01 of a point: more would be cut silently
+                raise SystemExit(f"--points {path}: {m} exercise {number} is worth {value!r}; give at most two "
+                                 "decimal places (points are kept to 0.01).")
             table[m][number] = value
     return table
 
@@ -88,5 +96,5 @@ def worth(table, result):
 
 
 def fmt(x):
-    """``6`` for 6.0, ``4.67`` for 4.666..: points as the gradebook prints them."""
-    return f"{round(x, 2):g}"
+    """``6`` for 6.0, ``4.67`` for 4.666.., ``12345.67`` as it is: points to two decimals, as every output prints them."""
+    return f"{round(float(x), 2):.2f}".rstrip("0").rstrip(".")  # not :g, which keeps six digits: 12345.7

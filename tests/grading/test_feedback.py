@@ -46,3 +46,58 @@ def test_a_roster_names_the_canvas_rows_and_the_feedback_files(tmp_path):
     bad.write_text("name,id\nAlice,1\n")
     with pytest.raises(SystemExit, match="needs a 'student' column"):
         feedback.read_roster(bad)
+
+
+def test_the_canvas_csv_keeps_fractional_points_to_two_decimals_as_the_gradebook_gives_them():
+    # a 4-point test catching 2 of 3 mutants scores 4 * 2/3 = 2.67 (points.worth); a half-point exercise 0.5;
+    # the numbers as the gradebook holds them, printed with every digit of their two decimals
+    assignments = [("rope exercises", 4.5), ("t5 exercises", 0.5), ("chapter 12 written", 12345.67)]
+    student = {"student": "alice", "by_assignment": {"rope exercises": 2.67, "t5 exercises": 0.5,
+                                                      "chapter 12 written": 1234.25}}
+    rows = list(csv.reader(io.StringIO(feedback.canvas_csv({"students": [student], "assignments": assignments}))))
+    assert rows[1][5:] == ["4.5", "0.5", "12345.67"]  # Points Possible
+    assert rows[2][5:] == ["2.67", "0.5", "1234.25"]  # not 3, 0 and 1234 (whole points), nor 12345.7 (six digits)
+
+
+# a weak test's formative message names the mutants that escaped and the input that catches each
+SECRETS = ("base_ignored", "positions_from_one", "angle_not_scaled_by_k", "What catches it", "base = 100")
+WEAK_FULL = dict(WEAK, message="weak test: caught 6 of 9 mutants; got away: base_ignored, positions_from_one, "
+                               "angle_not_scaled_by_k.\n  - base_ignored (sinusoidal_positional_encoding: the base "
+                               "is never used). What catches it: base = 100\n  - positions_from_one (...). What "
+                               "catches it: T = 1\n  - angle_not_scaled_by_k (...). What catches it: k = 3")
+MISCONCEPTION_21 = dict(MISCONCEPTION, target="sinusoidal.sinusoidal_positional_encoding", label="Exercise 2.1",
+                        misconception="positions_from_one",
+                        message="misconception, positions counted from one. Hint: row 0 is position 0. "
+                                "Input: T = 4, d_model = 8")
+
+
+def _every_string(data):
+    if isinstance(data, dict):
+        return [s for v in data.values() for s in _every_string(v)] + [k for k in data if isinstance(k, str)]
+    if isinstance(data, list):
+        return [s for v in data for s in _every_string(v)]
+    return [data] if isinstance(data, str) else []
+
+
+@pytest.mark.parametrize("level", ["summative", "formative"])
+def test_gradescope_results_json_at_the_summative_level_names_no_mutant_and_no_catching_input(
+        monkeypatch, tmp_path, level):
+    """The leak the summative level prevents, through the command run_autograder runs: at the summative
+    level no field of results.json names an escaped mutant or an input that catches one (or the hint and
+    the input of a misconception); at the formative level they are there."""
+    import json
+    from exercises.grading import gradescope, instructor
+    monkeypatch.setattr(instructor, "grade_student", lambda *a, **k: [WEAK_FULL, MISCONCEPTION_21])
+    results = tmp_path / "results.json"
+    assert gradescope.main([str(tmp_path), str(results), "--module", "sinusoidal", "--level", level]) == 0
+    strings = " ".join(_every_string(json.loads(results.read_text())))
+    leaked = [s for s in SECRETS + ("Hint: row 0", "T = 4") if s in strings]
+    if level == "summative":
+        assert leaked == []
+        tests = json.loads(results.read_text())["tests"]
+        assert [t["output"] for t in tests] == [
+            "fail: misconception, positions start at 1.",  # the check's title of positions_from_one
+            "mutants caught: 6 of 9\nweak test: 3 of 9 mutants escaped your test (2 a wrong "
+            "sinusoidal_positional_encoding, 1 a wrong shift_rotation)."]
+    else:
+        assert leaked == list(SECRETS + ("Hint: row 0", "T = 4"))

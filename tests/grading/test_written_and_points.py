@@ -104,6 +104,36 @@ def test_the_default_points_are_one_a_star_and_the_file_overrides_them(tmp_path)
             points.load(path, ["sinusoidal"])
 
 
+@pytest.mark.parametrize("value", [0, 1000, 0.25, 2.5])
+def test_the_points_file_takes_every_value_from_0_to_1000_with_two_decimals(tmp_path, value):
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({"sinusoidal": {"2.1": value}}))
+    assert points.load(path, ["sinusoidal"])["sinusoidal"]["2.1"] == value  # 0: an ungraded exercise, allowed
+
+
+@pytest.mark.parametrize("value, phrase", [
+    (-1, "worth -1; give a number from 0 to 1000."),
+    (1001, "worth 1001; give a number from 0 to 1000."),
+    (-0.01, "worth -0.01; give a number from 0 to 1000."),
+    (1000.01, "worth 1000.01; give a number from 0 to 1000."),
+    (0.125, "worth 0.125; give at most two decimal places (points are kept to 0.01)."),
+    (True, "worth True; give a number from 0 to 1000."),
+    (None, "worth None; give a number from 0 to 1000.")])
+def test_the_points_file_refuses_a_value_outside_0_to_1000_naming_exercise_value_and_range(tmp_path, value, phrase):
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({"sinusoidal": {"2.1": value}}))
+    with pytest.raises(SystemExit) as e:
+        points.load(path, ["sinusoidal"])
+    assert str(e.value) == f"--points {path}: sinusoidal exercise 2.1 is {phrase}"  # the exercise, the value, the range
+
+
+@pytest.mark.parametrize("x, printed", [(6.0, "6"), (6, "6"), (0, "0"), (0.5, "0.5"), (2.67, "2.67"),
+                                        (4 * 2 / 3, "2.67"), (14 / 3, "4.67"), (100, "100"), (1000.1, "1000.1"),
+                                        (12345.67, "12345.67"), (123456.78, "123456.78"), (0.004, "0")])
+def test_points_print_to_two_decimals_and_never_fewer_digits(x, printed):
+    assert points.fmt(x) == printed  # two decimals, worked by hand; :g would print 12345.7
+
+
 def test_every_chapter_gives_its_questions_with_model_answers_and_its_claims():
     import re
     from exercises.grading import notebooks
