@@ -497,7 +497,25 @@ BLOCKED_CASES = {
     "a row masked on every key of its first tile": lambda f, i: f(
         i.t(0, 1, 2, 4, 4), i.t(1, 1, 2, 10, 4), i.t(2, 1, 2, 10, 4), bias=i.a(host(3, 2, 4, 10)),
         mask=i.a(np.arange(10)[None, :] >= np.array([0, 4, 5, 9])[:, None])),
+    # the row above is left out of the tiles it cannot see; here batch row 0 sees the first tile, so the queries of
+    # batch row 1 run it with every score -inf (a left-padded row): the rescaling must not take -inf - (-inf)
+    "key padding broadcast over the queries (B, 1, 1, T_k), row 1's first tiles all padding": lambda f, i: f(
+        i.t(0, 2, 2, 5, 4), i.t(1, 2, 2, 11, 4), i.t(2, 2, 2, 11, 4), bias=i.t(3, 1, 2, 5, 11),
+        mask=i.a(key_padding(11, [0, 8]))),
+    "the same padding under a causal mask, (B, 1, T_q, T_k)": lambda f, i: f(
+        i.t(0, 2, 2, 11, 4), i.t(1, 2, 2, 11, 4), i.t(2, 2, 2, 11, 4),
+        mask=i.a(key_padding(11, [0, 8]) & causal(11, 11) | padding_queries(11, [0, 8]))),
 }
+
+
+def key_padding(T_k, pads):
+    """``(B, 1, 1, T_k)`` booleans: row b's first ``pads[b]`` keys hidden, the keys of a left-padded batch."""
+    return (np.arange(T_k)[None, :] >= np.array(pads)[:, None])[:, None, None, :]
+
+
+def padding_queries(T, pads):
+    """``(B, 1, T, 1)``: True on row b's first ``pads[b]`` queries, which the model lets see every key (finite, unread)."""
+    return (np.arange(T)[None, :] < np.array(pads)[:, None])[:, None, :, None]
 
 
 def test_tiles_run_only_the_queries_that_see_their_keys():
@@ -563,6 +581,30 @@ def test_blocked_attention_of_a_row_masked_on_every_key_is_nan_where_the_referen
 @pytest.mark.parametrize("dtype, score, tol", [("float64", 1000.0, 1e-10), ("float32", 100.0, 1e-5)])
 def test_blocked_attention_at_scores_where_exp_overflows_equals_the_reference(dtype, score, tol, small_block):
     check_attention_at_large_scores(blocked_attention.scaled_dot_product_attention, dtype, score, tol, T=11)
+
+
+@pytest.mark.parametrize("causal_too", [False, True], ids=["key padding alone", "and causal"])
+def test_the_fast_set_at_blocked_length_with_key_padding_equals_the_reference(causal_too):
+    """300 keys, tiles of ``BLOCK`` = 128 as the fast set runs them: a key-padding mask ``(B, 1, 1, T_k)`` (every
+    query of a row shares it) with row 1 padded past the first tile, values and every gradient. A ``_tiles`` that
+    ran only query 0 of such a mask left 1196 of 1200 rows NaN; a rescaling by the raw running max gave
+    -inf - (-inf) = NaN in row 1, whose every query sees no key of the first tile."""
+    T = 300
+    assert T >= blocked_attention.BLOCKED_FROM and 160 > blocked_attention.BLOCK      # blocked, padding > a tile
+    mask = key_padding(T, [0, 160])                                    # (2, 1, 1, T)
+    if causal_too:
+        mask = mask & causal(T, T) | padding_queries(T, [0, 160])     # as the model's batch_mask makes it
+
+    def build(f, i):
+        return f(i.t(0, 2, 2, T, 4), i.t(1, 2, 2, T, 4), i.t(2, 2, 2, T, 4), bias=i.t(3, 1, 2, 1, T),
+                 mask=i.a(mask))
+    ref_y, ref_g = _run_attention(functional.scaled_dot_product_attention, build)
+    y, g = _run_attention(kernels.FAST.attention, build)
+    assert np.isfinite(y).all() and all(np.isfinite(a).all() for a in g)
+    np.testing.assert_allclose(y, ref_y, rtol=RTOL, atol=ATOL, err_msg="output")
+    assert len(g) == len(ref_g) == 4
+    for n, (a, b) in enumerate(zip(g, ref_g)):
+        np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL, err_msg=f"gradient of input {n}")
 
 
 def test_blocked_attention_with_return_weights_gives_the_whole_kernels_weights():
