@@ -11,12 +11,20 @@ A claim is settled by an interval, not by one number. Three intervals cover ever
                        where training several seeds is too costly (say so where it is used)
 =====================  ============================================================================
 
-The verdict rule (written out in ``chapters/README.md``) reads only the interval:
+The verdict rule (written out in ``chapters/README.md``) reads the interval:
 
 * **reproduces** when the whole interval lies on the claimed side of the threshold,
 * **does not reproduce** when the whole interval lies on the other side,
 * **not established** when the interval contains the threshold; the run could have detected an
-  effect about as large as the interval's half-width.
+  effect about as large as the interval's half-width;
+* **not tested here**, the one verdict the interval does not give: the claim's stated conditions are out of
+  this model's or run's reach (a sink "at scale" on 8,000 times less data), or the row only evaluates a
+  formula or measures a different quantity. The record keeps its interval and says why (``not_tested``).
+
+A proportion over several seeds is the t interval of the per-seed shares (``share_record``), never one
+Wilson interval pooled over the seeds (seeds differ far more than the heads or keys of one seed); the pooled
+Wilson interval is kept beside it, for reading only. Every seed equal gives a t interval of width zero,
+printed as "all N seeds: V", never as "± 0.00".
 
 ``claim_record`` packs per-seed values, the interval and the verdict into the dict an experiment saves
 under ``"claims"`` in its result file; the ledger test recomputes both from the stored values.
@@ -28,7 +36,8 @@ import random
 
 LEVEL = 0.95
 Z_975 = 1.959963984540054  # the standard normal's 0.975 quantile
-VERDICTS = ("reproduces", "does not reproduce", "not established")
+VERDICTS = ("reproduces", "does not reproduce", "not established", "not tested here")
+NOT_TESTED = VERDICTS[3]
 SIDES = ("above", "below")
 KINDS = ("t", "wilson", "bootstrap")
 
@@ -135,12 +144,14 @@ def verdict(lo, hi, claimed, threshold=0.0):
 
 
 def claim_record(effect, claimed, threshold=0.0, values=None, successes=None, trials=None, kind=None,
-                 seeds=None, note=""):
+                 seeds=None, note="", not_tested=""):
     r"""What an experiment saves for one claim: the raw values, the interval, and the verdict by the rule.
 
     ``effect`` says in words what was measured (and in which unit); ``kind`` is ``"t"`` (per-seed
     values, default when ``values`` is given), ``"bootstrap"`` (many windows or keys), or
-    ``"wilson"`` (``successes`` out of ``trials``).
+    ``"wilson"`` (``successes`` out of ``trials``, of one model: one seed at most). ``not_tested``, a
+    sentence, says why the claim's conditions are out of this run's reach: the verdict is then
+    "not tested here", and the interval's own verdict is kept as ``interval_verdict``.
     """
     if kind is None:
         kind = "wilson" if trials is not None else "t"
@@ -148,6 +159,9 @@ def claim_record(effect, claimed, threshold=0.0, values=None, successes=None, tr
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}.")
     rec = {"effect": effect, "kind": kind, "claimed": claimed, "threshold": float(threshold)}
     if kind == "wilson":
+        if seeds is not None and len(seeds) > 1:
+            raise ValueError(f"a Wilson interval is of one model, got seeds={list(seeds)}: a share over several "
+                             f"seeds is the t interval of the per-seed shares (share_record).")
         mean, lo, hi = wilson_interval(successes, trials)
         rec.update(successes=successes, trials=trials)
     else:
@@ -162,29 +176,83 @@ def claim_record(effect, claimed, threshold=0.0, values=None, successes=None, tr
     if seeds is not None:
         rec["seeds"] = list(seeds)
     rec.update(mean=mean, interval=[lo, hi], half_width=(hi - lo) / 2, verdict=verdict(lo, hi, claimed, threshold))
+    if not_tested:
+        rec.update(interval_verdict=rec["verdict"], verdict=NOT_TESTED, not_tested=not_tested)
     if note:
         rec["note"] = note
     return rec
 
 
+def share_record(effect, claimed, threshold, successes, trials, seeds, note="", not_tested=""):
+    r"""A proportion over several seeds: the t interval of the per-seed shares $k_s / n_s$, with the Wilson
+    interval of the pooled counts kept beside it (``pooled_wilson``), for reading, not for the verdict.
+
+    ``successes`` and ``trials`` hold one count per seed (or per run), in the order of ``seeds``.
+    """
+    if not len(successes) == len(trials) == len(seeds):
+        raise ValueError(f"successes, trials and seeds need one entry per seed, got {len(successes)}, "
+                         f"{len(trials)} and {len(seeds)}.")
+    for k, n in zip(successes, trials):
+        wilson_interval(k, n)  # each seed's count is checked as a proportion
+    rec = claim_record(effect, claimed, threshold, values=[k / n for k, n in zip(successes, trials)], kind="t",
+                       seeds=seeds, note=note, not_tested=not_tested)
+    k, n = sum(successes), sum(trials)
+    _, lo, hi = wilson_interval(k, n)
+    rec.update(successes_per_seed=list(successes), trials_per_seed=list(trials),
+               pooled_wilson={"successes": k, "trials": n, "interval": [lo, hi]})
+    return rec
+
+
 def recompute(record):
     r"""The interval and verdict of a saved claim record, recomputed from its raw values (the ledger test's check)."""
+    if "pooled_wilson" in record:
+        return share_record(record["effect"], record["claimed"], record["threshold"], record["successes_per_seed"],
+                            record["trials_per_seed"], record["seeds"], not_tested=record.get("not_tested", ""))
     return claim_record(record["effect"], record["claimed"], record["threshold"], values=record.get("values"),
-                        successes=record.get("successes"), trials=record.get("trials"), kind=record["kind"])
+                        successes=record.get("successes"), trials=record.get("trials"), kind=record["kind"],
+                        not_tested=record.get("not_tested", ""))
+
+
+def all_equal(values):
+    r"""The one value every seed gave, or None when they differ (then the interval has a width to print)."""
+    vals = [float(v) for v in values]
+    return vals[0] if vals and all(v == vals[0] for v in vals) else None
 
 
 def format_interval(mean, lo, hi, digits=2):
-    r"""``"1.53 ± 0.04"`` for a symmetric interval, ``"0.81 [0.70, 0.89]"`` for an asymmetric one."""
+    r"""``"1.53 ± 0.04"`` for a symmetric interval, ``"0.81 [0.70, 0.89]"`` for an asymmetric one.
+
+    Refuses an interval whose half-width prints as zero ("± 0.00"): a reader takes that for certainty.
+    Every seed equal is "all N seeds: V" (``format_record``); a narrow interval needs more digits.
+    """
     hw_lo, hw_hi = mean - lo, hi - mean
     if abs(hw_lo - hw_hi) <= 0.5 * 10 ** -digits:
-        return f"{mean:.{digits}f} ± {(hi - lo) / 2:.{digits}f}"
+        hw = f"{(hi - lo) / 2:.{digits}f}"
+        if float(hw) == 0:
+            raise ValueError(f"the interval [{lo}, {hi}] has a half-width that prints as ± {hw} at digits={digits}: "
+                             f"print more digits, or, when every seed gave the same value, 'all N seeds: V'.")
+        return f"{mean:.{digits}f} ± {hw}"
     return f"{mean:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
 
 
 def format_record(record, digits=2):
-    r"""One claim record as the ledger prints it: ``"+0.01 ± 0.02 (3 seeds): not established"``."""
+    r"""One claim record as the ledger prints it: ``"+0.01 ± 0.02 (3 seeds): not established"``.
+
+    Every seed equal prints as ``"all 10 seeds: 1.00: reproduces"``; a share over seeds adds its pooled counts
+    and their Wilson interval, ``"0.40 ± 0.37 (3 seeds; pooled 19/48: 0.40 [0.27, 0.54]): reproduces"``.
+    An interval too narrow for ``digits`` is printed with as many more as its half-width needs (up to 6).
+    """
     lo, hi = record["interval"]
-    text = format_interval(record["mean"], lo, hi, digits)
-    n = f"{record['successes']}/{record['trials']}" if record["kind"] == "wilson" else \
-        f"{len(record['values'])} {'seeds' if record['kind'] == 't' else 'values'}"
-    return f"{text} ({n}): {record['verdict']}"
+    unit = {"t": "seeds", "bootstrap": "values"}.get(record["kind"])
+    same = all_equal(record["values"]) if record["kind"] == "t" else None
+    if same is not None:
+        return f"all {len(record['values'])} {unit}: {same:.{digits}f}: {record['verdict']}"
+    n = f"{record['successes']}/{record['trials']}" if record["kind"] == "wilson" else f"{len(record['values'])} {unit}"
+    pooled = record.get("pooled_wilson")
+    if pooled:
+        plo, phi = pooled["interval"]
+        p = pooled["successes"] / pooled["trials"]
+        n += f"; pooled {pooled['successes']}/{pooled['trials']}: {format_interval(p, plo, phi, digits)}"
+    while digits < 6 and float(f"{(hi - lo) / 2:.{digits}f}") == 0:
+        digits += 1
+    return f"{format_interval(record['mean'], lo, hi, digits)} ({n}): {record['verdict']}"
