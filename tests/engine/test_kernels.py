@@ -58,13 +58,14 @@ def rope_tables(seed, T, r, interleaved=False, factor=1.0):
 class Inputs:
     """Makes the same inputs for both runs and remembers the Tensors whose gradients are compared."""
 
-    def __init__(self):
-        self.tensors = []
+    def __init__(self, frozen=()):
+        self.tensors, self.frozen = [], frozen
 
     def t(self, seed, *shape, view=False, scale=1.0):
-        """A float64 Tensor of normal draws (a head view of (B, T, H, d) memory with ``view``) that needs a grad."""
+        """A float64 Tensor of normal draws (a head view of (B, T, H, d) memory with ``view``) that needs a grad,
+        unless its place among this case's tensors is in ``frozen`` (a frozen layer's weight, a constant input)."""
         x = Tensor(backend.asarray(head_view(seed, *shape) if view else host(seed, *shape) * scale),
-                   requires_grad=True, dtype="float64")
+                   requires_grad=len(self.tensors) not in self.frozen, dtype="float64")
         self.tensors.append(x)
         return x
 
@@ -200,6 +201,54 @@ def check_attention_at_large_scores(attention, dtype, score, tol, T):
 @pytest.mark.parametrize("dtype, score, tol", [("float64", 1000.0, 1e-10), ("float32", 100.0, 1e-5)])
 def test_attention_at_scores_where_exp_overflows_equals_the_reference(dtype, score, tol, thread_count):
     check_attention_at_large_scores(kernels.FAST.attention, dtype, score, tol, T=5)
+
+
+# Kernels whose backward skips a gradient nobody asked for (``requires_grad``), and the multi-input norms: every
+# input frozen in turn, in every combination. A fast linear that computed gx only when W needed a gradient
+# stopped backpropagation silently at a frozen layer, and every case above has every input needing one.
+FROZEN_CASES = {name: CASES[name] for name in (
+    "linear: (B, T, d_in) with a bias", "linear: a transposed view, no bias", "qkv_projection: with a bias",
+    "attention: head views, a bias broadcast over the batch, a mask", "layer_norm: (B, T, d_model)",
+    "rms_norm: (B, T, d_model)")}
+FROZEN_CASES["blocked attention: a bias broadcast over the batch, causal"] = lambda ops, i: [
+    (blocked_attention.scaled_dot_product_attention if ops is kernels.FAST else ops.attention)(
+        i.t(0, 2, 3, 9, 4, view=True), i.t(1, 2, 3, 9, 4, view=True), i.t(2, 2, 3, 9, 4, view=True),
+        bias=i.t(3, 1, 3, 9, 9), mask=i.a(causal(9, 9)))]
+
+
+def _frozen_sets(case):
+    """Every subset of the case's tensors to freeze, the empty one and all of them included."""
+    n = _count_tensors(FROZEN_CASES[case])
+    return [tuple(i for i in range(n) if bits >> i & 1) for bits in range(2 ** n)]
+
+
+def _count_tensors(build):
+    inputs = Inputs()
+    build(kernels.REFERENCE, inputs)
+    return len(inputs.tensors)
+
+
+@pytest.mark.parametrize("case", list(FROZEN_CASES))
+def test_fast_kernel_with_frozen_inputs_equals_the_reference(case, monkeypatch):
+    monkeypatch.setattr(blocked_attention, "BLOCK", 4)                 # tiles of 4 of the 9 keys, the last short
+    for frozen in _frozen_sets(case):
+        runs = []
+        for ops in (kernels.REFERENCE, kernels.FAST):
+            inputs = Inputs(frozen)
+            outs = FROZEN_CASES[case](ops, inputs)
+            needs = [t.requires_grad for t in inputs.tensors]
+            assert [y.requires_grad for y in outs] == [any(needs)] * len(outs), f"{case}, frozen {frozen}"
+            if any(needs):
+                sum((y * backend.asarray(host(99 + n, *y.shape))).sum() for n, y in enumerate(outs)).backward()
+            runs.append(([backend.to_numpy(y.data) for y in outs],
+                         [None if t.grad is None else backend.to_numpy(t.grad) for t in inputs.tensors]))
+        (ref_y, ref_g), (fast_y, fast_g) = runs
+        for a, b in zip(fast_y, ref_y):
+            np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL, err_msg=f"{case}, frozen {frozen}: output")
+        for n, (a, b) in enumerate(zip(fast_g, ref_g)):
+            assert (a is None) == (b is None) == (n in frozen), f"{case}, frozen {frozen}: gradient of input {n}"
+            if a is not None:
+                np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL, err_msg=f"{case}, frozen {frozen}: input {n}")
 
 
 def test_parallel_rows_covers_every_row_once_in_several_blocks(thread_count):
