@@ -86,6 +86,18 @@ def test_the_encoder_claim_names_its_positive_control():
     assert claims["gpt_bos_above_chance"]["verdict"] == "reproduces"
 
 
+def test_the_adding_claim_at_step_100_compares_the_two_tenth_size_arms():
+    row = lambda at_100: {"loss_at_100": at_100, "held_out_loss": 0.01, "left_chance_at": 50}  # noqa: E731
+    per_seed = {"added": [row(2.4)] * 3, "concatenated": [row(2.4)] * 3,
+                "added_x0.1": [row(1.20), row(1.30), row(1.10)], "concatenated_x0.1": [row(1.25), row(1.30), row(1.20)]}
+    rec = chapter02_adding.claims(per_seed, [0, 1, 2])["added_minus_concatenated_x0.1_at_100"]
+    # added minus concatenated: -0.05, 0, -0.1 -> mean -0.05, s = 0.05, t(0.975, 2) = 4.303, half-width 0.1242:
+    # [-0.174, 0.074], below the claim's 0.1 (with the arms swapped it would be [-0.074, 0.174], not established)
+    assert rec["values"] == pytest.approx([-0.05, 0.0, -0.1])
+    assert rec["interval"] == pytest.approx([-0.05 - 0.12421, -0.05 + 0.12421], abs=1e-4)
+    assert (rec["claimed"], rec["threshold"], rec["verdict"]) == ("below", 0.1, "reproduces")
+
+
 def test_a_no_position_model_trains_a_few_steps_and_scores_each_position():
     acc = to_numpy(chapter01_nope.position_accuracy(chapter01_nope.TinyGPT, True, steps=2, seed=0))
     assert acc.shape == (chapter01_nope.T,) and ((0 <= acc) & (acc <= 1)).all()
