@@ -83,7 +83,8 @@ def plot(res):
         for i, p in enumerate(res["per_seed"]):
             ax.plot(xs, p[name], marker="o", ms=3, color="C0" if name == "rope" else "C1",
                     alpha=0.7, label=name if i == 0 else None)
-    ax.axhline(1 / 15, color="gray", ls=":", label="chance, 1/15")
+    chance = 1 / (16 - data.FIRST_SYMBOL)  # the symbols are ids FIRST_SYMBOL .. 15, eleven of them
+    ax.axhline(chance, color="gray", ls=":", label=f"chance, 1/{16 - data.FIRST_SYMBOL}")
     ax.set(xlabel="position in the copied half", ylabel="held-out accuracy", ylim=(0, 1.05),
            title=f"copy task, {len(res['seeds'])} seeds: RoPE against no position")
     ax.legend(fontsize=8)
