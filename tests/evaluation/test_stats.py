@@ -75,3 +75,31 @@ def test_claim_record_recomputes_and_formats():
 def test_bad_input_names_the_argument(call, words):
     with pytest.raises(ValueError, match=words.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
         call()
+
+
+def test_not_tested_here_keeps_the_interval_and_says_why():
+    rec = stats.claim_record("heads over 0.3", "above", 0.1, values=[0.0, 0.0, 0.125], seeds=[0, 1, 2],
+                             not_tested="8,000 times less data than the source")
+    assert rec["verdict"] == "not tested here" and rec["interval_verdict"] == "not established"
+    assert stats.recompute(rec)["verdict"] == "not tested here" and "not tested here" in stats.VERDICTS
+
+
+def test_a_share_over_seeds_is_the_t_interval_of_per_seed_shares():
+    # shares 8/16, 4/16, 0/16 = 0.5, 0.25, 0: mean 0.25, s = 0.25, half-width 4.3027 * 0.25 / sqrt(3) = 0.6210
+    rec = stats.share_record("heads", "above", 0.1, [8, 4, 0], [16, 16, 16], [0, 1, 2])
+    assert (rec["mean"], rec["half_width"]) == pytest.approx((0.25, 0.6210), abs=1e-4)
+    assert rec["pooled_wilson"]["successes"] == 12 and rec["pooled_wilson"]["trials"] == 48
+    assert stats.recompute(rec)["interval"] == rec["interval"]
+    with pytest.raises(ValueError, match=r"seeds=\[0, 1, 2\].*per-seed shares"):
+        stats.claim_record("heads", "above", 0.1, successes=12, trials=48, seeds=[0, 1, 2])
+
+
+def test_zero_width_is_all_n_seeds_never_plus_minus_zero():
+    with pytest.raises(ValueError, match="prints as ± 0.00"):
+        stats.format_interval(1.0, 1.0, 1.0)
+    with pytest.raises(ValueError, match="prints as ± 0.00"):
+        stats.format_interval(0.0005, -0.0009, 0.0019)
+    same = stats.claim_record("accuracy", "above", 0.9, values=[1.0] * 10)
+    assert stats.format_record(same) == "all 10 seeds: 1.00: reproduces"
+    narrow = stats.claim_record("gap", "below", 0.05, values=[0.0004, 0.0018, -0.0011, 0.0014, 0.0])
+    assert "± 0.00 " not in stats.format_record(narrow) and stats.format_record(narrow).startswith("0.001 ± 0.001 (5 seeds)")

@@ -217,6 +217,10 @@ def claims(per_seed):
     add("t5_max_L_helps", ["t5", "t5_max_L"],
         "rise past L of t5 (max_distance 128) minus that of t5 with max_distance = L (nats)", "above", 0.0,
         lambda s: _paired(per_seed, "t5", "t5_max_L", "rise"))
+    add("t5_generalises_vs_rope", ["t5", "rope"],
+        "rise past L at 4L of rope minus that of t5, paired by seed (nats): above 0 if T5 generalises past L at "
+        "all, against unscaled RoPE, the relative scheme that breaks there", "above", 0.0,
+        lambda s: _paired(per_seed, "rope", "t5", "rise"))
     add("sinusoidal_worse_than_none", ["sinusoidal", "none"],
         "loss at t >= L of 4L windows, unscaled sinusoidal minus none (nats)", "above", 0.0,
         lambda s: _paired(per_seed, "sinusoidal", "none", "beyond_4L"))
