@@ -55,9 +55,11 @@
 # | C3 | In a decoder token $i$ sees exactly $i + 1$ tokens, so the count encodes absolute position, and decoder-only models can learn some positional behaviour with no explicit encoding (book, interview question 2) | yes / no | §4, §5 |
 # | C4 | The causal mask gives a direction, not a fine distance (survey §10, misunderstanding 1) | yes / no | §4 |
 # | C5 | An encoder with no positional encoding cannot distinguish orders at all (book, question 2, follow-up) | yes / no | §5 |
-# | C6 | The mask's signal is weak, and models trained on it alone underperform (book, question 2) | yes / no | §5 |
+# | C6a | The mask's signal is weak (book, question 2) | yes / no | §5 |
+# | C6b | ... and models trained on it alone underperform (book, question 2) | yes / no | §5 |
 # | C7 | Every positional scheme breaks equivariance; so does the causal mask alone (this book, README "What we measured") | yes / no | §6 |
-# | C8 | "Model ignores position entirely": cause, an encoding added after the projection or zeroed by a norm; check, shuffle the input, outputs must change (book §4, failure table) | yes / no | §7 |
+# | C8a | "Model ignores position entirely": a cause, an encoding added after the projection or zeroed by a norm (book §4, failure table) | yes / no | §7 |
+# | C8b | ... and its check, shuffle the input, outputs must change, finds it (book §4, failure table) | yes / no | §7 |
 
 # %%
 import math
@@ -537,7 +539,7 @@ assert all(rec["verdict"] == "reproduces" for rec in nope["claims"].values())
 #   little else: 0.30 ± 0.10 on average; the marker adds 0.62 ± 0.16. The count is there, but
 #   averaging random tokens is a noisy way to read it.
 #
-# C6, "weak and underperforms", is a statement about real text. The book's experiment
+# C6b, "underperforms", is a statement about real text (C6a, "weak", is the marker gain above). The book's experiment
 # `train_short_test_long` trained every scheme, `none` included, as a byte-level `TinyGPT` on the
 # standard library's source for 1500 steps at length 64. Its table is shown and explained in
 # [chapter 7, §7](07_alibi.py#7.-The-bake-off:-eight-schemes,-trained-at-L,-run-at-8L); here only the rows this claim needs:
@@ -573,7 +575,7 @@ for key in ("none_minus_learned", "none_minus_sinusoidal_scaled"):
 
 # %% [markdown]
 # In every seed `none` is the worst: 0.22 ± 0.01 nats behind the learned table and 0.13 ± 0.02
-# behind the sinusoids scaled to the token rows' size (95% intervals over the three seeds). C6
+# behind the sinusoids scaled to the token rows' size (95% intervals over the three seeds). C6b
 # reproduces: on text, at the training length, the mask's signal is worth less than any of these
 # schemes.
 #
@@ -661,7 +663,7 @@ assert norm_probe["layer"] < 1e-13 and norm_probe["rms"] > 0.1
 
 # %% [markdown]
 # The check catches the bug: with layer norm the encoder is exactly as blind as with no scheme at
-# all, although a position was added to every token. C8's check works, and its second cause is real.
+# all, although a position was added to every token. C8b's check works, and C8a's second cause is real.
 # The first cause, an encoding "added after the projection", we could not pin to one mechanism here,
 # so we leave it unmeasured. In a decoder the same check is useless for this bug: the mask alone
 # already changes the outputs (section 3), so compare against the same model with
@@ -836,10 +838,12 @@ assert caught is not None
 # | C3c | The leak needs a marker to be read well (this chapter, §5) | the BOS token adds 0.62 ± 0.16 to the decoder's mean accuracy, 5 seeds (§5) | result chapter01_nope/marker_gain | reproduces |
 # | C4a | The causal mask gives a direction, not a fine distance (survey §10): one layer | one causal layer is exactly blind to the order of the tokens before a position (below $10^{-13}$) (§4) | exact §4 | reproduces |
 # | C4b | ... in a stack of layers (survey §10) | two causal layers are not: the largest change after a shuffled prefix is 0.43 in the logits (§4) | exact §4 | does not reproduce |
-# | C5 | A NoPE encoder cannot distinguish orders: at chance on positions 1 to 11, within 0.05 (book, question 2) | 0.00 ± 0.00 from chance, 5 seeds; positive control, the decoder of C3b (§5) | result chapter01_nope/encoder_at_chance | reproduces |
-# | C6 | The mask's signal is weak; NoPE models underperform (book, question 2) | byte-level loss at $L = 64$: `none` 0.22 ± 0.01 nats above a learned table, 3 seeds of 600 steps (and 0.13 ± 0.02 above scaled sinusoids) (§5) | result input_schemes_at_train_len/none_minus_learned | reproduces |
-# | C7 | Every scheme breaks equivariance, and so does the mask (README) | committed probe, 5 random initialisations: `TinyEncoder/none` below $10^{-15}$; every other row 0.06 to 0.94 (§6) | exact §6 | reproduces |
-# | C8 | "Model ignores position": zeroed by a norm; the shuffle check finds it (book §4) | position added to every channel: erased by layer norm (rounding only), kept by RMS norm (1.58) (§7) | exact §7 | reproduces |
+# | C5 | A NoPE encoder cannot distinguish orders: at chance on positions 1 to 11, within 0.05 (book, question 2) | 0.0005 ± 0.0014 from chance, 5 seeds; positive control, the decoder of C3b (§5) | result chapter01_nope/encoder_at_chance | reproduces |
+# | C6a | The mask's signal is weak: a NoPE decoder reads position better with a marker than from the mask alone (book, question 2) | the BOS token adds 0.62 ± 0.16 to the decoder's mean accuracy, 5 seeds (§5; C3c) | result chapter01_nope/marker_gain | reproduces |
+# | C6b | ... and NoPE models underperform (book, question 2) | byte-level loss at $L = 64$: `none` 0.22 ± 0.01 nats above a learned table, 3 seeds of 600 steps (and 0.13 ± 0.02 above scaled sinusoids) (§5) | result input_schemes_at_train_len/none_minus_learned | reproduces |
+# | C7 | Every scheme breaks equivariance, and so does the mask (README) | committed probe, a counterexample a scheme (each on 5 random weight draws): `TinyEncoder/none` below $10^{-15}$; every other row 0.06 to 0.94 (§6) | exact §6 | reproduces |
+# | C8a | "Model ignores position": a norm can zero the encoding (book §4) | position added to every channel: erased by layer norm (rounding only), kept by RMS norm (1.58) (§7) | exact §7 | reproduces |
+# | C8b | ... and the shuffle check finds it (book §4) | in an encoder, the shuffle reports rounding only with layer norm, a relative change of 1.58 with RMS norm; in a decoder the mask alone changes the outputs, so there it needs the `none` model beside (§7) | exact §7 | reproduces |
 #
 # The failure table's other cause, an encoding "added after the projection", is not in the ledger:
 # this chapter did not pin it to one mechanism, so it measured nothing that could settle it.
