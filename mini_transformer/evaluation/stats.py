@@ -222,16 +222,18 @@ def all_equal(values):
 def format_interval(mean, lo, hi, digits=2):
     r"""``"1.53 ± 0.04"`` for a symmetric interval, ``"0.81 [0.70, 0.89]"`` for an asymmetric one.
 
-    Refuses an interval whose half-width prints as zero ("± 0.00"): a reader takes that for certainty.
-    Every seed equal is "all N seeds: V" (``format_record``); a narrow interval needs more digits.
+    Never prints "± 0.00", which a reader takes for certainty: a narrow interval gets as many more digits
+    as its half-width needs (up to 6); an interval of width zero (every seed equal) is refused, since it is
+    "all N seeds: V" (``format_record``).
     """
+    if hi - lo <= 0:
+        raise ValueError(f"the interval [{lo}, {hi}] has width zero, which would print as ± 0: every seed gave the "
+                         f"same value, so say 'all N seeds: V' (format_record does).")
+    while digits < 6 and float(f"{(hi - lo) / 2:.{digits}f}") == 0:
+        digits += 1
     hw_lo, hw_hi = mean - lo, hi - mean
     if abs(hw_lo - hw_hi) <= 0.5 * 10 ** -digits:
-        hw = f"{(hi - lo) / 2:.{digits}f}"
-        if float(hw) == 0:
-            raise ValueError(f"the interval [{lo}, {hi}] has a half-width that prints as ± {hw} at digits={digits}: "
-                             f"print more digits, or, when every seed gave the same value, 'all N seeds: V'.")
-        return f"{mean:.{digits}f} ± {hw}"
+        return f"{mean:.{digits}f} ± {(hi - lo) / 2:.{digits}f}"
     return f"{mean:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
 
 
@@ -240,7 +242,6 @@ def format_record(record, digits=2):
 
     Every seed equal prints as ``"all 10 seeds: 1.00: reproduces"``; a share over seeds adds its pooled counts
     and their Wilson interval, ``"0.40 ± 0.37 (3 seeds; pooled 19/48: 0.40 [0.27, 0.54]): reproduces"``.
-    An interval too narrow for ``digits`` is printed with as many more as its half-width needs (up to 6).
     """
     lo, hi = record["interval"]
     unit = {"t": "seeds", "bootstrap": "values"}.get(record["kind"])
@@ -253,6 +254,4 @@ def format_record(record, digits=2):
         plo, phi = pooled["interval"]
         p = pooled["successes"] / pooled["trials"]
         n += f"; pooled {pooled['successes']}/{pooled['trials']}: {format_interval(p, plo, phi, digits)}"
-    while digits < 6 and float(f"{(hi - lo) / 2:.{digits}f}") == 0:
-        digits += 1
     return f"{format_interval(record['mean'], lo, hi, digits)} ({n}): {record['verdict']}"

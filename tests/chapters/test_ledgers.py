@@ -95,8 +95,8 @@ def quoted(record, text):
         try:
             if stats.format_interval(record["mean"], lo, hi, d) in text:
                 return True
-        except ValueError:  # its half-width prints as zero at d digits
-            continue
+        except ValueError:  # an interval of width zero has no "±" form
+            return False
     return False
 
 
