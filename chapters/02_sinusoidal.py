@@ -629,9 +629,10 @@ fig.tight_layout()
 # 100-step cell.
 #
 # * **Adding against concatenating, at a tenth of the scale.** At step 600 both arms sit at their
-#   floor (held-out loss 0.003 to 0.017 nats), where a difference has no room to show, so the claim
-#   is read at step 100, where neither arm has got there (1.07 to 1.47 nats): adding minus
-#   concatenating is -0.084 ± 0.144 nats, the whole interval below 0.1. The book's "mostly does not
+#   floor (held-out loss 0.003 to 0.017 nats), where a difference has no room to show (the record
+#   there, 0.006 ± 0.007, compares two floors). So the claim is read at step 100, where neither arm
+#   has got there (1.07 to 1.47 nats): adding minus concatenating is -0.084 ± 0.144 nats, the whole
+#   interval below 0.1. The book's "mostly does not
 #   interfere", read as "costs under 0.1 nats", reproduces. The two arms also leave chance together:
 #   1.6 ± 3.6 steps apart.
 # * **The same at full size.** On the held-out loss at the end, -0.03 ± 0.74 nats, not established:
@@ -653,8 +654,9 @@ fig.tight_layout()
 #
 # So at full size both the scale and the layout matter: concatenating delays the exit from chance
 # by 121 ± 39 steps against adding, about as much as the full size delays the added model against
-# a tenth (144 ± 38). At a tenth of the scale the layout stops mattering. Why concatenating is the
-# slower of the two at full size, this run does not isolate. A position row is 35 times the norm of
+# a tenth (144 ± 38). At a tenth of the scale the two layouts differ by under 0.1 nats and leave
+# chance together. Why concatenating is the slower of the two at full size, this run does not
+# isolate. A position row is 35 times the norm of
 # a token row at initialisation. The original paper multiplies the embedding weights by
 # $\sqrt{d_{model}}$ (Vaswani et al., §3.4, with no reason given); with this workbook's
 # initialisation that takes a token row from 0.11 to 0.64, still 6 times shorter than a position
@@ -766,7 +768,7 @@ assert all(sl["claims"][k]["verdict"] == "reproduces" for k in
 # (full size minus scaled: 0.662 ± 0.319), but the scaled table is still worse than no position
 # past $L$ (0.229 ± 0.128). Why rows the model never saw do harm (for instance, that attention
 # fitted to the rows of positions $0 \dots L - 1$ misreads the new ones) is an explanation not
-# tested here: no run in this workbook measures where these models' heads attend past $L$. No
+# tested here: no run here measures where these models' heads attend past $L$. No
 # position at all is not immune either: its rise is 0.098 ± 0.036 nats. It has no table to
 # misread, but a causal model learns some position from its mask
 # ([chapter 1, §5](01_order_blind.py#5.-What-a-NoPE-model-learns-from-the-leak)), and the longer
@@ -774,7 +776,7 @@ assert all(sl["claims"][k]["verdict"] == "reproduces" for k in
 #
 # At $L$ itself the full-size table is no help here: it is worse than no position at all in all
 # 5 seeds (0.108 ± 0.090 nats), and worse than the scaled table in all 5 (0.140 ± 0.085 nats).
-# The scaled table is the one that pays at $L$. The same comparison at $L = 64$, with 600 steps
+# The same comparison at $L = 64$, with 600 steps
 # and three seeds, is `python -m mini_transformer.evaluation.experiments.input_schemes_at_train_len`,
 # which trains chapter 7's bake-off model with the table as the formula gives it, scaled by
 # $0.02\sqrt 2$, and with no position:
