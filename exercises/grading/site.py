@@ -16,8 +16,9 @@ Two steps, both here:
    (``figure_alt``), and a box after its title with its ``.ipynb`` and ``.py`` downloads and the
    command that opens it in JupyterLab. Links are made to fit the site: ``07_alibi.py#7.-The-bake-off...``
    (JupyterLab's anchor) becomes ``07_alibi.ipynb#7-the-bake-off...`` (MyST's), and a link to another file
-   of the repository (``../exercises/rope.py``) becomes a download of it. A file is rewritten only when
-   its text changed, so Sphinx rereads only what changed.
+   of the repository (``../exercises/rope.py``) becomes a download of it (MyST's ``path:`` link, which keeps
+   the link's text as it is written, a code span included); a link inside a code span is text and stays.
+   A file is rewritten only when its text changed, so Sphinx rereads only what changed.
 2. ``build`` runs Sphinx with ``site_src/conf.py`` and warnings as errors (``-W``): a broken link, a
    missing figure or a chapter that raises fails the build. myst-nb executes each chapter in a kernel
    (the reference stands in for every exercise, one BLAS thread, as under the tests) and caches the
@@ -80,7 +81,8 @@ def figure_alt(fig):
 # The pages' source
 # ---------------------------------------------------------------------------
 
-_LINK = re.compile(r"\[(?P<text>[^\]]*)\]\((?P<target>[^)\s]+)\)")
+#: a markdown link, or a code span (one or more backticks to the same again), which is text and is left as it is
+_LINK = re.compile(r"(?P<code>(?P<ticks>`+).+?(?P=ticks))|\[(?P<text>[^\]]*)\]\((?P<target>[^)\s]+)\)", re.S)
 
 
 def _jupyterlab_command(chapter_rel):
@@ -109,6 +111,8 @@ class _Source:
     def links(self, text, folder):
         r"""``text`` (markdown of a page at ``folder``, relative to the repository) with links fitted to the site."""
         def fit(m):
+            if m.group("code"):
+                return m.group(0)  # `[exercises/rope.py](../exercises/rope.py)` shows the syntax; it links nothing
             target = m.group("target")
             if re.match(r"[a-z]+:", target):
                 return m.group(0)  # a URL
@@ -127,7 +131,9 @@ class _Source:
                 rel = file.relative_to(ROOT)
                 self.write(Path("_files") / "repo" / rel, file.read_bytes())
                 up = os.path.relpath(self.src / "_files" / "repo" / rel, self.src / folder)
-                return f"{{download}}`{m.group('text')} <{Path(up).as_posix()}>`"
+                # MyST's path: link, not a {download} role: a role's text is plain, so the code span of
+                # [`exercises/rope.py`](...) would show on the page as raw markup
+                return f"[{m.group('text')}](path:{Path(up).as_posix()})"
             return m.group(0)  # left to the build, which fails on it under -W
         return _LINK.sub(fit, text)
 

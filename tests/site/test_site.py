@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -65,14 +66,19 @@ def test_links_fit_the_site(tmp_path):
     text = ("[the bake-off](07_alibi.py#7.-The-bake-off:-eight-schemes,-trained-at-L,-run-at-8L), "
             "[how to work](00_tiny_transformer.py#How-to-work), [RoPE](06_rope.py), [cards](cards/06_rope.md), "
             "[here](#Appendix:-the-fast-kernels), [the paper](https://arxiv.org/abs/2108.12409), "
-            "[your file](../exercises/rope.py)")
+            "[your file](../exercises/rope.py), [`exercises/t5.py`](../exercises/t5.py), "
+            "`[as code](../exercises/alibi.py)`")
     fitted = source.links(text, "chapters")
     assert "[the bake-off](07_alibi.ipynb#7-the-bake-off-eight-schemes-trained-at-l-run-at-8l)" in fitted
     assert "[how to work](00_tiny_transformer.ipynb#how-to-work)" in fitted
     assert ", RoPE, " in fitted  # chapter 6 is not in this build: its name stays, the link goes
     assert "[cards](cards/06_rope.md)" in fitted and "[here](#appendix-the-fast-kernels)" in fitted
     assert "[the paper](https://arxiv.org/abs/2108.12409)" in fitted
-    assert "{download}`your file <../_files/repo/exercises/rope.py>`" in fitted
+    # a download as a MyST link, so a code span in its text renders (a {download} role would show it raw)
+    assert "[your file](path:../_files/repo/exercises/rope.py)" in fitted
+    assert "[`exercises/t5.py`](path:../_files/repo/exercises/t5.py)" in fitted
+    assert "`[as code](../exercises/alibi.py)`" in fitted  # a link inside a code span is text, left alone
+    assert not (tmp_path / "_files/repo/exercises/alibi.py").exists()
     assert (tmp_path / "_files/repo/exercises/rope.py").read_bytes() == (ROOT / "exercises/rope.py").read_bytes()
 
 
@@ -108,15 +114,60 @@ def test_each_chapter_page_offers_its_downloads_and_command(tmp_path):
     assert "chapters/TEACHING" in index and "chapters/cards/06_rope" in index
 
 
-def test_warnings_fail_the_build(tmp_path):
-    r"""Sphinx runs with -W: a page that links a section no page has fails the build (the site's builds pass)."""
+def _sphinx(folder):
+    r"""Sphinx with the book's configuration on ``folder/src`` into ``folder/html``, in its own process."""
     code = ("import sys; from exercises.grading import site; s = sys.argv[1]; "
             "sys.exit(site.sphinx(s + '/src', s + '/html', s + '/doctrees', s + '/cache', quiet=True))")
+    return subprocess.run([sys.executable, "-c", code, str(folder)], capture_output=True, text=True, cwd=ROOT)
+
+
+def test_warnings_fail_the_build(tmp_path):
+    r"""Sphinx runs with -W: a page that links a section no page has fails the build (the site's builds pass)."""
     (tmp_path / "src").mkdir()
     page = "# A page\n\n## A section\n\nSee [the section]({}).\n"
     (tmp_path / "src/index.md").write_text(page.format("#a-section-that-moved"))
-    broken = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, cwd=ROOT)
+    broken = _sphinx(tmp_path)
     assert broken.returncode != 0 and "a-section-that-moved" in broken.stderr, broken.stderr[-2000:]
+
+
+#: MyST markup that reached a page's text unrendered: a role (``{download}`...```), a directive's fence, a colon
+#: fence. The strict build lets each of these through (MyST shows what it cannot parse as text), and no page of
+#: the book writes about MyST's syntax, so a rendered page shows none of them.
+UNRENDERED = re.compile(r"\{[a-z][\w:.+-]*\}`|\{(?:download|doc|ref|numref|eq|term|abbr|kbd|file|any)\}|```\{|:::")
+
+#: what the build once wrote for ``[`exercises/rope.py`](../exercises/rope.py)`` on 28 chapter pages: a role whose
+#: text holds a code span, which MyST shows raw; and a directive's fence that an indent turns into a code block
+PLANTED = ("The exercises: {download}``exercises/rope.py` <../_files/repo/exercises/rope.py>`, 6.1 to 6.10.\n\n"
+           "    ```{note}\n    indented, so a code block and not a note\n    ```\n")
+
+
+def unrendered(text):
+    r"""Each place in ``text`` (a page as a reader sees it) that shows MyST markup instead of what it makes."""
+    return [" ".join(text[max(0, m.start() - 30):m.end() + 40].split()) for m in UNRENDERED.finditer(text)]
+
+
+@pytest.fixture(scope="module")
+def tiny_site(tmp_path_factory):
+    r"""A two-page site built with the book's configuration, its html folder: ``chapters/good`` has an exercise
+    link as the build fits it, ``chapters/bad`` the markup of ``PLANTED``."""
+    tmp = tmp_path_factory.mktemp("tiny")
+    link = site._Source(tmp / "src", [], student=False).links("[`exercises/rope.py`](../exercises/rope.py)", "chapters")
+    (tmp / "src/chapters").mkdir(parents=True, exist_ok=True)
+    (tmp / "src/chapters/good.md").write_text(f"# Good\n\nThe exercises: {link}, 6.1 to 6.10.\n")
+    (tmp / "src/chapters/bad.md").write_text(f"# Bad\n\n{PLANTED}")
+    (tmp / "src/index.md").write_text("# Tiny\n\n```{toctree}\nchapters/good\nchapters/bad\n```\n")
+    run = _sphinx(tmp)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    return tmp / "html"
+
+
+def test_an_exercise_link_renders_as_a_download(tiny_site):
+    page = (tiny_site / "chapters/good.html").read_text()
+    link = re.search(r'<a class="reference download internal" download="" href="([^"]+)">(.*?)</a>', page, re.S)
+    assert link, page[page.find("The exercises"):][:1000]
+    assert "<code" in link.group(2) and ">exercises/rope.py<" in link.group(2)  # its text, a code span, rendered
+    assert (tiny_site / "chapters" / link.group(1)).read_bytes() == (ROOT / "exercises/rope.py").read_bytes()
+    assert "{download}" not in page
 
 
 def test_figure_alt_says_what_the_figure_shows():
@@ -221,7 +272,7 @@ def test_every_chapter_page_in_chromium(built, browser, tmp_path):
                                       .map(i => [i.alt, i.complete && i.naturalWidth > 0]),
                     math: all('mjx-container').length, refused: all('mjx-merror').length,
                     open: all('details[open]').length, details: all('details').length,
-                    downloads: all('a.download').map(a => a.getAttribute('href'))};""")
+                    downloads: all('a.download').map(a => a.href)};""")
         assert "Traceback" not in page["text"], f"{name}: a traceback on the page"
         assert not page["errors"], f"{name}: {page['errors']} error or stderr outputs on the page"
         source = (ROOT / "chapters" / f"{name}.py").read_text()
@@ -234,10 +285,46 @@ def test_every_chapter_page_in_chromium(built, browser, tmp_path):
             assert page["math"], f"{name}: no rendered math"
             assert not page["refused"], f"{name}: a formula MathJax refused"
         assert not page["open"], f"{name}: a hint or solution is open"
-        assert {Path(h).name for h in page["downloads"]} >= {f"{name}.ipynb", f"{name}.py"}, page["downloads"]
+        # the chapter's own two files and every file of the repository its text links to, each one there
+        linked = {Path(f).name for f in re.findall(r"\]\(\.\./(?!chapters/)([^)#\s]+)\)", source)}
+        assert {Path(h).name for h in page["downloads"]} >= {f"{name}.ipynb", f"{name}.py"} | linked, page["downloads"]
+        for href in page["downloads"]:
+            with urllib.request.urlopen(href, timeout=10) as response:
+                assert response.status == 200 and response.read(), href
         assert f"chapters/{name}.py" in page["text"] and "python -m jupyter lab" in page["text"]
         report.append((name, len(images), len(urls), round(time.monotonic() - start, 1)))
     print("\n".join(f"{n}: {f} figures, {r} requests, all local ({s} s)" for n, f, r, s in report))
+
+
+def _page_text(driver):
+    return driver.execute_script("return document.body.innerText;")
+
+
+def test_the_markup_check_catches_planted_markup(tiny_site, browser):
+    r"""The positive control of ``test_no_page_shows_unrendered_markup``: the check finds both planted forms on a
+    page built with the book's configuration, and nothing on the page with the link as the build now writes it."""
+    driver, _ = browser
+    shown = {}
+    for name in ("good", "bad"):
+        _open(driver, (tiny_site / f"chapters/{name}.html").resolve().as_uri())
+        shown[name] = unrendered(_page_text(driver))
+    assert shown["good"] == [], shown["good"]
+    assert len(shown["bad"]) == 2, shown["bad"]
+    assert "{download}``exercises/rope.py" in shown["bad"][0] and "```{note}" in shown["bad"][1], shown["bad"]
+
+
+def test_no_page_shows_unrendered_markup(built, browser):
+    driver, base = browser
+    folder, chapters = built
+    pages = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*.html")
+                   if p.name not in ("search.html", "genindex.html") and "_static" not in p.parts)
+    assert {f"chapters/{name}.html" for name in chapters} | {"index.html", "chapters/README.html"} <= set(pages)
+    shown = {}
+    for page in pages:
+        _open(driver, base + page)
+        shown[page] = unrendered(_page_text(driver))
+    shown = {page: places for page, places in shown.items() if places}
+    assert not shown, f"{len(shown)} of {len(pages)} pages show MyST markup as text: {shown}"
 
 
 def test_hints_open_on_a_click(built, browser):
