@@ -17,6 +17,9 @@ and every test folder but the library's own (``tests/<floor>/`` for each floor o
 a new module or a new test needs no list updated. On the way the release writes:
 
 * each chapter as a percent-format ``.py`` without its ``answer`` and ``hint`` cells;
+* ``chapters/TEACHING.md`` as one paragraph saying where the instructor guide lives: the guide runs in
+  the full workbook (its sample class ``tests/grading/course_class.py``, ``solutions/``, the rubrics),
+  none of which a student copy holds, so the copy's page names no file the copy lacks;
 * fresh stubs in ``exercises/<module>.py``;
 * ``exercises/grading/stored/<module>.npz``: the compiled checks (cases, the reference's
   outputs, every misconception's outputs), labels, the exercise file and the blank drill files.
@@ -169,6 +172,8 @@ def repository(out_dir):
             dst.write_text(jupytext.writes(nb, fmt="py:percent"))
         elif rel == "README.md":
             dst.write_text(_STUDENT_NOTE + src.read_text())
+        elif rel == GUIDE:
+            dst.write_text(_GUIDE_IN_A_COPY)
         else:
             shutil.copy2(src, dst)
     for m in exercise_modules():
@@ -188,6 +193,14 @@ def _ignored(path):
         return False
     return out.returncode == 0
 
+
+GUIDE = "chapters/TEACHING.md"  # the instructor guide: its commands need the full workbook
+_GUIDE_IN_A_COPY = ("# Teaching the workbook as a course\n\nThis is a student copy of the workbook (see `STUDENT_COPY`), "
+                    "and the instructor guide is not in it. The guide plans the sessions and the capstone, and its "
+                    "commands release, grade and build a sample class from the full workbook: the reference "
+                    "solutions, the grader's checks, the rubrics and the grader's tests, which a student copy "
+                    "leaves out. Your instructor has it, as `chapters/TEACHING.md` in the full workbook; ask them "
+                    "for the session plan and the capstone's brief.\n")
 
 _STUDENT_NOTE = ("> **Student copy.** This copy has no `solutions/`: an exercise you have not written tells you "
                  "which one to write when a chapter needs it, and `python -m exercises grade` grades your "

@@ -41,18 +41,40 @@ def copy(tmp_path_factory):
     return out
 
 
+def student_paths(paths, root, prefixes):
+    r"""The import folders of ``paths`` a student's environment keeps: every one outside the repository
+    ``root``, and inside it only an installed environment's: a ``site-packages`` or ``dist-packages``
+    folder, or anything under an environment's prefix (``prefixes``: ``sys.prefix`` and the like) that
+    lies inside the repository, as the README's ``.venv`` does. The repository's own folders (``root``,
+    ``solutions/``, ``exercises/``, ``tests/``) are dropped: from them ``solutions`` and the checks import.
+    A prefix that is the repository or holds it keeps nothing extra, or it would keep the repository too.
+    """
+    root = Path(root).resolve()
+    inside = [Path(p).resolve() for p in prefixes if root in Path(p).resolve().parents]
+
+    def kept(p):
+        where = Path(p).resolve()
+        if root != where and root not in where.parents:
+            return True
+        return bool({"site-packages", "dist-packages"} & set(where.parts)) or any(
+            e == where or e in where.parents for e in inside)
+    return [p for p in paths if p and kept(p)]
+
+
 def _student_python(venv):
     """A virtual environment that sees this one's packages but not this repository.
 
     The README's install puts the repository itself on every path (``pip install -e .``), so this
     interpreter would import ``solutions`` from here whatever the copy holds. The student's
-    environment lists this one's import folders, less this repository, as plain paths: their
+    environment lists this one's import folders, less this repository's own (``student_paths``: a
+    venv inside the repository, as the README suggests, keeps its packages), as plain paths: their
     packages import, and the ``.pth`` files in them (the editable install among them) never run.
     """
     python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
-        ours = [p for p in sys.path if p and os.path.isdir(p) and ROOT not in (Path(p).resolve(), *Path(p).resolve().parents)]
+        ours = student_paths([p for p in sys.path if p and os.path.isdir(p)], ROOT,
+                             (sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix))
         theirs = subprocess.run([str(python), "-c", "import site; print(site.getsitepackages()[0])"],
                                 capture_output=True, text=True, check=True).stdout.strip()
         Path(theirs, "workbook_dependencies.pth").write_text("\n".join(ours) + "\n")
@@ -65,6 +87,28 @@ def _in_copy(copy, *args, timeout=240):
     env.pop("VIRTUAL_ENV", None)
     python = _student_python(copy.parent / "venv")
     return subprocess.run([str(python), *args], capture_output=True, text=True, cwd=copy, env=env, timeout=timeout)
+
+
+@pytest.mark.parametrize("kept, path", [
+    (True, ".venv/lib/python3.11/site-packages"),  # the README's venv at the repository's root: numpy is here
+    (True, "venv/lib/python3/dist-packages"),
+    (True, ".venv/lib/python3.11/lib-dynload"),  # under the venv's prefix
+    (True, "/usr/lib/python3.11"), (True, "/opt/env/lib/python3.11/site-packages"),  # outside the repository
+    (False, "."), (False, "solutions"), (False, "exercises"), (False, "exercises/grading/modules/rope"),
+    (False, "tests/grading"), (False, ".venv-not-a-prefix/lib")])
+def test_a_student_environment_keeps_installed_packages_and_drops_the_repositorys_own_folders(kept, path):
+    root = Path("/work/repo")
+    full = str(root / path) if not path.startswith("/") else path
+    assert student_paths([full], root, [str(root / ".venv"), "/usr"]) == ([full] if kept else [])
+    # a prefix that is the repository, or holds it, keeps nothing of the repository's own
+    assert student_paths([str(root / "solutions")], root, [str(root), "/work"]) == []
+
+
+def test_the_student_environment_of_this_run_cannot_import_the_answers():
+    ours = student_paths([p for p in sys.path if p and os.path.isdir(p)], ROOT,
+                         (sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix))
+    assert any(Path(p, "numpy").is_dir() for p in ours), ours  # the packages a student needs
+    assert not [p for p in ours if Path(p, "solutions").is_dir() or Path(p, "exercises", "grading").is_dir()], ours
 
 
 def test_the_copy_holds_no_answers(copy):
@@ -91,6 +135,26 @@ def test_the_copy_holds_no_answers(copy):
              if p.is_file() and "adapters" not in p.relative_to(copy).parts
              for line in answer_lines if line in p.read_text(errors="replace")]
     assert not leaks, leaks[:5]
+
+
+def repository_paths(text):
+    r"""The repository's paths a Markdown page names: backticked paths and ``$WORKBOOK/...`` whose first part is
+    a top-level entry of the repository, and its relative links (from ``chapters/``); placeholders skipped."""
+    top = {p.name for p in ROOT.iterdir()} - {".git"}
+    spans = (re.findall(r"`([^`\s]+)`", text) + re.findall(r"\$WORKBOOK/([^\s\"']+)", text)
+             + [f"chapters/{link}" for link in re.findall(r"\]\(([^)#\s:]+)\)", text)])
+    return sorted({s.rstrip("/") for s in spans if Path(s).parts and Path(s).parts[0] in top
+                   and not re.search(r"<|NN|\*", s)})
+
+
+def test_every_repository_path_the_copys_instructor_guide_names_is_in_the_copy(copy):
+    guide = (copy / release.GUIDE).read_text()
+    named = repository_paths(guide)
+    assert [p for p in named if not (copy / p).exists()] == []
+    assert "chapters/TEACHING.md" in named and "full workbook" in guide  # it says where the guide lives
+    # the full guide, which the release used to copy as it is, sends its reader to files the copy lacks
+    missing = [p for p in repository_paths((ROOT / release.GUIDE).read_text()) if not (copy / p).exists()]
+    assert {"tests/grading/course_class.py", "tests/grading/conftest.py", "solutions"} <= set(missing), missing
 
 
 def test_the_released_chapters_drop_answers_and_hints(copy):
