@@ -101,3 +101,95 @@ def test_gradescope_results_json_at_the_summative_level_names_no_mutant_and_no_c
             "sinusoidal_positional_encoding, 1 a wrong shift_rotation)."]
     else:
         assert leaked == list(SECRETS + ("Hint: row 0", "T = 4"))
+
+
+def test_the_gradescope_bundle_runs_the_grader_at_its_level_visibility_and_points(tmp_path):
+    import json
+    import zipfile
+    from exercises.grading import gradescope
+    points = tmp_path / "points.json"
+    points.write_text(json.dumps({"sinusoidal": {"2.3": 4.5}}))
+    out = gradescope.bundle(tmp_path / "gs", ["sinusoidal"], timeout=3, visibility="after_published",
+                            points=points, level="summative")
+    run = (out / "run_autograder").read_text()
+    assert ("--module sinusoidal --timeout 3 --visibility after_published --points points.json --level summative"
+            in run)
+    assert "feedback level: summative" in (out / "README.txt").read_text()
+    assert json.loads((out / "workbook" / "points.json").read_text()) == {"sinusoidal": {"2.1": 1, "2.2": 2,
+                                                                                         "2.3": 4.5}}
+    with zipfile.ZipFile(tmp_path / "gs.zip") as z:
+        assert {"run_autograder", "setup.sh", "workbook/exercises/grading/feedback.py"} <= set(z.namelist())
+    assert not (out / "workbook" / "exercises" / "grading" / "instructor_only").exists()
+    with pytest.raises(SystemExit, match="visibility 'students' is not one of Gradescope's: hidden, after_due_date, "
+                                         "after_published, visible."):
+        gradescope.bundle(tmp_path / "gs2", ["sinusoidal"], visibility="students")
+    assert not (tmp_path / "gs2").exists()  # refused before anything is written
+
+
+ERIN = {"student": "erin", "exercise_points": 2.67, "exercise_out_of": 5, "points": 3.67, "out_of": 11,
+        "written": {"02": {"points": 1, "out_of": 6, "ungraded": 1, "items": [
+            {"item": "C1", "points": 1, "out_of": 1, "comment": "a reason given"},
+            {"item": "Q1", "points": None, "out_of": 2, "comment": ""}]}},
+        "results": {
+            "2.1 sinusoidal_positional_encoding": dict(MISCONCEPTION_21, kind="numbers", misconception=None,
+                                                       failed_on="held-out", public="pass", held_out="fail",
+                                                       points=0, possible=1),
+            "2.3 test_sinusoidal_properties": dict(WEAK_FULL, points=2.67, possible=4)}}
+
+ERIN_SUMMATIVE = """# Feedback for erin
+
+Exercises: 2.67 of 5 points.
+Written answers, chapter 02: 1 of 6 points (1 items not graded yet).
+Total: 3.67 of 11 points.
+
+## 2.1 sinusoidal_positional_encoding
+
+**fail (public cases: pass; held-out cases: fail)**, 0 of 1 point.
+
+    fail on the held-out cases: some outputs are wrong.
+
+## 2.3 test_sinusoidal_properties
+
+**fail**, 2.67 of 4 points.
+
+    weak test: 3 of 9 mutants escaped your test (2 a wrong sinusoidal_positional_encoding, 1 a wrong shift_rotation).
+
+## written 02 C1
+
+**graded**, 1 of 1 point.
+
+    a reason given
+
+## written 02 Q1
+
+**not graded yet**, 0 of 2 points.
+"""
+
+
+def test_a_students_feedback_file_by_hand_at_the_summative_level():
+    assert feedback.markdown(ERIN, "summative") == ERIN_SUMMATIVE
+    page = feedback.page(ERIN, "summative")
+    assert "<title>Feedback for erin</title>" in page and "<p>Total: 3.67 of 11 points.</p>" in page
+    assert ("<h2>2.1 sinusoidal_positional_encoding</h2>\n<p><strong>fail (public cases: pass; held-out cases: "
+            "fail)</strong>, 0 of 1 point.</p>\n<pre>fail on the held-out cases: some outputs are wrong.</pre>") in page
+    assert "<h2>written 02 Q1</h2>\n<p><strong>not graded yet</strong>, 0 of 2 points.</p>\n</body>" in page
+    assert not [s for s in SECRETS if s in page]
+    done = dict(ERIN, written={"02": dict(ERIN["written"]["02"], ungraded=0)})
+    assert "Written answers, chapter 02: 1 of 6 points.\n" in feedback.markdown(done, "summative")
+    formative = feedback.markdown(ERIN, "formative")
+    assert all(s in formative for s in SECRETS)  # the same student at the formative level: the whole message
+
+
+def test_write_files_names_each_student_by_the_roster_and_writes_both_pages(tmp_path):
+    roster = {"erin": {"id": "1005"}, "zed": {"name": "Zed"}}
+    paths = feedback.write_files({"students": [ERIN, dict(ERIN, student="zed")]}, tmp_path / "fb", "summative", roster)
+    assert [p.name for p in paths] == ["erin_1005.md", "erin_1005.html", "zed.md", "zed.html"]
+    assert (tmp_path / "fb" / "erin_1005.md").read_text() == ERIN_SUMMATIVE
+    assert (tmp_path / "fb" / "erin_1005.html").read_text() == feedback.page(ERIN, "summative")
+    assert feedback.write_files({"students": [ERIN]}, tmp_path / "plain", "formative")[0].name == "erin.md"
+    assert feedback.read_roster(None) == {}
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    assert feedback.read_roster(empty) == {}
+    with pytest.raises(SystemExit, match=r"--roster .*missing.csv: cannot read it \(No such file or directory\)\."):
+        feedback.read_roster(tmp_path / "missing.csv")

@@ -146,3 +146,52 @@ def test_every_chapter_gives_its_questions_with_model_answers_and_its_claims():
         assert all(i["answers"] for i in asked), name  # the rubric has a model answer for every question
         if questions:
             assert any(i["kind"] == "prediction" for i in found), name
+
+
+def test_collect_grades_the_shallowest_answers_file_and_the_sheet_lists_what_is_graded_by_hand(monkeypatch, tmp_path):
+    from exercises.grading import notebooks
+    real = notebooks.read_chapter
+    monkeypatch.setattr(notebooks, "read_chapter", lambda name, text=None: real(name, CHAPTER))
+    alice = tmp_path / "alice"
+    (alice / "answers").mkdir(parents=True)
+    (alice / "old" / "answers").mkdir(parents=True)
+    (alice / "answers" / "02.md").write_text("### C1\n\nYes: a pair turns.\n\n### C2\n\n### Q1\n\n"
+                                             "A shift is linear.\n\n### Q2\n")
+    (alice / "old" / "answers" / "02.md").write_text("### C2\n\nDeeper: never read.\n")
+    outside = tmp_path / "elsewhere.md"
+    outside.write_text("### Q2\n\nNot alice's.\n")
+    (alice / "02.md").symlink_to(outside)  # shallower, but a link: refused
+    assert written.answers_file(alice, "02") == alice / "answers" / "02.md"
+    manual = {("alice", "02", "C1"): (1.0, "a reason given"), ("bob", "02", "Q1"): (2.0, "bob's")}
+    work = written.collect(alice, ["02"], manual, "alice")
+    assert [(i["item"], i["points"], i["out_of"], i["comment"], i["auto"], i["answer"]) for i in work["02"]["items"]] == [
+        ("C1", 1.0, 1, "a reason given", False, "Yes: a pair turns."),
+        ("C2", 0, 1, "not answered", False, ""),
+        ("Q1", None, 2, "", False, "A shift is linear."),  # answered, not graded yet
+        ("Q2", 0, 2, "not answered", False, "")]
+    assert {k: v for k, v in work["02"].items() if k != "items"} == {
+        "points": 1.0, "out_of": 6, "ungraded": 1, "file": str(alice / "answers" / "02.md")}
+    nobody = written.collect(tmp_path / "empty", ["2"], manual, "nobody")  # no file: every item 0, not answered
+    assert (nobody["02"]["points"], nobody["02"]["ungraded"], nobody["02"]["file"]) == (0, 0, None)
+    assert written.answers_file(tmp_path / "empty", "02") is None
+    book = {"students": [{"student": "alice", "written": work}, {"student": "zed"}]}
+    assert written.sheet(book).splitlines() == [
+        "student,chapter,item,points,out_of,comment,answer",
+        "alice,02,C1,1.0,1,a reason given,Yes: a pair turns.", "alice,02,C2,0,1,not answered,",
+        "alice,02,Q1,,2,,A shift is linear.", "alice,02,Q2,0,2,not answered,"]
+
+
+def test_the_ward_is_graded_when_collected_and_left_off_the_sheet(tmp_path):
+    key = written.ward_key()
+    (tmp_path / "12.md").write_text("### ward\n\n" + "\n".join(f"{k}: {d}" for k, d in key.items()) + "\n")
+    work = written.collect(tmp_path, ["12"], {}, "alice")
+    ward = [i for i in work["12"]["items"] if i["item"] == "ward"]
+    assert [(i["points"], i["out_of"], i["auto"]) for i in ward] == [(7, 7, True)]
+    assert ",ward," not in written.sheet({"students": [{"student": "alice", "written": work}]})
+
+
+def test_write_gives_the_default_table_to_edit(tmp_path):
+    path = points.write(tmp_path / "points.json", ["sinusoidal", "learned"])
+    assert path == tmp_path / "points.json"
+    assert path.read_text() == ('{\n "sinusoidal": {\n  "2.1": 1,\n  "2.2": 2,\n  "2.3": 3\n },\n'
+                                ' "learned": {\n  "3.1": 1,\n  "3.2": 2,\n  "3.3": 3\n }\n}\n')
