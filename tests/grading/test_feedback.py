@@ -193,3 +193,33 @@ def test_write_files_names_each_student_by_the_roster_and_writes_both_pages(tmp_
     assert feedback.read_roster(empty) == {}
     with pytest.raises(SystemExit, match=r"--roster .*missing.csv: cannot read it \(No such file or directory\)\."):
         feedback.read_roster(tmp_path / "missing.csv")
+
+
+def test_lock_down_leaves_the_answers_to_their_owner_alone(monkeypatch, tmp_path):
+    import os
+    from exercises.grading import gradescope, paths
+    (tmp_path / "solutions" / "sub").mkdir(parents=True)
+    (tmp_path / "solutions" / "sub" / "rope.py").write_text("x")
+    (tmp_path / "checks.py").write_text("x")
+    monkeypatch.setattr(paths, "answer_paths", lambda: [tmp_path / "solutions", tmp_path / "checks.py",
+                                                        tmp_path / "absent"])
+    gradescope.lock_down()
+    modes = {p.relative_to(tmp_path).as_posix(): os.stat(p).st_mode & 0o777
+             for p in [tmp_path / "solutions", tmp_path / "solutions" / "sub",
+                       tmp_path / "solutions" / "sub" / "rope.py", tmp_path / "checks.py"]}
+    assert modes == {"solutions": 0o700, "solutions/sub": 0o700, "solutions/sub/rope.py": 0o600, "checks.py": 0o600}
+
+
+def test_run_as_refuses_what_cannot_run_the_students_code(monkeypatch):
+    import os
+    from exercises.grading import gradescope
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(SystemExit, match=r"--run-as pe_student: only root can run code as another user; this runs "
+                                         r"as uid 1000\."):
+        gradescope.run_as("pe_student")
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    with pytest.raises(SystemExit, match=r"--run-as no_such_user_kit: no such user; create it \(useradd --system "
+                                         r"no_such_user_kit\) first\."):
+        gradescope.run_as("no_such_user_kit")
+    with pytest.raises(SystemExit, match=r"--run-as root: that user is root; give an unprivileged one\."):
+        gradescope.run_as("root")
