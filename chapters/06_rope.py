@@ -676,7 +676,7 @@ assert all(r["reference"]["result"] == "passed" for r in runs.values())
 # catch the mistakes that break relativity itself: the other pairing, a dropped term, the wrong
 # layout. The offset ignored does not break it (a score that is the same at every pair of positions
 # is a function of the offset too); the weak test catches it only through its second assertion, that
-# offsets 2 and 1 score differently. What makes a function RoPE is that it *rotates*: lengths kept on a
+# $(3, 1)$ and $(3, 2)$ score differently. What makes a function RoPE is that it *rotates*: lengths kept on a
 # call with several positions, position 0 untouched, pair $i$ turning by $\theta_i$ the right way.
 
 # %% [markdown]
@@ -1101,7 +1101,7 @@ none_first = [p["none"][0] for p in copy_runs["per_seed"]]
 none_later = [v for p in copy_runs["per_seed"] for v in p["none"][1:]]
 print(f"none over all seeds: first position {min(none_first):.0%} to {max(none_first):.0%}, "
       f"positions 2 to {N_COPY} {min(none_later):.0%} to {max(none_later):.0%}; chance {chance:.3f}")
-assert min(none_later) > 2 * chance  # above chance at every position of every seed
+assert min(none_later) > 2 * chance  # above twice chance at every later position of every seed
 copy_claims = copy_runs["claims"]
 for key in ("C4", "C4_after_first"):
     print(f"{copy_claims[key]['effect']}: {stats.format_record(copy_claims[key])}")
