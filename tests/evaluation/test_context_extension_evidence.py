@@ -78,3 +78,24 @@ def test_quick_runs_have_per_seed_values_and_no_claims_from_one_seed():
     assert set(width["per_seed"][0]) == {"16", "64"} and "claims" not in width
     copy = rope_copy.run(quick=True, progress=False)
     assert len(copy["per_seed"][0]["rope"]) == rope_copy.N_COPY and "claims" not in copy
+
+
+def test_seed_part_keeps_each_seed_and_a_rerun_resumes_from_it(tmp_path):
+    from mini_transformer.evaluation.experiments import common
+    calls = []
+
+    def make(value):
+        def run():
+            calls.append(value)
+            return {"loss": value, "rows": (1, 2)}
+        return run
+    size = {"L": 64, "steps": 1500}
+    values, _ = common.seed_part(str(tmp_path), "x", 0, size, make(1.5))
+    assert values == {"loss": 1.5, "rows": [1, 2]} and calls == [1.5]          # read back as a saved part reads
+    assert (tmp_path / "x_seed0.json").exists()
+    again, _ = common.seed_part(str(tmp_path), "x", 0, size, make(9.0))       # resumed: not made again
+    assert again == values and calls == [1.5]
+    other, _ = common.seed_part(str(tmp_path), "x", 0, {"L": 32, "steps": 1500}, make(2.5))   # other sizes: made
+    assert other["loss"] == 2.5 and calls == [1.5, 2.5]
+    common.seed_part(None, "x", 1, size, make(3.5))                            # no folder: nothing kept
+    assert calls == [1.5, 2.5, 3.5] and not (tmp_path / "x_seed1.json").exists()

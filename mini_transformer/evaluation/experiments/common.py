@@ -39,19 +39,26 @@ def corpus():
     return _CORPUS
 
 
-def parse_args(description, argv=None):
+def parse_args(description, argv=None, parts=False):
     ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--quick", action="store_true", help="a small run (under a minute) that only checks directions")
     ap.add_argument("--seed", type=int, default=0, help="seed for weights and batches")
     ap.add_argument("--out", default=RESULTS, help="folder for NAME.json and NAME.png (full mode only)")
     ap.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    if parts:
+        ap.add_argument("--parts", default=None,
+                        help="folder that keeps each finished seed (NAME_seedN.json), so a stopped run resumes there")
     return ap.parse_args(argv)
 
 
-def main(name, doc, run, report, plot, argv=None):
-    """What every experiment's command does: parse the options, run, print the report, save the full results."""
-    args = parse_args(doc.split("\n")[0], argv)
-    res = run(args.quick, args.seed, progress=not args.no_progress)
+def main(name, doc, run, report, plot, argv=None, parts=False):
+    """What every experiment's command does: parse the options, run, print the report, save the full results.
+
+    ``parts``: the experiment's ``run`` takes ``parts=FOLDER`` (``seed_part``), and the command offers ``--parts``.
+    """
+    args = parse_args(doc.split("\n")[0], argv, parts=parts)
+    kept = {"parts": args.parts} if parts else {}
+    res = run(args.quick, args.seed, progress=not args.no_progress, **kept)
     report(res)
     if not args.quick:
         save(name, res, plot(res), args.out)
@@ -63,6 +70,29 @@ def command_line(name, main):
     tuning.relaunch_with_blas_spin(f"mini_transformer.evaluation.experiments.{name}")
     kernels.tune()
     main()
+
+
+def seed_part(parts, name, seed, size, make):
+    """One seed's values and the seconds they took: ``make()``'s, or those an earlier call saved in ``parts``.
+
+    ``parts`` None keeps nothing. Otherwise the values are kept in ``parts/NAME_seedN.json`` (atomically) as
+    soon as they are made, and a later call with the same ``size`` (a dict of the run's sizes) reads them
+    instead of training again: a stopped run resumes at the seed it was on.
+    """
+    size = json.loads(json.dumps(size))
+    path = None if parts is None else os.path.join(parts, f"{name}_seed{seed}.json")
+    if path is not None and os.path.exists(path):
+        with open(path) as f:
+            saved = json.load(f)
+        if saved["size"] == size and saved["seed"] == seed:
+            return saved["values"], saved["seconds"]
+    with Timer() as timer:
+        values = json.loads(json.dumps(make(), default=float))   # as a saved part reads back: lists, floats
+    if path is not None:
+        os.makedirs(parts, exist_ok=True)
+        text = json.dumps({"seed": seed, "size": size, "seconds": round(timer.seconds, 1), "values": values})
+        atomic_write(path, lambda f: f.write(text.encode()))
+    return values, round(timer.seconds, 1)
 
 
 def text_model(positional, train_len, seed=0, d_model=64, n_layers=2, n_heads=4, kernels="fast", **kw):

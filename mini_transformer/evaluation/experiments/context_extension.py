@@ -20,7 +20,7 @@ per-seed values, their means under ``"methods"``, and the claim records under ``
 (95% t-intervals over seeds, paired within a seed). ``--quick`` runs one small seed and
 checks directions only.
 
-    python -m mini_transformer.evaluation.experiments.context_extension [--quick] [--seed N]
+    python -m mini_transformer.evaluation.experiments.context_extension [--quick] [--seed N] [--parts FOLDER]
 """
 import math
 
@@ -152,19 +152,26 @@ def claims(per_seed, seeds):
     }
 
 
-def run(quick=False, seed=0, progress=True):
+def run(quick=False, seed=0, progress=True, parts=None):
+    """Every seed (resumed from ``parts``, a folder, where an earlier call kept it), then the claims."""
     L = 32 if quick else 64
     steps, ft_steps = (300, 20) if quick else (1500, 150)
     seeds = [seed] if quick else [seed + i for i in range(SEEDS)]
+    size = {"L": L, "steps": steps, "finetune_steps": ft_steps, "quick": quick}
     with Timer() as timer:
-        per_seed = [one_seed(L, steps, ft_steps, s, quick, progress) for s in seeds]
+        made = [common.seed_part(parts, "context_extension", s, size,
+                                 lambda s=s: one_seed(L, steps, ft_steps, s, quick, progress)) for s in seeds]
+    per_seed = [values for values, _ in made]
     res = {"train_len": L, "target_len": S * L, "steps": steps, "finetune_steps": ft_steps, "seeds": seeds,
            "methods": mean_rows(per_seed, "methods"), "zero_shot_extra": mean_rows(per_seed, "zero_shot_extra"),
            "per_seed": per_seed, "dynamic_scale_at_4L": dynamic_scale(float(S), S * L, L),
            "tokens": {"pretrain": steps * 16 * L, "finetune": ft_steps * 8 * S * L},
-           "command": COMMAND + (" --quick" if quick else "") + (f" --seed {seed}" if seed else ""),
-           "environment": environment(timer.seconds, seeds=seeds, d_model=64, n_layers=2, n_heads=2, batch_size=16,
-                                      finetune_batch_size=8)}
+           "command": COMMAND + (" --quick" if quick else "") + (f" --seed {seed}" if seed else "")
+           + (f" --parts {parts}" if parts else ""),
+           # seconds: the seeds' own wall times, summed (a call that resumes from --parts reuses saved seeds,
+           # and its own time is call_seconds)
+           "environment": environment(sum(t for _, t in made), seeds=seeds, d_model=64, n_layers=2, n_heads=2,
+                                      batch_size=16, finetune_batch_size=8, call_seconds=round(timer.seconds, 1))}
     if not quick:
         res["claims"] = claims(per_seed, seeds)
     return res
@@ -210,7 +217,7 @@ def report(res):
 
 
 def main(argv=None):
-    return common.main("context_extension", __doc__, run, report, plot, argv)
+    return common.main("context_extension", __doc__, run, report, plot, argv, parts=True)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ Chapter 8 measured PI (factor 4) on a model with two heads of 32 channels: zero-
 
 Three seeds; every effect is paired within a seed and summarised by a 95% t-interval.
 
-    python -m mini_transformer.evaluation.experiments.pi_head_width [--quick] [--seed N]
+    python -m mini_transformer.evaluation.experiments.pi_head_width [--quick] [--seed N] [--parts FOLDER]
 """
 from .. import stats
 from ..longrope_search import mean_loss, with_rope_scaling
@@ -67,19 +67,26 @@ def claims(per_seed, seeds):
     return out
 
 
-def run(quick=False, seed=0, progress=True):
+def run(quick=False, seed=0, progress=True, parts=None):
+    """Every width at every seed (resumed from ``parts``, a folder, where an earlier call kept a seed)."""
     L = 32 if quick else 64
     steps, ft_steps = (200, 10) if quick else (1500, 150)
     seeds = [seed] if quick else [seed + i for i in range(SEEDS)]
+    size = {"L": L, "steps": steps, "finetune_steps": ft_steps, "quick": quick, "widths": WIDTHS}
+    def every_width(s):
+        return {str(w): one_model(w, L, steps, ft_steps, s, quick, progress) for w in WIDTHS}
     with Timer() as timer:
-        per_seed = [{str(w): one_model(w, L, steps, ft_steps, s, quick, progress) for w in WIDTHS} for s in seeds]
+        made = [common.seed_part(parts, "pi_head_width", s, size, lambda s=s: every_width(s)) for s in seeds]
+    per_seed = [values for values, _ in made]
     res = {"train_len": L, "target_len": S * L, "steps": steps, "finetune_steps": ft_steps, "seeds": seeds,
            "widths": {str(w): n for w, n in WIDTHS.items()}, "per_seed": per_seed,
            "mean": {str(w): {k: sum(p[str(w)][k] for p in per_seed) / len(per_seed) for k in per_seed[0][str(w)]}
                     for w in WIDTHS},
-           "command": COMMAND + (" --quick" if quick else "") + (f" --seed {seed}" if seed else ""),
-           "environment": environment(timer.seconds, seeds=seeds, d_model=64, n_layers=2, batch_size=16,
-                                      finetune_batch_size=8)}
+           "command": COMMAND + (" --quick" if quick else "") + (f" --seed {seed}" if seed else "")
+           + (f" --parts {parts}" if parts else ""),
+           # seconds: the seeds' own wall times, summed (a resumed call's own time is call_seconds)
+           "environment": environment(sum(t for _, t in made), seeds=seeds, d_model=64, n_layers=2, batch_size=16,
+                                      finetune_batch_size=8, call_seconds=round(timer.seconds, 1))}
     if not quick:
         res["claims"] = claims(per_seed, seeds)
     return res
@@ -114,7 +121,7 @@ def report(res):
 
 
 def main(argv=None):
-    return common.main("pi_head_width", __doc__, run, report, plot, argv)
+    return common.main("pi_head_width", __doc__, run, report, plot, argv, parts=True)
 
 
 if __name__ == "__main__":
