@@ -518,6 +518,12 @@ from mini_transformer.engine import functional  # noqa: E402
 from mini_transformer.engine.kernels import attention as whole_attention  # noqa: E402
 from mini_transformer.engine.kernels import blocked_attention  # noqa: E402
 
+ATTENTION_PATHS = {
+    "reference": functional.scaled_dot_product_attention,
+    "whole-matrix kernel": whole_attention.scaled_dot_product_attention,
+    "blocked kernel": blocked_attention.scaled_dot_product_attention,
+}
+
 BLOCKED_CASES = {
     "T_q = T_k = 1":
         lambda f, i: f(i.t(0, 2, 3, 1, 4), i.t(1, 2, 3, 1, 4), i.t(2, 2, 3, 1, 4)),
@@ -551,6 +557,8 @@ BLOCKED_CASES = {
     "key padding broadcast over the queries (B, 1, 1, T_k), row 1's first tiles all padding": lambda f, i: f(
         i.t(0, 2, 2, 5, 4), i.t(1, 2, 2, 11, 4), i.t(2, 2, 2, 11, 4), bias=i.t(3, 1, 2, 5, 11),
         mask=i.a(key_padding(11, [0, 8]))),
+    "a bias without a batch axis (H, T_q, T_k), needing a gradient, causal": lambda f, i: f(
+        i.t(0, 2, 2, 5, 4), i.t(1, 2, 2, 9, 4), i.t(2, 2, 2, 9, 4), bias=i.t(3, 2, 5, 9), mask=i.a(causal(5, 9))),
     "the same padding under a causal mask, (B, 1, T_q, T_k)": lambda f, i: f(
         i.t(0, 2, 2, 11, 4), i.t(1, 2, 2, 11, 4), i.t(2, 2, 2, 11, 4),
         mask=i.a(key_padding(11, [0, 8]) & causal(11, 11) | padding_queries(11, [0, 8]))),
@@ -582,6 +590,11 @@ def test_tiles_run_only_the_queries_that_see_their_keys():
     assert tiles(backend.asarray(hidden), 8, 8, 4) == [(0, 4, 0, 8, False)]
     per_batch = np.stack([causal(4, 4), np.ones((4, 4), dtype=bool)])[:, None]   # (B, 1, T_q, T_k)
     assert tiles(backend.asarray(per_batch), 4, 4, 2) == [(0, 2, 0, 4, False), (2, 4, 0, 4, False)]
+    # the kernel hands the mask over with (B, H) axes in front: the same tiles as the (T_q, T_k) mask
+    assert tiles(backend.asarray(causal(8, 8)[None, None]), 8, 8, 4) == [(0, 4, 0, 8, False), (4, 8, 4, 8, False)]
+    # two documents of 4 packed in a row: each block is seen whole by its own document's queries and by no other
+    documents = (np.arange(8)[:, None] // 4 == np.arange(8)[None, :] // 4)[None, None]
+    assert tiles(backend.asarray(documents), 8, 8, 4) == [(0, 4, 0, 4, True), (4, 8, 4, 8, True)]
 
 
 @pytest.fixture(params=[4, 8], ids=["block 4", "block 8"])
@@ -656,13 +669,26 @@ def test_the_fast_set_at_blocked_length_with_key_padding_equals_the_reference(ca
         np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL, err_msg=f"gradient of input {n}")
 
 
-def test_blocked_attention_with_return_weights_gives_the_whole_kernels_weights():
+@pytest.mark.parametrize("extras", [False, True], ids=["plain", "bias, mask and scale"])
+def test_blocked_attention_with_return_weights_gives_the_whole_kernels_weights(extras):
     i = Inputs()
     q, k, v = i.t(0, 1, 2, 3, 4), i.t(1, 1, 2, 5, 4), i.t(2, 1, 2, 5, 4)
-    y, p = blocked_attention.scaled_dot_product_attention(q, k, v, return_weights=True)
-    y_ref, p_ref = functional.scaled_dot_product_attention(q, k, v, return_weights=True)
+    more = (i.t(3, 1, 2, 3, 5), i.a(causal(3, 5)), 0.3) if extras else ()    # bias, mask, scale, by position
+    y, p = blocked_attention.scaled_dot_product_attention(q, k, v, *more, return_weights=True)
+    y_ref, p_ref = functional.scaled_dot_product_attention(q, k, v, *more, return_weights=True)
+    if extras:
+        assert (backend.to_numpy(p)[..., ~causal(3, 5)] == 0).all()          # the mask reached the weights
     np.testing.assert_allclose(backend.to_numpy(p), backend.to_numpy(p_ref), rtol=RTOL, atol=ATOL)
     np.testing.assert_allclose(backend.to_numpy(y.data), backend.to_numpy(y_ref.data), rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("path", list(ATTENTION_PATHS))
+def test_every_attention_path_refuses_values_whose_length_is_not_the_keys_in_the_same_sentence(path):
+    i = Inputs()
+    q, k, v = i.t(0, 1, 2, 3, 4), i.t(1, 1, 2, 5, 4), i.t(2, 1, 2, 6, 4)
+    with pytest.raises(ValueError, match=r"scaled_dot_product_attention: q \(1, 2, 3, 4\), k \(1, 2, 5, 4\), "
+                                         r"v \(1, 2, 6, 4\) do not fit the \(B, H, T, d_head\) layout"):
+        ATTENTION_PATHS[path](q, k, v)
 
 
 def test_the_fast_set_blocks_the_keys_from_blocked_from_on(monkeypatch):
@@ -711,13 +737,6 @@ def test_blocked_attention_memory_grows_as_t_times_block_not_t_squared(monkeypat
 # ---------------------------------------------------------------------------
 # One rule for masks on every attention path: boolean, or refused in one sentence
 # ---------------------------------------------------------------------------
-
-ATTENTION_PATHS = {
-    "reference": functional.scaled_dot_product_attention,
-    "whole-matrix kernel": whole_attention.scaled_dot_product_attention,
-    "blocked kernel": blocked_attention.scaled_dot_product_attention,
-}
-
 
 @pytest.mark.parametrize("dtype", ["int64", "float64"])
 @pytest.mark.parametrize("path", list(ATTENTION_PATHS))
