@@ -1178,7 +1178,7 @@ fig.tight_layout()
 # | # | claim (source) | what this model did | evidence | verdict |
 # | --- | --- | --- | --- | --- |
 # | C1 | $d_{extra} = 92$ for $d_{head}$ 128 at 4096 (survey §6.2) | 92, by formula and by counting wavelengths; the tiny model's is 10 (§2) | exact §2 | reproduces |
-# | C2 | a larger base moves the limit to $T_{extra} = 2\pi\beta^{d_{extra}/d}$ (survey §6.2, eq. 42); base $10^6$ reaches past Code Llama's 100K (Table 4) | the law gives 129,027 tokens for Llama 2's $d_{extra} = 92$ at base $10^6$, past 100K; the survey states no $T_{extra}$ of its own, and no model here is trained to check it (§2) | exact §2 | reproduces |
+# | C2 | a larger base moves the limit to $T_{extra} = 2\pi\beta^{d_{extra}/d}$ (survey §6.2, eq. 42): base $10^6$ reaches past Code Llama's 100K (Table 4) | the law gives 129,027 tokens for Llama 2's $d_{extra} = 92$ at base $10^6$, past 100K; that only evaluates the law's formula: the survey states no $T_{extra}$ of its own, and no model here is trained at a base or a length that could check it (§2) | exact §2 | not tested here |
 # | C3a | interpolation far more stable than extrapolation (book §2.6, §5) | between trained integers a fitted score stays within 0.0075 of a straight line; past $L$ it reaches 100 to 3121 times that (§3) | exact §3 | reproduces |
 # | C3b | ... about 600 times more stable (book §5, after Chen et al.) | the ratio is 100, 717 or 3121 as the fit's ridge changes: Chen et al.'s bound for LLaMA, not a constant (§3) | exact §3 | does not reproduce |
 # | C4 | NTK keeps $\theta_0$, slows the last pair by $s$ (book §2.6; survey §6.4) | $\theta_0 = 1$ and the last pair slowed by exactly $s$ for every $d$ tried; side-by-side training equal to the library (§4) | exact §4 | reproduces |
