@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from mini_transformer.engine import backend
-from mini_transformer.model import left_padded_positions
+from mini_transformer.model import batch_mask, document_mask, left_padded_positions
 from mini_transformer.model.kv_cache import KVCache
 
 from random_models import model_for
@@ -122,6 +122,8 @@ def test_a_mask_only_prefill_continues_at_shared_positions_with_the_padding_stil
     real = full_mask.astype(bool)
     assert np.abs(np.concatenate(steps, axis=1) - full)[real].max() <= TOL
     assert positions(cache) == list(range(5 + STEPS)) and cache.row_pos is None
+    # row 1 has no padding, so its shared positions are its own: it equals the row alone
+    assert np.abs(np.concatenate(steps, axis=1)[1] - model(full_ids[1:]).numpy()[0]).max() <= TOL
 
 
 def test_control_a_mask_only_prefill_differs_from_an_unmasked_one():
@@ -233,3 +235,77 @@ def test_an_empty_cache_holds_nothing():
     cache = KVCache(3)
     assert len(cache) == 0 and cache.seen == 0 and cache.next_position == 0
     assert cache.k == [None] * 3 and cache.v == [None] * 3 and cache.row_pos is None and cache.key_mask is None
+
+
+# ---------------------------------------------------------------------------
+# The batch path without a cache: shared positions from offset, or 0
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("offset", [None, 0, 3])
+def test_a_mask_without_position_ids_places_the_tokens_where_the_plain_forward_does(offset):
+    # an all-ones mask and no position_ids: shared positions offset .. offset + T - 1 (0 .. T - 1 by default),
+    # as the plain forward places them; sinusoidal reads them at the input, so a shift would show
+    model = model_for("sinusoidal")
+    x = np.random.default_rng(6).integers(0, 16, (2, 5))
+    kw = {} if offset is None else {"offset": offset}
+    plain = model(x, **kw).numpy()
+    assert np.abs(model(x, attention_mask=np.ones_like(x), **kw).numpy() - plain).max() <= TOL
+
+
+def test_an_offset_equal_to_the_cache_is_accepted_in_the_batch_path():
+    model = model_for("sinusoidal")
+    rows, more = draws()
+    ids, mask = left_pad(rows)
+    a, b = model.new_cache(), model.new_cache()
+    model(ids, cache=a, attention_mask=mask)
+    model(ids, cache=b, attention_mask=mask, offset=0)
+    step_a = model(more[:, :1], cache=a).numpy()
+    step_b = model(more[:, :1], cache=b, offset=5).numpy()
+    assert np.abs(step_a - step_b).max() == 0.0
+
+
+# ---------------------------------------------------------------------------
+# The batch helpers, worked by hand
+# ---------------------------------------------------------------------------
+
+def test_left_padded_positions_by_hand():
+    # real tokens count from 0 in their row; padding sits at 0
+    got = backend.to_numpy(left_padded_positions(np.array([[0, 0, 1, 1], [1, 1, 1, 1], [0, 0, 0, 1]])))
+    assert got.tolist() == [[0, 0, 0, 1], [0, 1, 2, 3], [0, 0, 0, 0]]
+
+
+def test_batch_mask_by_hand():
+    # one row [pad, a, b], causal: the padding query sees no real key, so it is let see all three (finite,
+    # unread); a sees itself; b sees a and itself
+    allowed, key_real = batch_mask(np.array([[0, 1, 1]]), 1, 3)
+    assert backend.to_numpy(allowed).tolist() == [[[[True, True, True], [False, True, False], [False, True, True]]]]
+    assert backend.to_numpy(key_real).tolist() == [[False, True, True]]
+    # bidirectional: every real key for every query
+    allowed, _ = batch_mask(np.array([[0, 1, 1]]), 1, 3, causal=False)
+    assert backend.to_numpy(allowed)[0, 0].tolist() == [[False, True, True]] * 3
+
+
+def test_batch_mask_reads_the_cached_keys_it_is_given():
+    # two cached keys, the first padding, then one new token and no mask: the new query sees key 1 and itself
+    allowed, key_real = batch_mask(None, 1, 1, n_cached=2, cached_keys=np.array([[False, True]]))
+    assert backend.to_numpy(allowed).tolist() == [[[[False, True, True]]]]
+    assert backend.to_numpy(key_real).tolist() == [[False, True, True]]
+    allowed, key_real = batch_mask(None, 2, 1, n_cached=2, cached_keys=np.array([[False, True], [True, True]]))
+    assert backend.to_numpy(allowed)[:, 0, 0].tolist() == [[False, True, True], [True, True, True]]
+    assert key_real.dtype == bool
+
+
+@pytest.mark.parametrize("shape", [(1, 3, 3), (1, 1, 3, 3)], ids=["(B, T, T)", "(B, 1, T, T)"])
+def test_batch_mask_takes_a_matrix_in_either_shape(shape):
+    # a matrix mask: query 2 may not see key 0; the causal mask is added by index
+    m = np.ones((3, 3), dtype=np.int64)
+    m[2, 0] = 0
+    allowed, key_real = batch_mask(m.reshape(shape), 1, 3)
+    assert backend.to_numpy(allowed).tolist() == [[[[True, False, False], [True, True, False], [False, True, True]]]]
+    assert key_real is None
+
+
+def test_document_mask_is_booleans_as_attention_masks_are():
+    got = document_mask(np.array([[3, 3, 5]]))
+    assert got.dtype == bool
+    assert backend.to_numpy(got).tolist() == [[[True, True, False], [True, True, False], [False, False, True]]]

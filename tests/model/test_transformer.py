@@ -62,6 +62,22 @@ def test_encoder_has_no_mask_so_the_first_token_sees_the_last():
     assert np.abs(dec(a).numpy()[0, 0] - dec(b).numpy()[0, 0]).max() == 0.0  # causal: the future is invisible
 
 
+@pytest.mark.parametrize("positional", ["rope", "alibi"])
+def test_a_relative_encoder_is_the_same_at_any_offset(positional):
+    # bidirectional scores that depend on distances only: every position moved by 5 changes nothing
+    enc = o1_weights(TinyEncoder(tiny(positional)).to_dtype("float64"))
+    x = ids(2, 6)
+    assert np.abs(enc(x, offset=5).numpy() - enc(x).numpy()).max() <= 1e-10
+
+
+def test_an_absolute_encoder_reads_its_offset():
+    # sinusoidal: the default offset is 0, and tokens placed at 5..10 differ from tokens at 0..5
+    enc = o1_weights(TinyEncoder(tiny("sinusoidal")).to_dtype("float64"))
+    x = ids(2, 6)
+    assert np.abs(enc(x, offset=0).numpy() - enc(x).numpy()).max() == 0.0
+    assert np.abs(enc(x, offset=5).numpy() - enc(x).numpy()).max() > 1e-3
+
+
 # ---------------------------------------------------------------------------
 # Generation
 # ---------------------------------------------------------------------------

@@ -7,7 +7,7 @@ a sentence lose its value, its limit or its advice unnoticed.
 import numpy as np
 import pytest
 
-from mini_transformer.model import document_mask
+from mini_transformer.model import TinyEncoder, document_mask
 from mini_transformer.model.kv_cache import KVCache
 from mini_transformer.positional.sinusoidal import SinusoidalPositionalEncoding
 
@@ -97,6 +97,11 @@ def forward_cases():
     yield "mask shape, cached", lambda: model(ids[:, :2], cache=cached(model), attention_mask=mask[:, 1:]), (
         "attention_mask has shape (2, 4); for 2 rows of 2 new tokens after 3 cached ones it must be (2, 5) (1 for "
         "a real token, 0 for padding, cached tokens included) or (2, 2, 5) (1 where a query may see a key).")
+    yield "encoder ids shape", lambda: TinyEncoder(tiny())(np.arange(5)), (
+        "TinyEncoder takes token ids of shape (B, T), got shape (5,).")
+    yield "matrix mask shape", lambda: model(ids, attention_mask=np.ones((2, 5, 4))), (
+        "attention_mask has shape (2, 5, 4); for 2 rows of 5 new tokens after 0 cached ones it must be (2, 5) (1 "
+        "for a real token, 0 for padding, cached tokens included) or (2, 5, 5) (1 where a query may see a key).")
     yield "document ids", lambda: document_mask(np.arange(5)), (
         "document_mask takes document ids of shape (B, T), got shape (5,).")
 
@@ -118,6 +123,9 @@ def generate_cases():
     yield "not 0/1", lambda: model.generate(ids, 2, attention_mask=2 * mask), (
         "generate: attention_mask must be left padding, each row 0s then 1s (padding first); a row with padding "
         "after a real token cannot be continued in its last column.")
+    yield "a hole", lambda: model.generate(ids, 2, attention_mask=np.array([[0, 1, 0, 1, 1], [1, 1, 1, 1, 1]])), (
+        "generate: attention_mask must be left padding, each row 0s then 1s (padding first); a row with padding "
+        "after a real token cannot be continued in its last column.")
     empty = mask.copy()
     empty[0] = 0
     yield "empty row", lambda: model.generate(ids, 2, attention_mask=empty), (
@@ -125,6 +133,12 @@ def generate_cases():
     yield "window", lambda: model.generate(ids, 2, attention_mask=mask, window=4, n_sink=1), (
         "generate: a left-padded batch (attention_mask) needs the full cache with text positions, but window=4, "
         "n_sink=1, positions='text' were asked for; generate the rows one at a time for a windowed cache.")
+    yield "window alone", lambda: model.generate(ids, 2, attention_mask=mask, window=4), (
+        "generate: a left-padded batch (attention_mask) needs the full cache with text positions, but window=4, "
+        "n_sink=0, positions='text' were asked for; generate the rows one at a time for a windowed cache.")
+    yield "sinks alone", lambda: model.generate(ids, 2, attention_mask=mask, n_sink=2), (
+        "generate: a left-padded batch (attention_mask) needs the full cache with text positions, but window=None, "
+        "n_sink=2, positions='text' were asked for; generate the rows one at a time for a windowed cache.")
     yield "slots", lambda: model.generate(ids, 2, attention_mask=mask, positions="slot"), (
         "generate: a left-padded batch (attention_mask) needs the full cache with text positions, but window=None, "
         "n_sink=0, positions='slot' were asked for; generate the rows one at a time for a windowed cache.")
