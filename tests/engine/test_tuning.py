@@ -119,3 +119,88 @@ def _batch():
     from mini_transformer.engine import backend
     rng = backend.rng(1)
     return rng.integers(0, 64, (64, 64)), rng.integers(0, 64, (64, 64))
+
+
+class ScriptedMachine:
+    """A clock whose steps take the listed seconds in turn, whatever the threads; it records the threads each step
+    ran on. Halves and quarters are exact in binary, so a step can sit exactly on a threshold."""
+
+    def __init__(self):
+        self.now, self.ran_on = 0.0, []
+
+    def clock(self):
+        return self.now
+
+    def steps(self, governor, seconds):
+        for s in seconds:
+            self.ran_on.append(threads.threads())
+            self.now += s
+            governor.step_done()
+
+
+@pytest.fixture
+def blas_calls(monkeypatch):
+    """Every blas_threads(n) the governor makes, in order; OpenBLAS reports 2 threads."""
+    calls = []
+    monkeypatch.setattr(tuning, "blas_threads", lambda n=None: calls.append(n) or 2)
+    previous = threads.threads()
+    yield calls
+    threads.set_threads(previous)
+
+
+def test_the_probe_and_the_period_step_by_step(blas_calls):
+    """Worked by hand, probe 3, period 5: 4 steps on one thread (the first a warm-up), 4 on two, then the winner
+    until 5 steps have run on it, then the next probe; BLAS gets 1 thread with the pool's 1 and its own 2 with 2."""
+    m = ScriptedMachine()
+    g = tuning.Governor(2, probe=3, period=5, patience=1.25, clock=m.clock)
+    assert blas_calls == [None]                                  # __init__ reads OpenBLAS's count: 2
+    g.step_done()                                                # the loop's first call: the probe starts
+    m.steps(g, [1.0] * 4 + [0.5] * 4)
+    assert g.choice == 2 and g.expected == 0.5 and g.switches == 0 and g.times == {1: [1.0] * 4, 2: [0.5] * 4}
+    m.steps(g, [0.5] * 5 + [1.0])                                # 5 steps on the winner, then a probe again
+    assert m.ran_on == [1] * 4 + [2] * 4 + [2] * 5 + [1]
+    assert blas_calls == [None, 1, 2, 2, 1]                      # start on 1, switch to 2, keep 2, probe on 1
+    assert g.report() == {"threads_now": 2, "expected_step_s": 0.5, "switches": 0, "probe": 3, "period": 5,
+                          "patience": 1.25}
+
+
+def test_a_probe_stops_on_the_first_timed_step_past_patience_times_the_one_thread_median(blas_calls):
+    """One thread: a warm-up of 8 s, then 2, 2 and 4 s: median 2 s, so with patience 1.25 a step on two threads
+    slower than 2.5 s ends the probe. 2.5 s exactly is not slower; 3 s is. The one-thread probe never stops early."""
+    m = ScriptedMachine()
+    g = tuning.Governor(2, probe=3, period=1000, patience=1.25, clock=m.clock)
+    g.step_done()
+    m.steps(g, [8.0, 2.0, 2.0, 4.0, 8.0, 2.5, 3.0])
+    assert g.times == {1: [8.0, 2.0, 2.0, 4.0], 2: [8.0, 2.5, 3.0]}    # stopped after 3 of the 4 planned on two
+    assert g.choice == 1 and g.expected == 2.0 and g.switches == 1 and threads.threads() == 1
+    # on the winner: steps at patience times its 2 s are not slow, and one slow step is not enough ...
+    m.steps(g, [2.0, 2.0, 2.0, 2.5, 2.5, 2.5, 9.0, 2.0, 2.0])
+    assert not g.plan and g.steps == 9 and threads.threads() == 1
+    # ... but a median of the last 3 past 2.5 s is: the load changed, probe again (and decide 1 again: no switch)
+    m.steps(g, [3.0, 3.0])
+    assert g.plan == [1] * 4 + [2] * 4 and g.steps == 11 and threads.threads() == 1
+    m.steps(g, [8.0, 2.0, 2.0, 2.0, 8.0, 9.0])
+    assert g.choice == 1 and g.switches == 1
+
+
+def test_without_openblas_the_governor_asks_blas_for_one_thread(monkeypatch):
+    calls = []
+    monkeypatch.setattr(tuning, "blas_threads", lambda n=None: calls.append(n) or None)   # no OpenBLAS found
+    previous = threads.threads()
+    try:
+        g = tuning.Governor(2, clock=lambda: 0.0)
+        g._use(2)
+    finally:
+        threads.set_threads(previous)
+    assert g.blas_n == 1 and calls == [None, 1]
+
+
+def test_the_governor_defaults_and_step_done_reaches_the_governor_tune_made(monkeypatch):
+    g = tuning.Governor(2, clock=lambda: 0.0)
+    assert g.report() == {"threads_now": 2, "expected_step_s": None, "switches": 0, "probe": 3, "period": 200,
+                          "patience": 1.3}
+    seen = []
+    monkeypatch.setitem(tuning._state, "governor", type("Recorder", (), {"step_done": lambda self: seen.append(1)})())
+    tuning.step_done()
+    tuning.step_done()
+    assert seen == [1, 1]
