@@ -105,8 +105,8 @@ def test_each_chapter_page_offers_its_downloads_and_command(tmp_path):
     box = nb.cells[2].source  # after the title cell
     assert "{download}`02_sinusoidal.ipynb <_files/02_sinusoidal.ipynb>`" in box
     assert "{download}`02_sinusoidal.py <_files/02_sinusoidal.py>`" in box
-    assert ("python -m jupyter lab --allow-root --ServerApp.root_dir=. "
-            "--LabApp.app_settings_dir=.jupyter/lab/settings chapters/02_sinusoidal.py") in box
+    assert ("python -m jupyter lab --allow-root --ServerApp.root_dir=. --LabApp.app_settings_dir=.jupyter/lab/settings "
+            '"--LabApp.default_url=/lab/tree/chapters/02_sinusoidal.py?file-browser-path=/"') in box
     assert (tmp_path / "chapters/_files/02_sinusoidal.py").read_text() == \
         (ROOT / "chapters/02_sinusoidal.py").read_text()
     index = (tmp_path / "index.md").read_text()
