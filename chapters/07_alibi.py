@@ -305,7 +305,7 @@ print("one decode step against the last row of the full bias, largest difference
 # position in it. It gives the same attention, because a softmax does not see a constant added
 # to a whole row. For any $c$,
 #
-# $$\mathrm{softmax}(s + c)_j = rac{e^{s_j + c}}{\sum_l e^{s_l + c}} = rac{e^{c}\,e^{s_j}}{e^{c}\sum_l e^{s_l}} = \mathrm{softmax}(s)_j .$$
+# $$\mathrm{softmax}(s + c)_j = \frac{e^{s_j + c}}{\sum_l e^{s_l + c}} = \frac{e^{c}\,e^{s_j}}{e^{c}\sum_l e^{s_l}} = \mathrm{softmax}(s)_j .$$
 #
 # Now split the penalty: $-m_h(i - j) = m_h j - m_h i$. Along row $i$ (one query, every key)
 # the part $-m_h i$ is the same number for every $j$: it is the $c$ of that row, and it drops
