@@ -18,7 +18,7 @@ CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # everything below a 
 def control_characters(text):
     """``(line, column, character)`` for each control character in ``text``, 1-based."""
     found = []
-    for number, line in enumerate(text.split("\n"), 1)  # not splitlines(): it splits at a form feed too:
+    for number, line in enumerate(text.split("\n"), 1):  # not splitlines(): it splits at a form feed too
         found += [(number, m.start() + 1, repr(m.group())) for m in CONTROL.finditer(line)]
     return found
 
