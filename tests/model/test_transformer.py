@@ -34,6 +34,21 @@ def test_cached_decoding_equals_full_forward(positional):
     assert cache.seen == 12
 
 
+@pytest.mark.parametrize("ignore_index", [-1, 7])
+def test_the_loss_leaves_out_the_ignored_targets(ignore_index):
+    # the mean of -log softmax(logits)[target] over the targets not equal to ignore_index, written out here
+    model = o1_weights(TinyGPT(tiny("rope")).to_dtype("float64"))
+    x, y = ids(2, 5), ids(2, 5, seed=1)
+    y[0, 1], y[1, 3] = ignore_index, ignore_index
+    logits = model(x).numpy()
+    logp = logits - logits.max(-1, keepdims=True)
+    logp -= np.log(np.exp(logp).sum(-1, keepdims=True))
+    kept = y != ignore_index
+    expected = -logp[kept, y[kept]].mean()
+    got = model.loss(x, y, ignore_index=ignore_index) if ignore_index != -1 else model.loss(x, y)
+    assert abs(float(got.numpy()) - expected) <= 1e-12
+
+
 @pytest.mark.parametrize("positional", BASIC)
 def test_whole_model_gradcheck(positional):
     # std 0.3: large enough that layer norm's spread is O(1), small enough that the curvature

@@ -81,6 +81,10 @@ def forward_cases():
         "attention_mask/position_ids with a cache: a padded batch (per-row positions) needs the full cache with "
         "text positions, but this cache has window=3, positions='slot' and keep_indices=None; use "
         "model.new_cache().")
+    yield "slot, no window, batch", lambda: model(ids, cache=KVCache(2, positions="slot"), attention_mask=mask), (
+        "attention_mask/position_ids with a cache: a padded batch (per-row positions) needs the full cache with "
+        "text positions, but this cache has window=None, positions='slot' and keep_indices=None; use "
+        "model.new_cache().")
     hooked = KVCache(2, keep_indices=lambda n, w, s: np.arange(n))
     yield "hook, batch", lambda: model(ids, cache=hooked, attention_mask=mask), (
         "attention_mask/position_ids with a cache: a padded batch (per-row positions) needs the full cache with "

@@ -67,11 +67,17 @@ def test_the_default_is_the_cache():
     assert [n for n, _ in calls] == [3, 1, 1]
 
 
-@pytest.mark.parametrize("positional", ["learned", "sinusoidal", "rope"])
-def test_every_step_gives_the_full_forwards_logits(positional):
-    model = model_for(positional)
+DYNAMIC = dict(max_len=8, rope_scaling={"rope_type": "dynamic", "factor": 2.0})
+
+
+@pytest.mark.parametrize("positional, kw", [("learned", {}), ("sinusoidal", {}), ("rope", {}), ("rope", DYNAMIC)],
+                         ids=["learned", "sinusoidal", "rope", "dynamic NTK"])
+def test_every_step_gives_the_full_forwards_logits(positional, kw):
+    # dynamic NTK trained at 8 and run to 15: its scale depends on the length, so each step must use the scale
+    # of the final 15 tokens, as the full forward over them does
+    model = model_for(positional, **kw)
     calls = recording(model)
-    out = backend.to_numpy(model.generate(prompt(), 6, greedy=True))
+    out = backend.to_numpy(model.generate(prompt(), 12, greedy=True))
     full = model(out).numpy()                                            # the spy records this call last
     steps = [logits[:, -1] for _, logits in calls[:-1]]
     for s, logits in enumerate(steps):
@@ -120,6 +126,12 @@ def test_generate_runs_the_slot_cache_it_is_asked_for():
         ids = np.concatenate([ids, logits[:, -1].argmax(-1)[:, None]], axis=1)
         logits = model(ids[:, -1:], cache=cache).numpy()
     assert out.tolist() == ids.tolist()
+
+
+def test_the_sampling_defaults_are_temperature_one_and_seed_zero():
+    model = model_for("rope")
+    a = backend.to_numpy(model.generate(prompt(B=8), 4))
+    assert a.tolist() == backend.to_numpy(model.generate(prompt(B=8), 4, temperature=1.0, seed=0)).tolist()
 
 
 def test_greedy_ignores_a_zero_temperature():
