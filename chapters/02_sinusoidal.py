@@ -289,7 +289,7 @@ assert change.sum() - change[0] < 0 and change.sum() - change[1] < 0
 #
 # $$\begin{aligned}
 # \sin((t + k)\omega_i) &= \sin(t\omega_i)\cos(k\omega_i) + \cos(t\omega_i)\sin(k\omega_i),\\
-# \cos((t + k)\omega_i) &= \cos(t\omega_i)\cos(k\omega_i) - \sin(t\omega_i)\sin(k\omega_i),
+# \cos((t + k)\omega_i) &= \cos(t\omega_i)\cos(k\omega_i) - \sin(t\omega_i)\sin(k\omega_i).
 # \end{aligned}$$
 #
 # Both right-hand sides are sums of $\sin(t\omega_i)$ and $\cos(t\omega_i)$ with coefficients that
