@@ -39,7 +39,7 @@
 # | C1 | Adding a position vector to $q$ and $k$ cannot make the score depend on the offset alone, unless every position gets the same vector (the premise of book §2.4's goal and of survey §5) | | §1 |
 # | C2 | With RoPE, $\langle R_m q, R_n k\rangle$ depends only on $n - m$ (book §2.4, survey §5.1) | | §4 |
 # | C3 | A key rotated once, when it enters the KV cache, stays valid for every later query (book §2.4, §5) | | §7 |
-# | C4 | With RoPE a decoder learns a task that needs relative positions better than the same decoder without position, which has only the causal mask's weak signal (book §6) | | §8 |
+# | C4 | With RoPE a decoder learns to copy at a fixed offset (which absolute positions could also do) better than the same decoder without position, which has only the causal mask's weak signal (book §6) | | §8 |
 #
 # Past the training length, linear and NTK scaling are chapter 8's claims (C6 to C8, settled in
 # [chapter 8, §11](08_stretching_rope.py#11.-The-sources'-Exercise-3,-on-a-tiny-model)).
@@ -200,8 +200,8 @@ assert all(gap < 1e-12 for gap in gaps.values())
 #
 # $$\langle R_m q,\, R_n k\rangle = (R_m q)^\top (R_n k) = q^\top R_m^\top R_n\, k = q^\top R_{n-m}\, k.$$
 #
-# The absolute positions cancel. Only $n - m$ is left. Check it: offsets $(3, 1)$ and
-# $(103, 101)$ give one score, $(3, 2)$ another.
+# The absolute positions cancel. Only $n - m$ is left. Check it: the position pairs $(m, n) = (3, 1)$
+# and $(103, 101)$, both at offset $-2$, give one score, and $(3, 2)$, at offset $-1$, another.
 
 # %%
 q2, k2 = randn(2), randn(2)
@@ -687,7 +687,8 @@ assert all(r["reference"]["result"] == "passed" for r in runs.values())
 # $$\lambda_i = \frac{2\pi}{\theta_i} = 2\pi\cdot \mathrm{base}^{2i/d_{head}}$$
 #
 # tokens. Pair 0 turns once every $2\pi \approx 6.3$ tokens and tells neighbours apart; the
-# last pair needs nearly $2\pi\cdot\mathrm{base}$ tokens and tells far positions apart.
+# last pair, $i = d_{head}/2 - 1$, needs $2\pi\cdot \mathrm{base}^{(d_{head}-2)/d_{head}}$ tokens, somewhat
+# less than $2\pi\cdot\mathrm{base}$, and tells far positions apart.
 #
 # ### Exercise 6.6: `wavelength_table`   ★ · 5 min
 #
@@ -725,13 +726,23 @@ reveal("rope", "wavelength_table")
 
 # %% tags=["nbval-check-output"]
 lam = wavelength_table(128, 10000.0)
-for i in [0, 16, 32, 48, 63]:
+for i in [0, 16, 32, 48, 49, 50, 63]:
     print(f"pair {i:>2}: wavelength {float(lam[i]):>9.1f} tokens")
 first_long = int(xp.argmax(lam > 8192))
 print("first pair that never completes a turn in 8192 tokens:", first_long)
+print(f"2 pi base = {2 * math.pi * 10000:.1f} tokens, 2 pi base^(126/128) = {2 * math.pi * 10000 ** (126 / 128):.1f}")
 assert first_long == 50 and math.isclose(float(lam[16]), 20 * math.pi)
+assert math.isclose(float(lam[63]), 2 * math.pi * 10000 ** (126 / 128))  # the last pair is i = 63, not 64
 
 # %% [markdown]
+# This is the book's Exercise 2 (§7), and your table disagrees with the book's solution. The solution
+# says the wavelength passes 8192 "around $i = 51$" and that pair 63 turns every "about 57000" tokens;
+# the book's TL;DR gives the last pair $2\pi\cdot 10000 \approx 63000$ tokens. The cell says the
+# wavelength passes 8192 at pair 50 (pair 49 turns every 7255.7 tokens, pair 50 every 8378.8), and
+# pair 63 turns every 54410.1 tokens. The last pair is $i = 63$, so its exponent is $126/128$, not 1:
+# $2\pi\cdot\mathrm{base} = 62831.9$ would be the wavelength of a pair 64, which a 128-wide head does
+# not have. Trust the computation, and check a source's numbers the same way.
+#
 # That first pair is the **critical pair**: from it on, a model trained at length $L$ never
 # saw a pair complete one turn. Offsets $0 \dots L - 1$ sweep only $(L - 1)/\lambda_i$ of pair $i$'s
 # turn, and the rest of the turn, the angles these pairs take beyond $L$, it never saw.
@@ -944,9 +955,9 @@ reveal("rope", "decode")
 # %% [markdown]
 # The check for the positions of a plain cache: cached outputs must equal the full pass, at every
 # position. Beside yours, the same loop with the classic mistake, every decoded token's
-# position reset to 0. It runs one sequence with no padding, so it cannot see the other offset bugs
-# the survey lists (§5.4: padding, packing, a prefix cache); those need cases of their own
-# (question 3 of section 9).
+# position reset to 0. It runs a batch of two rows of the same length ($B = 2$), with no padding, so
+# it cannot see the other offset bugs the survey lists (§5.4: padding, packing, a prefix cache);
+# those need cases of their own (question 3 of section 9).
 
 # %%
 def decode_with_the_reset_bug(q, k, v, prefill, rotary):
@@ -1004,9 +1015,12 @@ assert all(good) and all(bad[:4]) and not any(bad[4:])
 # two functions; its backward is your `apply_rotary` again with $-\sin$, a rotation's transpose.
 #
 # The task is *copy*: random symbols, a separator, the same symbols again. To write the next
-# symbol a token must find the key exactly $n = 8$ positions behind it: a pure question of relative
-# position. Train the library's model and yours on the same batches from the same weights, in
-# float64: if your functions are right, the two loss curves are one curve.
+# symbol a token must find the key exactly $n = 8$ positions behind it. The separator sits at position
+# $n$ in every row, so the offset never changes: the query at position $t$ always wants the key at
+# position $t - 8$, which absolute positions could name as well as relative ones. This section tests
+# RoPE against no position, not relative position against absolute. Train the library's model and
+# yours on the same batches from the same weights, in float64: if your functions are right, the two
+# loss curves are one curve.
 
 # %%
 from mini_transformer.model import GPTConfig, TinyGPT, data
@@ -1035,8 +1049,11 @@ assert side.first_difference is None
 side.plot(yours="your RoPE", title="copy task, float64, same batches", log=True);
 
 # %% [markdown]
-# Write `apply_rotary` wrong on purpose (flip the sign of `sin`) and rerun the two cells above:
-# the report names the step where the curves part, and the plot marks it.
+# Write `apply_rotary` wrong on purpose in `exercises/rope.py` (flip the sign of `sin`), then rerun
+# four cells in order: Exercise 6.2's `apply_rotary = use("rope", "apply_rotary")` in section 4 (it
+# reloads your file; the cells here call the function it bound), the training cell above
+# (`train_side_by_side`), and the report and plot cells after it. The report names the step where the
+# curves part, and the plot marks it. Put the sign back and rerun the same four cells before you go on.
 #
 # Now the claim itself (C4): the same model with `positional="none"` gets no positional encoding,
 # only what the causal mask leaks. Score both on held-out rows, per position of the copied half,
@@ -1079,8 +1096,8 @@ fig.tight_layout()
 
 # %% [markdown]
 # RoPE copies every position. The model without position is far below at every later position,
-# though above chance, and it gets the *first* copied symbol right (why the first? question 2 of
-# section 9).
+# though above 1/11 (a fairer bar follows the five seeds), and it gets the *first* copied symbol
+# right (why the first? question 2 of section 9).
 #
 # That is one seed of each. The experiment `python -m mini_transformer.evaluation.experiments.rope_copy`
 # repeats the pair for five seeds (weights and batches), with this section's model and steps, and
@@ -1112,13 +1129,56 @@ assert stats.format_interval(copy_claims["C4_after_first"]["mean"], *copy_claims
 # %% [markdown]
 # Over five seeds RoPE copies every held-out position, and beats no position by 0.63 ± 0.04 of
 # accuracy; leaving out the first copied position, which the model without position can find, the
-# gap is 0.71 ± 0.04. Both intervals lie far above 0: C4 reproduces. The model without position
-# is not helpless, though: it is above chance at every position of every seed (19% at the lowest,
-# against 0.091), the weak signal of the causal mask that
-# [chapter 1, §5](01_order_blind.py#5.-What-a-NoPE-model-learns-from-the-leak) measures (its C3b).
-# A stronger reading of the claim, that the model without position *cannot* learn the task at all,
-# would not reproduce here.
+# gap is 0.71 ± 0.04. Both intervals lie far above 0: C4 reproduces.
 #
+# The model without position is above 1/11 at every position of every seed (19% at the lowest). But
+# 1/11 is chance only for a guess that ignores the row. A guess from the row's own symbols, without
+# their order, does better, and the cell below scores two on the same 1024 held-out rows, with no
+# model and no sampling (each is an expected accuracy, worked out row by row). A random symbol of the
+# row is right as often as the wanted symbol occurs in it, its count over 8; the row's most common
+# symbol (ties shared evenly) is right when the wanted symbol is that one. For the first copied symbol
+# no guess without order does better than the most common symbol: the rows are drawn at random, so
+# once you know a row's symbols, each is the first with probability its count over 8.
+
+# %% tags=["nbval-check-output"]
+held_out = data.copy_task(copy_runs["test_rows"], N_COPY, vocab_size=16, seed=10_000)  # the rows rope_copy scored
+symbols = held_out.x[:, :N_COPY]  # (R, n): the row's symbols, which the copied half repeats in order
+assert bool((held_out.y[:, N_COPY:] == symbols).all())
+occurs = (symbols[:, :, None] == symbols[:, None, :]).sum(axis=-1)  # (R, n): how often each symbol is in its row
+most = occurs.max(axis=1, keepdims=True)  # (R, 1): the count of the row's most common symbol
+n_most = (occurs == most).sum(axis=1, keepdims=True) / most  # (R, 1): how many symbols share that count
+random_symbol = [float(v) for v in (occurs / N_COPY).mean(axis=0)]  # (n,) expected accuracies
+most_common = [float(v) for v in xp.where(occurs == most, 1 / n_most, 0.0).mean(axis=0)]  # (n,)
+none_runs = [p["none"] for p in copy_runs["per_seed"]]  # (seeds, n)
+for name, row in [("position in the copied half", range(1, N_COPY + 1)), ("a random symbol of the row", random_symbol),
+                  ("the row's most common symbol", most_common),
+                  ("none, lowest of the seeds", [min(run[i] for run in none_runs) for i in range(N_COPY)]),
+                  ("none, highest of the seeds", [max(run[i] for run in none_runs) for i in range(N_COPY)])]:
+    print(f"{name:<29}", " ".join(f"{v:>5}" if isinstance(v, int) else f"{v:.3f}" for v in row))
+below_most = sum(run[i] < most_common[i] for run in none_runs for i in range(1, N_COPY))
+below_random = [(s, i + 1, run[i]) for s, run in zip(copy_runs["seeds"], none_runs) for i in range(N_COPY)
+                if run[i] < random_symbol[i]]
+above_both = [i + 1 for i in range(N_COPY) if min(run[i] for run in none_runs) > max(random_symbol[i], most_common[i])]
+print(f"none below the most common symbol at positions 2 to {N_COPY}: {below_most} of {len(none_runs) * (N_COPY - 1)}")
+print("none below a random symbol of the row:", ", ".join(f"seed {s} at position {i} ({v:.3f})" for s, i, v in below_random))
+print("every seed above both guesses at positions:", above_both)
+assert below_most == 19 and [(s, i) for s, i, _ in below_random] == [(0, 7), (0, 8)] and above_both == [1, 2, 3]
+assert f"{min(random_symbol):.3f} {max(random_symbol):.3f} {min(most_common):.3f} {most_common[0]:.3f}" == \
+    "0.202 0.207 0.277 0.300" and most_common[0] == max(most_common)
+
+# %% [markdown]
+# Against that bar the picture changes. At positions 2 to 8, 19 of the model's 35 cells (7 positions,
+# 5 seeds) are below the row's most common symbol, and seed 0's positions 7 and 8 (0.189 and 0.193)
+# are below even a random symbol of the row: most of what the model without position gets right late
+# in the row needs no position at all. It beats both guesses in every seed only at positions 1 to 3.
+# At position 1 that takes order, 81% to 96% against 0.300, the best a guess without order can do, and
+# the only order a model without position has is the causal mask's. At positions 2 and 3 the model also
+# sees the copied half so far, so these two guesses are not the best without order there; whether the
+# mask's weaker mark, token $i$ seeing $i + 1$ tokens
+# ([chapter 1, §5](01_order_blind.py#5.-What-a-NoPE-model-learns-from-the-leak), its C3b), carries
+# those positions is an explanation not tested here. A stronger reading of the claim, that the model
+# without position *cannot* learn the task at all, would not reproduce here: it learns position 1 in
+# every seed.
 #
 # What did the RoPE model learn? Look at its attention: a head that copies must put its weight
 # on the key exactly $n$ positions back, a diagonal line offset from the main diagonal.
@@ -1172,20 +1232,23 @@ assert on_offset[layer_best][head_best] > 0.5
 # %% [markdown] tags=["answer"]
 # <details><summary>Answer</summary>
 #
-# The causal mask. Token 0 attends only to itself, so its output is unlike every other token's:
-# position 0 is identifiable without any encoding, and the separator's query can learn to find
-# "the token that saw nothing before it". The mask marks the later positions too, more weakly:
-# token $i$ sees $i + 1$ tokens ([chapter 1](01_order_blind.py#4.-The-crack:-a-causal-token-can-count),
-# C3a), and the model without position copies positions 2 to 8 in 19% to 54% of rows, above chance
-# (0.091) in every seed. Why a count of $i + 1$ is so much weaker a mark than "saw nothing before
-# it" (an average over more tokens changes less from one position to the next) is an explanation
-# not tested here.
+# The causal mask. It is the only source of order a model without position has, and the first
+# symbol needs order: without it the best guess is the row's most common symbol, right in 0.300 of
+# rows (§8). How the model reads the mask is a likely mechanism, not isolated by a run here: token 0
+# attends only to itself, so its output is unlike every other token's, and the separator's query can
+# learn to find "the token that saw nothing before it". The mask marks the later positions too, more
+# weakly: token $i$ sees $i + 1$ tokens ([chapter 1](01_order_blind.py#4.-The-crack:-a-causal-token-can-count),
+# C3a). But 19% to 54% at positions 2 to 8 overstates what the model gets from it: a guess from the
+# row's symbols alone, without order, is right in 0.202 to 0.298 of rows there, 19 of the 35 cells are
+# below the row's most common symbol, and only at positions 2 and 3 does every seed beat both guesses
+# (§8). How much of those positions the mask carries, and why a count of $i + 1$ would be so much
+# weaker a mark than "saw nothing before it", are explanations not tested here.
 # </details>
 
 # %% [markdown]
-# **3.** The cache check of section 7 runs one sequence with no padding. Describe a batch on which
-# a RoPE cache that passes it still gets positions wrong, and a check that catches it. (Hint: with
-# RoPE, shifting every position of a row by the same amount changes no score.)
+# **3.** The cache check of section 7 runs two rows of the same length, with no padding. Describe a
+# batch on which a RoPE cache that passes it still gets positions wrong, and a check that catches it.
+# (Hint: with RoPE, shifting every position of a row by the same amount changes no score.)
 
 # %% [markdown] tags=["answer"]
 # <details><summary>Answer</summary>
@@ -1208,7 +1271,7 @@ assert on_offset[layer_best][head_best] > 0.5
 # | C1 | adding a position vector to $q$ and $k$ cannot make the score depend on the offset alone, unless every position gets the same vector (the premise of book §2.4's goal and of survey §5) | derived in §1: an offset-only score forces $p_{m+s} = p_m$ for every $m$ and $s$; on numbers, the same offset scored +2.5874 at (3, 1) and -0.5940 at (103, 101) with added sinusoids, and the largest spread along a diagonal of their 32 x 32 score matrix was 14.864 (§1, §4) | exact §1 | reproduces |
 # | C2 | with RoPE, $\langle R_m q, R_n k\rangle$ depends only on $n - m$ (book §2.4, survey §5.1) | all 63 diagonals of the 32 x 32 score matrix constant to 1e-9 (§4) | exact §4 | reproduces |
 # | C3 | a key rotated once, when it enters the KV cache, stays valid for every later query (book §2.4, §5) | with text positions and fixed frequencies your `decode` matched the full forward at every position (§7); slot positions (chapter 10) and dynamic NTK (chapter 8, §5) are the settings where it fails, and the library re-rotates cached keys for both | exact §7 | reproduces |
-# | C4 | with RoPE a decoder learns a relative-position task better than the same decoder without position, which has only the causal mask's weak signal (book §6) | held-out copy accuracy 100% with RoPE in every seed; RoPE minus no position 0.63 ± 0.04 over 5 seeds, 0.71 ± 0.04 without the first copied position; no position stays above chance (0.091) at every position of every seed, so a "cannot" would not hold (§8) | result rope_copy/C4 | reproduces |
+# | C4 | with RoPE a decoder learns to copy at a fixed offset (which absolute positions could also do) better than the same decoder without position, which has only the causal mask's weak signal (book §6) | held-out copy accuracy 100% with RoPE in every seed; RoPE minus no position 0.63 ± 0.04 over 5 seeds, 0.71 ± 0.04 without the first copied position; without position the first copied symbol is right in 81% to 96% of rows, against 0.300 for the best guess without order, so a "cannot" would not hold (§8) | result rope_copy/C4 | reproduces |
 #
 # ## 11. Where next
 #
@@ -1216,8 +1279,9 @@ assert on_offset[layer_best][head_best] > 0.5
 #   `python -m exercises grade rope` (what the feedback says: [chapter 0](00_tiny_transformer.py#How-to-work)).
 # * The drill: `python -m exercises drill rope` (`rotate_half`, `apply_rotary`, `RotaryEmbedding`, against a
 #   15-minute clock; `--grade` grades it). Write a property test first when you drill, with the
-#   rotation checks of Exercise 6.5's second hint: the relative-position check alone missed the
-#   backwards turn (`sign_error`) and cos and sin swapped in section 4's scoreboard.
+#   rotation checks of Exercise 6.5's second hint: in section 4's scoreboard the relative-position
+#   check alone missed four mistakes, the backwards turn (`sign_error`), cos and sin swapped, positions
+#   counted from one and a scale that grows with the position.
 # * The interview questions on RoPE, with answers from this chapter's numbers:
 #   [`chapters/cards/06_rope.md`](cards/06_rope.md).
 # * Chapter 7 (ALiBi) puts position in the scores instead; chapter 8 stretches RoPE past its

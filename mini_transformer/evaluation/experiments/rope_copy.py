@@ -1,15 +1,17 @@
 r"""RoPE against no position on the copy task (chapter 6, claim C4), over five seeds.
 
 The task: random symbols, a separator, the same symbols again; writing the next symbol needs the key
-exactly $n$ positions back, a question of relative position. Chapter 6 trains one RoPE model and one
-without position on it (``d_model`` 32, 2 layers, 4 heads, 150 steps); this experiment repeats that
-for five seeds (weights and batches) and scores both on the same 1024 held-out rows, per position of
-the copied half.
+exactly $n$ positions back. The separator sits at position $n$ in every row, so that offset is fixed and
+absolute positions could solve the task as well: this compares RoPE with no position, not relative
+position with absolute. Chapter 6 trains one RoPE model and one without position on it (``d_model`` 32,
+2 layers, 4 heads, 150 steps); this experiment repeats that for five seeds (weights and batches) and
+scores both on the same 1024 held-out rows, per position of the copied half.
 
-The claim (book §1): RoPE lets the model learn the task, which the same model without position cannot.
-Its effect is the held-out copy accuracy of RoPE minus that of no position, paired within a seed.
-Position 1 of the copied half is reported apart: the model without position can find it (the causal
-mask marks token 0), so the effect is also measured on positions 2 to n alone.
+The claim (book §6): with RoPE a decoder learns the task better than the same decoder without position,
+which has only the causal mask's weak signal. Its effect is the held-out copy accuracy of RoPE minus that
+of no position, paired within a seed. It is not a claim that the model without position cannot learn the
+task: it finds the first copied symbol in most rows, which needs order, and the causal mask is the only
+order it has. So the effect is also measured on positions 2 to n alone.
 
     python -m mini_transformer.evaluation.experiments.rope_copy [--quick] [--seed N]
 """
