@@ -11,7 +11,7 @@ Two steps, both here:
    working: ``index.md`` (the README's title, its paragraph on the question and its chapter table),
    ``chapters/NN_name.ipynb`` (each chapter read through jupytext; with ``--student`` the stripped
    notebook of ``python -m exercises release``), ``chapters/TEACHING.md``, ``chapters/README.md``,
-   ``chapters/numpy_to_pytorch.md`` and ``chapters/cards/*.md`` copied as they are. On the way each
+   ``chapters/numpy_to_pytorch.md``, ``chapters/ERRATA.md`` and ``chapters/cards/*.md`` copied as they are. On the way each
    chapter gets a first cell, hidden on the page, that makes every figure carry its alt text
    (``figure_alt``), and a box after its title with its ``.ipynb`` and ``.py`` downloads and the
    command that opens it in JupyterLab. Links are made to fit the site: ``07_alibi.py#7.-The-bake-off...``
@@ -40,8 +40,8 @@ from exercises.grading.paths import CHAPTERS, ROOT
 
 CONF_DIR = ROOT / "site_src"
 WORK = ROOT / "build" / "site"
-#: the pages beside the chapters: the instructor guide, the chapter pattern, the PyTorch map, the cards
-EXTRA_PAGES = ("TEACHING.md", "README.md", "numpy_to_pytorch.md")
+#: the pages beside the chapters: the instructor guide, the chapter pattern, the PyTorch map, the errata
+EXTRA_PAGES = ("TEACHING.md", "README.md", "numpy_to_pytorch.md", "ERRATA.md")
 #: the build's kernels: the tests' settings (reference stand-ins, one BLAS thread), figures inline, no tqdm bars
 BUILD_SETTINGS = {**{k: v for k, v in notebooks.RUN_SETTINGS.items() if k != "MPLBACKEND"},
                   "MPLBACKEND": "module://matplotlib_inline.backend_inline", "TQDM_DISABLE": "1"}
@@ -188,10 +188,11 @@ class _Source:
                 f"the workbook and, in its folder,\n\n{install}\n\n"
                 f"For instructors: [the instructor guide](chapters/TEACHING.md). For authors: "
                 f"[how a chapter is made](chapters/README.md). Beside the chapters: "
-                f"[the workbook's NumPy idioms in PyTorch](chapters/numpy_to_pytorch.md).\n\n"
+                f"[the workbook's NumPy idioms in PyTorch](chapters/numpy_to_pytorch.md). What changed since an earlier "
+                f"copy, and how each chapter was checked: [the errata](chapters/ERRATA.md).\n\n"
                 f"```{{toctree}}\n:hidden:\n:caption: Chapters\n\n{pages}\n```\n\n"
                 f"```{{toctree}}\n:hidden:\n:caption: For instructors and authors\n\n"
-                f"chapters/TEACHING\nchapters/README\nchapters/numpy_to_pytorch\n```\n\n"
+                f"chapters/TEACHING\nchapters/README\nchapters/numpy_to_pytorch\nchapters/ERRATA\n```\n\n"
                 f"```{{toctree}}\n:hidden:\n:caption: Interview cards\n:titlesonly:\n\n{cards}\n```\n")
         self.write("index.md", text)
 

@@ -112,6 +112,7 @@ def test_each_chapter_page_offers_its_downloads_and_command(tmp_path):
     index = (tmp_path / "index.md").read_text()
     assert "[2. Clocks: the sinusoidal encoding](chapters/02_sinusoidal.ipynb)" in index
     assert "chapters/TEACHING" in index and "chapters/cards/06_rope" in index
+    assert "chapters/ERRATA" in index and (tmp_path / "chapters/ERRATA.md").read_text().startswith("# Errata")
 
 
 def _sphinx(folder):
@@ -362,6 +363,7 @@ def test_landing_page_and_screenshots(built, browser, tmp_path):
     for name in chapters:
         assert any(h.endswith(f"chapters/{name}.html") for h in nav), f"{name} is missing from the sidebar"
     assert any(h.endswith("chapters/TEACHING.html") for h in nav)
+    assert any(h.endswith("chapters/ERRATA.html") for h in nav), "the errata are missing from the sidebar"
     assert any(h.endswith("chapters/cards/07_alibi.html") for h in nav)
     driver.save_screenshot(str(tmp_path / "index.png"))
     _open(driver, f"{base}chapters/07_alibi.html")
