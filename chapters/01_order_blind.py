@@ -362,7 +362,8 @@ assert float(enc.max()) < 1e-14 and float(dec.min()) > 0.1
 # The encoder's bars sit at rounding, below $10^{-14}$ of the largest logit at every position. The
 # decoder's are large at every position (0.25 to 0.46 of the largest logit): the token that lands at
 # position $t$ of the reversed run sees the $t + 1$ tokens that followed it in the original, not the
-# ones that preceded it, so it sees a different set of tokens. What a decoder token's output depends on, exactly, is the next section.
+# ones that preceded it, so it sees a different set of tokens. What a decoder token's output depends
+# on, exactly, is the next section.
 #
 # ## 4. The crack: a causal token can count
 #
@@ -570,8 +571,8 @@ for r in nope["per_seed"]["gpt_no_bos"]:
 # * Without a marker the decoder gets position 0 in every seed (1.00) and positions 1 and 2 above
 #   1/11 in every seed; further in it mostly does worse (seed 1 keeps 0.38 to 0.50 up to position 6;
 #   at positions 7 to 9 every seed scores 0.00 to 0.20). Its best position after 0 is the last one
-#   in three seeds (0.86, 0.77, 0.79) and position 10 in the other two (0.61, 0.38). Its mean accuracy is
-#   0.30 ± 0.10; the marker adds 0.62 ± 0.16 (C3c), in these runs of 200 steps at $d_{model} = 16$.
+#   in three seeds (0.86, 0.77, 0.79) and position 10 in the other two (0.61, 0.38). Its mean
+#   accuracy is 0.30 ± 0.10; the marker adds 0.62 ± 0.16 (C3c), in these runs of 200 steps at $d_{model} = 16$.
 #   Why the first positions are easier (the first token attends only to itself) and why the rest are
 #   hard (without a marker the count must be read from an average of random tokens) are
 #   explanations not tested here.
@@ -747,8 +748,8 @@ assert same < 1e-13 and decoder_probe["no scheme"] > 0.1
 #
 # The book's exercise tests equivariance with one shuffle, the reversal. Is that enough? Here is an
 # attention with a hidden order: each query sees only the keys less than 8 positions away from it, at
-# most 7 (a local window, as long-document models use). Measure it with a reversal and with a random shuffle, on
-# $T = 12$:
+# most 7 (a local window, as long-document models use). Measure it with a reversal and with a random
+# shuffle, on $T = 12$:
 
 # %% tags=["nbval-check-output"]
 def windowed_attention(x, W_q, W_k, W_v, causal=False, width=8):
