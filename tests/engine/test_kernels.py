@@ -557,6 +557,12 @@ BLOCKED_CASES = {
     "key padding broadcast over the queries (B, 1, 1, T_k), row 1's first tiles all padding": lambda f, i: f(
         i.t(0, 2, 2, 5, 4), i.t(1, 2, 2, 11, 4), i.t(2, 2, 2, 11, 4), bias=i.t(3, 1, 2, 5, 11),
         mask=i.a(key_padding(11, [0, 8]))),
+    "two batch axes, a bias (2, 1, 1, T_q, T_k) broadcast over the second and the heads, causal": lambda f, i: f(
+        i.t(0, 2, 2, 2, 9, 4), i.t(1, 2, 2, 2, 9, 4), i.t(2, 2, 2, 2, 9, 3), bias=i.t(3, 2, 1, 1, 9, 9),
+        mask=i.a(causal(9, 9))),
+    "query rows 1000 apart (a bias constant over the keys): each row needs its own running max": lambda f, i: f(
+        i.t(0, 1, 2, 4, 4), i.t(1, 1, 2, 9, 4), i.t(2, 1, 2, 9, 4),
+        bias=i.a(np.array([0.0, -1000.0, 500.0, -2000.0])[:, None]), mask=i.a(causal(4, 9))),
     "a bias without a batch axis (H, T_q, T_k), needing a gradient, causal": lambda f, i: f(
         i.t(0, 2, 2, 5, 4), i.t(1, 2, 2, 9, 4), i.t(2, 2, 2, 9, 4), bias=i.t(3, 2, 5, 9), mask=i.a(causal(5, 9))),
     "the same padding under a causal mask, (B, 1, T_q, T_k)": lambda f, i: f(
