@@ -112,14 +112,21 @@ def test_claims_follow_the_counts():
                                                                                  "token 1 evicted": 1.0 + 0.01 * s})
             for a, k in (("softmax", 8), ("sigmoid, normalised", 8), ("sigmoid", 0), ("relu", 0)) for s in (0, 1, 2)]
     claims = sc.claims_from(runs)
-    assert claims["C4_softmax"]["successes"] == 24 and claims["C4_softmax"]["trials"] == 48
+    assert claims["C4_softmax"]["pooled_wilson"]["successes"] == 24 and claims["C4_softmax"]["pooled_wilson"]["trials"] == 48
     assert claims["C4_softmax"]["verdict"] == "reproduces"              # 24/48: Wilson [0.36, 0.64], above 0.1
     assert claims["C7_relu"]["verdict"] == "reproduces"                 # 0/48: [0, 0.074], below 0.1
     assert claims["C7_relu"]["positive_control"] == "C4_softmax"
     # last layer minus first: -0.40, -0.39, -0.38, a t interval of -0.39 ± 0.025 (t_0.975,2 = 4.303, s = 0.01)
     assert claims["C4_depth_softmax"]["mean"] == pytest.approx(-0.39)
     assert claims["C4_depth_softmax"]["half_width"] == pytest.approx(4.303 * 0.01 / math.sqrt(3), abs=1e-4)
-    assert claims["C4_depth_softmax"]["verdict"] == "does not reproduce"
+    assert claims["C4_depth_softmax"]["interval_verdict"] == "does not reproduce"
+    assert claims["C4_depth_softmax"]["verdict"] == "not tested here"         # two layers have no mid-to-late ones
+    # every policy 1.0: the window without sinks loses 0, under the 0.05 of "breaks"; so nothing to restore
+    assert claims["C5_breaks_softmax"]["verdict"] == "does not reproduce" and claims["C5_breaks_softmax"]["threshold"] == 0.05
+    assert claims["C5b_restores_softmax"]["verdict"] == "not tested here"
+    # exercise 6's setting, from the committed first runs: four softmax runs on the repetitive corpus, no sink head
+    assert claims["C4_exercise_setting"]["successes_per_seed"] == [0, 0, 0, 0]
+    assert claims["C4_exercise_setting"]["verdict"] == "does not reproduce"
 
 
 def test_normalised_sigmoid_of_a_row_that_underflows_is_zero_not_nan():

@@ -18,11 +18,12 @@ def test_text_run_end_to_end_with_bos_first():
 
 
 def test_text_claims_pool_heads_and_read_the_rule():
-    runs = [dict(lr=lr, seed=s, sink_heads=0, heads=8, eviction_within_L={"kept": 1.0, "token 0 evicted": 1.0 + 0.001 * s,
+    runs = [dict(lr=lr, seed=s, steps=st.STEPS, sink_heads=0, heads=8, eviction_within_L={"kept": 1.0, "token 0 evicted": 1.0 + 0.001 * s,
                                                                           "token 1 evicted": 1.0})
             for lr in st.LRS for s in st.SEEDS]
     claims = st.claims_from(runs)
-    # 0 of 24 heads: Wilson [0, 0.138] holds 0.1, so one learning rate cannot settle it ...
-    assert claims["C4_lr0.001"]["trials"] == 24 and claims["C4_lr0.001"]["verdict"] == "not established"
-    # ... 0 of 72: [0, 0.051], under 0.1
-    assert claims["C4_all"]["trials"] == 72 and claims["C4_all"]["verdict"] == "does not reproduce"
+    # every seed 0 of 8: a t interval of width zero, under 0.1; but 614,400 bytes a run is far from the data a sink
+    # needs, so every share, per learning rate and over all runs, is "not tested here", its interval's verdict kept
+    for key, n in (("C4_lr0.001", 24), ("C4_all", 72)):
+        assert claims[key]["pooled_wilson"]["trials"] == n and claims[key]["verdict"] == "not tested here"
+        assert claims[key]["interval_verdict"] == "does not reproduce" and "614,400 bytes" in claims[key]["not_tested"]

@@ -53,6 +53,7 @@ SUCCESSORS = 32          # each token's bigram row has 32 possible successors
 T = 64                   # training length, and Gu et al.'s measuring length
 SINK_THRESHOLD = 0.3     # a head is a sink head when its mean attention on position 0 passes this (Gu et al.)
 SIZE = 0.1               # the claims' threshold: a sink "forms" when more than one head in ten is a sink head
+BREAKS = 0.05            # a window "breaks" when the loss rises by more than this (nats per token)
 ARMS = ("softmax", "sigmoid, normalised", "sigmoid", "relu")
 SEEDS = (0, 1, 2)
 LR, WEIGHT_DECAY, BATCH = 1e-2, 0.1, 16   # AdamW, constant rate after 50 steps of warmup
@@ -358,14 +359,28 @@ def claims_from(runs):
     out["C7_sigmoid"]["positive_control"] = out["C7_relu"]["positive_control"] = "C4_softmax"
     vals, seeds = per_seed("softmax", lambda r: sum(r["position0"][-1]) / len(r["position0"][-1])
                            - sum(r["position0"][0]) / len(r["position0"][0]))
-    out["C4_depth_softmax"] = stats.claim_record("mean attention on position 0, last layer minus first layer, softmax "
-                                                 "(a share of attention)", "above", 0.0, values=vals, seeds=seeds)
+    out["C4_depth_softmax"] = stats.claim_record(
+        "mean attention on position 0, last layer minus first layer, softmax (a share of attention)", "above", 0.0,
+        values=vals, seeds=seeds,
+        not_tested="the claim is about the mid-to-late layers of a deeper model trained on text; this model has two "
+                   "layers, and on a task built to form a sink the task decides which layer holds it")
+    out["C4_exercise_setting"] = exercise_setting_record()
     gap = lambda a, b: (lambda r: r["stream_past_L"][a] - r["stream_past_L"][b])
     for key, arm in (("C5_softmax", "softmax"), ("C5_sigmoid_normalised", "sigmoid, normalised"), ("C5_sigmoid", "sigmoid")):
         vals, seeds = per_seed(arm, gap("window (slot)", "window + 4 sinks (slot)"))
         out[key] = stats.claim_record(f"loss past L, window of {runs[0]['window']} without sinks minus with 4 sinks "
                                       f"(slot positions), {arm} (nats per token)", "above", 0.0, values=vals, seeds=seeds)
+    vals, seeds = per_seed("softmax", gap("window (slot)", "window + 4 sinks (slot)"))
+    out["C5_breaks_softmax"] = stats.claim_record(
+        f"loss past L, window of {runs[0]['window']} without sinks minus with 4 sinks (slot positions), softmax (nats "
+        f"per token): 'breaks' read as a rise over {BREAKS} nats, the workbook's bar for a rise too small to call a "
+        f"break (StreamingLLM's 160M model lost about 0.43)", "above", BREAKS, values=vals, seeds=seeds)
     vals, seeds = per_seed("softmax", gap("window + 1 sink (slot)", "recompute window"))
+    out["C5b_restores_softmax"] = stats.claim_record(
+        "loss past L, window + 1 sink minus recomputing the window, softmax (nats per token): the sink restores the "
+        "window", "below", BREAKS, values=vals, seeds=seeds,
+        not_tested="there is nothing to restore: the window without sinks is as close to recomputing the window "
+                   "(C5_breaks_softmax does not reproduce), so this test could not fail")
     out["C5b_softmax"] = stats.claim_record("loss past L, window + 1 sink minus recomputing the window, softmax "
                                             "(nats per token): the sink restores the window at least as well as "
                                             "recomputing it", "below", 0.05, values=vals, seeds=seeds)
@@ -375,12 +390,31 @@ def claims_from(runs):
     vals, seeds = per_seed("softmax", lambda r: r["eviction_within_L"]["token 1 evicted"] - r["eviction_within_L"]["kept"])
     out["C6_control_token1"] = stats.claim_record("loss of late queries (t >= L/2), token 1 evicted minus kept, softmax "
                                                   "(nats per token): the control", "above", 0.0, values=vals, seeds=seeds)
+    vals, seeds = per_seed("sigmoid, normalised", gap("window + 4 sinks (slot)", "window + 4 sinks (text positions)"))
+    out["C1_window_logical_sigmoid_normalised"] = stats.claim_record(
+        "loss past L, window + 4 sinks at slot positions minus at logical (text) positions, sigmoid, normalised "
+        "(nats per token): renumbering the window costs more than keeping each token's logical position",
+        "above", 0.0, values=vals, seeds=seeds)
     for arm in ("softmax", "sigmoid, normalised"):
         vals, seeds = per_seed(arm, gap("window + 4 sinks (text positions)", "window + 4 sinks (slot)"))
         out["C3_" + arm.replace(", ", "_")] = stats.claim_record(
             f"loss past L, window + 4 sinks at text positions minus at slot positions, {arm} (nats per token)",
             "above", 0.0, values=vals, seeds=seeds)
     return out
+
+
+def exercise_setting_record():
+    """Book exercise 6's own setting, a tiny GPT trained on a repetitive corpus: the four softmax runs of
+    ``attention_sinks`` on that corpus (2 layers; 4; 4 with BOS; 4 with BOS and 4x the steps), one seed each, taken as
+    four runs of one claim, as sink_text's C4_all takes its learning rates."""
+    first_runs = common.load_result("attention_sinks_settings")
+    settings = [s for s in first_runs["settings"] if s["corpus"] == "repetitive" and s["attention"] == "softmax"]
+    heads = [sum(len(layer) for layer in s["mass_on_position_0"]) for s in settings]
+    sinks = [sum(m > SINK_THRESHOLD for layer in s["mass_on_position_0"] for m in layer) for s in settings]
+    return stats.share_record(
+        f"share of a run's heads whose mean attention on position 0 passes {SINK_THRESHOLD}, softmax, the repetitive "
+        f"corpus at L = 32 (book exercise 6's setting): {', '.join(s['name'] for s in settings)}; one seed each "
+        f"(t interval over {len(settings)} runs)", "above", SIZE, sinks, heads, [first_runs["seed"]] * len(settings))
 
 
 def recompute_claims(name="sink_control"):
