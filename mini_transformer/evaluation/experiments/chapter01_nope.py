@@ -10,8 +10,10 @@ Three 2-layer models (d_model 16, two heads, ``positional="none"``) train on it 
 * ``gpt_no_bos``: ``TinyGPT`` without the BOS token.
 
 Each model is scored on 256 held-out rows (the same for every arm and seed): the accuracy at each
-position. A guess blind to position scores exactly 1/11 on positions 1..11 (whatever it answers,
-it is right at one of the eleven). Claims (95% t-interval over seeds, ``stats.claim_record``):
+position. A model blind to position gives one answer per row on positions 1..11, so in expectation it
+scores at most 1/11 there (exactly 1/11 when that answer is one of 1..11; a model that always answers 0
+scores 0). Claims (95% t-interval over seeds of the per-seed shares, ``stats.share_record``, or of the
+per-seed differences, ``stats.claim_record``):
 
 * ``gpt_bos_above_chance``: chapter 1's C3, a NoPE decoder learns position from the mask: the
   decoder's accuracy on positions 1..11 minus 1/11, above 0;
