@@ -309,3 +309,10 @@ def test_document_mask_is_booleans_as_attention_masks_are():
     got = document_mask(np.array([[3, 3, 5]]))
     assert got.dtype == bool
     assert backend.to_numpy(got).tolist() == [[[True, True, False], [True, True, False], [False, False, True]]]
+
+
+def test_a_window_of_one_token_keeps_the_last():
+    cache = KVCache(2, window=1)
+    cache.advance(3)
+    cache.advance(1)
+    assert positions(cache) == [3] and cache.seen == 4

@@ -34,6 +34,40 @@ def test_cached_decoding_equals_full_forward(positional):
     assert cache.seen == 12
 
 
+def test_a_block_is_pre_norm_with_two_residual_additions():
+    # h = x + Attn(Norm1(x)); y = h + MLP(Norm2(h)): composed here from the block's own parts
+    from mini_transformer.engine.autograd import Tensor
+    model = o1_weights(TinyGPT(tiny("rope")).to_dtype("float64"))
+    block, pos = model.blocks[0], np.arange(5)
+    x = Tensor(np.random.default_rng(3).normal(size=(2, 5, 16)))
+    mask = pos[None, :] <= pos[:, None]
+    h = x.numpy() + block.attn(block.norm1(x), model.positional, pos, pos, mask, None).numpy()
+    expected = h + block.mlp(block.norm2(Tensor(h))).numpy()
+    assert np.abs(block(x, model.positional, pos, pos, mask, None).numpy() - expected).max() <= 1e-12
+
+
+@pytest.mark.parametrize("norm, expected", [("layer", 0.0), ("rms", 1.0)])
+def test_the_norm_setting_picks_the_norm(norm, expected):
+    # a constant vector: LayerNorm removes its mean (0, its bias starts at 0); RMSNorm only rescales it to
+    # x / rms(x) = 1 (its gain starts at 1); every norm of the model is the one asked for
+    model = TinyGPT(tiny("rope", norm=norm)).to_dtype("float64")
+    from mini_transformer.engine.autograd import Tensor
+    x = Tensor(np.full((1, 1, 16), 3.0))
+    for f in [model.norm_f] + [n for b in model.blocks for n in (b.norm1, b.norm2)]:
+        assert np.abs(f(x).numpy() - expected).max() <= 1e-6
+
+
+def test_residual_writes_start_at_gpt2s_scale():
+    # GPT-2: the attention output and MLP output projections start at std 0.02 / sqrt(2 n_layers); with
+    # 3 layers 0.02 / sqrt(6) = 0.008165, the other weights at 0.02; 4096 and 16384 draws estimate each std
+    # to about 1 %
+    model = TinyGPT(tiny("rope", d_model=64, n_layers=3))
+    for block in model.blocks:
+        assert abs(float(np.std(backend.to_numpy(block.attn.W_o.weight.data))) / (0.02 / 6 ** 0.5) - 1) < 0.05
+        assert abs(float(np.std(backend.to_numpy(block.mlp.proj.weight.data))) / (0.02 / 6 ** 0.5) - 1) < 0.05
+        assert abs(float(np.std(backend.to_numpy(block.mlp.fc.weight.data))) / 0.02 - 1) < 0.05
+
+
 @pytest.mark.parametrize("ignore_index", [-1, 7])
 def test_the_loss_leaves_out_the_ignored_targets(ignore_index):
     # the mean of -log softmax(logits)[target] over the targets not equal to ignore_index, written out here
