@@ -1169,8 +1169,9 @@ assert f"{min(random_symbol):.3f} {max(random_symbol):.3f} {min(most_common):.3f
 # %% [markdown]
 # Against that bar the picture changes. At positions 2 to 8, 19 of the model's 35 cells (7 positions,
 # 5 seeds) are below the row's most common symbol, and seed 0's positions 7 and 8 (0.189 and 0.193)
-# are below even a random symbol of the row: most of what the model without position gets right late
-# in the row needs no position at all. It beats both guesses in every seed only at positions 1 to 3.
+# are below even a random symbol of the row: late in the row, a guess that uses no order at all does
+# as well as the model without position, or better. It beats both guesses in every seed only at
+# positions 1 to 3.
 # At position 1 that takes order, 81% to 96% against 0.300, the best a guess without order can do, and
 # the only order a model without position has is the causal mask's. At positions 2 and 3 the model also
 # sees the copied half so far, so these two guesses are not the best without order there; whether the
