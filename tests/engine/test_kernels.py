@@ -560,6 +560,8 @@ BLOCKED_CASES = {
     "two batch axes, a bias (2, 1, 1, T_q, T_k) broadcast over the second and the heads, causal": lambda f, i: f(
         i.t(0, 2, 2, 2, 9, 4), i.t(1, 2, 2, 2, 9, 4), i.t(2, 2, 2, 2, 9, 3), bias=i.t(3, 2, 1, 1, 9, 9),
         mask=i.a(causal(9, 9))),
+    "two batch axes, no mask, fewer heads than queries: every tile runs all T_q queries": lambda f, i: f(
+        i.t(0, 2, 2, 2, 9, 4), i.t(1, 2, 2, 2, 9, 4), i.t(2, 2, 2, 2, 9, 3)),
     "query rows 1000 apart (a bias constant over the keys): each row needs its own running max": lambda f, i: f(
         i.t(0, 1, 2, 4, 4), i.t(1, 1, 2, 9, 4), i.t(2, 1, 2, 9, 4),
         bias=i.a(np.array([0.0, -1000.0, 500.0, -2000.0])[:, None]), mask=i.a(causal(4, 9))),
@@ -649,6 +651,22 @@ def test_blocked_attention_of_a_row_masked_on_every_key_is_nan_where_the_referen
 @pytest.mark.parametrize("dtype, score, tol", [("float64", 1000.0, 1e-10), ("float32", 100.0, 1e-5)])
 def test_blocked_attention_at_scores_where_exp_overflows_equals_the_reference(dtype, score, tol, small_block):
     check_attention_at_large_scores(blocked_attention.scaled_dot_product_attention, dtype, score, tol, T=11)
+
+
+def test_blocked_attention_in_float32_gives_a_float32_bias_its_gradient_in_float32(small_block):
+    """A bias that needs a gradient, all inputs float32: the gradient has the bias's dtype, as the reference's
+    (sum_to of a float32 gS) has; accumulated in float64 it would come back float64 and widen the bias's update."""
+    runs = {}
+    for name, f in (("reference", functional.scaled_dot_product_attention),
+                    ("blocked", blocked_attention.scaled_dot_product_attention)):
+        q, k, v, bias = (Tensor(backend.asarray(host(n, *shape)), requires_grad=True, dtype="float32")
+                         for n, shape in enumerate([(2, 2, 5, 4), (2, 2, 9, 4), (2, 2, 9, 4), (1, 2, 5, 9)]))
+        y = f(q, k, v, bias=bias, mask=backend.asarray(causal(5, 9)))
+        (y * Tensor(backend.asarray(host(9, *y.shape)), dtype="float32")).sum().backward()
+        runs[name] = [backend.to_numpy(t.grad) for t in (q, k, v, bias)]
+    for n, (a, b) in enumerate(zip(runs["blocked"], runs["reference"])):
+        assert a.dtype == b.dtype == np.float32, f"gradient of input {n}: {a.dtype}, the reference's {b.dtype}"
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=f"gradient of input {n}")
 
 
 @pytest.mark.parametrize("causal_too", [False, True], ids=["key padding alone", "and causal"])
