@@ -63,7 +63,7 @@
 # | C4d | In book exercise 6's own setting, a tiny GPT trained on a repetitive corpus, the first token takes large mass (book exercise 6) | | §7 |
 # | C5a | A sliding window that evicts the first tokens breaks: its loss rises by more than 0.05 nats (book §2.6, §4, §5) | | §7 |
 # | C5b | Keeping the first tokens as sinks restores it (book §2.6, §4, §5) | | §7 |
-# | C6 | Evicting position 0 from the cache raises the loss; in a tiny model the effect is smaller, but its direction reproduces (book exercise 6) | | §7 |
+# | C6 | Evicting position 0 from the cache raises the loss, by less in a tiny model but in the same direction (book exercise 6) | | §7 |
 # | C7a | The sink comes from softmax's rows summing to 1: rows normalised another way form it too (book §2.6, §6) | | §7 |
 # | C7b | Rows that need not sum to 1 form none: unnormalised sigmoid (book §2.6, §6) | | §7 |
 # | C7c | ... nor ReLU attention (Guo et al., 2024) | | §7 |
@@ -302,7 +302,7 @@ assert to_numpy(packed_position_ids(docs)).tolist() == [[0, 1, 2, 0, 1, 0], [0, 
 # %% [markdown]
 # In the model: pack three documents, of 5, 7 and 4 tokens, into one row. The positions are
 # your `packed_position_ids`, restarting at 0 in each document; the block-diagonal mask is
-# `document_mask(doc_ids)` `(B, T, T)`, 1 where query and key belong to the same document (the
+# `document_mask(doc_ids)` `(B, T, T)`, `True` where query and key belong to the same document (the
 # model adds the causal mask). This is the workbook's convention for a packed row: Hugging Face
 # passes the same block-diagonal mask as a 4-D `(B, 1, T, T)` mask, which the model takes too.
 # Compare each document's logits with the document run alone; then drop the reset positions,
