@@ -68,6 +68,31 @@ def test_residual_writes_start_at_gpt2s_scale():
         assert abs(float(np.std(backend.to_numpy(block.mlp.fc.weight.data))) / 0.02 - 1) < 0.05
 
 
+@pytest.mark.parametrize("positional", ["learned", "t5"])
+def test_the_seed_alone_decides_every_weight(positional):
+    # the scheme's own table included: two models of one seed are equal, another seed differs
+    a, b, c = (TinyGPT(tiny(positional, seed=s)) for s in (3, 3, 4))
+    assert all(np.array_equal(p.data, q.data) for p, q in zip(a.parameters(), b.parameters()))
+    assert all(not np.array_equal(p.data, q.data) for p, q in zip(a.positional.parameters(), c.positional.parameters()))
+    assert a.head.bias is None                                        # the head is x W, no bias
+
+
+def test_the_scheme_takes_the_models_direction():
+    # T5's buckets: one-directional in the decoder, both directions in the encoder
+    assert TinyGPT(tiny("t5")).positional.settings.bidirectional is False
+    assert TinyEncoder(tiny("t5")).positional.settings.bidirectional is True
+
+
+def test_dropout_is_the_configs_everywhere_and_seeded():
+    cfg = tiny("rope", dropout=0.3)
+    a, b = TinyGPT(cfg), TinyGPT(cfg)
+    assert all(block.drop.p == 0.3 and block.mlp.dropout.p == 0.3 for block in a.blocks)
+    x = ids(2, 8)
+    assert np.array_equal(a(x).numpy(), b(x).numpy())                # training: the same masks from one seed
+    a.eval()
+    assert not np.array_equal(a(x).numpy(), b(x).numpy())            # b still drops, a does not
+
+
 @pytest.mark.parametrize("ignore_index", [-1, 7])
 def test_the_loss_leaves_out_the_ignored_targets(ignore_index):
     # the mean of -log softmax(logits)[target] over the targets not equal to ignore_index, written out here
