@@ -352,7 +352,11 @@ class TinyGPT(Transformer):
 
     def _left_padded(self, ids, attention_mask, window, n_sink, positions):
         """The checked mask ``(B, T)`` of a left-padded prompt batch and its position ids."""
-        mask = backend.asarray(attention_mask).astype("int64")
+        raw = backend.asarray(attention_mask)
+        if bool(xp.any((raw != 0) & (raw != 1))):  # checked before the cast, which would turn 0.5 into padding
+            raise ValueError("generate: attention_mask holds values other than 0 and 1; it needs 1 for a real token "
+                             "and 0 for padding.")
+        mask = raw.astype("int64")
         if mask.shape != ids.shape:
             raise ValueError(f"generate: attention_mask has shape {tuple(mask.shape)}, but the prompts have shape "
                              f"{tuple(ids.shape)}; it needs one 0/1 entry per prompt token.")

@@ -125,8 +125,9 @@ def generate_cases():
         "generate: attention_mask must be left padding, each row 0s then 1s (padding first); a row with padding "
         "after a real token cannot be continued in its last column.")
     yield "not 0/1", lambda: model.generate(ids, 2, attention_mask=2 * mask), (
-        "generate: attention_mask must be left padding, each row 0s then 1s (padding first); a row with padding "
-        "after a real token cannot be continued in its last column.")
+        "generate: attention_mask holds values other than 0 and 1; it needs 1 for a real token and 0 for padding.")
+    yield "fractional", lambda: model.generate(ids, 2, attention_mask=np.where(mask == 1, 1.0, 0.5)), (
+        "generate: attention_mask holds values other than 0 and 1; it needs 1 for a real token and 0 for padding.")
     yield "a hole", lambda: model.generate(ids, 2, attention_mask=np.array([[0, 1, 0, 1, 1], [1, 1, 1, 1, 1]])), (
         "generate: attention_mask must be left padding, each row 0s then 1s (padding first); a row with padding "
         "after a real token cannot be continued in its last column.")
