@@ -11,6 +11,7 @@ small blocks. Then a whole TinyGPT trained a few steps in float64 ends with
 the same parameters under both settings.
 """
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -256,6 +257,36 @@ def test_parallel_rows_covers_every_row_once_in_several_blocks(thread_count):
     threads.parallel_rows(lambda i, j: seen.append((i, j)), 37, work=37)
     assert sorted(r for i, j in seen for r in range(i, j)) == list(range(37))
     assert len(seen) == (1 if thread_count == 1 else 2 * 4)      # 4 blocks a thread when there are threads
+
+
+def test_set_threads_refuses_fewer_than_one_thread_in_a_sentence():
+    previous = threads.threads()
+    for bad in (0, -2, 1.5, True):
+        with pytest.raises(ValueError) as raised:
+            threads.set_threads(bad)
+        assert str(raised.value) == (f"set_threads: n must be an integer >= 1, got {bad!r} "
+                                     f"(1 runs everything on the calling thread).")
+    assert threads.threads() == previous                               # nothing half-changed
+
+
+def test_set_threads_to_a_new_count_replaces_the_pool_so_that_many_threads_run_at_once(monkeypatch):
+    """Blocks wait at a barrier for ``n`` parties: they pass only if ``n`` threads run blocks at the same time.
+    A pool made for two threads (one worker beside the caller) and kept after set_threads(3) would leave the
+    third party waiting."""
+    monkeypatch.setattr(threads, "MIN_PARALLEL_WORK", 0)
+    previous = threads.set_threads(1)
+    try:
+        for n in (2, 3, 2):
+            threads.set_threads(n)
+            meet, names = threading.Barrier(n, timeout=10), set()
+
+            def kernel(i, j, meet=meet, names=names):
+                names.add(threading.current_thread().name)
+                meet.wait()
+            threads.parallel_rows(kernel, 4 * n, work=1)              # 4 n blocks of one row: rounds of n
+            assert len(names) == n, f"{n} threads asked for, {len(names)} ran blocks"
+    finally:
+        threads.set_threads(previous)
 
 
 def _params(ops):
