@@ -106,7 +106,7 @@ def randn(*shape):
 # If the score depended on the offset alone, moving both positions on by $s$ would change nothing,
 # for every $k$: $(q + p_{m+s})\cdot k = (q + p_m)\cdot k$ for all $k$, so $p_{m+s} = p_m$. Every
 # position gets the same vector, which tells the model nothing about position. Check it on numbers with
-# the sinusoidal encoding of chapter 2: the same offset, 2, gives two different scores.
+# the sinusoidal encoding of chapter 2: the same offset, $-2$, gives two different scores.
 
 # %%
 from mini_transformer.positional.sinusoidal import sinusoidal_positional_encoding
@@ -672,7 +672,7 @@ assert all(r["reference"]["result"] == "passed" for r in runs.values())
 # The relative property alone lets four mistakes through, each for a reason you can state: a
 # rotation that runs backwards, and cos and sin swapped, are still functions of the offset alone;
 # positions counted from 1 move every position by one and leave every offset as it was; and a
-# scale that grows with the position never shows when each call rotates one position. It does
+# scale that grows with the row of the call never shows when each call rotates one position. It does
 # catch the mistakes that break relativity itself: the other pairing, a dropped term, the wrong
 # layout. The offset ignored does not break it (a score that is the same at every pair of positions
 # is a function of the offset too); the weak test catches it only through its second assertion, that
@@ -693,7 +693,7 @@ assert all(r["reference"]["result"] == "passed" for r in runs.values())
 # ### Exercise 6.6: `wavelength_table`   ★ · 5 min
 #
 # *Why it matters:* the wavelengths decide which pairs a model trained at length $L$ ever saw
-# turn, and so which ones break when you run it longer.
+# turn, and so which ones are predicted to break when you run it longer.
 #
 # Write `wavelength_table(d_head, base)`: the `(d_head/2,)` wavelengths. Grade it alone:
 # `python -m exercises grade rope --exercise 6.6`.
@@ -998,9 +998,12 @@ assert all(good) and all(bad[:4]) and not any(bad[4:])
 # library's KV cache stores keys *unrotated* and turns every one of them again at each step for both
 # (`mini_transformer/model/kv_cache.py`, `KVCache.keeps_raw_keys`):
 #
-# * **slot positions** ([chapter 10](10_caches_windows_sinks.py)): a sliding window numbers tokens
-#   by their slot in the cache, so when the oldest token leaves, every other token moves down a
-#   slot and needs a new angle;
+# * **slot positions with pinned sinks** ([chapter 10](10_caches_windows_sinks.py)): tokens are
+#   numbered by their slot in the cache. The sinks keep theirs while, each time the oldest window
+#   token leaves, every later token moves down a slot: the query's offsets to the window's tokens
+#   stay their offsets in the text, its offsets to the sinks stay fixed, and no angles fixed at write
+#   time give both. Without sinks, a window's slots are its text positions less one constant, for
+#   the query and every key alike, so keys rotated once at their text positions give the same scores;
 # * **dynamic NTK** ([chapter 8, §5](08_stretching_rope.py#5.-Dynamic-NTK,-and-why-it-fights-the-cache)):
 #   the frequencies depend on the current length, so a key rotated when the text was short has the
 #   wrong angle once it is long; chapter 8 measures how far a naive cache drifts.
@@ -1014,13 +1017,14 @@ assert all(good) and all(bad[:4]) and not any(bad[4:])
 # `from_functions.rope(RotaryEmbedding(d_head), apply_rotary)` is the same scheme computed by your
 # two functions; its backward is your `apply_rotary` again with $-\sin$, a rotation's transpose.
 #
-# The task is *copy*: random symbols, a separator, the same symbols again. To write the next
-# symbol a token must find the key exactly $n = 8$ positions behind it. The separator sits at position
-# $n$ in every row, so the offset never changes: the query at position $t$ always wants the key at
-# position $t - 8$, which absolute positions could name as well as relative ones. This section tests
-# RoPE against no position, not relative position against absolute. Train the library's model and
-# yours on the same batches from the same weights, in float64: if your functions are right, the two
-# loss curves are one curve.
+# The task is *copy*: random symbols, a separator, the same symbols again. The direct way to write
+# the next symbol is to find the key exactly $n = 8$ positions behind it; the model below has two
+# layers, so it could also move each symbol on by one position in layer 0 and read it 7 back in
+# layer 1. The separator sits at position $n$ in every row, so the offset never changes: for the
+# query at position $t$ the direct way always reads the key at position $t - 8$, which absolute
+# positions could name as well as relative ones. This section tests RoPE against no position, not
+# relative position against absolute. Train the library's model and yours on the same batches from
+# the same weights, in float64: if your functions are right, the two loss curves are one curve.
 
 # %%
 from mini_transformer.model import GPTConfig, TinyGPT, data
@@ -1176,13 +1180,13 @@ assert f"{min(random_symbol):.3f} {max(random_symbol):.3f} {min(most_common):.3f
 # the only order a model without position has is the causal mask's. At positions 2 and 3 the model also
 # sees the copied half so far, so these two guesses are not the best without order there; whether the
 # mask's weaker mark, token $i$ seeing $i + 1$ tokens
-# ([chapter 1, §5](01_order_blind.py#5.-What-a-NoPE-model-learns-from-the-leak), its C3b), carries
+# ([chapter 1, §4](01_order_blind.py#4.-The-crack:-a-causal-token-can-count)), carries
 # those positions is an explanation not tested here. A stronger reading of the claim, that the model
 # without position *cannot* learn the task at all, would not reproduce here: it learns position 1 in
 # every seed.
 #
-# What did the RoPE model learn? Look at its attention: a head that copies must put its weight
-# on the key exactly $n$ positions back, a diagonal line offset from the main diagonal.
+# What did the RoPE model learn? Look at its attention: a head that copies the direct way puts its
+# weight on the key exactly $n$ positions back, a diagonal line offset from the main diagonal.
 
 # %%
 sample = data.copy_task(1, N_COPY, vocab_size=16, seed=7)
@@ -1238,8 +1242,8 @@ assert on_offset[layer_best][head_best] > 0.5
 # rows (§8). How the model reads the mask is a likely mechanism, not isolated by a run here: token 0
 # attends only to itself, so its output is unlike every other token's, and the separator's query can
 # learn to find "the token that saw nothing before it". The mask marks the later positions too, more
-# weakly: token $i$ sees $i + 1$ tokens ([chapter 1](01_order_blind.py#4.-The-crack:-a-causal-token-can-count),
-# C3a). But 19% to 54% at positions 2 to 8 overstates what the model gets from it: a guess from the
+# weakly: token $i$ sees $i + 1$ tokens ([chapter 1, §4](01_order_blind.py#4.-The-crack:-a-causal-token-can-count)).
+# But 19% to 54% at positions 2 to 8 overstates what the model gets from it: a guess from the
 # row's symbols alone, without order, is right in 0.202 to 0.298 of rows there, 19 of the 35 cells are
 # below the row's most common symbol, and only at positions 2 and 3 does every seed beat both guesses
 # (§8). How much of those positions the mask carries, and why a count of $i + 1$ would be so much
@@ -1271,7 +1275,7 @@ assert on_offset[layer_best][head_best] > 0.5
 # | --- | --- | --- | --- | --- |
 # | C1 | adding a position vector to $q$ and $k$ cannot make the score depend on the offset alone, unless every position gets the same vector (the premise of book §2.4's goal and of survey §5) | derived in §1: an offset-only score forces $p_{m+s} = p_m$ for every $m$ and $s$; on numbers, the same offset scored +2.5874 at (3, 1) and -0.5940 at (103, 101) with added sinusoids, and the largest spread along a diagonal of their 32 x 32 score matrix was 14.864 (§1, §4) | exact §1 | reproduces |
 # | C2 | with RoPE, $\langle R_m q, R_n k\rangle$ depends only on $n - m$ (book §2.4, survey §5.1) | all 63 diagonals of the 32 x 32 score matrix constant to 1e-9 (§4) | exact §4 | reproduces |
-# | C3 | a key rotated once, when it enters the KV cache, stays valid for every later query (book §2.4, §5) | with text positions and fixed frequencies your `decode` matched the full forward at every position (§7); slot positions (chapter 10) and dynamic NTK (chapter 8, §5) are the settings where it fails, and the library re-rotates cached keys for both | exact §7 | reproduces |
+# | C3 | a key rotated once, when it enters the KV cache, stays valid for every later query (book §2.4, §5) | with text positions and fixed frequencies your `decode` matched the full forward at every position (§7); slot positions with pinned sinks (chapter 10) and dynamic NTK (chapter 8, §5) are the settings where it fails, and the library re-rotates cached keys for both | exact §7 | reproduces |
 # | C4 | with RoPE a decoder learns to copy at a fixed offset (which absolute positions could also do) better than the same decoder without position, which has only the causal mask's weak signal (book §6) | held-out copy accuracy 100% with RoPE in every seed; RoPE minus no position 0.63 ± 0.04 over 5 seeds, 0.71 ± 0.04 without the first copied position; without position the first copied symbol is right in 81% to 96% of rows, against 0.300 for the best guess without order, so a "cannot" would not hold (§8) | result rope_copy/C4 | reproduces |
 #
 # ## 11. Where next
@@ -1282,7 +1286,7 @@ assert on_offset[layer_best][head_best] > 0.5
 #   15-minute clock; `--grade` grades it). Write a property test first when you drill, with the
 #   rotation checks of Exercise 6.5's second hint: in section 4's scoreboard the relative-position
 #   check alone missed four mistakes, the backwards turn (`sign_error`), cos and sin swapped, positions
-#   counted from one and a scale that grows with the position.
+#   counted from one and a scale that grows with the row of the call.
 # * The interview questions on RoPE, with answers from this chapter's numbers:
 #   [`chapters/cards/06_rope.md`](cards/06_rope.md).
 # * Chapter 7 (ALiBi) puts position in the scores instead; chapter 8 stretches RoPE past its
