@@ -1,10 +1,13 @@
-r"""Feedback levels, and the files and Canvas CSV named by a roster, on hand-made results."""
+r"""Feedback levels, the files and Canvas CSV named by a roster, and Gradescope's results.json, on hand-made results."""
 import csv
 import io
+import json
+import pwd
 
 import pytest
 
-from exercises.grading import feedback
+from exercises.grading import feedback, grader, gradescope, instructor
+from exercises.grading.grader import DEFAULT_TIMEOUT
 
 MISCONCEPTION = {"target": "rope.rotate_half", "label": "Exercise 6.1", "status": "fail", "kind": "misconception",
                  "misconception": "sign_error",
@@ -223,3 +226,274 @@ def test_run_as_refuses_what_cannot_run_the_students_code(monkeypatch):
         gradescope.run_as("no_such_user_kit")
     with pytest.raises(SystemExit, match=r"--run-as root: that user is root; give an unprivileged one\."):
         gradescope.run_as("root")
+
+
+def test_the_canvas_csv_has_canvas_header_and_points_possible_row_and_blank_roster_cells(tmp_path):
+    # Canvas's import reads these five columns by name and the "Points Possible" row by its label
+    # (indented, as Canvas's own export writes it); a student the roster does not name gets the folder's
+    # name as Student and SIS Login ID, and empty ID, SIS User ID and Section
+    book = {"students": [{"student": "bob", "by_assignment": {"rope exercises": 3}}],
+            "assignments": [("rope exercises", 4)]}
+    for roster in (None, {"bob": {"student": "bob"}}):  # no roster, and a roster row with no other column
+        rows = list(csv.reader(io.StringIO(feedback.canvas_csv(book, roster))))
+        assert rows == [["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "rope exercises"],
+                        ["    Points Possible", "", "", "", "", "4"],
+                        ["bob", "", "", "bob", "", "3"]]
+
+
+def test_a_student_without_written_answers_has_only_the_exercise_and_total_lines():
+    plain = {k: v for k, v in ERIN.items() if k != "written"}
+    assert feedback.markdown(plain, "summative").splitlines()[:5] == [
+        "# Feedback for erin", "", "Exercises: 2.67 of 5 points.", "Total: 3.67 of 11 points.", ""]
+
+
+def test_the_page_puts_each_summary_line_and_each_section_on_its_own_lines():
+    page = feedback.page(ERIN, "summative")
+    assert ("<h1>Feedback for erin</h1>\n<p>Exercises: 2.67 of 5 points.</p>\n<p>Written answers, chapter 02: 1 "
+            "of 6 points (1 items not graded yet).</p>\n<p>Total: 3.67 of 11 points.</p>\n<h2>2.1 ") in page
+    assert "some outputs are wrong.</pre>\n<h2>2.3 test_sinusoidal_properties</h2>" in page
+
+
+def test_write_files_makes_the_folder_with_its_parents_and_writes_into_it_again(tmp_path):
+    folder = tmp_path / "term" / "feedback"  # neither exists yet
+    first = feedback.write_files({"students": [ERIN]}, folder, "summative")
+    again = feedback.write_files({"students": [ERIN]}, folder, "summative")  # a rerun into the same folder
+    assert first == again == [folder / "erin.md", folder / "erin.html"]
+    assert (folder / "erin.md").read_text() == ERIN_SUMMATIVE
+
+
+def test_an_instructors_csv_keeps_a_line_break_inside_a_quoted_cell_as_written(tmp_path):
+    # csv needs the file opened with newline="": otherwise a \r\n inside a quoted cell becomes \n
+    path = tmp_path / "roster.csv"
+    path.write_bytes(b'student,name\r\nalice,"Liddell\r\nAlice"\r\n')
+    assert feedback.read_csv_rows(path, "--roster") == [{"student": "alice", "name": "Liddell\r\nAlice"}]
+
+
+def test_a_roster_without_a_student_column_is_refused_naming_the_columns_it_has(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("name,id\nAlice,1\n")
+    with pytest.raises(SystemExit, match=r"it needs a 'student' column \(the folder's name\); it has name, id\.$"):
+        feedback.read_roster(bad)
+
+
+
+def _result(**fields):
+    return dict({"target": "t5.relative_position_bucket", "label": "Exercise 5.1", "status": "fail",
+                 "misconception": None, "message": ""}, **fields)
+
+
+@pytest.mark.parametrize("result, summative", [
+    (_result(status="pass", kind="pass", message="all cases pass"), "pass."),
+    (_result(target="t5.test_buckets", status="pass", kind="pass", caught=[5, 5], message="catches all 5"),
+     "pass: catches all 5 mutants."),
+    (_result(status="not attempted", kind="unfinished", message="not attempted: write it first"),
+     "not attempted: write it first"),  # not a failure to describe: the same words at both levels
+    (_result(target="t5.test_buckets", kind="weak_test", caught=[1, 3], message="weak test: caught 1 of 3"),
+     "weak test: 2 of 3 mutants escaped your test."),  # no list of what they break: no parentheses
+    (_result(kind="misconception", misconception="no_such_key", message="misconception, ..."),
+     "fail: a known misconception."),  # a key the check does not list: no title to give
+    (_result(target="t5.test_buckets", kind="misconception", misconception="x", message="misconception, ..."),
+     "fail: a known misconception."),  # a test the reader writes lists no misconceptions at all
+    (_result(kind="import", message="SyntaxError: invalid syntax (t5.py, line 3)\n  x = = 1\n      ^"),
+     "fail: your file does not load (SyntaxError: invalid syntax (t5.py, line 3))"),  # its first line only
+    (_result(kind="import", message=""), "fail: your file does not load."),
+    (_result(kind="out_of_memory", message="killed"), "fail: out of memory."),  # a kind without a sentence
+], ids=["pass", "test-pass", "not-attempted", "weak-no-escaped", "unknown-misconception", "test-misconception",
+        "import", "import-no-message", "new-kind"])
+def test_each_kind_of_result_has_its_summative_sentence(result, summative):
+    assert feedback.text(result, "summative") == summative
+    assert feedback.text(result) == feedback.text(result, "formative") == (result["message"] or result["status"])
+
+
+def test_a_formative_result_without_a_message_is_its_status():
+    assert feedback.text(_result(kind="numbers"), "formative") == "fail"
+
+
+# ---------------------------------------------------------------------------
+# Gradescope's results.json field by field, the command run_autograder runs, and running as another user.
+# Every expected value is worked by hand from the results below and the points table (points.worth: a
+# passing exercise scores its points, a weak test its points times the fraction it caught, to 0.01).
+# ---------------------------------------------------------------------------
+
+# one student over sinusoidal, learned, t5 and rope (what grade_student returns), in no particular order
+GS_RESULTS = [
+    {"target": "rope.decode", "label": "Exercise 6.10", "status": "pass", "kind": "pass", "message": ""},
+    {"target": "rope.apply_rotary", "label": "Exercise 6.2", "status": "not attempted", "kind": "unfinished",
+     "message": ""},
+    {"target": "rope.test_rope_properties", "label": "Exercise 6.5", "status": "fail", "kind": "weak_test",
+     "caught": [1, 4], "escaped": ["rotate_half"] * 3, "message": "weak test: caught 1 of 4 mutants."},
+    {"target": "sinusoidal.sinusoidal_positional_encoding", "label": "Exercise 2.1", "status": "fail",
+     "kind": "numbers", "held_out": "fail", "public": "pass", "failed_on": "held-out",
+     "message": "wrong numbers at T = 4"},
+    {"target": "t5.relative_position_bucket", "label": "Exercise 5.1", "status": "fail", "kind": "missing",
+     "message": "t5.py is not in the submission"},
+    {"target": "learned.position_rows", "label": "Exercise 3.1", "status": "fail", "kind": "missing",
+     "message": "learned.py is not in the submission"},
+]
+GS_RESULTS = [dict(r, misconception=None) for r in GS_RESULTS]  # every result names its misconception, None here
+GS_TABLE = {"sinusoidal": {"2.1": 1}, "learned": {"3.1": 1}, "t5": {"5.1": 2}, "rope": {"6.2": 1, "6.5": 3, "6.10": 2.5}}
+
+
+def _test(name, score, max_score, passed, output, visibility):
+    return {"name": name, "number": name.split()[0], "score": score, "max_score": max_score,
+            "status": "passed" if passed else "failed", "output": output, "visibility": visibility}
+
+
+def test_results_json_gives_each_exercise_its_score_status_output_and_visibility_in_number_order():
+    data = gradescope.results_json(GS_RESULTS, 1.23456, "after_due_date", GS_TABLE, "formative")
+    v = "after_due_date"
+    # 6.10 after 6.2 (numbers, not text); 6.5 scores 3 * 1/4 = 0.75; the total 2.5 + 0.75 = 3.25 of
+    # 1 + 1 + 2 + 1 + 3 + 2.5 = 10.5; one exercise of six passes; the two modules not handed in, by name
+    assert data == {
+        "score": 3.25, "execution_time": 1.235,
+        "output": "1 of 6 exercises pass: 3.25 of 10.5 points.\n"
+                  "Not handed in (each of their exercises scores zero): learned.py, t5.py.",
+        "tests": [
+            _test("2.1 sinusoidal_positional_encoding", 0.0, 1.0, False,
+                  "public cases: pass; held-out cases: fail\nwrong numbers at T = 4", v),
+            _test("3.1 position_rows", 0.0, 1.0, False, "learned.py is not in the submission", v),
+            _test("5.1 relative_position_bucket", 0.0, 2.0, False, "t5.py is not in the submission", v),
+            _test("6.2 apply_rotary", 0.0, 1.0, False, "not attempted: write it in exercises/rope.py", v),
+            _test("6.5 test_rope_properties", 0.75, 3.0, False,
+                  "mutants caught: 1 of 4\nweak test: caught 1 of 4 mutants.", v),
+            _test("6.10 decode", 2.5, 2.5, True, "pass", v),
+        ]}
+    summative = gradescope.results_json(GS_RESULTS, None, "hidden", GS_TABLE, "summative")
+    assert "execution_time" not in summative  # no time given: the optional field left out
+    assert [t["output"] for t in summative["tests"]][3:] == [
+        "not attempted: write it in exercises/rope.py",
+        "mutants caught: 1 of 4\nweak test: 3 of 4 mutants escaped your test (3 a wrong rotate_half).", "pass"]
+
+
+def test_results_json_defaults_to_visible_formative_and_one_point_a_star():
+    one = [dict(GS_RESULTS[3], status="pass", kind="pass", held_out="pass", failed_on=None,
+                message="all cases pass. Well done: T = 4")]
+    assert gradescope.results_json(one) == {
+        "score": 1.0, "output": "1 of 1 exercises pass: 1 of 1 points.",  # 2.1 is one star
+        "tests": [_test("2.1 sinusoidal_positional_encoding", 1.0, 1.0, True,
+                        "public cases: pass; held-out cases: pass\nall cases pass. Well done: T = 4", "visible")]}
+
+
+def _graded(monkeypatch, results=None):
+    seen = {}
+
+    def grade_student(entry, modules, timeout=None, **kwargs):
+        seen.update(modules=modules, timeout=timeout)
+        return results or [dict(GS_RESULTS[2])]
+    monkeypatch.setattr(instructor, "grade_student", grade_student)
+    return seen
+
+
+def test_the_command_takes_its_options_and_defaults_to_visible_formative_and_the_grader_timeout(
+        monkeypatch, tmp_path, capsys):
+    seen = _graded(monkeypatch)
+    out = tmp_path / "results.json"
+    assert gradescope.main([str(tmp_path), str(out), "--module", "rope"]) == 0
+    data = json.loads(out.read_text())
+    assert seen == {"modules": ["rope"], "timeout": DEFAULT_TIMEOUT}
+    assert data["tests"][0]["visibility"] == "visible"
+    assert data["tests"][0]["output"] == "mutants caught: 1 of 4\nweak test: caught 1 of 4 mutants."  # formative
+    # one point a star: 6.5 is three stars, 3 * 1/4 = 0.75
+    assert capsys.readouterr().out.splitlines()[-1] == f"{'6.5 test_rope_properties':<48} 0.75 / 3"
+    assert gradescope.main([str(tmp_path), str(out), "--module", "rope", "--timeout", "2.5", "--visibility",
+                            "hidden"]) == 0
+    assert seen["timeout"] == 2.5 and isinstance(seen["timeout"], float)
+    assert json.loads(out.read_text())["tests"][0]["visibility"] == "hidden"
+    table = tmp_path / "points.json"
+    table.write_text(json.dumps({"rope": {"6.5": 2}}))
+    capsys.readouterr()
+    assert gradescope.main([str(tmp_path), str(out), "--module", "rope", "--points", str(table)]) == 0
+    assert json.loads(out.read_text())["tests"][0]["max_score"] == 2.0  # the file's 2 points, not the 3 stars
+    # what run_autograder's stdout shows the instructor: the summary, then one line per test (2 * 1/4 = 0.5)
+    assert capsys.readouterr().out == f"0 of 1 exercises pass: 0.5 of 2 points.\n{'6.5 test_rope_properties':<48} 0.5 / 2\n"
+
+
+def test_the_command_runs_the_workers_as_the_user_it_is_given(monkeypatch, tmp_path):
+    users = []
+    _graded(monkeypatch)
+    monkeypatch.setattr(gradescope, "run_as", users.append)
+    assert gradescope.main([str(tmp_path), str(tmp_path / "r.json"), "--module", "rope"]) == 0
+    assert gradescope.main([str(tmp_path), str(tmp_path / "r.json"), "--module", "rope", "--run-as", "pe_x"]) == 0
+    assert users == ["pe_x"]
+
+
+def test_grade_submission_grades_the_resolved_folder_by_name_and_times_it(monkeypatch, tmp_path):
+    import itertools
+    from exercises.grading.gradescope import time
+    calls = []
+
+    def grade_student(*args, **kwargs):
+        calls.append((args, kwargs))
+        return [dict(GS_RESULTS[2])]
+    monkeypatch.setattr(instructor, "grade_student", grade_student)
+    clock = itertools.chain([100.0, 101.23456], itertools.repeat(200.0))
+    monkeypatch.setattr(time, "monotonic", lambda: next(clock))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()
+    path = tmp_path / "deep" / "results" / "results.json"  # neither deep/ nor results/ exists yet
+    data = gradescope.grade_submission("sub", path, ["rope"], timeout=4)
+    assert calls == [((tmp_path / "sub", ["rope"]), {"timeout": 4, "folder": tmp_path / "sub", "name": "submission"})]
+    assert json.loads(path.read_text()) == data
+    assert data["execution_time"] == 1.235  # 101.23456 - 100, to the millisecond
+    assert [(t["visibility"], t["output"]) for t in data["tests"]] == [  # the defaults: visible, formative
+        ("visible", "mutants caught: 1 of 4\nweak test: caught 1 of 4 mutants.")]
+
+
+def test_a_grader_failure_gives_the_student_a_sentence_and_the_time_it_took(monkeypatch, tmp_path):
+    import itertools
+    from exercises.grading.gradescope import time
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("disk full")
+    monkeypatch.setattr(instructor, "grade_student", broken)
+    clock = itertools.chain([100.0, 100.00151], itertools.repeat(200.0))
+    monkeypatch.setattr(time, "monotonic", lambda: next(clock))
+    path = tmp_path / "deep" / "results" / "results.json"
+    data = gradescope.grade_submission(tmp_path, path, ["rope"])
+    assert data == json.loads(path.read_text()) == {
+        "score": 0.0, "execution_time": 0.002, "tests": [],  # 0.00151 s to the millisecond
+        "output": "The autograder itself failed (RuntimeError: disk full). This is not your fault: tell your "
+                  "instructor, who can rerun it."}
+
+
+@pytest.mark.parametrize("argv", [["--visibility", "students"], ["--level", "loud"], []],
+                         ids=["visibility", "level", "no-module"])
+def test_the_command_refuses_a_bad_option_before_grading(monkeypatch, tmp_path, argv):
+    seen = _graded(monkeypatch)
+    module = [] if argv == [] else ["--module", "rope"]
+    with pytest.raises(SystemExit) as refused:
+        gradescope.main([str(tmp_path), str(tmp_path / "results.json"), *module, *argv])
+    assert refused.value.code == 2  # argparse's usage error, not a later sentence
+    assert seen == {} and not (tmp_path / "results.json").exists()
+
+
+def test_run_as_locks_the_answers_down_then_runs_the_workers_as_that_user(monkeypatch):
+    import os
+    calls = []
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setattr(gradescope, "lock_down", lambda: calls.append(grader.RUN_AS))
+    monkeypatch.setattr(grader, "RUN_AS", None)
+    gradescope.run_as("nobody")
+    entry = pwd.getpwnam("nobody")
+    assert calls == [None]  # locked down first, while the workers still ran as this process
+    assert grader.RUN_AS == (entry.pw_uid, entry.pw_gid)
+
+
+def test_lock_down_goes_on_past_an_answer_path_that_does_not_exist(monkeypatch, tmp_path):
+    import os
+    from exercises.grading import paths
+    (tmp_path / "checks.py").write_text("x")
+    monkeypatch.setattr(paths, "answer_paths", lambda: [tmp_path / "absent", tmp_path / "checks.py"])
+    gradescope.lock_down()
+    assert os.stat(tmp_path / "checks.py").st_mode & 0o777 == 0o600
+
+
+def test_the_bundle_defaults_to_the_grader_timeout_visible_and_formative_and_its_scripts_run(tmp_path):
+    out = gradescope.bundle(tmp_path / "gs", ["t5", "sinusoidal"])
+    assert (f"--module t5 sinusoidal --timeout {DEFAULT_TIMEOUT:g} --visibility visible --points points.json "
+            "--level formative") in (out / "run_autograder").read_text()
+    readme = (out / "README.txt").read_text()
+    assert "Modules graded: t5, sinusoidal." in readme and "feedback level: formative" in readme
+    for name in ("setup.sh", "run_autograder"):  # executable by everyone (Gradescope runs them), still readable
+        mode = (out / name).stat().st_mode
+        assert mode & 0o111 == 0o111 and mode & 0o400, (name, oct(mode))

@@ -195,3 +195,56 @@ def test_write_gives_the_default_table_to_edit(tmp_path):
     assert path == tmp_path / "points.json"
     assert path.read_text() == ('{\n "sinusoidal": {\n  "2.1": 1,\n  "2.2": 2,\n  "2.3": 3\n },\n'
                                 ' "learned": {\n  "3.1": 1,\n  "3.2": 2,\n  "3.3": 3\n }\n}\n')
+
+
+def test_an_exercise_the_table_leaves_out_is_worth_one_point():
+    passed = {"target": "rope.decode", "label": "Exercise 6.10", "status": "pass", "kind": "pass"}
+    assert points.worth({}, passed) == (1, 1)  # no table for the module
+    assert points.worth({"rope": {"6.2": 3}}, passed) == (1, 1)  # a table without the exercise
+    assert points.worth({"rope": {"6.10": 2.5}}, passed) == (2.5, 2.5)
+    assert points.worth({"rope": {"6.10": 2.5}}, dict(passed, status="fail", kind="numbers")) == (0, 2.5)
+
+
+def test_a_weak_tests_share_is_rounded_to_two_decimals():
+    weak = {"target": "sinusoidal.test_sinusoidal_properties", "label": "Exercise 2.3", "status": "fail",
+            "kind": "weak_test", "caught": [2, 3]}
+    assert points.worth({"sinusoidal": {"2.3": 4}}, weak) == (2.67, 4)  # 4 * 2/3 = 2.666.. -> 2.67
+    assert points.worth({"sinusoidal": {"2.3": 3}}, weak) == (2, 3)  # 3 * 2/3 = 2
+
+
+def test_points_are_rounded_once_to_two_decimals_not_first_to_three():
+    assert points.fmt(0.0046) == "0"  # 0.0046 -> 0.00; rounding to 0.005 first would print 0.01
+    assert points.fmt(1.2349) == "1.23"  # not 1.235 -> 1.24
+
+
+def test_an_exercise_no_chapter_heading_names_is_worth_one_point_by_default(monkeypatch):
+    monkeypatch.setattr(points, "stars_by_number", lambda: {})  # no chapters: a drill's exercises
+    assert points.default_table(["t5"]) == {"t5": {"5.1": 1, "5.2": 1, "5.3": 1}}
+
+
+def test_a_points_file_naming_another_module_first_still_sets_the_modules_after_it(tmp_path):
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({"rope": {"6.1": 9}, "sinusoidal": {"2.3": 6}}))  # rope: not this session's
+    assert points.load(path, ["sinusoidal"]) == {"sinusoidal": {"2.1": 1, "2.2": 2, "2.3": 6}}
+
+
+@pytest.mark.parametrize("text, sentence", [
+    ("{", "cannot read it as JSON (JSONDecodeError: Expecting property name enclosed in double quotes: line 1 "
+          "column 2 (char 1))."),
+    ("[1, 2]", "expected an object of modules, got list."),
+    ('{"t5": 3}', "'t5' must map exercise numbers to points, got 3."),
+    ('{"t5": {"5.9": 1}}', "t5 has no exercise '5.9'; its exercises are 5.1, 5.2, 5.3."),
+])
+def test_a_bad_points_file_is_refused_with_a_sentence_naming_the_file_and_what_is_wrong(tmp_path, text, sentence):
+    path = tmp_path / "p.json"
+    path.write_text(text)
+    with pytest.raises(SystemExit) as refused:
+        points.load(path, ["t5"])
+    assert str(refused.value) == f"--points {path}: {sentence}"
+
+
+def test_a_points_file_that_cannot_be_read_names_the_error(tmp_path):
+    with pytest.raises(SystemExit) as refused:
+        points.load(tmp_path / "absent.json", ["t5"])
+    assert str(refused.value).startswith(f"--points {tmp_path / 'absent.json'}: cannot read it as JSON "
+                                         "(FileNotFoundError: ")
