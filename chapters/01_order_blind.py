@@ -14,10 +14,10 @@
 # %% [markdown]
 # # Chapter 1. Attention is order-blind
 #
-# "Dog bites man" and "man bites dog" hold the same three tokens. A Transformer with no positional
-# information cannot tell them apart: shuffle its input and its output shuffles the same way, and
-# nothing else changes. This chapter proves that in four lines, measures it down to rounding error
-# in float64, and then looks at the one crack in it, the causal mask of a decoder, which lets a token
+# "Dog bites man" and "man bites dog" hold the same three tokens. A Transformer encoder with no
+# positional information cannot tell them apart: shuffle its input and its output shuffles the same
+# way, and nothing else changes. This chapter proves that in four lines, measures it down to rounding
+# error in float64, and then looks at the one crack in it, the causal mask of a decoder, which lets a token
 # count how many tokens came before it. Every later chapter is a way of putting back what this one
 # takes away.
 #
@@ -25,7 +25,7 @@
 #
 # * prove that self-attention without position is permutation-equivariant, and measure it on a whole
 #   `TinyEncoder` to rounding;
-# * write the check, `permutation_gap`, and a test that no secretly order-aware attention passes;
+# * write the check, `permutation_gap`, and a test that catches an order-aware attention a reversal misses;
 # * explain, and measure, how the causal mask leaks position and what a decoder with no positional
 #   scheme (NoPE) learns from it;
 # * diagnose "the model ignores position" with a shuffle, including a bug where a norm erases the
@@ -53,12 +53,13 @@
 # | C1 | $\mathrm{Attn}(PX) = P\,\mathrm{Attn}(X)$: permute the input rows and the output rows permute identically (book §1; survey §1.2, eq. 6) | yes / no | §2 |
 # | C2 | With the positional embedding zeroed, a sequence and its reversal give the same outputs, reversed, in an encoder to floating-point error; a decoder's differ "somewhat", because of the mask (book, exercise 1) | yes / no | §3 |
 # | C3 | In a decoder token $i$ sees exactly $i + 1$ tokens, so the count encodes absolute position, and decoder-only models can learn some positional behaviour with no explicit encoding (book, interview question 2) | yes / no | §4, §5 |
-# | C3c | A NoPE decoder reads its position far better when the sequence starts with a marker token (this chapter) | yes / no | §5 |
+# | C3c | A BOS token raises a NoPE decoder's mean accuracy on "say your position" (this chapter) | yes / no | §5 |
 # | C4 | The causal mask gives a direction, not a fine distance (survey §10, misunderstanding 1) | yes / no | §4 |
-# | C5 | An encoder with no positional encoding cannot distinguish orders at all (book, question 2, follow-up) | yes / no | §5 |
+# | C5 | An encoder with no positional encoding is exactly permutation-equivariant: it cannot distinguish orders at all (book, question 2, follow-up) | yes / no | §3 |
 # | C6a | The mask's signal is weak (book, question 2) | yes / no | §5 |
 # | C6b | ... and models trained on it alone underperform (book, question 2) | yes / no | §5 |
-# | C7 | Every positional scheme breaks equivariance; so does the causal mask alone (this book, README "What we measured") | yes / no | §6 |
+# | C7a | Every positional scheme the probe runs (this library's, all but the 2-D `relative_2d`) breaks equivariance (this workbook, experiments/permutation.py) | yes / no | §6 |
+# | C7b | ... and so does the causal mask alone (this workbook, experiments/permutation.py) | yes / no | §6 |
 # | C8a | "Model ignores position entirely": a cause, an encoding added after the projection or zeroed by a norm (book §4, failure table) | yes / no | §7 |
 # | C8b | ... and its check, shuffle the input, outputs must change, finds it in an encoder (book §4, failure table) | yes / no | §7 |
 # | C8c | ... and the same check finds it in a decoder (book §4, failure table) | yes / no | §7 |
@@ -361,8 +362,8 @@ assert float(enc.max()) < 1e-14 and float(dec.min()) > 0.1
 # %% [markdown]
 # The encoder's bars sit at rounding, below $10^{-14}$ of the largest logit at every position. The
 # decoder's are large at every position (0.25 to 0.46 of the largest logit): the token that lands at
-# position $t$ of the reversed run sees the $t + 1$ tokens that followed it in the original, not the
-# ones that preceded it, so it sees a different set of tokens. What a decoder token's output depends
+# position $t$ of the reversed run sees itself and the $t$ tokens that followed it in the original, not
+# the ones that preceded it, so it sees a different set of tokens. What a decoder token's output depends
 # on, exactly, is the next section.
 #
 # ## 4. The crack: a causal token can count
@@ -543,12 +544,18 @@ nope = load_result("chapter01_nope")
 print(f"{nope['steps']} steps, seeds {nope['seeds']}; mean accuracy per seed, and on positions 1..{T - 1}:")
 for arm in nope["arms"]:
     rows = nope["per_seed"][arm]
-    mean, hw, _, _ = stats.t_interval([r["accuracy"] for r in rows])
-    print(f"  {arm:<12} " + " ".join(f"{r['accuracy']:.2f}" for r in rows) + f"  ({mean:.2f} ± {hw:.2f});  "
+    mean, _, lo, hi = stats.t_interval([r["accuracy"] for r in rows])
+    print(f"  {arm:<12} " + " ".join(f"{r['accuracy']:.2f}" for r in rows) + f"  ({stats.format_interval(mean, lo, hi)});  "
           + "positions 1..11: " + " ".join(f"{r['accuracy_after_0']:.2f}" for r in rows))
 for key, rec in nope["claims"].items():
     print(f"{key:<22} {stats.format_record(rec)}")
-assert all(rec["verdict"] == "reproduces" for rec in nope["claims"].values())
+assert [nope["claims"][k]["verdict"] for k in ("gpt_bos_above_chance", "marker_gain", "encoder_at_chance")] == [
+    "reproduces", "reproduces", "not established"]
+enc_rec = nope["claims"]["encoder_at_chance"]
+n = enc_rec["trials_per_seed"][0]  # 256 held-out rows times the 11 positions 1..11
+print(f"encoder_bos, right answers on positions 1..11 per seed, of {n} (1/11 of {n} is {n / 11:.0f}): "
+      + " ".join(str(k) for k in enc_rec["successes_per_seed"]))
+assert n == 2816 and sum(k > n / 11 for k in enc_rec["successes_per_seed"]) == 3
 enc_positions = [a for r in nope["per_seed"]["encoder_bos"] for a in r["by_position"][1:]]
 print(f"encoder_bos, one position 1..11 of one seed: {min(enc_positions):.2f} to {max(enc_positions):.2f}")
 print("gpt_no_bos by position 0..11:")
@@ -562,12 +569,17 @@ for r in nope["per_seed"]["gpt_no_bos"]:
 #   mask alone: its accuracy on positions 1 to 11 is 0.91 ± 0.11 (0.82 to 1.00 by seed), against a
 #   chance level of $1/11 = 0.091$. That it reads the count with a head like section 4's is an
 #   explanation not tested here: no cell looks inside the trained attention.
-# * **C5 reproduces.** The encoder gets position 0 right (its token is the BOS, which is content, not
-#   position). On positions 1 to 11 it is at the chance level derived above: 0.09 in every seed,
-#   0.091 ± 0.001 over the five, below the $1/11 + 0.05 = 0.14$ the row states. Position by position it
-#   scatters, from 0.00 to 0.39: a model blind to position can be right often at one position and
-#   never at another, but not more than 1/11 of the time over the eleven together. The same
-#   measurement sees position when it is there: the decoder's row above is its positive control.
+# * **The encoder is at chance.** It gets position 0 right (its token is the BOS, which is content,
+#   not position). On positions 1 to 11 it is at the chance level derived above: 0.09 in every seed,
+#   0.091 ± 0.001 over the five, an interval that contains $1/11$. The bound holds in expectation, and
+#   a sample scatters around it: on these 256 rows three seeds of five are just above it (257, 261 and
+#   260 right answers of 2816, where $1/11$ is 256). So the record `encoder_at_chance`, "below 1/11",
+#   is not established: five seeds cannot tell this accuracy from $1/11$ itself. C5, the book's claim,
+#   needs no sample: the encoder is equivariant for any weights (section 3's argument, measured there
+#   to rounding). Position by position it scatters, from 0.00 to 0.39: a model blind to position can
+#   be right often at one position and never at another, but over the eleven together, in expectation,
+#   not more than 1/11 of the time. The same measurement sees position when it is there: the
+#   decoder's row above is its positive control.
 # * Without a marker the decoder gets position 0 in every seed (1.00) and positions 1 and 2 above
 #   1/11 in every seed; further in it mostly does worse (seed 1 keeps 0.38 to 0.50 up to position 6;
 #   at positions 7 to 9 every seed scores 0.00 to 0.20). Its best position after 0 is the last one
@@ -578,7 +590,7 @@ for r in nope["per_seed"]["gpt_no_bos"]:
 #   explanations not tested here.
 #
 # C6b, "underperforms", is a statement about language models. This workbook's experiment
-# `train_short_test_long` trained every scheme, `none` included, as a byte-level `TinyGPT` on the
+# `train_short_test_long` trained eight schemes, `none` included, as a byte-level `TinyGPT` on the
 # standard library's source for 1500 steps at length 64. Its table is shown and explained in
 # [chapter 7, §7](07_alibi.py#7.-The-bake-off:-eight-schemes,-trained-at-L,-run-at-8L); here only the rows this claim needs:
 
@@ -598,7 +610,10 @@ assert losses["none"][0] > max(others) + 0.3
 # `python -m mini_transformer.evaluation.experiments.input_schemes_at_train_len` trains the same model
 # (for 600 steps, not 1500) on three seeds with no scheme, with a learned table, and with the
 # sinusoidal table (as the formula gives it, and scaled to the size of a token row), every arm of a
-# seed from the same weights and batches, and scores each at $L$ on the same held-out windows:
+# seed on the same training batches, and scores each at $L$ on the same held-out windows. The `none`
+# and sinusoidal arms of a seed also start from the same weights. The learned arm draws its table from
+# the seed's generator after the token embedding and before the blocks, so every random weight of its
+# blocks and head differs from theirs:
 
 # %% tags=["nbval-check-output"]
 at_L = load_result("input_schemes_at_train_len")
@@ -640,12 +655,12 @@ assert all(n < min(r, s_) for n, r, s_ in zip(rises["none"], rises["rope"], rise
 # tested here. The relative schemes that run long (ALiBi, Shaw, Transformer-XL) rise far less than
 # `none`. Chapter 7, §7, settles these claims.
 #
-# ## 6. Every scheme breaks equivariance
+# ## 6. The library's schemes break equivariance
 #
 # A positional scheme exists to break exactly this symmetry. The experiment
-# `python -m mini_transformer.evaluation.experiments.permutation` runs the permutation probe on every scheme,
-# in both models, over 5 seeds (float64, weights at standard deviation 0.5, $T = 16$); its committed
-# result:
+# `python -m mini_transformer.evaluation.experiments.permutation` runs the permutation probe on every scheme
+# of the library but `relative_2d` (a 2-D bias, which needs a square window), in both models, over 5
+# seeds (float64, weights at standard deviation 0.5, $T = 16$); its committed result:
 
 # %%
 from mini_transformer.evaluation.experiments import permutation as permutation_experiment
@@ -666,10 +681,12 @@ plt.show()
 
 # %% [markdown]
 # One bar is at rounding, $10^{-16}$: the encoder with no scheme. Every other bar, every scheme in
-# either model and the bare causal mask, changes the output by 6 % to 94 % of its size. So C7
-# reproduces. Notice where the bare mask lands: `TinyGPT/none` (0.35 to 0.72) sits among the real
-# schemes. The probe cannot tell a weak positional signal from a strong one; it only tells none from
-# some. Section 5 showed what the mask's signal is worth in training.
+# either model and the bare causal mask, changes the output by 6 % to 94 % of its size. So C7a and C7b
+# reproduce, for the schemes probed here. That is not a law about every scheme one can write: section
+# 7 builds one that a layer-norm encoder erases, and that encoder stays equivariant. Notice where the
+# bare mask lands: `TinyGPT/none` (0.35 to 0.72) sits among the real schemes. The probe cannot tell a
+# weak positional signal from a strong one; it only tells none from some. Section 5 showed what the
+# mask's signal is worth in training.
 #
 # ## 7. Diagnosing "the model ignores position"
 #
@@ -744,7 +761,7 @@ assert same < 1e-13 and decoder_probe["no scheme"] > 0.1
 # (section 3). In a decoder the check cannot find this bug. Compare against the same model with
 # `positional="none"`, as this cell does, or run the check on an encoder.
 #
-# ## 8. A test no hidden order can pass
+# ## 8. A test for a hidden order
 #
 # The book's exercise tests equivariance with one shuffle, the reversal. Is that enough? Here is an
 # attention with a hidden order: each query sees only the keys less than 8 positions away from it, at
@@ -772,7 +789,8 @@ assert window_gaps["reversal"] < 1e-13 < 1e-3 < window_gaps["random shuffle"]
 # %% [markdown]
 # The reversal sees nothing: a window is symmetric ($|i - j| < 8$ is unchanged when both positions
 # are mirrored), and so is any score bias that depends on $|i - j|$ alone. The random shuffle catches
-# it at once.
+# it at once. No test at one length catches every hidden order: at $T = 12$ a window 12 wide sees
+# every key, so at that length it is plain attention.
 #
 # ### Exercise 1.4: `test_self_attention_is_permutation_equivariant`   ★★★ · 20 min
 #
@@ -915,13 +933,14 @@ assert caught is not None
 # | C2c | ... by "somewhat" (book, exercise 1) | not measured: the size of the change here is set by random weights at standard deviation 0.5, which say nothing of a decoder the book means (§3) | exact §3 | not tested here |
 # | C3a | In a decoder token $i$ sees $i + 1$ tokens, so the count encodes position (book, question 2) | a causal head with equal scores reads $1/(i+1)$ from a marker, exactly (§4) | exact §4 | reproduces |
 # | C3b | ... and NoPE decoders learn some positional behaviour: on "say your position", accuracy on positions 1 to 11 above the chance level 1/11 (book, question 2) | with a BOS token, accuracy on positions 1 to 11: 0.91 ± 0.11 over 5 seeds (pooled 12772/14080: 0.907 ± 0.005) (§5) | result chapter01_nope/gpt_bos_above_chance | reproduces |
-# | C3c | The leak needs a marker to be read well: a BOS token raises a NoPE decoder's accuracy (this chapter, §5) | at 200 steps, $d_{model} = 16$, $T = 12$: the BOS token adds 0.62 ± 0.16 to the decoder's mean accuracy, 5 seeds (§5) | result chapter01_nope/marker_gain | reproduces |
+# | C3c | A BOS token raises a NoPE decoder's mean accuracy on "say your position" (this chapter, §5) | at 200 steps, $d_{model} = 16$, $T = 12$: it raises it by 0.62 ± 0.16, paired by seed over 5 seeds (§5) | result chapter01_nope/marker_gain | reproduces |
 # | C4a | The causal mask gives a direction, not a fine distance (survey §10): one layer | one causal layer is exactly blind to the order of the tokens before a position (below $10^{-13}$) (§4) | exact §4 | reproduces |
 # | C4b | ... in a stack of layers (survey §10) | two causal layers are sensitive to the order of a shuffled prefix (a nonzero change after it, §4): necessary for a fine distance, not a measure of one; no run here trains a task that needs distance | exact §4 | not tested here |
-# | C5 | A NoPE encoder cannot distinguish orders: at chance on positions 1 to 11, accuracy below 1/11 + 0.05 = 0.14 (book, question 2) | with a BOS token, accuracy on positions 1 to 11: 0.091 ± 0.001 over 5 seeds (pooled 1287/14080); positive control, the decoder of C3b (§5) | result chapter01_nope/encoder_at_chance | reproduces |
-# | C6a | The mask's signal is weak (book, question 2) | not measured as such: the book's "weak" is about language models, whose measurement is C6b's; on "say your position" the mask read through a BOS token is not weak (C3b), and the marker gain (C3c) measures the marker, not the mask (§5) | exact §5 | not tested here |
+# | C5 | An encoder with no positional encoding is exactly permutation-equivariant: it cannot distinguish orders at all (book, question 2, follow-up) | a `TinyEncoder` with no scheme: a shuffle changes its logits by rounding only, below $10^{-13}$ of the largest, as section 3's argument says it must for any weights (§3) | exact §3 | reproduces |
+# | C6a | The mask's signal is weak (book, question 2) | not measured: "weak" states no size, and the book says it of language models, which C6b measures; what this chapter computes of the signal is exact, a count, $1/(i+1)$ from a marker (§4) | exact §4 | not tested here |
 # | C6b | ... and NoPE models underperform: a higher loss than a learned table's (book, question 2) | byte-level loss at $L = 64$: `none` 0.22 ± 0.01 nats above a learned table, 3 seeds of 600 steps (0.13 ± 0.02 above scaled sinusoids, but below the unscaled table in 2 seeds of 3) (§5) | result input_schemes_at_train_len/none_minus_learned | reproduces |
-# | C7 | Every scheme breaks equivariance, and so does the mask (README) | committed probe, a counterexample a scheme: `TinyEncoder/none` changes by rounding only (below $10^{-14}$); every other scheme, and the bare mask, changes the logits in each of its 5 random weight draws (§6) | exact §6 | reproduces |
+# | C7a | Every positional scheme the probe runs (this library's, all but the 2-D `relative_2d`) breaks equivariance (this workbook, experiments/permutation.py) | in `TinyEncoder`, where no scheme changes the logits by rounding only (below $10^{-14}$), each of the eight schemes probed changes them in each of its 5 random weight draws (§6); not so for a scheme outside the library: §7's position on every channel leaves a layer-norm encoder equivariant | exact §6 | reproduces |
+# | C7b | ... and so does the causal mask alone (this workbook, experiments/permutation.py) | `TinyGPT/none` changes the logits in each of its 5 random weight draws, far above rounding (§6) | exact §6 | reproduces |
 # | C8a | "Model ignores position": a norm can zero the encoding (book §4) | position added to every channel: erased by layer norm (rounding only), kept by RMS norm (a change far above rounding) (§7) | exact §7 | reproduces |
 # | C8b | ... and the shuffle check finds it in an encoder (book §4) | the shuffle reports rounding only with layer norm, a change far above rounding with RMS norm (§7) | exact §7 | reproduces |
 # | C8c | ... and the same check finds it in a decoder (book §4) | the decoder with the bug changes under a shuffle exactly as much as the same weights with no scheme (they differ below $10^{-13}$): the mask alone changes the outputs, so the check passes with the bug in (§7) | exact §7 | does not reproduce |

@@ -82,7 +82,9 @@ def test_the_encoder_claim_names_its_positive_control():
                 "gpt_no_bos": [row(0.3, 0.2), row(0.2, 0.1), row(0.3, 0.2)]}
     claims = chapter01_nope.claims(per_seed, [0, 1, 2])
     assert claims["encoder_at_chance"]["positive_control"] == "gpt_bos_above_chance"
-    assert claims["encoder_at_chance"]["verdict"] == "reproduces"  # within 0.001 of chance, below 0.05
+    # the three values average exactly 1/11, the threshold: the interval contains it
+    assert (claims["encoder_at_chance"]["threshold"], claims["encoder_at_chance"]["verdict"]) == \
+        (pytest.approx(1 / 11), "not established")
     assert claims["gpt_bos_above_chance"]["verdict"] == "reproduces"
 
 

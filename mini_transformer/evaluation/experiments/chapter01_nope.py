@@ -17,9 +17,10 @@ per-seed differences, ``stats.claim_record``):
 
 * ``gpt_bos_above_chance``: chapter 1's C3, a NoPE decoder learns position from the mask: the
   decoder's accuracy on positions 1..11 minus 1/11, above 0;
-* ``encoder_at_chance``: C5, a NoPE encoder cannot tell positions apart: its accuracy on positions
-  1..11 minus 1/11 stays below 0.05; its positive control is ``gpt_bos_above_chance``, the same
-  measurement on a model that can see position;
+* ``encoder_at_chance``: a NoPE encoder reads no position: its accuracy on positions 1..11 stays below
+  1/11, the most a position-blind model scores in expectation (an accuracy at chance scatters around
+  1/11, so the interval may contain it; chapter 1 settles its C5 exactly, by equivariance); its positive
+  control is ``gpt_bos_above_chance``, the same measurement on a model that can see position;
 * ``marker_gain``: the decoder's mean accuracy with the BOS token minus without it, above 0.
 
     python -m mini_transformer.evaluation.experiments.chapter01_nope [--quick]
@@ -71,8 +72,8 @@ def claims(per_seed, seeds):
         return [round(v * trials) for v in values(arm, "accuracy_after_0")]
     gpt = stats.share_record("accuracy of the NoPE TinyGPT (BOS first) on positions 1..11; the claim: above chance "
                              "1/11", "above", chance, counts("gpt_bos"), [trials] * len(seeds), seeds)
-    enc = stats.share_record("accuracy of the NoPE TinyEncoder (BOS first) on positions 1..11; the claim: at chance, "
-                             "below 1/11 + 0.05", "below", chance + 0.05, counts("encoder_bos"),
+    enc = stats.share_record("accuracy of the NoPE TinyEncoder (BOS first) on positions 1..11; the claim: no better "
+                             "than chance, below 1/11", "below", chance, counts("encoder_bos"),
                              [trials] * len(seeds), seeds)
     enc["positive_control"] = "gpt_bos_above_chance"
     gain = stats.claim_record("mean accuracy of the NoPE TinyGPT with the BOS token minus without it (a difference "

@@ -16,8 +16,10 @@ a token row starts with (:math:`0.02\sqrt{d_{model}}`).
 
 Each arm is the bake-off's model (``common.text_model``: byte-level ``TinyGPT``, d_model 64,
 2 layers, 4 heads, L = 64) trained on the standard library's source with ``common.train_text``;
-every arm of one seed shares the seed's weights draw and training batches (paired). The loss is
-measured at L on the same 128 held-out windows for every arm and seed. Claims are paired
+every arm of one seed trains on the seed's batches (paired). The ``none`` and both sinusoidal arms of a
+seed also start from the same weights; the learned arm draws its table from the seed's generator after
+the token embedding and before the blocks, so every random weight of its blocks and head differs from
+theirs. The loss is measured at L on the same 128 held-out windows for every arm and seed. Claims are paired
 differences over seeds with a 95% t-interval (``stats.claim_record``).
 
     python -m mini_transformer.evaluation.experiments.input_schemes_at_train_len [--quick]

@@ -1,4 +1,4 @@
-r"""Permutation (the chapter's exercise 1): without position, attention cannot tell order.
+r"""Permutation (the chapter's exercise 1): without position or a mask, attention cannot tell order.
 
 Shuffle the tokens with a fixed permutation, run the model, un-shuffle its
 outputs, and measure how far they moved:
@@ -7,7 +7,10 @@ outputs, and measure how far they moved:
   (every token attends to every token, and nothing depends on where it sits);
 * a ``TinyGPT`` with no positional scheme is not: the causal mask lets token t
   see exactly t + 1 tokens, which leaks order;
-* every positional scheme breaks equivariance, which is its whole job.
+* every positional scheme probed here (all of ``SCHEMES`` but the 2-D ``relative_2d``) breaks
+  equivariance, which is its whole job. A scheme outside the library need not: position added to
+  every channel is erased by the layer norms of a pre-norm encoder, which stays equivariant
+  (chapter 1, §7).
 
 The failure-mode table's check "model ignores position entirely" is this probe
 on a trained model: a change near zero means the positions are not used.
