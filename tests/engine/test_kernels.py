@@ -289,6 +289,37 @@ def test_set_threads_to_a_new_count_replaces_the_pool_so_that_many_threads_run_a
         threads.set_threads(previous)
 
 
+@pytest.mark.parametrize("dtype, big", [("float64", 1000.0), ("float32", 100.0)])
+def test_fast_cross_entropy_at_logits_past_exps_overflow_is_the_hand_worked_loss_in_the_logits_dtype(dtype, big):
+    """Two rows of two equal logits ``big`` (e^big overflows: past 709 in float64, 88 in float32): each row's
+    softmax is (1/2, 1/2), so the loss is ln 2 and d loss / d logit = (softmax - onehot) / N = (-1/4, 1/4) on
+    the target and the other. Only the row max *subtracted* keeps every exponent at 0."""
+    want_grad = np.array([[-0.25, 0.25], [0.25, -0.25]])
+    for ops in (kernels.REFERENCE, kernels.FAST):
+        logits = Tensor(backend.asarray(np.full((2, 2), big)), requires_grad=True, dtype=dtype)
+        loss = ops.cross_entropy(logits, backend.asarray(np.array([0, 1])))
+        loss.backward()
+        assert loss.dtype == logits.grad.dtype == np.dtype(dtype), ops.name
+        np.testing.assert_allclose(float(loss.item()), np.log(2.0), rtol=1e-6, err_msg=ops.name)
+        np.testing.assert_allclose(backend.to_numpy(logits.grad), want_grad, rtol=1e-6, err_msg=ops.name)
+
+
+def test_fast_adamw_defaults_are_the_references():
+    """Built with no settings, the fast AdamW takes the reference's lr, betas, eps and weight decay: two steps
+    from the same gradients leave the same parameters."""
+    finals = []
+    for ops in (kernels.REFERENCE, kernels.FAST):
+        params = _params(ops)
+        opt = ops.AdamW(params)
+        for step in range(2):
+            _gradients(params, step)
+            opt.step()
+        finals.append([backend.to_numpy(p.data) for p in params])
+        assert (opt.lr, opt.beta1, opt.beta2, opt.eps, opt.weight_decay) == (1e-3, 0.9, 0.999, 1e-8, 0.01), ops.name
+    for a, b in zip(*finals):
+        np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL)
+
+
 def _params(ops):
     rng = np.random.default_rng(5)
     return [Tensor(backend.asarray(rng.normal(size=s)), requires_grad=True, dtype="float64")
@@ -503,6 +534,15 @@ def test_quarter_turn_matrix_by_hand(interleaved, want):
     assert backend.to_numpy(x @ R).tolist() == want
     np.testing.assert_array_equal(backend.to_numpy(R.T), backend.to_numpy(-R))                # R^T = -R
     np.testing.assert_array_equal(backend.to_numpy(R @ R), -np.eye(4))                        # two quarter turns
+
+
+def test_quarter_turn_matrix_defaults_to_rotate_half_in_float32_and_keeps_a_dtype_it_is_given():
+    R = fast_rope.quarter_turn_matrix(4)
+    assert R.dtype == np.float32
+    assert backend.to_numpy(backend.asarray(np.array([1.0, 2.0, 3.0, 4.0], dtype=np.float32)) @ R).tolist() == \
+        [-3.0, -4.0, 1.0, 2.0]                                          # halves (1, 2), (3, 4): [-x2, x1]
+    assert fast_rope.quarter_turn_matrix(4, dtype="float32").dtype == np.float32
+    assert fast_rope.quarter_turn_matrix(4, True, "float64").dtype == np.float64
 
 
 def _rotary_by_formula(a, cos, sin, interleaved):
