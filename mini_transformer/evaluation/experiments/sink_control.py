@@ -7,8 +7,9 @@ queries at triggers need attention (to look one token back); every other query p
 token, and a head that must still spend its softmax row somewhere can park it on BOS: the sink.
 
 Guo et al. use 3 triggers in 64 tokens; here 16 triggers and a flat bigram table (32 successors a token) make
-copying worth more, so the copy head, and its sink, form within a few hundred steps on two cores; three queries
-in four still have nothing to look up. Four arms, three seeds each, the same RoPE ``TinyGPT`` (2 layers, 8 heads,
+copying worth more, so the copy head, and its sink, form within a few hundred steps on two cores; about four
+queries in five still have nothing to look up (a trigger at 405 of the 2,016 query positions 1 to 63 of the 32
+held-out rows). Four arms, three seeds each, the same RoPE ``TinyGPT`` (2 layers, 8 heads,
 d_model 64, AdamW at 1e-2, weight decay 0.1, batches of 16 rows) and data:
 
 * ``softmax``: the ordinary model, AdamW. The positive control: it must form a sink.
@@ -361,12 +362,10 @@ def claims_from(runs):
                            - sum(r["position0"][0]) / len(r["position0"][0]))
     out["C4_depth_softmax"] = stats.claim_record(
         "mean attention on position 0, last layer minus first layer, softmax (a share of attention)", "above", 0.0,
-        values=vals, seeds=seeds,
-        not_tested="the claim is about the mid-to-late layers of a deeper model trained on text; this model has two "
-                   "layers, and on a task built to form a sink the task decides which layer holds it")
+        values=vals, seeds=seeds)
     out["C4_exercise_setting"] = exercise_setting_record()
     gap = lambda a, b: (lambda r: r["stream_past_L"][a] - r["stream_past_L"][b])
-    for key, arm in (("C5_softmax", "softmax"), ("C5_sigmoid_normalised", "sigmoid, normalised"), ("C5_sigmoid", "sigmoid")):
+    for key, arm in (("C5_sigmoid_normalised", "sigmoid, normalised"), ("C5_sigmoid", "sigmoid")):
         vals, seeds = per_seed(arm, gap("window (slot)", "window + 4 sinks (slot)"))
         out[key] = stats.claim_record(f"loss past L, window of {runs[0]['window']} without sinks minus with 4 sinks "
                                       f"(slot positions), {arm} (nats per token)", "above", 0.0, values=vals, seeds=seeds)
@@ -381,20 +380,20 @@ def claims_from(runs):
         "window", "below", BREAKS, values=vals, seeds=seeds,
         not_tested="there is nothing to restore: the window without sinks is as close to recomputing the window "
                    "(C5_breaks_softmax does not reproduce), so this test could not fail")
-    out["C5b_softmax"] = stats.claim_record("loss past L, window + 1 sink minus recomputing the window, softmax "
-                                            "(nats per token): the sink restores the window at least as well as "
-                                            "recomputing it", "below", 0.05, values=vals, seeds=seeds)
     vals, seeds = per_seed("softmax", lambda r: r["eviction_within_L"]["token 0 evicted"] - r["eviction_within_L"]["kept"])
     out["C6_softmax"] = stats.claim_record("loss of late queries (t >= L/2), token 0 evicted minus kept, softmax "
                                            "(nats per token)", "above", 0.0, values=vals, seeds=seeds)
     vals, seeds = per_seed("softmax", lambda r: r["eviction_within_L"]["token 1 evicted"] - r["eviction_within_L"]["kept"])
     out["C6_control_token1"] = stats.claim_record("loss of late queries (t >= L/2), token 1 evicted minus kept, softmax "
                                                   "(nats per token): the control", "above", 0.0, values=vals, seeds=seeds)
-    vals, seeds = per_seed("sigmoid, normalised", gap("window + 4 sinks (slot)", "window + 4 sinks (text positions)"))
-    out["C1_window_logical_sigmoid_normalised"] = stats.claim_record(
-        "loss past L, window + 4 sinks at slot positions minus at logical (text) positions, sigmoid, normalised "
-        "(nats per token): renumbering the window costs more than keeping each token's logical position",
-        "above", 0.0, values=vals, seeds=seeds)
+    vals, seeds = per_seed("softmax", gap("window + 4 sinks (slot)", "window + 4 sinks (text positions)"))
+    out["C1_window_logical_softmax"] = stats.claim_record(
+        "loss past L, window + 4 sinks at slot positions minus at logical (text) positions, softmax (nats per "
+        "token): renumbering the window costs more than keeping each token's logical position",
+        "above", 0.0, values=vals, seeds=seeds,
+        not_tested="the survey's rule is stated for a cache whose keys are rotated once, at write time (its §5.4, eq. "
+                   "35), where a kept key cannot be renumbered; slot positions need keys stored unrotated and rotated "
+                   "for their slot at every step, a cache the rule does not address")
     for arm in ("softmax", "sigmoid, normalised"):
         vals, seeds = per_seed(arm, gap("window + 4 sinks (text positions)", "window + 4 sinks (slot)"))
         out["C3_" + arm.replace(", ", "_")] = stats.claim_record(
@@ -403,18 +402,19 @@ def claims_from(runs):
     return out
 
 
-def exercise_setting_record():
-    """Book exercise 6's own setting, a tiny GPT trained on a repetitive corpus: the four softmax runs of
-    ``attention_sinks`` on that corpus (2 layers; 4; 4 with BOS; 4 with BOS and 4x the steps), one seed each, taken as
-    four runs of one claim, as sink_text's C4_all takes its learning rates."""
+def exercise_setting_record(name="repetitive, 2 layers"):
+    """Book exercise 6's own setting, "the tiny GPT" (the library's default, 2 layers) trained on a repetitive
+    corpus, from ``attention_sinks``: one model, one seed, so the Wilson interval of its heads. Its three other
+    softmax runs on that corpus (4 layers; with BOS; with BOS and 4x the steps) are different settings, one seed
+    each, not seeds of this one: an interval over them would not be an interval over seeds."""
     first_runs = common.load_result("attention_sinks_settings")
-    settings = [s for s in first_runs["settings"] if s["corpus"] == "repetitive" and s["attention"] == "softmax"]
-    heads = [sum(len(layer) for layer in s["mass_on_position_0"]) for s in settings]
-    sinks = [sum(m > SINK_THRESHOLD for layer in s["mass_on_position_0"] for m in layer) for s in settings]
-    return stats.share_record(
-        f"share of a run's heads whose mean attention on position 0 passes {SINK_THRESHOLD}, softmax, the repetitive "
-        f"corpus at L = 32 (book exercise 6's setting): {', '.join(s['name'] for s in settings)}; one seed each "
-        f"(t interval over {len(settings)} runs)", "above", SIZE, sinks, heads, [first_runs["seed"]] * len(settings))
+    setting = next(s for s in first_runs["settings"] if s["name"] == name)
+    heads = sum(len(layer) for layer in setting["mass_on_position_0"])
+    sinks = sum(m > SINK_THRESHOLD for layer in setting["mass_on_position_0"] for m in layer)
+    return stats.claim_record(
+        f"share of the heads whose mean attention on position 0 passes {SINK_THRESHOLD}, softmax, the repetitive "
+        f"corpus at L = 32 (book exercise 6's setting), {name}, one seed (Wilson interval of one model)", "above",
+        SIZE, successes=int(sinks), trials=heads, seeds=[first_runs["seed"]])
 
 
 def recompute_claims(name="sink_control"):
