@@ -934,9 +934,10 @@ for name in ("Llama-2-7B", "Code-Llama-7B", "Llama-3.1-8B", "Qwen3-0.6B", "DeepS
 # (The book trains at 128 and looks at 128, 256, 512; the experiment's smaller $L$ keeps the run to
 # minutes.) The table gives each loss as the mean over the seeds $\pm$ the half-width of its 95%
 # t-interval; the chapter reads the committed result. The absolute losses vary widely between seeds
-# (each seed draws its own held-out windows of the standard library, some far easier than others);
+# (each seed draws its own 48 held-out windows of the standard library, some far easier than others);
 # every claim below is therefore a difference between two arms *within* a seed, on the same windows,
-# where the spread is much smaller.
+# where the spread is much smaller. The windows at $L$ are the first $L$ bytes of the windows at $4L$,
+# so "past $L$ minus at $L$" compares two stretches of the same text.
 
 # %% tags=["nbval-check-output"]
 from mini_transformer.evaluation import stats
@@ -994,8 +995,8 @@ assert same_13 < 1e-6 and same_4 < 1e-6
 # So the dynamic row's lead over NTK at $4L$ is the larger scale, not the dynamics. It is the
 # YaRN paper's remark of section 4 measured on a model: NTK's nominal $s$ understates the scale it
 # needs (there, keeping pair 5 on trained angles to $4L$ took a factor of 64), and asking for 13 at
-# $4L$ beats asking for 4 in every seed, by 0.31, 0.33 and 0.08 nats. Over three seeds that is
-# 0.24 ± 0.34: the interval contains 0, so the size of the gain is not established.
+# $4L$ beats asking for 4 in every seed, by 0.29, 0.28 and 0.06 nats. Over three seeds that is
+# 0.21 ± 0.33: the interval contains 0, so the size of the gain is not established.
 #
 # The claims, each as an effect per seed (paired: both arms share the seed's model) with its 95%
 # interval and the verdict of the rule in [`chapters/README.md`](README.md#Evidence-and-the-verdict-rule):
@@ -1009,44 +1010,45 @@ for key in ORDER:
     print(f"{'':<5} per seed: {', '.join(f'{v:+.2f}' for v in rec['values'])}")
 print("what the fine-tune took off the loss at 4L (means over seeds): " + ", ".join(
     f"{name} {ext['methods'][name]['loss_at_4L'] - ext['methods'][name]['finetuned_loss_at_4L']:.2f}" for name in METHODS))
-expected = {"C6": "reproduces", "C7a": "does not reproduce", "C7b": "not established", "C8a": "reproduces", "C8b": "reproduces",
+expected = {"C6": "reproduces", "C7a": "does not reproduce", "C7b": "not established", "C8a": "not established", "C8b": "reproduces",
             "C9a": "reproduces", "C9b": "reproduces", "C10a": "not established", "C10b": "does not reproduce", "C10c": "not established"}
 assert {k: r["verdict"] for k, r in claims.items()} == expected
 
 # %% [markdown]
 # Against the sources' claims:
 #
-# * **C6, unscaled RoPE breaks**: past $L$ its loss rises 1.51 ± 0.09 nats above its loss at $L$.
+# * **C6, unscaled RoPE breaks**: past $L$ its loss rises 1.50 ± 0.29 nats above its loss at $L$.
 #   Reproduces.
-# * **C7a, PI costs a little at $L$**: zero-shot it costs 1.19 ± 0.40 nats, an interval far above the
+# * **C7a, PI costs a little at $L$**: zero-shot it costs 1.20 ± 0.09 nats, an interval far above the
 #   0.1 that "a little" allows. Does not reproduce; the chase below finds the cause.
 # * **C7b, PI is stable past $L$**: at $4L$ zero-shot PI is no better than doing nothing: unscaled
-#   minus PI is -0.08 ± 0.39 (PI worse by 0.26 in seed 1, within 0.03 in the other two). Not
+#   minus PI is -0.08 ± 0.15 (PI worse in every seed, by 0.07, 0.02 and 0.14). Not
 #   established. PI keeps every angle in the trained range, but on this model it pays at every
 #   position about as much as it saves past $L$.
-# * **C8a and C8b, NTK sits between**: it costs 0.06 ± 0.02 at $L$ (under the 0.1 of "close") and
-#   gains 0.59 ± 0.22 at $4L$. Both reproduce.
-# * **C9a and C9b, per-band and per-pair beat one factor**: at $4L$ YaRN beats PI by 1.01 ± 0.45 and
-#   the searched factors by 1.11 ± 0.52. Both reproduce. (The "dynamic" row is static NTK at
+# * **C8a and C8b, NTK sits between**: it costs 0.06 ± 0.05 at $L$, an interval that reaches just
+#   past the 0.1 of "close": C8a is not established. It gains 0.58 ± 0.02 at $4L$: C8b reproduces.
+# * **C9a and C9b, per-band and per-pair beat one factor**: at $4L$ YaRN beats PI by 0.95 ± 0.19 and
+#   the searched factors by 1.05 ± 0.30. Both reproduce. (The "dynamic" row is static NTK at
 #   $s = 13$, read above; it is not a third kind of method.)
 # * **C10a, a short fine-tune repairs most of the damage**: after 150 steps at $4L$ every method's
-#   loss at $4L$ falls by 0.2 to 1.2 nats, to 1.50 to 1.61 on average. Whether that is "most of the
+#   loss at $4L$ falls by 0.2 to 1.2 nats, to 1.43 to 1.53 on average. Whether that is "most of the
 #   damage" needs a reference; a model trained at $4L$ would be the right one, and this run has none.
-#   Against the unextended model at $L$, the worst method after the fine-tune is 0.01 ± 0.15 nats
+#   Against the unextended model at $L$, the worst method after the fine-tune is 0.05 ± 0.14 nats
 #   above it: not established. And "short" is relative: the fine-tune is 307,200 tokens, **20% of
 #   the 1,536,000 tokens of pre-training**, where Chen et al.'s 1000 steps are a sliver of LLaMA's.
 # * **C10b, the fine-tune repairs PI better than unscaled RoPE**: it does the opposite here, in every
-#   seed. Fine-tuned unscaled RoPE reaches 1.52 at $4L$, level with NTK (1.51), YaRN (1.51) and the
-#   searched factors (1.50), and beats fine-tuned PI (1.61): unscaled minus PI is -0.09 ± 0.01 nats.
+#   seed. Fine-tuned unscaled RoPE reaches 1.44 at $4L$, level with NTK (1.44), YaRN (1.43) and the
+#   searched factors (1.43), and beats fine-tuned PI (1.53): unscaled minus PI is -0.09 ± 0.02 nats.
 #   **Does not reproduce.** Chen et al. measured the effective window (passkeys) of LLaMA after up to
 #   10,000 steps; this is held-out loss on a tiny model whose "short" fine-tune is a fifth of its
 #   pre-training, long enough for plain RoPE to learn the new angles directly.
 # * **C10c, PI's residue at $L$ after the fine-tune**: PI minus unscaled at $L$, both fine-tuned, is
-#   0.09 ± 0.12 nats: not established (0.05 to 0.14 in the three seeds).
+#   0.09 ± 0.01 nats: not established (+0.10, +0.10 and +0.09 in the three seeds; the interval
+#   reaches just past 0.1).
 #
 # ### Why PI costs so much here: head width, or the fine-tune?
 #
-# C7a is the clearest non-reproduction: PI costs 1.19 ± 0.40 nats at $L$ where the book says "a
+# C7a is the clearest non-reproduction: PI costs 1.20 ± 0.09 nats at $L$ where the book says "a
 # little". Two differences from the sources could explain it. Their heads have 128 channels, 64
 # pairs, where ours have 16, so PI's compression of the fast pairs might matter less there; and
 # their "small cost" is measured after a fine-tune (Chen et al. fine-tune every PI model, 1000 steps
@@ -1089,14 +1091,14 @@ ax.legend(fontsize=8)
 fig.tight_layout()
 
 # %% [markdown]
-# Head width does not explain it. Zero-shot, PI costs 1.08 ± 0.34 nats at $d_{head} = 16$,
-# 1.19 ± 0.40 at 32 and 1.07 ± 0.15 at 64: no trend in the means, and the difference between 16 and
-# 64 is 0.01 ± 0.48, not established (a run this size could not have seen a gap under about half a
-# nat). The fine-tune does explain it: it removes 1.03 ± 0.32 nats of the cost at $d_{head} = 16$ and
-# 1.01 ± 0.15 at 64, leaving 0.05 ± 0.03 and 0.06 ± 0.00, both under the 0.1 of "a little" (at 32,
-# 0.09 ± 0.12, not established). So the book's "costs a little at $L$" describes PI *after* the
-# fine-tune every PI model of Chen et al. gets; zero-shot, PI costs about a nat at every width tried
-# here. What this chase does not reach: the sources' $d_{head} = 128$ (at $d_{model} = 64$ it would
+# Head width does not explain it. Zero-shot, PI costs 1.15 ± 0.30 nats at $d_{head} = 16$,
+# 1.20 ± 0.09 at 32 and 1.14 ± 0.24 at 64: no trend in the means, and the difference between 16 and
+# 64 is 0.00 ± 0.36, not established (a run this size could not have seen a gap under about 0.4
+# nats). The fine-tune does explain it: it removes 1.06 ± 0.31 nats of the cost at $d_{head} = 16$ and
+# 1.09 ± 0.22 at 64, leaving 0.08 ± 0.01 and 0.06 ± 0.03, both under the 0.1 of "a little" (at 32,
+# 0.09 ± 0.01, not established: its interval reaches just past 0.1). So the book's "costs a little
+# at $L$" describes PI *after* the fine-tune every PI model of Chen et al. gets; zero-shot, PI costs
+# about a nat at every width tried here. What this chase does not reach: the sources' $d_{head} = 128$ (at $d_{model} = 64$ it would
 # be half a head), and larger models.
 
 # %% [markdown]
@@ -1163,13 +1165,13 @@ fig.tight_layout()
 # %% [markdown] tags=["answer"]
 # <details><summary>Answer</summary>
 #
-# Zero-shot, PI cost 1.19 ± 0.40 nats at $L$ over three seeds, and at $4L$ it was no better than
-# unscaled RoPE (-0.08 ± 0.39, not established). Section 11's chase rules out head width: with heads
-# of 16, 32 and 64 channels the zero-shot cost is about a nat each time (1.08, 1.19, 1.07). The
-# fine-tune explains it: 150 steps at $4L$ remove about a nat, leaving 0.05 ± 0.03 and 0.06 ± 0.00 at
+# Zero-shot, PI cost 1.20 ± 0.09 nats at $L$ over three seeds, and at $4L$ it was no better than
+# unscaled RoPE (-0.08 ± 0.15, not established). Section 11's chase rules out head width: with heads
+# of 16, 32 and 64 channels the zero-shot cost is about a nat each time (1.15, 1.20, 1.14). The
+# fine-tune explains it: 150 steps at $4L$ remove about a nat, leaving 0.08 ± 0.01 and 0.06 ± 0.03 at
 # widths 16 and 64, which is "a little". The sources' small cost is the cost after the fine-tune
 # every PI model in Chen et al. gets. But on this model the same fine-tune made plain RoPE better
-# than PI at $4L$ (by 0.09 ± 0.01 nats), against Chen et al.
+# than PI at $4L$ (by 0.09 ± 0.02 nats), against Chen et al.
 # </details>
 
 # %% [markdown]
@@ -1183,16 +1185,16 @@ fig.tight_layout()
 # | C3b | ... about 600 times more stable (book §5, after Chen et al.) | the ratio is 100, 717 or 3121 as the fit's ridge changes: Chen et al.'s bound for LLaMA, not a constant (§3) | exact §3 | does not reproduce |
 # | C4 | NTK keeps $\theta_0$, slows the last pair by $s$ (book §2.6; survey §6.4) | $\theta_0 = 1$ and the last pair slowed by exactly $s$ for every $d$ tried; side-by-side training equal to the library (§4) | exact §4 | reproduces |
 # | C5 | dynamic NTK conflicts with a rotated-key cache (survey §6.5) | naive cache off by 0.133 in the logits; a planned length matches the full pass to below 1e-10 (§5) | exact §5 | reproduces |
-# | C6 | unscaled RoPE breaks past $L$: the loss past $L$ rises by more than 0.5 nats (book Ex. 3) | loss past $L$ minus loss at $L$: 1.51 ± 0.09 nats over 3 seeds (§11) | result context_extension/C6 | reproduces |
-# | C7a | PI costs only a little at $L$, under 0.1 nats (book Ex. 3) | PI minus unscaled at $L$: 1.19 ± 0.40 nats over 3 seeds: about a nat, at every head width tried (§11) | result context_extension/C7a | does not reproduce |
-# | C7b | PI is stable past $L$: better than unscaled at $4L$ (book Ex. 3) | unscaled minus PI at $4L$: -0.08 ± 0.39 nats over 3 seeds (§11) | result context_extension/C7b | not established |
-# | C8a | NTK close to unscaled at $L$, within 0.1 nats (book Ex. 3) | NTK minus unscaled at $L$: 0.06 ± 0.02 nats over 3 seeds (§11) | result context_extension/C8a | reproduces |
-# | C8b | NTK better than unscaled at $4L$ (book Ex. 3) | unscaled minus NTK at $4L$: 0.59 ± 0.22 nats over 3 seeds (§11) | result context_extension/C8b | reproduces |
-# | C9a | per-band (YaRN) beats one factor (PI) at $4L$ (book §5; survey §6.6-6.7) | PI minus YaRN at $4L$: 1.01 ± 0.45 nats over 3 seeds (§11) | result context_extension/C9a | reproduces |
-# | C9b | per-pair (searched, LongRoPE) beats one factor (PI) at $4L$ (survey §6.8) | PI minus searched factors at $4L$: 1.11 ± 0.52 nats over 3 seeds (§11) | result context_extension/C9b | reproduces |
-# | C10a | a short fine-tune repairs most of the damage: after it every method at $4L$ beats the unextended model at $L$ (book §2.6) | after 150 steps (20% of the pre-training tokens), the worst method at $4L$ minus the unextended model at $L$: 0.01 ± 0.15 nats over 3 seeds (§11) | result context_extension/C10a | not established |
-# | C10b | the fine-tune repairs PI better than unscaled RoPE (Chen et al.) | after the fine-tune, unscaled minus PI at $4L$: -0.09 ± 0.01 nats over 3 seeds: fine-tuned plain RoPE ties NTK and YaRN and beats PI in every seed (§11) | result context_extension/C10b | does not reproduce |
-# | C10c | after the fine-tune PI costs only a little at $L$, under 0.1 nats (book Ex. 3, read after Chen et al.'s fine-tune) | PI minus unscaled at $L$, both fine-tuned: 0.09 ± 0.12 nats over 3 seeds (§11) | result context_extension/C10c | not established |
+# | C6 | unscaled RoPE breaks past $L$: the loss past $L$ rises by more than 0.5 nats (book Ex. 3) | loss past $L$ minus loss at $L$ on the same windows: 1.50 ± 0.29 nats over 3 seeds (§11) | result context_extension/C6 | reproduces |
+# | C7a | PI costs only a little at $L$, under 0.1 nats (book Ex. 3) | PI minus unscaled at $L$: 1.20 ± 0.09 nats over 3 seeds: about a nat, at every head width tried (§11) | result context_extension/C7a | does not reproduce |
+# | C7b | PI is stable past $L$: better than unscaled at $4L$ (book Ex. 3) | unscaled minus PI at $4L$: -0.08 ± 0.15 nats over 3 seeds (§11) | result context_extension/C7b | not established |
+# | C8a | NTK close to unscaled at $L$, within 0.1 nats (book Ex. 3) | NTK minus unscaled at $L$: 0.06 ± 0.05 nats over 3 seeds, its top just past 0.1 (§11) | result context_extension/C8a | not established |
+# | C8b | NTK better than unscaled at $4L$ (book Ex. 3) | unscaled minus NTK at $4L$: 0.58 ± 0.02 nats over 3 seeds (§11) | result context_extension/C8b | reproduces |
+# | C9a | per-band (YaRN) beats one factor (PI) at $4L$ (book §5; survey §6.6-6.7) | PI minus YaRN at $4L$: 0.95 ± 0.19 nats over 3 seeds (§11) | result context_extension/C9a | reproduces |
+# | C9b | per-pair (searched, LongRoPE) beats one factor (PI) at $4L$ (survey §6.8) | PI minus searched factors at $4L$: 1.05 ± 0.30 nats over 3 seeds (§11) | result context_extension/C9b | reproduces |
+# | C10a | a short fine-tune repairs most of the damage: after it every method at $4L$ beats the unextended model at $L$ (book §2.6) | after 150 steps (20% of the pre-training tokens), the worst method at $4L$ minus the unextended model at $L$: 0.05 ± 0.14 nats over 3 seeds (§11) | result context_extension/C10a | not established |
+# | C10b | the fine-tune repairs PI better than unscaled RoPE (Chen et al.) | after the fine-tune, unscaled minus PI at $4L$: -0.09 ± 0.02 nats over 3 seeds: fine-tuned plain RoPE ties NTK and YaRN and beats PI in every seed (§11) | result context_extension/C10b | does not reproduce |
+# | C10c | after the fine-tune PI costs only a little at $L$, under 0.1 nats (book Ex. 3, read after Chen et al.'s fine-tune) | PI minus unscaled at $L$, both fine-tuned: 0.09 ± 0.01 nats over 3 seeds (§11) | result context_extension/C10c | not established |
 #
 # ## 14. Where next
 #
