@@ -354,6 +354,49 @@ def test_fast_adamw_and_clipping_equal_the_reference_over_several_steps(thread_c
     assert s_fast["t"] == s_ref["t"] == 5
 
 
+def test_fast_adamw_after_a_dtype_change_keeps_its_moments_cast_as_the_reference_does():
+    """Two steps in float64, then every parameter given a float32 array (as model.to_dtype does) and two more:
+    the fast AdamW gathers the parameters into a new buffer with the moments kept and cast to float32, so
+    parameters and moments follow the reference's (which casts each parameter's moments); moments started
+    over from zero would take a different third step."""
+    runs = []
+    for ops in (kernels.REFERENCE, kernels.FAST):
+        params = _params(ops)
+        opt = ops.AdamW(params, lr=0.1, weight_decay=0.3)
+        for step in range(4):
+            if step == 2:
+                for p in params:
+                    p.data = p.data.astype("float32")
+            _gradients(params, step)
+            if step >= 2:
+                for p in params:
+                    p.grad = None if p.grad is None else p.grad.astype("float32")
+            opt.step()
+        runs.append(([backend.to_numpy(p.data) for p in params], opt.state_dict()))
+    (p_ref, s_ref), (p_fast, s_fast) = runs
+    for a, b in zip(p_fast, p_ref):
+        assert a.dtype == b.dtype == np.float32
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    for key in s_ref.keys() - {"t"}:
+        assert s_fast[key].dtype == s_ref[key].dtype == np.float32, key
+        np.testing.assert_allclose(s_fast[key], s_ref[key], rtol=1e-5, atol=1e-6, err_msg=key)
+
+
+def test_fast_adamw_takes_a_single_parameter_and_refuses_mixed_dtypes_in_a_sentence():
+    runs = []
+    for ops in (kernels.REFERENCE, kernels.FAST):
+        (w,) = _params(ops)[:1]
+        opt = ops.AdamW([w], lr=0.1)
+        _gradients([w], 0)
+        opt.step()
+        runs.append(backend.to_numpy(w.data))
+    np.testing.assert_allclose(runs[1], runs[0], rtol=RTOL, atol=ATOL)
+    mixed = [Tensor(backend.asarray(np.ones(2)), requires_grad=True, dtype=dt) for dt in ("float64", "float32")]
+    with pytest.raises(TypeError) as raised:
+        kernels.FAST.AdamW(mixed)
+    assert str(raised.value) == "All parameters must share one dtype, got ['float32', 'float64']."
+
+
 @pytest.mark.parametrize("positional", ["rope", "alibi", "t5", "learned", "shaw", "transformer_xl", "decoupled_rope"])
 def test_tiny_gpt_trains_to_the_same_parameters_with_either_kernel_set(positional):
     data = np.random.default_rng(0).integers(0, 16, size=(4, 9))
