@@ -1098,8 +1098,8 @@ fig.tight_layout()
 # 1.09 ± 0.22 at 64, leaving 0.08 ± 0.01 and 0.06 ± 0.03, both under the 0.1 of "a little" (at 32,
 # 0.09 ± 0.01, not established: its interval reaches just past 0.1). So the book's "costs a little
 # at $L$" describes PI *after* the fine-tune every PI model of Chen et al. gets; zero-shot, PI costs
-# about a nat at every width tried here. What this chase does not reach: the sources' $d_{head} = 128$ (at $d_{model} = 64$ it would
-# be half a head), and larger models.
+# about a nat at every width tried here. What this chase does not reach: the sources'
+# $d_{head} = 128$ (at $d_{model} = 64$ it would be half a head), and larger models.
 
 # %% [markdown]
 # ## 12. Check yourself

@@ -231,10 +231,10 @@ assert max(streams.values()) - min(streams.values()) < 0.01              # every
 # * **New decoder-only LM: RoPE** (C1a, C1b). Its reasons hold where this workbook can test them: a key
 #   rotated once stays valid in the cache (section 5's `check_cache` passes on a RoPE model, to
 #   1e-9), its positional memory grows like $T$ (section 2), and it is extendable: NTK's larger base,
-#   with no training, lowers its loss at $4L$ by 0.59 ± 0.22 nats (C1b). Its loss does not single it
+#   with no training, lowers its loss at $4L$ by 0.58 ± 0.02 nats (C1b). Its loss does not single it
 #   out: at $L$ (5 seeds, $L = 32$) it is level with Shaw's (0.002 ± 0.018), behind Transformer-XL's
 #   by 0.038 ± 0.010 and ahead of T5's by 0.074 ± 0.013; unscaled past $L$ it rises 0.472 ± 0.118
-#   nats at $4L$ (in chapter 8's run, $L = 64$ and 2 heads: 1.60 at $L$, 2.74 at $4L$, means over 3 seeds).
+#   nats at $4L$ (in chapter 8's run, $L = 64$ and 2 heads: 1.48 at $L$, 2.61 at $4L$, means over 3 seeds).
 # * **Fixed-length encoder: learned absolute** (C2). At $L$ the learned table beats the sinusoidal
 #   table scaled to the token rows by 0.099 ± 0.012 nats (3 seeds, chapter 3), "marginally better"
 #   indeed. Whether it also beats the relative schemes has no seeds here: in chapter 7's one-seed
@@ -254,13 +254,13 @@ assert max(streams.values()) - min(streams.values()) < 0.01              # every
 #   and the farthest keys at $8L$ are found 0.83 ± 0.40 of the time: seed 0 found a quarter, seeds 1
 #   to 4 nearly all.
 # * **Extend RoPE 4x: PI or YaRN, plus fine-tuning** (C5a to C5d; means and intervals over 3 seeds).
-#   Zero-shot, YaRN beats PI at $4L$ by 1.01 ± 0.45 nats (1.81 against 2.82; unscaled 2.74), while PI
-#   alone is not established to help at $4L$ (-0.08 ± 0.39) and costs about a nat at $L$ (2.79 against
-#   1.60, 1.19 ± 0.40). After a 150-step fine-tune at $4L$ every method lands at 1.50 to 1.61, and whether the worst
-#   of them beats the unextended model at $L$ is not established (0.01 ± 0.15); fine-tuned plain RoPE
-#   beats fine-tuned PI, by 0.09 ± 0.01 nats (C5d does not reproduce). Chapter 8 (§11) traced PI's cost
-#   at $L$: not the narrow heads (zero-shot it costs 1.08 ± 0.34 nats with heads of 16 channels, 1.07 ±
-#   0.15 with 64), but the missing fine-tune, after which it costs 0.05 ± 0.03 and 0.06 ± 0.00.
+#   Zero-shot, YaRN beats PI at $4L$ by 0.95 ± 0.19 nats (1.74 against 2.68; unscaled 2.61), while PI
+#   alone is not established to help at $4L$ (-0.08 ± 0.15) and costs about a nat at $L$ (2.68 against
+#   1.48, 1.20 ± 0.09). After a 150-step fine-tune at $4L$ every method lands at 1.43 to 1.53, and whether the worst
+#   of them beats the unextended model at $L$ is not established (0.05 ± 0.14); fine-tuned plain RoPE
+#   beats fine-tuned PI, by 0.09 ± 0.02 nats (C5d does not reproduce). Chapter 8 (§11) traced PI's cost
+#   at $L$: not the narrow heads (zero-shot it costs 1.15 ± 0.30 nats with heads of 16 channels, 1.14 ±
+#   0.24 with 64), but the missing fine-tune, after which it costs 0.08 ± 0.01 and 0.06 ± 0.03.
 # * **Unbounded streaming: window plus sinks** (C6a to C6d). Chapter 10's control (a task in which
 #   most queries have nothing to read, three seeds, $L = 64$) forms a sink: 0.40 ± 0.18 of a seed's
 #   heads put more than 0.3 of their attention on BOS (19 of 48 pooled); with unnormalised sigmoid
@@ -393,8 +393,8 @@ assert m["6. NTK (a larger base) at 4L, means over 3 seeds: zero-shot, after 150
 # (3, 1) and (103, 101); a rotated query moves with its position; RoPE computes past $L$, but its
 # loss past $L$ rises 0.47 ± 0.12 nats at $4L$ (5 seeds) and 1.27 ± 0.34 beyond $L$ in windows of
 # $8L$ (chapter 9, 5 seeds); the score of a vector against itself goes *up* at 66 of 199 steps (53.5
-# at distance 0, 43.3 at 10, 24 at 50); and NTK's larger base leaves 2.16 nats at $4L$ (mean of 3
-# seeds) until a fine-tune brings it to 1.51. One correction stays open: ALiBi runs at $8L$ with a
+# at distance 0, 43.3 at 10, 24 at 50); and NTK's larger base leaves 2.02 nats at $4L$ (mean of 3
+# seeds) until a fine-tune brings it to 1.44. One correction stays open: ALiBi runs at $8L$ with a
 # flat loss, and whether it can *use* that length is not established here. Its farthest keys at
 # $8L$ are found 0.83 ± 0.40 of the time over 5 seeds (seed 0: 0.25; seeds 1 to 4: 0.94 to 1.00).
 #
@@ -406,7 +406,7 @@ assert m["6. NTK (a larger base) at 4L, means over 3 seeds: zero-shot, after 150
 # | --- | --- |
 # | nominal length is not effective length | RoPE's loss climbs past $L$ (1.27 ± 0.34 nats beyond $L$ in windows of $8L$); ALiBi's stays flat, and whether it also finds keys out there is not established: the farthest keys at $8L$, 0.83 ± 0.40 over 5 seeds of 64 keys a cell, seed 0 a quarter, seeds 1 to 4 nearly all (chapter 9, §6) |
 # | periodicity brings aliasing | one pair with $\theta = 1$ cannot tell offset 0 from offset 44 (chapter 6) |
-# | extension fights short-range ability | PI zero-shot: 2.79 nats at $L$ against 1.60 unscaled, a cost of 1.19 ± 0.40; after a fine-tune 1.70 against plain RoPE's 1.61 fine-tuned alike, a cost of 0.09 ± 0.12, not established (chapter 8, 3 seeds) |
+# | extension fights short-range ability | PI zero-shot: 2.68 nats at $L$ against 1.48 unscaled, a cost of 1.20 ± 0.09; after a fine-tune 1.57 against plain RoPE's 1.47 fine-tuned alike, a cost of 0.09 ± 0.01, not established (chapter 8, 3 seeds) |
 # | system implementations break position semantics | the clinic below: six bugs, none of which crashes |
 # | one-dimensional distance cannot express structure | only the 2-D window bias (chapter 5); nothing measured beyond it |
 # | position encoding and efficient attention lack a joint design | the bias schemes' $T^2$ bytes (section 2) |
@@ -926,17 +926,17 @@ for name, sick in [("healthy", clinic.make_patient()), ("position_reset", clinic
 # | # | claim (source) | what this model did | evidence | verdict |
 # | --- | --- | --- | --- | --- |
 # | C1a | RoPE is cache-compatible: a key rotated once stays valid for every later query (book §4) | on the clinic's healthy RoPE patient, cached decoding equals the full forward pass at every position to 1e-9 (`check_cache`, §5) | exact §5 | reproduces |
-# | C1b | RoPE is extendable later: a scaling method beats unscaled RoPE at $4L$ (book §4) | NTK's larger base, no training: unscaled minus NTK at $4L$, 0.59 ± 0.22 nats over 3 seeds (§1; chapter 8, C8b) | result context_extension/C8b | reproduces |
+# | C1b | RoPE is extendable later: a scaling method beats unscaled RoPE at $4L$ (book §4) | NTK's larger base, no training: unscaled minus NTK at $4L$, 0.58 ± 0.02 nats over 3 seeds (§1; chapter 8, C8b) | result context_extension/C8b | reproduces |
 # | C2 | learned absolute positions are marginally better in-distribution (book §4) | learned minus sinusoidal scaled to the token rows at $L = 64$: -0.099 ± 0.012 nats over 3 seeds (§1; chapter 3, C5b); a decoder on text, not an encoder | result input_schemes_at_train_len/learned_minus_sinusoidal_scaled | reproduces |
 # | C3a | T5's bias generalises past the training length on a task: accuracy at 16 after training at 8 above 0.9 (book §4, §7 ex. 4) | look-3-back: all 10 seeds: 1.00; the learned table 0.45 ± 0.04 on the positions it never trained (§1; chapter 5, C5a) | result relative_bias_generalisation/t5_sensible_at_16 | reproduces |
 # | C3b | T5's bias generalises past $L$ on text: its rise at $4L$ is below unscaled RoPE's, paired by seed, by more than 0 (book §4) | RoPE's rise minus T5's: 0.256 ± 0.133 nats over 5 seeds (§1; chapter 7, C7a) | result short_long_seeds/t5_generalises_vs_rope | reproduces |
 # | C3c | ... modestly: its rise stays over the 0.05 nats that "runs long" allows (book §4) | rise 0.216 ± 0.051 nats over 5 seeds; with `max_distance` = $L$ 0.181 ± 0.049 (§1; chapter 7, C7b) | result short_long_seeds/breaks_t5 | reproduces |
 # | C4a | train short, run longer with ALiBi: the rise past $L$ at $4L$ is under 0.05 nats (book §4, §2.5) | rise 0.006 ± 0.003 nats over 5 seeds; it pays at $L$, 0.06 ± 0.02 nats above RoPE (§1; chapter 7, C5) | result short_long_seeds/runs_long_alibi | reproduces |
 # | C4b | "when perplexity is the metric": past $L$ its retrieval fails, the share of keys found falls from $L$ to $8L$ (book §4, §6) | fall 0.08 ± 0.22 over 5 seeds of 64 keys a cell: seed 0 fell, seeds 1 to 4 did not; farthest keys at $8L$ 0.83 ± 0.40 (§1, §3; chapter 9, C3b) | result long_context/C3b | not established |
-# | C5a | to extend RoPE 4x, YaRN (per band) beats PI (one factor) at $4L$ (book §4, §5) | zero-shot, PI minus YaRN at $4L$: 1.01 ± 0.45 nats over 3 seeds (§1; chapter 8, C9a) | result context_extension/C9a | reproduces |
-# | C5b | PI alone helps: better than unscaled at $4L$ (book §4, Ex. 3) | zero-shot, unscaled minus PI at $4L$: -0.08 ± 0.39 nats over 3 seeds (§1; chapter 8, C7b) | result context_extension/C7b | not established |
-# | C5c | plus fine-tuning: after a short fine-tune every method at $4L$ beats the unextended model at $L$ (book §2.6, §4) | 150 steps at $4L$: the worst method at $4L$ minus the unextended model at $L$, 0.01 ± 0.15 nats over 3 seeds (§1; chapter 8, C10a) | result context_extension/C10a | not established |
-# | C5d | the fine-tune repairs PI better than plain RoPE (book §4, after Chen et al.) | after the fine-tune, unscaled minus PI at $4L$: -0.09 ± 0.01 nats over 3 seeds: plain RoPE is the better of the two (§1; chapter 8, C10b) | result context_extension/C10b | does not reproduce |
+# | C5a | to extend RoPE 4x, YaRN (per band) beats PI (one factor) at $4L$ (book §4, §5) | zero-shot, PI minus YaRN at $4L$: 0.95 ± 0.19 nats over 3 seeds (§1; chapter 8, C9a) | result context_extension/C9a | reproduces |
+# | C5b | PI alone helps: better than unscaled at $4L$ (book §4, Ex. 3) | zero-shot, unscaled minus PI at $4L$: -0.08 ± 0.15 nats over 3 seeds (§1; chapter 8, C7b) | result context_extension/C7b | not established |
+# | C5c | plus fine-tuning: after a short fine-tune every method at $4L$ beats the unextended model at $L$ (book §2.6, §4) | 150 steps at $4L$: the worst method at $4L$ minus the unextended model at $L$, 0.05 ± 0.14 nats over 3 seeds (§1; chapter 8, C10a) | result context_extension/C10a | not established |
+# | C5d | the fine-tune repairs PI better than plain RoPE (book §4, after Chen et al.) | after the fine-tune, unscaled minus PI at $4L$: -0.09 ± 0.02 nats over 3 seeds: plain RoPE is the better of the two (§1; chapter 8, C10b) | result context_extension/C10b | does not reproduce |
 # | C6a | streaming: the first token becomes an attention sink, in over 0.1 of the heads (book §4, §2.6) | chapter 10's control: a seed's share of heads over 0.3 on BOS 0.40 ± 0.18 over 3 seeds (19 of 48 pooled) (§1; chapter 10, C4a) | result sink_control/C4_softmax | reproduces |
 # | C6b | a window without its sinks breaks: its loss rises by more than 0.05 nats (book §4, §2.6) | past $L$, window of 32 without sinks minus with 4: 0.001 ± 0.002 nats over 3 seeds, wholly below 0.05; StreamingLLM's 160M model lost about 0.4 (§1; chapter 10, C5a) | result sink_control/C5_breaks_softmax | does not reproduce |
 # | C6c | ... and keeping sinks prevents it: window + 1 sink within 0.05 nats of recomputing the window (book §4, §2.6) | -0.001 ± 0.002 nats over 3 seeds, but the window without sinks is as close: nothing broke (C6b), so the test could not fail (§1; chapter 10, C5b) | result sink_control/C5b_restores_softmax | not tested here |
