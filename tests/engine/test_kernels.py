@@ -397,6 +397,17 @@ def test_fast_adamw_takes_a_single_parameter_and_refuses_mixed_dtypes_in_a_sente
     assert str(raised.value) == "All parameters must share one dtype, got ['float32', 'float64']."
 
 
+def test_fast_adamw_refuses_a_parameter_that_changed_shape_in_a_sentence():
+    params = _params(kernels.FAST)
+    opt = kernels.FAST.AdamW(params)
+    params[1].data = backend.asarray(np.zeros(5))                       # (4,) became (5,): another model
+    _gradients(params, 0)
+    with pytest.raises(ValueError) as raised:
+        opt.step()
+    assert str(raised.value) == ("A parameter changed shape after the optimiser was built; build a new optimiser "
+                                 "for the changed model.")
+
+
 @pytest.mark.parametrize("positional", ["rope", "alibi", "t5", "learned", "shaw", "transformer_xl", "decoupled_rope"])
 def test_tiny_gpt_trains_to_the_same_parameters_with_either_kernel_set(positional):
     data = np.random.default_rng(0).integers(0, 16, size=(4, 9))
