@@ -204,3 +204,11 @@ def test_the_governor_defaults_and_step_done_reaches_the_governor_tune_made(monk
     tuning.step_done()
     tuning.step_done()
     assert seen == [1, 1]
+
+
+def test_report_gives_the_choice_the_expected_step_time_the_switches_and_the_settings(machine):
+    fake = FakeMachine({1: 1.0, 2: 3.6})   # the busy core: one thread wins, a change from the two it started on
+    g = tuning.Governor(2, probe=3, period=50, patience=1.5, clock=fake.clock)
+    run(g, fake, 6)
+    assert g.report() == {"threads_now": 1, "expected_step_s": 1.0, "switches": 1,
+                          "probe": 3, "period": 50, "patience": 1.5}
