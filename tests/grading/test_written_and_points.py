@@ -248,3 +248,243 @@ def test_a_points_file_that_cannot_be_read_names_the_error(tmp_path):
         points.load(tmp_path / "absent.json", ["t5"])
     assert str(refused.value).startswith(f"--points {tmp_path / 'absent.json'}: cannot read it as JSON "
                                          "(FileNotFoundError: ")
+
+
+# chapter 12's written parts on CHAPTER, with a ward of two patients: the template and the rubric by hand
+WARD = {"A": "healthy", "B": "position_reset"}
+
+
+@pytest.fixture
+def chapter_12(monkeypatch, tmp_path):
+    from exercises.grading import notebooks
+    real = notebooks.read_chapter
+    monkeypatch.setattr(notebooks, "read_chapter", lambda name, text=None: real(name, CHAPTER))
+    monkeypatch.setattr(written, "ward_key", lambda: dict(WARD))
+    monkeypatch.setattr(written, "ward_bugs", lambda: ("healthy", "position_reset", "mask_off"))
+    monkeypatch.setattr(written, "INSTRUCTOR_ONLY", tmp_path / "instructor_only")
+    return tmp_path / "instructor_only"
+
+
+TEMPLATE_12 = """# Answers, chapter 12_choosing_and_clinic
+
+Write each answer under its heading; keep the headings (`### C1`, `### Q1`, ...) as they are.
+
+## Ledger: your predictions (before you run the chapter: yes or no, and one sentence why)
+
+### C1
+
+> Sines need cosines (book §1)
+
+
+### C2
+
+> A shift is a rotation (book §2)
+
+
+## Check yourself
+
+### Q1
+
+> Why a pair?
+
+
+### Q2
+
+> Which row is position 0?
+
+
+## The ward: your diagnosis
+
+### ward
+
+> For each patient A to G of clinic.ward(), write healthy or the key of its bug.
+
+A: 
+B: 
+
+(one of: healthy, position_reset, mask_off)
+"""
+
+RUBRIC_12 = """# Rubric, chapter 12_choosing_and_clinic
+
+Out of 8 points.
+
+## The ledger's predictions
+
+Criteria: 1 point: a yes or a no, with one sentence of reasoning that uses the chapter's ideas. Graded for the \
+reasoning, not for being right (the settled ledger gives the outcome); 0: blank, or no reason.
+
+### C1 (1 point)
+
+> Sines need cosines (book §1)
+
+### C2 (1 point)
+
+> A shift is a rotation (book §2)
+
+## Check yourself
+
+Criteria: 2 points: the model answer's mechanism and the number the chapter measured (to its rounding); 1: the \
+mechanism without the number, or the number without the why; 0: blank or wrong.
+
+### Q1 (2 points)
+
+> Why a pair?
+
+Model answer:
+
+Because a shift must be linear.
+
+### Q2 (2 points)
+
+> Which row is position 0?
+
+Model answer:
+
+Row 0.
+
+## The ward
+
+Criteria: 1 point per patient whose diagnosis matches the key; graded automatically.
+
+### ward (2 points)
+
+> For each patient A to G of clinic.ward(), write healthy or the key of its bug.
+
+Key: A: healthy, B: position_reset
+
+## The instructor's notes
+
+Ask for the number.
+"""
+
+
+def test_chapter_12s_template_by_hand(chapter_12):
+    assert written.template("12") == TEMPLATE_12
+
+
+def test_chapter_12s_rubric_by_hand_with_the_instructors_notes(chapter_12):
+    # 1 + 1 (claims) + 2 + 2 (questions) + 2 (one point a patient) = 8 points
+    (chapter_12 / "rubrics").mkdir(parents=True)
+    (chapter_12 / "rubrics" / "12.md").write_text("\nAsk for the number.\n\n")
+    assert written.rubric("12") == RUBRIC_12
+    (chapter_12 / "rubrics" / "12.md").unlink()
+    assert written.rubric("12") == RUBRIC_12.split("\n## The instructor's notes")[0]  # no notes: no section
+
+
+def test_a_rubric_refuses_a_student_copy_but_a_ledger_alone_needs_no_model_answer(monkeypatch):
+    from exercises.grading import notebooks
+    real = notebooks.read_chapter
+    student_copy = "\n\n# %%".join(c for c in CHAPTER.split("\n\n# %%") if 'tags=["answer"]' not in c)
+    monkeypatch.setattr(notebooks, "read_chapter", lambda name, text=None: real(name, student_copy))
+    with pytest.raises(SystemExit) as refused:
+        written.rubric("02")
+    assert str(refused.value) == ("chapters/02_sinusoidal.py has no answer cells here (a student copy): the rubric's "
+                                  "model answers are in the instructor's copy of the workbook.")
+    ledger_only = CHAPTER.split("\n\n# %% [markdown]\n# ## 5.")[0]
+    monkeypatch.setattr(notebooks, "read_chapter", lambda name, text=None: real(name, ledger_only))
+    assert "### C2 (1 point)" in written.rubric("02")
+
+
+def test_a_chapter_is_named_by_its_number_or_its_whole_name_and_anything_else_is_refused():
+    from exercises.grading import notebooks
+    assert written.chapter_name("12_choosing_and_clinic") == written.chapter_name(12) == "12_choosing_and_clinic"
+    with pytest.raises(SystemExit) as refused:
+        written.chapter_name("99")
+    assert str(refused.value) == (f"no chapter '99'; give its number, e.g. 12 (the chapters are "
+                                  f"{', '.join(notebooks.chapter_names())}).")
+
+
+ODD_CHAPTER = '''# %%
+x = 1  # a code cell before the ledger
+
+# %% [markdown]
+# **1.** Before any heading: not a question.
+
+# %% [markdown]
+# | # | claim |
+# | --- | --- |
+# | C1 | Two columns are enough |
+
+# %% [markdown]
+# ## Check yourself
+
+# %% [markdown] tags=["answer"]
+# An answer before any question: nobody's.
+
+# %% [markdown]
+# **1.** First?
+
+# %% tags=["answer"]
+print(1)
+
+# %%
+# the answer's check, a code cell that is not an answer
+y = 2
+
+# %% [markdown]
+# **2.** Second?
+'''
+
+
+def test_items_read_a_two_column_ledger_and_only_the_check_yourself_sections_questions_and_code_answers(
+        monkeypatch):
+    from exercises.grading import notebooks
+    real = notebooks.read_chapter
+    monkeypatch.setattr(notebooks, "read_chapter", lambda name, text=None: real(name, ODD_CHAPTER))
+    assert [(i["id"], i["text"], i["answers"]) for i in written.items("02")] == [
+        ("C1", "Two columns are enough", []),
+        ("Q1", "First?", ["```python\nprint(1)\n```"]),  # a code answer, fenced as Python
+        ("Q2", "Second?", [])]
+
+
+def test_the_ward_comment_lists_the_wrong_and_the_blank_patients(monkeypatch):
+    monkeypatch.setattr(written, "ward_key", lambda: {"A": "healthy", "B": "mask_off", "C": "healthy",
+                                                      "D": "healthy", "E": "mask_off"})
+    assert written.grade_ward("A: healthy\nB: healthy\nC: mask_off\n") == (
+        1, 5, "1 of 5 patients diagnosed right; wrong: B, C; not answered: D, E.")
+    assert written.grade_ward(None) == (0, 5, "0 of 5 patients diagnosed right; not answered: A, B, C, D, E.")
+
+
+def test_the_answers_file_is_the_shallowest_then_the_first_by_name_and_never_a_link(tmp_path):
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "z").mkdir()
+    (tmp_path / "y").mkdir()
+    (tmp_path / "a" / "b" / "02.md").write_text("deep")
+    (tmp_path / "z" / "02.md").write_text("shallow")
+    (tmp_path / "y" / "02.md").write_text("shallow, first by name")
+    assert written.answers_file(tmp_path, "02") == tmp_path / "y" / "02.md"
+    only_link = tmp_path / "linked"
+    only_link.mkdir()
+    (only_link / "mine.md").write_text("### Q1\n\nx\n")
+    (only_link / "02.md").symlink_to(only_link / "mine.md")  # a link, even to a file inside the folder
+    assert written.answers_file(only_link, "02") is None
+
+
+def test_collect_reads_a_file_with_bad_bytes_and_gives_every_item_its_fields(monkeypatch, tmp_path):
+    monkeypatch.setattr(written, "ward_key", lambda: dict(WARD))
+    (tmp_path / "12.md").write_bytes(b"### ward\n\nA: healthy\nB: healthy \xff\n")
+    ward = [i for i in written.collect(tmp_path, ["12"], {}, "alice")["12"]["items"] if i["item"] == "ward"]
+    assert ward == [{"item": "ward", "points": 1, "out_of": 2, "comment": "1 of 2 patients diagnosed right; wrong: B.",
+                     "auto": True, "answer": "A: healthy\nB: healthy \ufffd"}]
+    q1 = [i for i in written.collect(tmp_path, ["12"], {}, "alice")["12"]["items"] if i["item"] == "Q1"]
+    assert q1 == [{"item": "Q1", "points": 0, "out_of": 2, "comment": "not answered", "auto": False, "answer": ""}]
+
+
+def test_the_manual_sheet_takes_0_and_out_of_keeps_the_comment_and_a_named_chapter(tmp_path):
+    sheet = tmp_path / "s.csv"
+    sheet.write_text("student,chapter,item,points,out_of,comment\nalice,02,Q1,0,2,blank\nbob,2,Q1,2,2,full marks\n"
+                     "carol,ward_extra,Q9,1000,,\n")
+    assert written.read_manual(sheet) == {("alice", "02", "Q1"): (0.0, "blank"), ("bob", "02", "Q1"): (2.0, "full marks"),
+                                          ("carol", "ward_extra", "Q9"): (1000.0, "")}  # no out_of: up to 1000
+    sheet.write_text("student,chapter,item,points,out_of\ncarol,02,Q1,1000.5,\n")
+    with pytest.raises(SystemExit, match=r"line 2: points 1000.5 is outside 0 to 1000 \(carol, 02 Q1\)\.$"):
+        written.read_manual(sheet)
+    sheet.write_text("student,chapter\nalice,02\n")
+    with pytest.raises(SystemExit) as refused:
+        written.read_manual(sheet)
+    assert str(refused.value) == (f"--manual {sheet}: no column item, points; the sheet's columns are student, "
+                                  "chapter, item, points, out_of, comment, answer.")
+    with pytest.raises(SystemExit) as refused:
+        written.read_manual(tmp_path / "absent.csv")
+    assert str(refused.value) == f"--manual {tmp_path / 'absent.csv'}: cannot read it (No such file or directory)."
