@@ -38,8 +38,8 @@
 # | --- | --- | --- | --- |
 # | C1 | Adding a position vector to $q$ and $k$ cannot make the score depend on the offset alone, unless every position gets the same vector (the premise of book §2.4's goal and of survey §5) | | §1 |
 # | C2 | With RoPE, $\langle R_m q, R_n k\rangle$ depends only on $n - m$ (book §2.4, survey §5.1) | | §4 |
-# | C3 | A key rotated once, when it enters the KV cache, stays valid for every later query (book §2.4, §5) | | §7 |
-# | C4 | With RoPE a decoder learns to copy at a fixed offset (which absolute positions could also do) better than the same decoder without position, which has only the causal mask's weak signal (book §6) | | §8 |
+# | C3 | With text positions and fixed frequencies, a key rotated once, when it enters the KV cache, stays valid for every later query (book §2.4, §5) | | §7 |
+# | C4 | With RoPE a decoder learns to copy at a fixed offset (which absolute positions could also do) better than the same decoder without position, which has only the causal mask's signal (book §6) | | §8 |
 #
 # Past the training length, linear and NTK scaling are chapter 8's claims (C6 to C8, settled in
 # [chapter 8, §11](08_stretching_rope.py#11.-The-sources'-Exercise-3,-on-a-tiny-model)).
@@ -267,14 +267,17 @@ assert abs(rotated - multiplied) < 1e-12 and math.isclose(score_2d(m, n), via_ph
 # The same line shows the weakness of a single pair. The score depends on $(n - m)\theta$ only
 # *modulo* $2\pi$: offsets that differ by a whole turn score the same. With $\theta = 1$ a turn
 # is $2\pi \approx 6.28$ tokens, and $7 \cdot 2\pi \approx 43.98$, so a key 44 tokens away looks
-# almost exactly like a key 0 tokens away: the pair *aliases*. Any single frequency does this
-# somewhere. The cure is several pairs turning at very different speeds, so that no two offsets
-# line up in all of them at once.
+# almost exactly like a key 0 tokens away: the pair *aliases*. Half-way, offset 22 is 3.50 turns, half
+# a turn off a whole one, and the cell below prints its score with the sign flipped. Any single
+# frequency does this somewhere. The cure is several pairs turning at very different speeds, so that
+# no two offsets line up in all of them at once.
 
 # %% tags=["nbval-check-output"]
 for offset in (0, 44, 22):
-    print(f"one pair, theta = 1: score at offset {offset:>2} = {score_2d(0, offset, theta=1.0):+.4f}")
+    print(f"one pair, theta = 1: score at offset {offset:>2} = {score_2d(0, offset, theta=1.0):+.4f} "
+          f"({offset / (2 * math.pi):.2f} turns)")
 assert abs(score_2d(0, 0, theta=1.0) - score_2d(0, 44, theta=1.0)) < 0.02 * abs(score_2d(0, 0, theta=1.0))
+assert score_2d(0, 22, theta=1.0) * score_2d(0, 0, theta=1.0) < 0  # half a turn off: the sign flips
 
 # %%
 offsets = list(range(0, 64))
@@ -628,7 +631,7 @@ test_rope_properties = use("rope", "test_rope_properties")
 # <details><summary>Hint 2: the key idea</summary>
 #
 # The relative property misses mistakes that keep it: a rotation that runs backwards, tables
-# with cos and sin swapped, pairs of the other convention. Add what defines the rotation
+# with cos and sin swapped, positions counted from 1. Add what defines the rotation
 # itself: it keeps every vector's length (on a call with several positions), position 0
 # changes nothing, and at position 1 the unit vector of channel $i$ turns to
 # $\cos\theta_i$ there and $+\sin\theta_i$ in channel $i + d/2$.
@@ -673,8 +676,8 @@ assert all(r["reference"]["result"] == "passed" for r in runs.values())
 # rotation that runs backwards, and cos and sin swapped, are still functions of the offset alone;
 # positions counted from 1 move every position by one and leave every offset as it was; and a
 # scale that grows with the row of the call never shows when each call rotates one position. It does
-# catch the mistakes that break relativity itself: the other pairing, a dropped term, the wrong
-# layout. The offset ignored does not break it (a score that is the same at every pair of positions
+# catch the mistakes that break relativity itself: neighbouring channels paired with rotate-half's
+# tables, a dropped term, the wrong layout. The offset ignored does not break it (a score that is the same at every pair of positions
 # is a function of the offset too); the weak test catches it only through its second assertion, that
 # $(3, 1)$ and $(3, 2)$ score differently. What makes a function RoPE is that it *rotates*: lengths kept on a
 # call with several positions, position 0 untouched, pair $i$ turning by $\theta_i$ the right way.
@@ -1137,12 +1140,44 @@ assert stats.format_interval(copy_claims["C4_after_first"]["mean"], *copy_claims
 #
 # The model without position is above 1/11 at every position of every seed (19% at the lowest). But
 # 1/11 is chance only for a guess that ignores the row. A guess from the row's own symbols, without
-# their order, does better, and the cell below scores two on the same 1024 held-out rows, with no
-# model and no sampling (each is an expected accuracy, worked out row by row). A random symbol of the
+# their order, does better, and the cell below scores four on the same 1024 held-out rows, with no
+# model (each is an accuracy on these 1024 rows, worked out row by row). A random symbol of the
 # row is right as often as the wanted symbol occurs in it, its count over 8; the row's most common
 # symbol (ties shared evenly) is right when the wanted symbol is that one. For the first copied symbol
 # no guess without order does better than the most common symbol: the rows are drawn at random, so
 # once you know a row's symbols, each is the first with probability its count over 8.
+#
+# From position 2 on, the model also sees the copied half so far, and the last two guesses use it.
+# The row's most common symbol *not yet copied* needs to tell the row from the copied half. The most
+# likely symbol *from all counts* sees only how often each symbol occurs in everything visible, row
+# and copied half mixed: it sums over the ways to split those counts into the two halves, each way
+# weighted by its number of orderings.
+
+# %%
+from collections import Counter
+from itertools import product
+
+
+def shared_hit(weight, answer):
+    """The accuracy of guessing the heaviest symbol, ties shared evenly: 1/ties if `answer` is one."""
+    top = [a for a, w in weight.items() if w == max(weight.values())]
+    return (answer in top) / len(top)
+
+
+def from_all_counts(seen, i):
+    """Weights of the next symbol given only `seen`, the counts of the row and its first i symbols mixed.
+
+    Each way to split `seen` into the copied half (p of each symbol) and the rest of the row,
+    left = seen - 2p, counts its orderings; then each symbol comes next as often as it is left."""
+    weight = dict.fromkeys(seen, 0)
+    for p in product(*(range(c // 2 + 1) for c in seen.values())):  # the copied half holds p of each
+        if sum(p) == i:
+            left = [c - 2 * pc for c, pc in zip(seen.values(), p)]
+            ways = math.factorial(i) * math.factorial(N_COPY - i) // math.prod(math.factorial(v) for v in (*p, *left))
+            for a, la in zip(seen, left):
+                weight[a] += ways * la  # integers, so ties are exact
+    return weight
+
 
 # %% tags=["nbval-check-output"]
 held_out = data.copy_task(copy_runs["test_rows"], N_COPY, vocab_size=16, seed=10_000)  # the rows rope_copy scored
@@ -1153,35 +1188,51 @@ most = occurs.max(axis=1, keepdims=True)  # (R, 1): the count of the row's most 
 n_most = (occurs == most).sum(axis=1, keepdims=True) / most  # (R, 1): how many symbols share that count
 random_symbol = [float(v) for v in (occurs / N_COPY).mean(axis=0)]  # (n,) expected accuracies
 most_common = [float(v) for v in xp.where(occurs == most, 1 / n_most, 0.0).mean(axis=0)]  # (n,)
+rows = to_numpy(symbols).tolist()
+not_yet_copied = [sum(shared_hit(Counter(r) - Counter(r[:i]), r[i]) for r in rows) / len(rows) for i in range(N_COPY)]
+all_counts = [sum(shared_hit(from_all_counts(Counter(r) + Counter(r[:i]), i), r[i]) for r in rows) / len(rows)
+              for i in range(N_COPY)]
 none_runs = [p["none"] for p in copy_runs["per_seed"]]  # (seeds, n)
 for name, row in [("position in the copied half", range(1, N_COPY + 1)), ("a random symbol of the row", random_symbol),
-                  ("the row's most common symbol", most_common),
+                  ("the row's most common symbol", most_common), ("its most common not yet copied", not_yet_copied),
+                  ("the most likely from all counts", all_counts),
                   ("none, lowest of the seeds", [min(run[i] for run in none_runs) for i in range(N_COPY)]),
                   ("none, highest of the seeds", [max(run[i] for run in none_runs) for i in range(N_COPY)])]:
-    print(f"{name:<29}", " ".join(f"{v:>5}" if isinstance(v, int) else f"{v:.3f}" for v in row))
-below_most = sum(run[i] < most_common[i] for run in none_runs for i in range(1, N_COPY))
+    print(f"{name:<31}", " ".join(f"{v:>5}" if isinstance(v, int) else f"{v:.3f}" for v in row))
+cells = len(none_runs) * (N_COPY - 1)
+below_counts = sum(run[i] < all_counts[i] for run in none_runs for i in range(1, N_COPY))
+below_left = sum(run[i] < not_yet_copied[i] for run in none_runs for i in range(1, N_COPY))
 below_random = [(s, i + 1, run[i]) for s, run in zip(copy_runs["seeds"], none_runs) for i in range(N_COPY)
                 if run[i] < random_symbol[i]]
-above_both = [i + 1 for i in range(N_COPY) if min(run[i] for run in none_runs) > max(random_symbol[i], most_common[i])]
-print(f"none below the most common symbol at positions 2 to {N_COPY}: {below_most} of {len(none_runs) * (N_COPY - 1)}")
+guesses = (random_symbol, most_common, not_yet_copied, all_counts)
+above_all = [i + 1 for i in range(N_COPY) if min(run[i] for run in none_runs) > max(g[i] for g in guesses)]
+all_below_counts = [i + 1 for i in range(N_COPY) if max(run[i] for run in none_runs) < all_counts[i]]
+print(f"none below the most likely from all counts at positions 2 to {N_COPY}: {below_counts} of {cells}; "
+      f"below its most common not yet copied: {below_left} of {cells}")
 print("none below a random symbol of the row:", ", ".join(f"seed {s} at position {i} ({v:.3f})" for s, i, v in below_random))
-print("every seed above both guesses at positions:", above_both)
-assert below_most == 19 and [(s, i) for s, i, _ in below_random] == [(0, 7), (0, 8)] and above_both == [1, 2, 3]
+print("every seed above all four guesses at positions:", above_all)
+print("every seed below the most likely from all counts at positions:", all_below_counts)
+assert below_counts == 18 and below_left == 25 and [(s, i) for s, i, _ in below_random] == [(0, 7), (0, 8)]
+assert above_all == [1, 2] and all_below_counts == [6, 7, 8] and all_counts[-1] == not_yet_copied[-1] == 1.0
 assert f"{min(random_symbol):.3f} {max(random_symbol):.3f} {min(most_common):.3f} {most_common[0]:.3f}" == \
     "0.202 0.207 0.277 0.300" and most_common[0] == max(most_common)
+assert f"{all_counts[0]:.3f} {not_yet_copied[0]:.3f}" == "0.300 0.300"  # at position 1 nothing is copied yet
 
 # %% [markdown]
-# Against that bar the picture changes. At positions 2 to 8, 19 of the model's 35 cells (7 positions,
-# 5 seeds) are below the row's most common symbol, and seed 0's positions 7 and 8 (0.189 and 0.193)
-# are below even a random symbol of the row: late in the row, a guess that uses no order at all does
-# as well as the model without position, or better. It beats both guesses in every seed only at
-# positions 1 to 3.
-# At position 1 that takes order, 81% to 96% against 0.300, the best a guess without order can do, and
-# the only order a model without position has is the causal mask's. At positions 2 and 3 the model also
-# sees the copied half so far, so these two guesses are not the best without order there; whether the
-# mask's weaker mark, token $i$ seeing $i + 1$ tokens
-# ([chapter 1, §4](01_order_blind.py#4.-The-crack:-a-causal-token-can-count)), carries
-# those positions is an explanation not tested here. A stronger reading of the claim, that the model
+# Against those bars the picture changes. At positions 2 to 8, 18 of the model's 35 cells (7 positions,
+# 5 seeds) are below the most likely symbol from all counts, and 25 below the row's most common symbol
+# not yet copied; seed 0's positions 7 and 8 (0.189 and 0.193) are below even a random symbol of the
+# row. Late in the row the counts are a strong guess: at position 8 the one symbol not yet copied is
+# the only one whose count in everything visible is odd, so both count guesses are right in every row
+# (1.000), and every seed is below the guess from all counts at positions 6 to 8. There a guess that
+# uses no order at all does better than the model without position. Every seed beats all four
+# guesses only at positions 1 and 2.
+# At position 1 that takes order, 81% to 96% against 0.300, the best a guess without order does on
+# these 1024 rows (nothing is copied yet, so the last two guesses are the row's most common symbol),
+# and the only order a model without position has is the causal mask's. Whether the mask's weaker
+# mark, token $i$ seeing $i + 1$ tokens
+# ([chapter 1, §4](01_order_blind.py#4.-The-crack:-a-causal-token-can-count)), carries position 2 is
+# an explanation not tested here. A stronger reading of the claim, that the model
 # without position *cannot* learn the task at all, would not reproduce here: it learns position 1 in
 # every seed.
 #
@@ -1239,15 +1290,16 @@ assert on_offset[layer_best][head_best] > 0.5
 #
 # The causal mask. It is the only source of order a model without position has, and the first
 # symbol needs order: without it the best guess is the row's most common symbol, right in 0.300 of
-# rows (§8). How the model reads the mask is a likely mechanism, not isolated by a run here: token 0
-# attends only to itself, so its output is unlike every other token's, and the separator's query can
-# learn to find "the token that saw nothing before it". The mask marks the later positions too, more
+# these 1024 rows (§8). How the model reads the mask is a likely mechanism, not isolated by a run
+# here: token 0 attends only to itself, so its output is unlike every other token's, and the
+# separator's query can learn to find "the token that saw nothing before it". The mask marks the later positions too, more
 # weakly: token $i$ sees $i + 1$ tokens ([chapter 1, §4](01_order_blind.py#4.-The-crack:-a-causal-token-can-count)).
-# But 19% to 54% at positions 2 to 8 overstates what the model gets from it: a guess from the
-# row's symbols alone, without order, is right in 0.202 to 0.298 of rows there, 19 of the 35 cells are
-# below the row's most common symbol, and only at positions 2 and 3 does every seed beat both guesses
-# (§8). How much of those positions the mask carries, and why a count of $i + 1$ would be so much
-# weaker a mark than "saw nothing before it", are explanations not tested here.
+# But 19% to 54% at positions 2 to 8 overstates what the model gets from it: there it also sees the
+# copied half so far, and a guess from the counts of all it sees, without order, is right in every row
+# at position 8. 18 of the 35 cells are below the most likely symbol from all counts, and only at
+# position 2 does every seed beat all four guesses (§8). How much of those positions the mask
+# carries, and why a count of $i + 1$ would be so much weaker a mark than "saw nothing before it",
+# are explanations not tested here.
 # </details>
 
 # %% [markdown]
@@ -1275,8 +1327,8 @@ assert on_offset[layer_best][head_best] > 0.5
 # | --- | --- | --- | --- | --- |
 # | C1 | adding a position vector to $q$ and $k$ cannot make the score depend on the offset alone, unless every position gets the same vector (the premise of book §2.4's goal and of survey §5) | derived in §1: an offset-only score forces $p_{m+s} = p_m$ for every $m$ and $s$; on numbers, the same offset scored +2.5874 at (3, 1) and -0.5940 at (103, 101) with added sinusoids, and the largest spread along a diagonal of their 32 x 32 score matrix was 14.864 (§1, §4) | exact §1 | reproduces |
 # | C2 | with RoPE, $\langle R_m q, R_n k\rangle$ depends only on $n - m$ (book §2.4, survey §5.1) | all 63 diagonals of the 32 x 32 score matrix constant to 1e-9 (§4) | exact §4 | reproduces |
-# | C3 | a key rotated once, when it enters the KV cache, stays valid for every later query (book §2.4, §5) | with text positions and fixed frequencies your `decode` matched the full forward at every position (§7); slot positions with pinned sinks (chapter 10) and dynamic NTK (chapter 8, §5) are the settings where it fails, and the library re-rotates cached keys for both | exact §7 | reproduces |
-# | C4 | with RoPE a decoder learns to copy at a fixed offset (which absolute positions could also do) better than the same decoder without position, which has only the causal mask's weak signal (book §6) | held-out copy accuracy 100% with RoPE in every seed; RoPE minus no position 0.63 ± 0.04 over 5 seeds, 0.71 ± 0.04 without the first copied position; without position the first copied symbol is right in 81% to 96% of rows, against 0.300 for the best guess without order, so a "cannot" would not hold (§8) | result rope_copy/C4 | reproduces |
+# | C3 | with text positions and fixed frequencies, a key rotated once, when it enters the KV cache, stays valid for every later query (book §2.4, §5) | your `decode` matched the full forward at every position (§7); slot positions with pinned sinks (chapter 10) and dynamic NTK (chapter 8, §5) are the settings where it fails, and the library re-rotates cached keys for both | exact §7 | reproduces |
+# | C4 | with RoPE a decoder learns to copy at a fixed offset (which absolute positions could also do) better than the same decoder without position, which has only the causal mask's signal (book §6) | held-out copy accuracy 100% with RoPE in every seed; RoPE minus no position 0.63 ± 0.04 over 5 seeds, 0.71 ± 0.04 without the first copied position; without position the first copied symbol is right in 81% to 96% of rows, against 0.300 for the best guess without order on these 1024 rows, so a "cannot" would not hold (§8) | result rope_copy/C4 | reproduces |
 #
 # ## 11. Where next
 #
