@@ -112,8 +112,9 @@ tokens = np.random.default_rng(2).integers(0, 16, size=(1, 40))  # one stream of
 # any bug that changes what a cache holding every token computes; it is not the whole story for
 # an evicting cache, whose policy bugs hide until it overflows (section 4), and where a correct
 # 2-layer window differs from the full pass by design (section 5). `TinyGPT` takes a cache from `model.new_cache()`
-# (`mini_transformer/model/kv_cache.py`); its models run the reference kernels, the code of the
-# earlier chapters ([chapter 0's appendix](00_tiny_transformer.py#Appendix:-the-fast-kernels)).
+# (`mini_transformer/model/kv_cache.py`); the models this chapter builds run the reference kernels, the code
+# of the earlier chapters, and the checkpoint section 7 loads runs the fast set it was trained with
+# ([chapter 0's appendix](00_tiny_transformer.py#Appendix:-the-fast-kernels)).
 
 # %% tags=["nbval-check-output"]
 for scheme in ("learned", "rope", "alibi"):
