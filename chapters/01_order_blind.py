@@ -60,9 +60,10 @@
 # | C6b | ... and models trained on it alone underperform (book, question 2) | yes / no | §5 |
 # | C7a | Every positional scheme the probe runs (this library's, all but the 2-D `relative_2d`) breaks equivariance (this workbook, experiments/permutation.py) | yes / no | §6 |
 # | C7b | ... and so does the causal mask alone (this workbook, experiments/permutation.py) | yes / no | §6 |
-# | C8a | "Model ignores position entirely": a cause, an encoding added after the projection or zeroed by a norm (book §4, failure table) | yes / no | §7 |
+# | C8a | "Model ignores position entirely": a cause, an encoding zeroed by a norm (book §4, failure table) | yes / no | §7 |
 # | C8b | ... and its check, shuffle the input, outputs must change, finds it in an encoder (book §4, failure table) | yes / no | §7 |
-# | C8c | ... and the same check finds it in a decoder (book §4, failure table) | yes / no | §7 |
+# | C8c | ... and the same check, as the table writes it, finds it in a decoder (book §4, failure table) | yes / no | §7 |
+# | C8d | "Model ignores position entirely": another cause, an encoding added after the projection (book §4, failure table) | yes / no | §7 |
 
 # %%
 import math
@@ -130,8 +131,8 @@ permutation_gap = use("order", "permutation_gap")
 reveal("order", "permutation_gap")
 
 # %% [markdown]
-# Grade it alone with `python -m pytest tests/reader/test_exercises.py -k 1.1-permutation_gap`. Check it on the three kinds
-# of function: one that acts on each token alone, a sum over the tokens, and a running sum.
+# Grade it alone with `python -m exercises grade order --exercise 1.1`. Check it on the three kinds of
+# function: one that acts on each token alone, a sum over the tokens, and a running sum.
 
 # %%
 B, T, d = 2, 8, 4
@@ -210,7 +211,7 @@ self_attention = use("order", "self_attention")
 reveal("order", "self_attention")
 
 # %% [markdown]
-# Grade it alone with `python -m pytest tests/reader/test_exercises.py -k 1.2-self_attention`. Now measure the proof: the
+# Grade it alone with `python -m exercises grade order --exercise 1.2`. Now measure the proof: the
 # encoder's gap must be rounding, the decoder's must not.
 
 # %%
@@ -407,7 +408,7 @@ uniform_causal_attention = use("order", "uniform_causal_attention")
 reveal("order", "uniform_causal_attention")
 
 # %% [markdown]
-# Grade it alone with `python -m pytest tests/reader/test_exercises.py -k 1.3-uniform_causal_attention`. It must equal a real causal
+# Grade it alone with `python -m exercises grade order --exercise 1.3`. It must equal a real causal
 # head whose scores are all equal, your `self_attention` with $W_q = 0$; and with the marker as
 # values it must count.
 
@@ -429,7 +430,8 @@ assert xp.allclose(counted, 1.0 / xp.arange(1, 9)) and same
 # one causal layer computes at position $i$: its own token, and an average over the **set** of tokens
 # $0..i$. Shuffle the tokens before position $i$ among themselves and that set is the same, so the
 # output at $i$ and after cannot change. One causal layer knows *how many* tokens came before, not
-# *which one is where*: a direction, not a distance (survey §10).
+# *which one is where*: for one layer, the survey's "a direction, not a fine distance" (§10) is exact.
+# The survey's sentence names no depth, and the models it surveys are many layers deep.
 #
 # A second layer reopens the question. Its keys are the first layer's outputs, and those now differ
 # from position to position (each carries its own count), so a shuffle of the prefix changes what
@@ -574,12 +576,14 @@ for r in nope["per_seed"]["gpt_no_bos"]:
 #   0.091 ± 0.001 over the five, an interval that contains $1/11$. The bound holds in expectation, and
 #   a sample scatters around it: on these 256 rows three seeds of five are just above it (257, 261 and
 #   260 right answers of 2816, where $1/11$ is 256). So the record `encoder_at_chance`, "below 1/11",
-#   is not established: five seeds cannot tell this accuracy from $1/11$ itself. C5, the book's claim,
-#   needs no sample: the encoder is equivariant for any weights (section 3's argument, measured there
-#   to rounding). Position by position it scatters, from 0.00 to 0.39: a model blind to position can
-#   be right often at one position and never at another, but over the eleven together, in expectation,
-#   not more than 1/11 of the time. The same measurement sees position when it is there: the
-#   decoder's row above is its positive control.
+#   is not established, and more seeds would not make it a test of blindness: a position-blind model
+#   whose answers on positions 1 to 11 all lie in 1 to 11 scores exactly $1/11$ in expectation, so
+#   its interval closes in on $1/11$, not below it. The limit is the test's design, not the number of
+#   seeds. C5, the book's claim, needs no sample: the encoder is equivariant for any weights (section
+#   3's argument, measured there to rounding). Position by position it scatters, from 0.00 to 0.39:
+#   a model blind to position can be right often at one position and never at another, but over the
+#   eleven together, in expectation, not more than 1/11 of the time. The same measurement sees
+#   position when it is there: the decoder's row above is its positive control.
 # * Without a marker the decoder gets position 0 in every seed (1.00) and positions 1 and 2 above
 #   1/11 in every seed; further in it mostly does worse (seed 1 keeps 0.38 to 0.50 up to position 6;
 #   at positions 7 to 9 every seed scores 0.00 to 0.20). Its best position after 0 is the last one
@@ -680,13 +684,15 @@ fig = permutation_experiment.plot(perm_result)
 plt.show()
 
 # %% [markdown]
-# One bar is at rounding, $10^{-16}$: the encoder with no scheme. Every other bar, every scheme in
-# either model and the bare causal mask, changes the output by 6 % to 94 % of its size. So C7a and C7b
-# reproduce, for the schemes probed here. That is not a law about every scheme one can write: section
-# 7 builds one that a layer-norm encoder erases, and that encoder stays equivariant. Notice where the
-# bare mask lands: `TinyGPT/none` (0.35 to 0.72) sits among the real schemes. The probe cannot tell a
-# weak positional signal from a strong one; it only tells none from some. Section 5 showed what the
-# mask's signal is worth in training.
+# Each bar is a model's smallest change over the five seeds. One bar is at rounding, $10^{-16}$: the
+# encoder with no scheme. Every other bar, every scheme in either model and the bare causal mask, is
+# far above it, from 5.9e-02 to 4.3e-01 of the output's size; over all the seeds the table above
+# reaches 9.4e-01 (`TinyEncoder/decoupled_rope`'s largest). So C7a and C7b reproduce, for the schemes
+# probed here. That is not a law about every scheme one can write: section 7 builds one that a
+# layer-norm encoder erases, and that encoder stays equivariant. Notice where the bare mask lands:
+# `TinyGPT/none` (0.35 to 0.72) sits among the real schemes. The probe cannot tell a weak positional
+# signal from a strong one; it only tells none from some. Section 5 showed what the mask's signal is
+# worth in training.
 #
 # ## 7. Diagnosing "the model ignores position"
 #
@@ -697,8 +703,9 @@ plt.show()
 # | Model ignores position entirely | Encoding added after the projection, or zeroed by a norm | Check permutation sensitivity: shuffle input, outputs must change |
 #
 # Here is the second cause, built on purpose. The simplest encoding there is adds the position
-# number $t$ to every channel of token $t$ (the "append the integer" idea of book §1, spread over
-# all channels). A scheme is one small class with an `embed` hook:
+# number $t$ to every channel of token $t$. It is not book §1's "append the integer": that one
+# appends $t$ as one more coordinate, which a layer norm shifts and scales but does not remove,
+# since it is not the same in every channel. A scheme is one small class with an `embed` hook:
 
 # %%
 from mini_transformer.positional import PositionalScheme
@@ -736,8 +743,8 @@ assert norm_probe["layer"] < 1e-13 and norm_probe["rms"] > 0.1
 # %% [markdown]
 # The check catches the bug: with layer norm the encoder is exactly as blind as with no scheme at
 # all, although a position was added to every token. C8b's check works in an encoder, and C8a's
-# second cause is real. The first cause, an encoding "added after the projection", we could not pin
-# to one mechanism here, so we leave it unmeasured.
+# cause is real. The table's other cause, an encoding "added after the projection", does not say
+# which projection, and this chapter builds no such model: C8d is not tested here.
 #
 # Now the same bug in a decoder: one `TinyGPT` with layer norm and the position on every channel, and
 # the same weights with no scheme at all.
@@ -758,8 +765,45 @@ assert same < 1e-13 and decoder_probe["no scheme"] > 0.1
 # %% [markdown]
 # The decoder with the bug passes "outputs must change": its outputs change under a shuffle, by
 # exactly as much as those of the same decoder with no scheme, because the mask alone changes them
-# (section 3). In a decoder the check cannot find this bug. Compare against the same model with
-# `positional="none"`, as this cell does, or run the check on an encoder.
+# (section 3). In a decoder the table's check as written cannot find this bug. Compare against the
+# same model with `positional="none"`, as this cell does, or run the check on an encoder.
+#
+# A variant of the check can work in a decoder of one layer: shuffle only the tokens before the last,
+# keep the last in place, and compare the last position's logits. Section 4 showed why: with no
+# position, one causal layer is exactly blind to the order of a prefix, so any change is position.
+# Chapter 12's `check_shuffle` (Exercise 12.6) is this variant, and it asserts one layer. Measure it
+# on the bug and on a learned table, in one layer and in two:
+
+# %%
+def last_position_change(model):
+    """Relative change of the last position's logits when the tokens before it are cycled."""
+    cycle = xp.concatenate([xp.roll(xp.arange(T - 1), 1), xp.arange(T - 1, T)])  # the last token stays
+    with no_grad():
+        before, after = model(ids).data[:, -1], model(ids[:, cycle]).data[:, -1]  # (B, vocab) each
+    return float(xp.abs(after - before).max() / xp.abs(before).max())
+
+
+variant = {}
+for n_layers in (1, 2):
+    for name in ("position on every channel, layer norm", "learned table"):
+        model = random_model(TinyGPT, "learned" if name == "learned table" else "none", n_layers=n_layers)
+        if name != "learned table":
+            model.positional = AddPositionToEveryChannel()
+        variant[n_layers, name] = last_position_change(model)
+
+# %% tags=["nbval-check-output"]
+for (n_layers, name), rel in variant.items():
+    print(f"TinyGPT, {f'{n_layers} layer' + 's' * (n_layers > 1) + ',':<9} {name:<38} last position: "
+          f"{'below 1e-13' if rel < 1e-13 else f'relative change {rel:.2f}'}")
+assert variant[1, "position on every channel, layer norm"] < 1e-13 < 0.1 < variant[1, "learned table"]
+assert variant[2, "position on every channel, layer norm"] > 1e-3  # far above rounding: the variant passes the bug
+
+# %% [markdown]
+# In one layer the variant tells the bug (below $10^{-13}$) from a learned table (0.42). In two it
+# does not: the bug's last position changes by 0.04 of its size, far above the $10^{-6}$ that chapter
+# 12's check takes for rounding, so the variant passes the bug. Every norm erases the bug, so this
+# model computes what the same weights with no scheme compute, and that change is the mask's own:
+# the sensitivity to a prefix's order that section 4 measured in two layers with no position.
 #
 # ## 8. A test for a hidden order
 #
@@ -812,7 +856,8 @@ test_self_attention_is_permutation_equivariant = use("order", "test_self_attenti
 #
 # Think like the mutants. Which shuffles leave position 0 where it is? Which can a symmetric signal
 # survive? Which sequence lengths does a window of 8 hide behind? And how small can a positional
-# signal be before `xp.allclose`, with its default tolerance of $10^{-5}$, waves it through?
+# signal be before `xp.allclose`, with its default relative tolerance of $10^{-5}$ (and absolute
+# $10^{-8}$), waves it through?
 # </details>
 
 # %% [markdown] tags=["hint"]
@@ -827,9 +872,10 @@ test_self_attention_is_permutation_equivariant = use("order", "test_self_attenti
 reveal("order", "test_self_attention_is_permutation_equivariant")
 
 # %% [markdown]
-# Grade it with `python -m pytest tests/reader/test_exercises.py -k 1.4-test_self_attention_is_permutation_equivariant`. Here it runs on the
-# `self_attention` and `permutation_gap` this chapter uses (yours once you have written them, the
-# reference until then), where it must pass, and on the local window above, where it must fail:
+# Grade it with `python -m exercises grade order --exercise 1.4`: it reports how many mutants your
+# test catches and which get away. Here it runs on the `self_attention` and `permutation_gap` this
+# chapter uses (yours once you have written them, the reference until then), where it must pass, and
+# on the local window above, where it must fail:
 
 # %% tags=["nbval-check-output"]
 test_self_attention_is_permutation_equivariant(self_attention=self_attention, permutation_gap=permutation_gap)
@@ -934,8 +980,7 @@ assert caught is not None
 # | C3a | In a decoder token $i$ sees $i + 1$ tokens, so the count encodes position (book, question 2) | a causal head with equal scores reads $1/(i+1)$ from a marker, exactly (§4) | exact §4 | reproduces |
 # | C3b | ... and NoPE decoders learn some positional behaviour: on "say your position", accuracy on positions 1 to 11 above the chance level 1/11 (book, question 2) | with a BOS token, accuracy on positions 1 to 11: 0.91 ± 0.11 over 5 seeds (pooled 12772/14080: 0.907 ± 0.005) (§5) | result chapter01_nope/gpt_bos_above_chance | reproduces |
 # | C3c | A BOS token raises a NoPE decoder's mean accuracy on "say your position" (this chapter, §5) | at 200 steps, $d_{model} = 16$, $T = 12$: it raises it by 0.62 ± 0.16, paired by seed over 5 seeds (§5) | result chapter01_nope/marker_gain | reproduces |
-# | C4a | The causal mask gives a direction, not a fine distance (survey §10): one layer | one causal layer is exactly blind to the order of the tokens before a position (below $10^{-13}$) (§4) | exact §4 | reproduces |
-# | C4b | ... in a stack of layers (survey §10) | two causal layers are sensitive to the order of a shuffled prefix (a nonzero change after it, §4): necessary for a fine distance, not a measure of one; no run here trains a task that needs distance | exact §4 | not tested here |
+# | C4 | The causal mask gives a direction, not a fine distance (survey §10, misunderstanding 1) | one causal layer is exactly blind to the order of the tokens before a position (below $10^{-13}$): a count, no distance. The survey names no depth, and two causal layers are sensitive to that order (a nonzero change after a shuffled prefix): necessary for a fine distance, not a measure of one; no run here trains a task that needs distance (§4) | exact §4 | not tested here |
 # | C5 | An encoder with no positional encoding is exactly permutation-equivariant: it cannot distinguish orders at all (book, question 2, follow-up) | a `TinyEncoder` with no scheme: a shuffle changes its logits by rounding only, below $10^{-13}$ of the largest, as section 3's argument says it must for any weights (§3) | exact §3 | reproduces |
 # | C6a | The mask's signal is weak (book, question 2) | not measured: "weak" states no size, and the book says it of language models, which C6b measures; what this chapter computes of the signal is exact, a count, $1/(i+1)$ from a marker (§4) | exact §4 | not tested here |
 # | C6b | ... and NoPE models underperform: a higher loss than a learned table's (book, question 2) | byte-level loss at $L = 64$: `none` 0.22 ± 0.01 nats above a learned table, 3 seeds of 600 steps (0.13 ± 0.02 above scaled sinusoids, but below the unscaled table in 2 seeds of 3) (§5) | result input_schemes_at_train_len/none_minus_learned | reproduces |
@@ -943,10 +988,8 @@ assert caught is not None
 # | C7b | ... and so does the causal mask alone (this workbook, experiments/permutation.py) | `TinyGPT/none` changes the logits in each of its 5 random weight draws, far above rounding (§6) | exact §6 | reproduces |
 # | C8a | "Model ignores position": a norm can zero the encoding (book §4) | position added to every channel: erased by layer norm (rounding only), kept by RMS norm (a change far above rounding) (§7) | exact §7 | reproduces |
 # | C8b | ... and the shuffle check finds it in an encoder (book §4) | the shuffle reports rounding only with layer norm, a change far above rounding with RMS norm (§7) | exact §7 | reproduces |
-# | C8c | ... and the same check finds it in a decoder (book §4) | the decoder with the bug changes under a shuffle exactly as much as the same weights with no scheme (they differ below $10^{-13}$): the mask alone changes the outputs, so the check passes with the bug in (§7) | exact §7 | does not reproduce |
-#
-# The failure table's other cause, an encoding "added after the projection", is not in the ledger:
-# this chapter did not pin it to one mechanism, so it measured nothing that could settle it.
+# | C8c | ... and the same check, as the table writes it, finds it in a decoder (book §4) | the decoder with the bug changes under a shuffle exactly as much as the same weights with no scheme (they differ below $10^{-13}$): the mask alone changes the outputs, so the check passes with the bug in; a variant, shuffling the tokens before the last and comparing the last position, tells the bug from a learned table in one layer, not in two (§7; chapter 12, C8) | exact §7 | does not reproduce |
+# | C8d | "Model ignores position": an encoding added after the projection is another cause (book §4) | not measured: the table does not say which projection, and this chapter builds no such model (§7) | exact §7 | not tested here |
 #
 # ## 11. Where next
 #
