@@ -43,7 +43,8 @@ BLAS_SPIN = {"OPENBLAS_THREAD_TIMEOUT": "22"}
 _state = {"threads": 1, "freed_memory_kept": False, "governor": None}
 
 
-def tune(n_threads=None, keep_freed=True, adaptive=True):
+# Not mutated: it sets BLAS threads and glibc's malloc, which a test sees only by changing its own process.
+def tune(n_threads=None, keep_freed=True, adaptive=True):  # pragma: no mutate block
     """Threads for the fast kernels (default: one per core), on glibc freed memory kept, and (``adaptive``)
     a ``Governor`` that falls back to one thread while that is faster; returns the settings."""
     n = n_threads or os.cpu_count() or 1
@@ -55,7 +56,8 @@ def tune(n_threads=None, keep_freed=True, adaptive=True):
     return state()
 
 
-def state():
+# Not mutated: it reads OpenBLAS via ctypes, which a test sees only by changing its own process.
+def state():  # pragma: no mutate block
     """What ``tune()`` has changed in this process, and the BLAS spin the process started with."""
     g = _state["governor"]
     blas = blas_threads() if "lib" in _openblas_cache else None   # never loads a library just to report
@@ -74,7 +76,8 @@ def step_done():
 _openblas_cache = {}   # "lib": the handle _openblas found (or None), once it has looked
 
 
-def _openblas():
+# Not mutated: it loads OpenBLAS via ctypes, which a test sees only by changing its own process.
+def _openblas():  # pragma: no mutate block
     """The OpenBLAS library NumPy loaded, as a ctypes handle with its thread-count calls; None if there is none
     (another BLAS, another system than Linux, or CuPy, where NumPy's BLAS is not what runs)."""
     if "lib" in _openblas_cache:
@@ -100,7 +103,8 @@ def _openblas():
     return lib
 
 
-def blas_threads(n=None):
+# Not mutated: it sets OpenBLAS's threads via ctypes, which a test sees only by changing its own process.
+def blas_threads(n=None):  # pragma: no mutate block
     """OpenBLAS's thread count (set it to ``n`` first, when given); None where it cannot be read or set."""
     lib = _openblas()
     if lib is None:
@@ -181,7 +185,8 @@ class Governor:
                 "probe": self.probe, "period": self.period, "patience": self.patience}
 
 
-def keep_freed_memory(mmap_threshold=32 << 20, trim_threshold=1 << 30):
+# Not mutated: it calls glibc's mallopt via ctypes, which a test sees only by changing its own process.
+def keep_freed_memory(mmap_threshold=32 << 20, trim_threshold=1 << 30):  # pragma: no mutate block
     r"""Ask glibc's malloc to keep freed blocks for reuse; returns whether it accepted (False off glibc).
 
     By default glibc serves a block over 128 KiB from a fresh ``mmap`` and unmaps
@@ -199,7 +204,8 @@ def keep_freed_memory(mmap_threshold=32 << 20, trim_threshold=1 << 30):
     return bool(mallopt(M_MMAP_THRESHOLD, mmap_threshold)) and bool(mallopt(M_TRIM_THRESHOLD, trim_threshold))
 
 
-def relaunch_with_blas_spin(module):
+# Not mutated: it replaces the process with os.execve, which a test cannot survive.
+def relaunch_with_blas_spin(module):  # pragma: no mutate block
     """Re-run ``python -m module ARGS`` once with ``BLAS_SPIN`` in its environment, unless the variable is set.
 
     Call it first thing under ``if __name__ == "__main__":``; a value the user
