@@ -926,3 +926,22 @@ def test_document_mask_is_boolean_and_every_attention_path_takes_it():
     np.testing.assert_allclose(runs[0][0, :, 3], backend.to_numpy(v.data)[0, :, 3], rtol=RTOL, atol=ATOL)
     for y in runs[1:]:
         np.testing.assert_allclose(y, runs[0], rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("x, want", [
+    ([0.0, 1.0, -1.0], [0.0, 0.8411919906082768, -0.15880800939172324]),   # one axis of odd length
+    (1.0, 0.8411919906082768),                                               # a 0-d input
+], ids=["one axis of odd length", "0-d"])
+def test_fast_gelu_on_fewer_than_two_axes_is_the_tanh_form_worked_by_hand(x, want, thread_count):
+    r"""x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) by hand: 0 at 0; 0.84119... at 1; and GELU(-x) = GELU(x) - x,
+    so -0.15880... at -1. The gradient at 0 is 1/2: s(0) = 1/2 and 2u' vanishes there."""
+    t = Tensor(backend.asarray(np.array(x)), requires_grad=True, dtype="float64")
+    y = kernels.FAST.gelu(t)
+    assert y.shape == t.shape
+    np.testing.assert_allclose(backend.to_numpy(y.data), want, rtol=1e-15, atol=1e-16)
+    y.sum().backward()
+    ref = Tensor(backend.asarray(np.array(x)), requires_grad=True, dtype="float64")
+    kernels.REFERENCE.gelu(ref).sum().backward()
+    np.testing.assert_allclose(backend.to_numpy(t.grad), backend.to_numpy(ref.grad), rtol=RTOL, atol=ATOL)
+    if np.ndim(x):
+        assert backend.to_numpy(t.grad)[0] == 0.5
