@@ -945,3 +945,20 @@ def test_fast_gelu_on_fewer_than_two_axes_is_the_tanh_form_worked_by_hand(x, wan
     np.testing.assert_allclose(backend.to_numpy(t.grad), backend.to_numpy(ref.grad), rtol=RTOL, atol=ATOL)
     if np.ndim(x):
         assert backend.to_numpy(t.grad)[0] == 0.5
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fast_linear_gradients_of_a_sum_are_column_and_row_sums_in_the_inputs_dtype(dtype):
+    r"""L = \sum y: gy is all ones, so gb = \mathbf{1}^\top gy counts the rows (6), gW = x^\top \mathbf{1} holds each
+    input feature's sum over the rows, gx = \mathbf{1} W^\top each weight row's sum; all in the inputs' dtype."""
+    x, w, b = (Tensor(backend.asarray(host(n, *shape)), requires_grad=True, dtype=dtype.__name__)
+               for n, shape in enumerate([(2, 3, 4), (4, 5), (5,)]))
+    kernels.FAST.linear(x, w, b).sum().backward()
+    assert x.grad.dtype == w.grad.dtype == b.grad.dtype == dtype
+    tol = 1e-6 if dtype == np.float32 else 1e-12
+    xs, ws = backend.to_numpy(x.data).astype(np.float64), backend.to_numpy(w.data).astype(np.float64)
+    np.testing.assert_array_equal(backend.to_numpy(b.grad), np.full(5, 6.0))
+    np.testing.assert_allclose(backend.to_numpy(w.grad), np.repeat(xs.sum(axis=(0, 1))[:, None], 5, axis=1),
+                               rtol=tol, atol=tol)
+    np.testing.assert_allclose(backend.to_numpy(x.grad), np.broadcast_to(ws.sum(axis=1), (2, 3, 4)),
+                               rtol=tol, atol=tol)
