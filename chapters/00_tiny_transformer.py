@@ -15,7 +15,7 @@
 # # Chapter 0. The tiny Transformer you will train
 #
 # Every later chapter puts one positional scheme into the same small model and measures what it
-# does. This chapter opens that model up, in about an hour: an array that remembers how it was
+# does. This chapter opens that model up: an array that remembers how it was
 # made, one operation whose backward you write right under its forward and check against the
 # definition of a derivative, the attention every scheme plugs into, one training step, and the
 # lines of code where position can enter. Nothing here is about position yet; everything after
@@ -39,6 +39,8 @@
 # | 0.3 | `test_softmax_and_its_gradient(softmax, softmax_backward)` | a test that catches wrong versions of both |
 # | 0.4 | `cross_entropy(logits, targets)` | the training loss, in nats |
 #
+# Their labels add up to 55 minutes for a first attempt; reading the sections comes on top.
+#
 # ### How to work
 #
 # Every chapter works the same way. Read a section, write its function in `exercises/<module>.py`,
@@ -58,10 +60,11 @@
 # | # | claim (source) | your prediction | settled in |
 # | --- | --- | --- | --- |
 # | C1 | A softmax row sums to 1 whatever the scores, so attention must put its mass somewhere (book, §2.6 attention sinks; interview question 6) | yes / no | §2 |
-# | C2 | Central differences are accurate to $O(h^2)$, one-sided ones only to $O(h)$, and rounding, about $10^{-16}/h$, stops both from improving as $h$ shrinks (this book, §4's Taylor expansions) | yes / no | §4 |
-# | C3 | An untrained `TinyGPT` starts at $\ln V$ nats per token (the loss of a model that knows nothing), within 0.02 nats (this book) | yes / no | §7 |
-# | C4 | The fast kernels give the reference's numbers and gradients to $10^{-10}$ (this book, README "Reference and fast") | yes / no | §13 (appendix) |
-# | C5 | Position can enter in four places: added to the input, added to the scores, rotating $q$ and $k$, or through the causal mask (book, TL;DR; survey §8 names the first three) | yes / no | §8 |
+# | C2 | Central differences are accurate to $O(h^2)$, one-sided ones only to $O(h)$, and rounding, about $10^{-16}/h$, stops both from improving as $h$ shrinks (this workbook, §4's Taylor expansions) | yes / no | §4 |
+# | C3 | An untrained `TinyGPT` starts at $\ln V$ nats per token (the loss of a model that knows nothing), within 0.02 nats (this workbook) | yes / no | §7 |
+# | C4 | The fast kernels give the reference's numbers and gradients to $10^{-10}$ (this workbook, README "Reference and fast") | yes / no | §13 (appendix) |
+# | C5a | Position can enter in four places: added to the input, added to the scores, rotating $q$ and $k$, or through the causal mask (book, TL;DR; survey §8 names the first three) | yes / no | §8 |
+# | C5b | ... and only there (the same list, read as complete) | yes / no | §8 |
 
 # %%
 import inspect
@@ -145,7 +148,7 @@ assert bool(xp.isnan(naive).all())
 # %% [markdown]
 # ### Exercise 0.1: `softmax`   ★☆☆ · 10 min
 #
-# *Why it matters:* every attention layer in this book calls it, and its mask is how a decoder keeps
+# *Why it matters:* every attention layer in this workbook calls it, and its mask is how a decoder keeps
 # each query from seeing the future (chapter 1).
 #
 # Write `softmax(x, mask=None)` in [`exercises/engine.py`](../exercises/engine.py): the softmax over
@@ -422,7 +425,7 @@ assert caught is not None
 # ## 6. Attention, the reference
 #
 # With the softmax in hand, attention is four lines. For queries $Q$, keys $K$ and values $V$ of one
-# head, in the book's layout `(B, H, T, d_head)`,
+# head, in the workbook's layout `(B, H, T, d_head)`,
 #
 # $$S = \frac{Q K^\top}{\sqrt{d_{head}}} + \text{bias}, \qquad P = \mathrm{softmax}(S \text{ masked}), \qquad Y = P V.$$
 #
@@ -486,7 +489,7 @@ assert xp.allclose(y_full, v.data.mean(axis=2, keepdims=True)) and xp.allclose(y
 #
 # ### Exercise 0.4: `cross_entropy`   ★☆☆ · 10 min
 #
-# *Why it matters:* every number in this book's tables is this function, in these units.
+# *Why it matters:* every number in this workbook's tables is this function, in these units.
 #
 # Write `cross_entropy(logits, targets)`: `logits` `(..., V)`, integer `targets` `(...)`; return the
 # mean loss in nats as a Python float. Use the log-sum-exp form, never `log(softmax(...))`: a
@@ -582,7 +585,7 @@ assert max(abs(v - math.log(16)) for v in at_init) < 0.02 and at_ln_v["verdict"]
 # over the five seeds, the distance from $\ln 16$ is 0.005 ± 0.007 nats, its whole interval under 0.02.
 # The bar of 0.02 nats reads "starts there" as closer to $\ln V$ than one step of training moves
 # the loss: the first step of AdamW takes it from 2.772 to 2.71. A hundred and fifty steps on fresh
-# batches, with the book's training loop (`mini_transformer.model.train.train`: AdamW, warmup and cosine decay, clipping),
+# batches, with the workbook's training loop (`mini_transformer.model.train.train`: AdamW, warmup and cosine decay, clipping),
 # and the loss falls far below the baseline:
 
 # %%
@@ -607,33 +610,30 @@ print(f"step 0: {run.losses[0]:.2f} nats, perplexity {math.exp(run.losses[0]):.1
       f" step {len(run.losses) - 1}: {run.losses[-1]:.2f} nats, perplexity {math.exp(run.losses[-1]):.2f}")
 
 # %% [markdown]
-# The book's experiments train byte-level models ($V = 256$) on the Python standard library and
-# report held-out losses in nats per byte. The bake-off that trains every scheme that way is shown
-# and explained once, in [chapter 7, §7](07_alibi.py#7.-The-bake-off:-eight-schemes,-trained-at-L,-run-at-8L); here only its range at the training length, against the
-# baseline $\ln 256$:
+# The workbook's text experiments train byte-level models ($V = 256$) on the Python standard library
+# and report held-out losses in nats per byte. One of them trains four input schemes (`none`, the
+# sinusoidal table as the formula gives it and scaled to the token rows' size, a learned table) at
+# $L = 64$, three seeds each; chapters 1 to 3 compare them. Here is only the range of its losses at
+# the training length, against the baseline $\ln 256$:
 
 # %% tags=["nbval-check-output"]
 import os
 
 from mini_transformer.evaluation.experiments.common import load_result
 
-bake_off = load_result("train_short_test_long")
-at_L = {name: r["loss"][0] for name, r in bake_off["results"].items()}
-positional = [v for name, v in at_L.items() if name != "none"]
+text_runs = load_result("input_schemes_at_train_len")
+at_L = [r["loss_at_L"] for runs in text_runs["per_seed"].values() for r in runs]  # one per scheme and seed
 print(f"baseline ln 256 = {math.log(256):.2f} nats per byte = 8.00 bits per byte")
-print(f"{len(at_L)} schemes trained, seeds {bake_off['environment']['seeds']}, {bake_off['steps']} steps; at L:")
-print(f"  the {len(positional)} positional ones: {min(positional):.2f} to {max(positional):.2f} nats per byte = "
-      f"{min(positional) / math.log(2):.2f} to {max(positional) / math.log(2):.2f} bits, "
-      f"perplexity {math.exp(min(positional)):.1f} to {math.exp(max(positional)):.1f}")
-print(f"  none: {at_L['none']:.2f} nats per byte = {at_L['none'] / math.log(2):.2f} bits, "
-      f"perplexity {math.exp(at_L['none']):.1f}")
-assert all(v < math.log(256) / 2 for v in at_L.values()) and len(bake_off["environment"]["seeds"]) == 1
+print(f"{len(text_runs['per_seed'])} schemes x {len(text_runs['seeds'])} seeds, {text_runs['steps']} steps "
+      f"at L = {text_runs['train_len']}; the {len(at_L)} losses at L:")
+print(f"  {min(at_L):.2f} to {max(at_L):.2f} nats per byte = {min(at_L) / math.log(2):.2f} to "
+      f"{max(at_L) / math.log(2):.2f} bits, perplexity {math.exp(min(at_L)):.1f} to {math.exp(max(at_L)):.1f}")
+assert len(text_runs["seeds"]) >= 3 and len(at_L) == 12 and all(v < math.log(256) / 2 for v in at_L)
 
 # %% [markdown]
-# In this one-seed run each of the eight schemes trained ends below half the baseline: the
-# positional ones at 1.50 to 1.69 nats per byte, and `none`, with no positional scheme at all
-# (chapter 1's subject), at 2.04. The differences between schemes are what the later chapters are
-# about.
+# Every one of the twelve runs ends below half the baseline, at 1.93 to 2.23 nats per byte. The
+# differences between schemes are what the later chapters are about; chapter 7, §7 trains eight of
+# them side by side.
 #
 # ## 8. Where position can enter
 #
@@ -707,8 +707,9 @@ ax.set(xlabel="hook", ylabel="scheme (GPTConfig.positional)", title="Where each 
 plt.show()
 
 # %% [markdown]
-# Claim C5, the book's list of injection points, holds, with one place it leaves out: Shaw's relative
-# *values* are added to the attention's output, a fourth hook. Transformer-XL, T5, ALiBi, the 2-D bias
+# Claim C5a holds: the model uses every place on the book's list. Claim C5b, that the list is
+# complete, does not reproduce: Shaw's relative *values* are added to the attention's output, through
+# a fourth hook. Transformer-XL, T5, ALiBi, the 2-D bias
 # and MLA-style decoupled RoPE all act on the scores (decoupled RoPE computes its rotary part as a
 # score term), and `none` touches nothing. With `none`, what is left is the mask, and chapter 1
 # measures what the mask alone can do.
@@ -765,7 +766,10 @@ print(f"with diagonal_only, the same forward: difference {gaps['diagonal_only'][
 largest = max(range(len(gaps["diagonal_only"])), key=lambda step: gaps["diagonal_only"][step])
 print(f"diagonal_only: {gaps['diagonal_only'][1]:.0e} from the library at step 1, "
       f"{gaps['diagonal_only'][largest]:.0e} at most (step {largest})")
+print(f"diagonal_only's loss: {curves['diagonal_only'][0]:.2f} nats at step 0, {curves['diagonal_only'][-1]:.2f} "
+      f"at step {len(curves['diagonal_only']) - 1}")
 assert max(gaps["your softmax_backward"]) < 1e-10 and parts == 1 and gaps["diagonal_only"][largest] < 1e-3
+assert curves["diagonal_only"][-1] < curves["diagonal_only"][0]
 
 # %%
 fig, (ax_loss, ax_gap) = plt.subplots(1, 2, figsize=(11, 3.4))
@@ -785,8 +789,9 @@ plt.show()
 # The three loss curves look like one. Only the differences tell them apart: yours is the library's to
 # rounding (here exactly 0, drawn at the floor of the plot), while the diagonal-only backward leaves
 # the library's curve at step 1 by a few millionths of a nat, and the gap is larger later, up and
-# down, at most $9\cdot 10^{-4}$. A wrong gradient is often still a descent direction, so the loss
-# still falls: a loss curve alone never proves a backward right. Central differences do.
+# down, at most $9\cdot 10^{-4}$. The loss falls with the wrong backward (2.78 nats at step 0, 2.42 at
+# step 29) as with the right one: a loss curve alone never proves a backward right. Central
+# differences do.
 #
 # Why are the curves so close? Not because the dropped terms are small. At uniform weights
 # $y_j = 1/T$ the diagonal-only backward keeps $gy_j\,y_j(1 - y_j)$ and drops $-y_j\sum_{i \ne j} gy_i y_i$,
@@ -862,7 +867,7 @@ assert score_grad < 1e-3 * param_grad and flat_gap < 1e-5
 # It is 1.0, on key 0 (section 2): the first query may see only itself, and the weights of a row
 # must sum to 1. A softmax cannot say "nothing here". If it could, a head with nothing useful in view
 # would put no mass anywhere; as it is, the sources report that trained models park the mass on early
-# tokens (attention sinks). Whether this book's tiny model does is measured in a later chapter, not
+# tokens (attention sinks). Whether this workbook's tiny model does is measured in a later chapter, not
 # here.
 # </details>
 
@@ -881,7 +886,7 @@ assert score_grad < 1e-3 * param_grad and flat_gap < 1e-5
 
 # %% [markdown]
 # **3.** On the plot of section 4, why does the error of the central difference rise again to the
-# left of $h \approx 10^{-5}$, and why is the best forward error about $10^{-8}$?
+# left of $h \approx 10^{-5}$, and why does the forward error get no lower than a few times $10^{-9}$?
 
 # %% [markdown] tags=["answer"]
 # <details><summary>Answer</summary>
@@ -913,12 +918,12 @@ assert score_grad < 1e-3 * param_grad and flat_gap < 1e-5
 
 # %% [markdown]
 # **5.** A colleague's model with `positional="none"` is said to "use no position at all". Using the
-# hook table of section 8, where can order still reach its outputs?
+# list of section 8, where can order still reach its outputs?
 
 # %% [markdown] tags=["answer"]
 # <details><summary>Answer</summary>
 #
-# Through the causal mask, the one place in the table that no scheme controls: query $i$ sees keys
+# Through the causal mask, the one place in section 8's list that no scheme controls: query $i$ sees keys
 # $0..i$ and nothing else (section 6's running means). In a `TinyEncoder`, which has no mask,
 # `none` really does leave no trace of order; chapter 1 measures both to rounding.
 # </details>
@@ -930,8 +935,9 @@ assert score_grad < 1e-3 * param_grad and flat_gap < 1e-5
 # %% [markdown] tags=["answer"]
 # <details><summary>Answer</summary>
 #
-# The loss still falls because a wrong gradient is often still a descent direction. The curves stay
-# close for another reason than small dropped terms: those terms are a fifth to two thirds of the
+# The loss falls with the wrong backward (2.78 to 2.42 nats in section 9) as with the right one, so
+# the curve does not flag the bug. Why the curves stay close is measured in section 9, and it is not
+# that the dropped terms are small: those terms are a fifth to two thirds of the
 # score gradient at near-uniform weights (section 9 measured 0.63, 0.31 and 0.22 at $T = 4$, 8 and 16,
 # and 0.52 on the untrained model's own softmaxes).
 # What is small is the score gradient itself: at initialisation, with weights at standard deviation
@@ -942,7 +948,7 @@ assert score_grad < 1e-3 * param_grad and flat_gap < 1e-5
 # the gap is larger later (at most $9\cdot 10^{-4}$), perhaps because attention starts to matter, an
 # explanation not tested here. A bug that costs little on a toy run can cost a great deal on a long
 # one, and nothing in the curve says which.
-# Central differences catch it at once and say where: section 5's test fails on it, and so would
+# Central differences catch it at once: section 5's test fails on it, and so would
 # `assert_gradcheck` on the op.
 # </details>
 
@@ -957,8 +963,8 @@ assert score_grad < 1e-3 * param_grad and flat_gap < 1e-5
 # | # | claim (source) | what this model did | evidence | verdict |
 # | --- | --- | --- | --- | --- |
 # | C1 | A softmax row sums to 1 whatever the scores (book, §2.6 and interview question 6) | every row of a causal $6 \times 6$ softmax sums to 1 to below $10^{-15}$; the one-key row puts 1.0 on its only key (§2) | exact §2 | reproduces |
-# | C2 | Central differences are $O(h^2)$, one-sided ones $O(h)$, and rounding limits both (this book, §4) | from $h = 10^{-1}$ to $10^{-3}$ the errors fall 2.0 (central) and 1.0 (forward) decades per decade of $h$; at $h = 10^{-13}$ each is over 1000 times its smallest; at $h = 10^{-5}$ the central error is below $10^{-9}$ and the forward one above $10^{-7}$; the best central error is at least 100 times below the best forward one (§4) | exact §4 | reproduces |
-# | C3 | An untrained `TinyGPT` starts at $\ln V$, within 0.02 nats (this book) | within 0.02 nats of it: over 5 seeds, the distance from $\ln 16 = 2.773$ is 0.005 ± 0.007 nats (2.772 to 2.785) (§7) | seeds §7 | reproduces |
+# | C2 | Central differences are $O(h^2)$, one-sided ones $O(h)$, and rounding limits both (this workbook, §4) | from $h = 10^{-1}$ to $10^{-3}$ the errors fall 2.0 (central) and 1.0 (forward) decades per decade of $h$; at $h = 10^{-13}$ each is over 1000 times its smallest; at $h = 10^{-5}$ the central error is below $10^{-9}$ and the forward one above $10^{-7}$; the best central error is at least 100 times below the best forward one (§4) | exact §4 | reproduces |
+# | C3 | An untrained `TinyGPT` starts at $\ln V$, within 0.02 nats (this workbook) | within 0.02 nats of it: over 5 seeds, the distance from $\ln 16 = 2.773$ is 0.005 ± 0.007 nats (2.772 to 2.785) (§7) | seeds §7 | reproduces |
 # | C4 | The fast kernels give the reference's numbers and gradients to $10^{-10}$ (README) | attention outputs and input gradients at 8 and 256 keys (the whole-matrix and the blocked kernel), and a whole `TinyGPT`'s logits, loss, parameter gradients and parameters after one clipped AdamW step, differ by less than $10^{-14}$ in float64 (appendix, §13) | exact §13 | reproduces |
 # | C5a | Position enters through the input, the scores, a rotation of $q$ and $k$, or the causal mask (book, TL;DR; survey §8) | the model calls `embed`, `rotate` and `score_bias` and applies the mask; every scheme but `none` overrides at least one hook (§8) | exact §8 | reproduces |
 # | C5b | ... and only there (the same list, read as complete) | Shaw's relative values enter through a fourth hook, `output_term`, added to the attention's output (§8) | exact §8 | does not reproduce |
@@ -977,8 +983,9 @@ assert score_grad < 1e-3 * param_grad and flat_gap < 1e-5
 # slow that way also have a **fast kernel** in `mini_transformer/engine/kernels/` with the same
 # signature. `GPTConfig(kernels="fast")` chooses the set, read once by the model through
 # `mini_transformer.engine.kernels.select` and kept as `model.kernels`; a layer you call on its own,
-# outside a model, runs the reference. Every chapter's models run the reference, the code the
-# chapters show. Each experiment picks its set in its own script: most run the fast set, while
+# outside a model, runs the reference. Every model a chapter builds runs the reference, the code the
+# chapters show; a committed checkpoint a chapter loads runs the set it was trained with (chapter 10's
+# sink control: the fast set). Each experiment picks its set in its own script: most run the fast set, while
 # `chapter01_nope` and `rope_copy` run the reference. No experiment is re-run here under the other
 # set.
 #
