@@ -962,3 +962,21 @@ def test_fast_linear_gradients_of_a_sum_are_column_and_row_sums_in_the_inputs_dt
                                rtol=tol, atol=tol)
     np.testing.assert_allclose(backend.to_numpy(x.grad), np.broadcast_to(ws.sum(axis=1), (2, 3, 4)),
                                rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("path", ["whole-matrix kernel", "blocked kernel"])
+def test_attention_weights_of_float32_inputs_are_float32_rows_summing_to_one_as_the_references(path, thread_count):
+    """The weights P a kernel returns are the reference's, in the inputs' dtype: each row sums to 1, a masked key
+    gets exactly 0, and the gradients come back float32 too."""
+    ts = [Tensor(backend.asarray(host(n, 2, 2, T, 4)), requires_grad=True, dtype="float32")
+          for n, T in enumerate([3, 5, 5])]
+    mask = backend.asarray(causal(3, 5))
+    y, p = ATTENTION_PATHS[path](*ts, mask=mask, return_weights=True)
+    y_ref, p_ref = functional.scaled_dot_product_attention(*ts, mask=mask, return_weights=True)
+    p, p_ref = backend.to_numpy(p), backend.to_numpy(p_ref)
+    assert p.dtype == p_ref.dtype == y.dtype == np.float32
+    np.testing.assert_allclose(p.sum(axis=-1), 1.0, rtol=1e-6)
+    assert (p[..., ~causal(3, 5)] == 0).all()
+    np.testing.assert_allclose(p, p_ref, rtol=1e-5, atol=1e-6)
+    y.sum().backward()
+    assert all(t.grad.dtype == np.float32 for t in ts)
