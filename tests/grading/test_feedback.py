@@ -331,7 +331,8 @@ GS_RESULTS = [
      "message": "learned.py is not in the submission"},
 ]
 GS_RESULTS = [dict(r, misconception=None) for r in GS_RESULTS]  # every result names its misconception, None here
-GS_TABLE = {"sinusoidal": {"2.1": 1}, "learned": {"3.1": 1}, "t5": {"5.1": 2}, "rope": {"6.2": 1, "6.5": 3, "6.10": 2.5}}
+GS_TABLE = {"sinusoidal": {"2.1": 1}, "learned": {"3.1": 1}, "t5": {"5.1": 2},
+            "rope": {"6.2": 1, "6.5": 3, "6.10": 2.5}}
 
 
 def _test(name, score, max_score, passed, output, visibility):
@@ -405,7 +406,8 @@ def test_the_command_takes_its_options_and_defaults_to_visible_formative_and_the
     assert gradescope.main([str(tmp_path), str(out), "--module", "rope", "--points", str(table)]) == 0
     assert json.loads(out.read_text())["tests"][0]["max_score"] == 2.0  # the file's 2 points, not the 3 stars
     # what run_autograder's stdout shows the instructor: the summary, then one line per test (2 * 1/4 = 0.5)
-    assert capsys.readouterr().out == f"0 of 1 exercises pass: 0.5 of 2 points.\n{'6.5 test_rope_properties':<48} 0.5 / 2\n"
+    assert capsys.readouterr().out == ("0 of 1 exercises pass: 0.5 of 2 points.\n"
+                                       f"{'6.5 test_rope_properties':<48} 0.5 / 2\n")
 
 
 def test_the_command_runs_the_workers_as_the_user_it_is_given(monkeypatch, tmp_path):

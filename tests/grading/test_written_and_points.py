@@ -447,7 +447,8 @@ def test_a_split_claim_of_the_ledger_is_an_item_of_its_own(monkeypatch):
     from exercises.grading import notebooks
     real = notebooks.read_chapter
     split = CHAPTER.replace("# | C2 | A shift is a rotation (book §2) | | §3 |",
-                            "# | C2a | A shift is a rotation (book §2) | | §3 |\n# | C2b | ... of every pair | | §3 |")
+                            "# | C2a | A shift is a rotation (book §2) | | §3 |\n"
+                            "# | C2b | ... of every pair | | §3 |")
     monkeypatch.setattr(notebooks, "read_chapter", lambda name, text=None: real(name, split))
     assert [i["id"] for i in written.items("02") if i["kind"] == "prediction"] == ["C1", "C2a", "C2b"]
 
@@ -489,7 +490,8 @@ def test_the_manual_sheet_takes_0_and_out_of_keeps_the_comment_and_a_named_chapt
     sheet = tmp_path / "s.csv"
     sheet.write_text("student,chapter,item,points,out_of,comment\nalice,02,Q1,0,2,blank\nbob,2,Q1,2,2,full marks\n"
                      "carol,ward_extra,Q9,1000,,\n")
-    assert written.read_manual(sheet) == {("alice", "02", "Q1"): (0.0, "blank"), ("bob", "02", "Q1"): (2.0, "full marks"),
+    assert written.read_manual(sheet) == {("alice", "02", "Q1"): (0.0, "blank"),
+                                          ("bob", "02", "Q1"): (2.0, "full marks"),
                                           ("carol", "ward_extra", "Q9"): (1000.0, "")}  # no out_of: up to 1000
     sheet.write_text("student,chapter,item,points,out_of\ncarol,02,Q1,1000.5,\n")
     with pytest.raises(SystemExit, match=r"line 2: points 1000.5 is outside 0 to 1000 \(carol, 02 Q1\)\.$"):
