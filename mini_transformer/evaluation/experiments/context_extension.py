@@ -120,7 +120,7 @@ def claims(per_seed, seeds):
         return [x - y for x, y in zip(a, b)]
 
     none_L, none_4L, none_past = col("none", "loss_at_L"), col("none", "loss_at_4L"), col("none", "loss_past_L")
-    pi_L, pi_4L = col("linear (PI)", "loss_at_L"), col("linear (PI)", "loss_at_4L")
+    pi_L, pi_4L, pi_past = col("linear (PI)", "loss_at_L"), col("linear (PI)", "loss_at_4L"), col("linear (PI)", "loss_past_L")
     ntk_L, ntk_4L = col("ntk", "loss_at_L"), col("ntk", "loss_at_4L")
     names = list(per_seed[0]["methods"])
     worst_tuned = [max(p["methods"][n]["finetuned_loss_at_4L"] for n in names) for p in per_seed]
@@ -130,8 +130,10 @@ def claims(per_seed, seeds):
                   values=diff(none_past, none_L), seeds=seeds),
         "C7a": rec("PI's cost at L, zero-shot: PI at L minus unscaled at L (nats/byte); 'a little' is under 0.1",
                    "below", 0.1, values=diff(pi_L, none_L), seeds=seeds),
-        "C7b": rec("PI's gain at 4L, zero-shot: unscaled at 4L minus PI at 4L (nats/byte)", "above", 0.0,
-                   values=diff(none_4L, pi_4L), seeds=seeds),
+        # the claim is "better than unscaled past L": the positions L..4L, not the mean over all 4L, whose first L
+        # positions carry PI's cost at L (C7a)
+        "C7b": rec("PI's gain past L, zero-shot: unscaled past L minus PI past L (nats/byte)", "above", 0.0,
+                   values=diff(none_past, pi_past), seeds=seeds),
         "C8a": rec("NTK's cost at L, zero-shot: NTK at L minus unscaled at L (nats/byte); 'close' is under 0.1",
                    "below", 0.1, values=diff(ntk_L, none_L), seeds=seeds),
         "C8b": rec("NTK's gain at 4L, zero-shot: unscaled at 4L minus NTK at 4L (nats/byte)", "above", 0.0,
@@ -141,7 +143,9 @@ def claims(per_seed, seeds):
         "C9b": rec("searched per-pair factors against one factor at 4L, zero-shot: PI minus searched (nats/byte)",
                    "above", 0.0, values=diff(pi_4L, col("searched", "loss_at_4L")), seeds=seeds),
         "C10a": rec("after the fine-tune, the worst method at 4L minus the unextended model at L (nats/byte)",
-                    "below", 0.0, values=diff(worst_tuned, none_L), seeds=seeds),
+                    "below", 0.0, values=diff(worst_tuned, none_L), seeds=seeds,
+                    not_tested="'most of the damage' needs the loss of a model trained at 4L as the undamaged "
+                               "reference, and this run trains none"),
         "C10b": rec("after the fine-tune at 4L: unscaled minus PI at 4L (nats/byte; Chen et al.: PI adapts better)",
                     "above", 0.0, values=diff(col("none", "finetuned_loss_at_4L"),
                                               col("linear (PI)", "finetuned_loss_at_4L")), seeds=seeds),
