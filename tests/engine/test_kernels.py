@@ -98,6 +98,13 @@ CASES = {
     "attention: a constant bias (no gradient), two batch axes":
         lambda ops, i: [ops.attention(i.t(0, 2, 2, 2, 3, 4), i.t(1, 2, 2, 2, 3, 4), i.t(2, 2, 2, 2, 3, 4),
                                       bias=i.a(host(3, 2, 2, 2, 3, 3)))],
+    "attention: a mask per batch row (the first pads its last key)":
+        lambda ops, i: [ops.attention(i.t(0, 2, 2, 3, 4), i.t(1, 2, 2, 3, 4), i.t(2, 2, 2, 3, 4),
+                                      mask=i.a(np.stack([causal(3, 3) & [True, True, False], causal(3, 3)])[:, None]))],
+    "attention: query rows 1000 apart (a bias constant over the keys): each row needs its own max":
+        lambda ops, i: [ops.attention(i.t(0, 2, 2, 4, 4), i.t(1, 2, 2, 6, 4), i.t(2, 2, 2, 6, 4),
+                                      bias=i.a(np.array([0.0, -1000.0, 500.0, -2000.0])[:, None]),
+                                      mask=i.a(causal(4, 6)))],
     "apply_rotary: rotate-half":
         lambda ops, i: [rotary(ops)(i.t(0, 2, 3, 5, 8), *i.tables(1, 5, 8))],
     "apply_rotary: interleaved":
