@@ -987,3 +987,21 @@ def test_attention_weights_of_float32_inputs_are_float32_rows_summing_to_one_as_
     np.testing.assert_allclose(p, p_ref, rtol=1e-5, atol=1e-6)
     y.sum().backward()
     assert all(t.grad.dtype == np.float32 for t in ts)
+
+
+@pytest.mark.parametrize("gpu", [False, True], ids=["einsum", "product then sum (the CuPy path)"])
+def test_sum_of_products_by_hand_on_either_path_and_a_wrong_axis_refused_in_a_sentence(gpu, monkeypatch):
+    """[[1, 2], [3, 4]] and [[5, 6], [7, 8]]: rows 1*5 + 2*6 = 17 and 3*7 + 4*8 = 53, columns 1*5 + 3*7 = 26 and
+    2*6 + 4*8 = 44. Under CuPy (its name patched in, NumPy standing for it) the kernel must not plan an einsum."""
+    from types import SimpleNamespace
+    from mini_transformer.engine.kernels import layout
+    if gpu:
+        def no_einsum(*args):
+            raise AssertionError("sum_of_products planned an einsum under CuPy")
+        monkeypatch.setattr(layout.backend, "get_backend", lambda: "cupy")
+        monkeypatch.setattr(layout, "xp", SimpleNamespace(einsum=no_einsum))
+    a, b = backend.asarray(np.array([[1.0, 2.0], [3.0, 4.0]])), backend.asarray(np.array([[5.0, 6.0], [7.0, 8.0]]))
+    assert backend.to_numpy(layout.sum_of_products(a, b)).tolist() == [17.0, 53.0]
+    assert backend.to_numpy(layout.sum_of_products(a, b, axis=0)).tolist() == [26.0, 44.0]
+    with pytest.raises(ValueError, match=r"^sum_of_products: axis must be -1 \(rows\) or 0 \(columns\), got 1\.$"):
+        layout.sum_of_products(a, b, axis=1)
