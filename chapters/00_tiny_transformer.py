@@ -25,7 +25,7 @@
 #
 # * write a masked softmax that cannot overflow, derive its backward, and check any backward against
 #   central differences;
-# * write a test that a wrong backward cannot pass, and say why its weights must be random;
+# * write a test that catches wrong versions of a backward, and say why its weights must be random;
 # * read a loss in nats against the $\ln V$ of a model that knows nothing;
 # * run a training step of `TinyGPT`, say which kernels ran it, and show the fast ones agree;
 # * point at the four hooks where a positional scheme can act, and at the mask, a fifth place.
@@ -59,8 +59,10 @@
 #
 # | # | claim (source) | your prediction | settled in |
 # | --- | --- | --- | --- |
-# | C1 | A softmax row sums to 1 whatever the scores, so attention must put its mass somewhere (book, §2.6 attention sinks; interview question 6) | yes / no | §2 |
-# | C2 | Central differences are accurate to $O(h^2)$, one-sided ones only to $O(h)$, and rounding, about $10^{-16}/h$, stops both from improving as $h$ shrinks (this workbook, §4's Taylor expansions) | yes / no | §4 |
+# | C1 | A softmax row sums to 1 whatever the scores (book, §2.6 attention sinks; interview question 6) | yes / no | §2 |
+# | C2a | Central differences are accurate to $O(h^2)$ (this workbook, §4's Taylor expansions) | yes / no | §4 |
+# | C2b | One-sided differences are accurate only to $O(h)$ (this workbook, §4's Taylor expansions) | yes / no | §4 |
+# | C2c | Rounding, about $10^{-16}/h$, stops both from improving as $h$ shrinks (this workbook, §4) | yes / no | §4 |
 # | C3 | An untrained `TinyGPT` starts at $\ln V$ nats per token (the loss of a model that knows nothing), within 0.02 nats (this workbook) | yes / no | §7 |
 # | C4 | The fast kernels give the reference's numbers and gradients to $10^{-10}$ (this workbook, README "Reference and fast") | yes / no | §13 (appendix) |
 # | C5a | Position can enter in four places: added to the input, added to the scores, rotating $q$ and $k$, or through the causal mask (book, TL;DR; survey §8 names the first three) | yes / no | §8 |
@@ -348,7 +350,7 @@ assert all(abs(v - 2) < 0.05 for v in slopes["central"]) and all(abs(v - 1) < 0.
 # and the central error by two: slopes 1 and 2, the $O(h)$ and $O(h^2)$ of the formulas. Further left
 # rounding takes over and both errors climb again, as $10^{-16}/h$. The central quotient bottoms out
 # near $h = 10^{-5}$, with an error of a few times $10^{-12}$ on this row; the forward one bottoms out
-# near $h = 10^{-7}$ and cannot do better than a few times $10^{-9}$. That is claim C2.
+# near $h = 10^{-7}$ and cannot do better than a few times $10^{-9}$. Those are claims C2a to C2c.
 #
 # The library's `mini_transformer.engine.gradcheck.assert_gradcheck` does this for every input of any
 # function of tensors, with one more trick (a Richardson step that also cancels the $h^2$ term). Run
@@ -362,7 +364,7 @@ err = assert_gradcheck(lambda t: softmax_op(t, xp.tril(xp.ones((4, 4), dtype=boo
 print(f"your softmax op against gradcheck: relative error {'below 1e-9' if err < 1e-9 else err} (the limit: 1e-7)")
 
 # %% [markdown]
-# ## 5. A test that a wrong softmax cannot pass
+# ## 5. A test that catches a wrong softmax
 #
 # ### Exercise 0.3: `test_softmax_and_its_gradient`   ★★★ · 20 min
 #
@@ -767,9 +769,14 @@ largest = max(range(len(gaps["diagonal_only"])), key=lambda step: gaps["diagonal
 print(f"diagonal_only: {gaps['diagonal_only'][1]:.0e} from the library at step 1, "
       f"{gaps['diagonal_only'][largest]:.0e} at most (step {largest})")
 print(f"diagonal_only's loss: {curves['diagonal_only'][0]:.2f} nats at step 0, {curves['diagonal_only'][-1]:.2f} "
-      f"at step {len(curves['diagonal_only']) - 1}")
+      f"at step {len(curves['diagonal_only']) - 1}; the library's at step {len(curves['library']) - 1}: "
+      f"{curves['library'][-1]:.2f}")
+n_symbols = cfg.vocab_size - data.FIRST_SYMBOL  # the copy task draws its symbols from ids FIRST_SYMBOL..V-1
+print(f"ln {n_symbols} = {math.log(n_symbols):.2f}: the loss of a model that knows only which {n_symbols} symbols "
+      f"appear (ids {data.FIRST_SYMBOL} to {cfg.vocab_size - 1})")
 assert max(gaps["your softmax_backward"]) < 1e-10 and parts == 1 and gaps["diagonal_only"][largest] < 1e-3
 assert curves["diagonal_only"][-1] < curves["diagonal_only"][0]
+assert n_symbols == 11 and all(curve[-1] > math.log(n_symbols) for curve in curves.values())
 
 # %%
 fig, (ax_loss, ax_gap) = plt.subplots(1, 2, figsize=(11, 3.4))
@@ -790,8 +797,9 @@ plt.show()
 # rounding (here exactly 0, drawn at the floor of the plot), while the diagonal-only backward leaves
 # the library's curve at step 1 by a few millionths of a nat, and the gap is larger later, up and
 # down, at most $9\cdot 10^{-4}$. The loss falls with the wrong backward (2.78 nats at step 0, 2.42 at
-# step 29) as with the right one: a loss curve alone never proves a backward right. Central
-# differences do.
+# step 29) as with the right one (2.42 at step 29): a loss curve alone never proves a backward right.
+# Central differences do. Both runs end just above $\ln 11 = 2.40$, the loss of a model that knows
+# only which 11 symbols appear (ids 5 to 15) and uses no attention: in 30 steps neither gets below it.
 #
 # Why are the curves so close? Not because the dropped terms are small. At uniform weights
 # $y_j = 1/T$ the diagonal-only backward keeps $gy_j\,y_j(1 - y_j)$ and drops $-y_j\sum_{i \ne j} gy_i y_i$,
@@ -847,12 +855,13 @@ assert score_grad < 1e-3 * param_grad and flat_gap < 1e-5
 
 # %% [markdown]
 # The diagonal-only backward is wrong by a fifth to two thirds of the gradient it replaces, on the
-# model's own softmaxes as on uniform ones. But at initialisation that gradient is almost nothing:
-# the loss changes by less than a millionth of a nat ($2\cdot 10^{-7}$) when attention is made exactly
-# uniform, and the gradient reaching the scores has norm $4\cdot 10^{-4}$, against 1.9 on all the
-# parameters. A wrong answer to a question that barely matters yet moves the loss by little. That the
-# gap grows later because training makes attention matter is an explanation not tested here: no run
-# measures how much the loss depends on attention after step 0.
+# model's own softmaxes as on uniform ones. But at initialisation the loss barely depends on
+# attention: it changes by less than a millionth of a nat ($2\cdot 10^{-7}$) when attention is made
+# exactly uniform, and the gradient reaching the scores has norm $4\cdot 10^{-4}$, against 1.9 on all
+# the parameters. A wrong answer to a question that barely matters yet moves the loss by little. Both
+# are measured at step 0 only. That the loss goes on barely depending on attention through the 30
+# steps, so that the curves stay close, and that the gap grows when attention starts to matter, are
+# explanations not tested here: no run measures how much the loss depends on attention after step 0.
 #
 # ## 10. Check yourself
 #
@@ -894,10 +903,11 @@ assert score_grad < 1e-3 * param_grad and flat_gap < 1e-5
 # $L$ is computed with a relative error of about $10^{-16}$, and dividing the difference of two such
 # numbers by $h$ magnifies that to about $10^{-16}/h$. Truncation falls as $h^2$ (central) or $h$
 # (forward) while rounding grows as $1/h$: the forward sum $h + 10^{-16}/h$ is smallest near
-# $h = 10^{-8}$, where it is about $10^{-8}$ (section 4 measured a few times $10^{-9}$ at $h = 10^{-7}$;
-# the constants in front of each term move the minimum a little); the central sum $h^2 + 10^{-16}/h$
-# is smallest near $h = 10^{-5}$, a few times $10^{-12}$ here. That is why `gradcheck.py` uses central differences with
-# $h = 10^{-4}$ and a Richardson step, in float64.
+# $h = 10^{-8}$, where it is about $10^{-8}$ (section 4 measured a few times $10^{-9}$ at $h = 10^{-7}$);
+# the central sum $h^2 + 10^{-16}/h$ is smallest at $h$ of order $10^{-5}$ to $10^{-6}$, where it is a
+# few times $10^{-11}$ (section 4 measured a few times $10^{-12}$ at $h = 10^{-5}$). The constants in
+# front of each term, left out of both sums, move each minimum and its value. That is why
+# `gradcheck.py` uses central differences with $h = 10^{-4}$ and a Richardson step, in float64.
 # </details>
 
 # %% [markdown]
@@ -936,18 +946,16 @@ assert score_grad < 1e-3 * param_grad and flat_gap < 1e-5
 # <details><summary>Answer</summary>
 #
 # The loss falls with the wrong backward (2.78 to 2.42 nats in section 9) as with the right one, so
-# the curve does not flag the bug. Why the curves stay close is measured in section 9, and it is not
-# that the dropped terms are small: those terms are a fifth to two thirds of the
-# score gradient at near-uniform weights (section 9 measured 0.63, 0.31 and 0.22 at $T = 4$, 8 and 16,
-# and 0.52 on the untrained model's own softmaxes).
-# What is small is the score gradient itself: at initialisation, with weights at standard deviation
-# 0.02, the loss barely depends on attention (uniform attention changes it by less than
-# $10^{-6}$ nats, and the gradient reaching the scores has norm $4\cdot 10^{-4}$ against 1.9 on all the
-# parameters). So a wrong
-# score gradient moves the loss little at first: the runs part at step 1 by $3\cdot 10^{-6}$ nats, and
-# the gap is larger later (at most $9\cdot 10^{-4}$), perhaps because attention starts to matter, an
-# explanation not tested here. A bug that costs little on a toy run can cost a great deal on a long
-# one, and nothing in the curve says which.
+# the curve does not flag the bug. Why the curves stay close is not that the dropped terms are
+# small: those terms are a fifth to two thirds of the score gradient at near-uniform weights
+# (section 9 measured 0.63, 0.31 and 0.22 at $T = 4$, 8 and 16, and 0.52 on the untrained model's own
+# softmaxes). What section 9 measured, at step 0 only, is that the loss barely depends on attention:
+# uniform attention changes it by less than $10^{-6}$ nats. Both runs end at 2.42, just above
+# $\ln 11 = 2.40$, the loss of a model that knows only which symbols appear and uses no attention.
+# That attention still barely matters through the 30 steps, and so the curves stay close, is an
+# explanation not tested here. The runs part at step 1 by $3\cdot 10^{-6}$ nats, and the gap is larger
+# later (at most $9\cdot 10^{-4}$). A bug that costs little on a toy run can cost a great deal on a
+# long one, and nothing in the curve says which.
 # Central differences catch it at once: section 5's test fails on it, and so would
 # `assert_gradcheck` on the op.
 # </details>
@@ -963,9 +971,11 @@ assert score_grad < 1e-3 * param_grad and flat_gap < 1e-5
 # | # | claim (source) | what this model did | evidence | verdict |
 # | --- | --- | --- | --- | --- |
 # | C1 | A softmax row sums to 1 whatever the scores (book, §2.6 and interview question 6) | every row of a causal $6 \times 6$ softmax sums to 1 to below $10^{-15}$; the one-key row puts 1.0 on its only key (§2) | exact §2 | reproduces |
-# | C2 | Central differences are $O(h^2)$, one-sided ones $O(h)$, and rounding limits both (this workbook, §4) | from $h = 10^{-1}$ to $10^{-3}$ the errors fall 2.0 (central) and 1.0 (forward) decades per decade of $h$; at $h = 10^{-13}$ each is over 1000 times its smallest; at $h = 10^{-5}$ the central error is below $10^{-9}$ and the forward one above $10^{-7}$; the best central error is at least 100 times below the best forward one (§4) | exact §4 | reproduces |
+# | C2a | Central differences are $O(h^2)$ (this workbook, §4) | from $h = 10^{-1}$ to $10^{-3}$ the central error falls 2.0 decades per decade of $h$ (§4) | exact §4 | reproduces |
+# | C2b | One-sided differences are $O(h)$ (this workbook, §4) | from $h = 10^{-1}$ to $10^{-3}$ the forward error falls 1.0 decade per decade of $h$ (§4) | exact §4 | reproduces |
+# | C2c | Rounding stops both from improving as $h$ shrinks (this workbook, §4) | at $h = 10^{-13}$ each error is over 1000 times its smallest (§4) | exact §4 | reproduces |
 # | C3 | An untrained `TinyGPT` starts at $\ln V$, within 0.02 nats (this workbook) | within 0.02 nats of it: over 5 seeds, the distance from $\ln 16 = 2.773$ is 0.005 ± 0.007 nats (2.772 to 2.785) (§7) | seeds §7 | reproduces |
-# | C4 | The fast kernels give the reference's numbers and gradients to $10^{-10}$ (README) | attention outputs and input gradients at 8 and 256 keys (the whole-matrix and the blocked kernel), and a whole `TinyGPT`'s logits, loss, parameter gradients and parameters after one clipped AdamW step, differ by less than $10^{-14}$ in float64 (appendix, §13) | exact §13 | reproduces |
+# | C4 | The fast kernels give the reference's numbers and gradients to $10^{-10}$ (README) | attention outputs and input gradients at 8 and 256 keys (the whole-matrix and the blocked kernel), and a whole `TinyGPT`'s logits, loss, parameter gradients and parameters after one clipped AdamW step, differ by less than $10^{-14}$ in float64 (appendix, §13, below) | exact §13 | reproduces |
 # | C5a | Position enters through the input, the scores, a rotation of $q$ and $k$, or the causal mask (book, TL;DR; survey §8) | the model calls `embed`, `rotate` and `score_bias` and applies the mask; every scheme but `none` overrides at least one hook (§8) | exact §8 | reproduces |
 # | C5b | ... and only there (the same list, read as complete) | Shaw's relative values enter through a fourth hook, `output_term`, added to the attention's output (§8) | exact §8 | does not reproduce |
 #
