@@ -1005,3 +1005,17 @@ def test_sum_of_products_by_hand_on_either_path_and_a_wrong_axis_refused_in_a_se
     assert backend.to_numpy(layout.sum_of_products(a, b, axis=0)).tolist() == [26.0, 44.0]
     with pytest.raises(ValueError, match=r"^sum_of_products: axis must be -1 \(rows\) or 0 \(columns\), got 1\.$"):
         layout.sum_of_products(a, b, axis=1)
+
+
+def test_contiguous_and_memory_order_by_hand():
+    """``contiguous`` copies a transposed view into C order and hands a C array back as itself; ``memory_order``
+    finds (0, 2, 1, 3) for a (B, H, T, d) view of (B, T, H, d) memory, and the identity for a strided slice, which
+    has no C order with the last axis last."""
+    from mini_transformer.engine.kernels import layout
+    a = backend.asarray(np.arange(6.0).reshape(2, 3))
+    assert layout.contiguous(a) is a
+    t = layout.contiguous(a.T)
+    assert t.flags.c_contiguous and backend.to_numpy(t).tolist() == [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]
+    heads = backend.asarray(np.zeros((2, 5, 3, 4))).transpose(0, 2, 1, 3)       # (B, H, T, d) of (B, T, H, d)
+    assert layout.memory_order(heads) == ((0, 2, 1, 3), (0, 2, 1, 3))
+    assert layout.memory_order(backend.asarray(np.zeros((4, 6, 2)))[:, ::2]) == ((0, 1, 2), (0, 1, 2))
