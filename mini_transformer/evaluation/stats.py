@@ -111,7 +111,9 @@ def wilson_interval(successes, trials):
     p = successes / n
     centre = (p + z2 / (2 * n)) / (1 + z2 / n)
     hw = Z_975 * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
-    return p, max(0.0, centre - hw), min(1.0, centre + hw)
+    # the score interval contains p_hat and lies in [0, 1]; at k = 0 or k = n one end is p_hat itself, which
+    # rounding misses by 1e-16 (3 of 3 ended at 0.9999999999999998, 0 of 21 started at 1.4e-17)
+    return p, max(0.0, min(p, centre - hw)), min(1.0, max(p, centre + hw))
 
 
 def bootstrap_interval(values, resamples=2000, seed=0):
