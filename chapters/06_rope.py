@@ -15,7 +15,7 @@
 # # Chapter 6. Rotary position embedding (RoPE)
 #
 # Attention without position sees a bag of vectors: with no mask, permute the tokens and the
-# outputs permute with them; a causal mask leaks only a weak signal of order ([chapter 1](01_order_blind.py)).
+# outputs permute with them; a causal mask leaks some signal of order ([chapter 1](01_order_blind.py)), how much is not tested here.
 # RoPE tells it the order by *rotating* each query and each key by an angle that grows with
 # its position. You build it here from a single 2-D rotation, check every claim on numbers,
 # and then train a model that runs your own functions.
@@ -285,7 +285,7 @@ fig, ax = plt.subplots(figsize=(7, 2.8))
 ax.plot(offsets, [score_2d(0, t, theta=1.0) for t in offsets], marker=".", linestyle="none",
         label="one pair, theta = 1")
 ax.axvline(44, color="gray", linestyle=":", label="44 = 7 turns")
-ax.set(xlabel="offset n - m (tokens)", ylabel="score", title="One frequency cannot tell offset 0 from offset 44")
+ax.set(xlabel="offset n - m (tokens)", ylabel="score", title="One frequency can barely tell offset 0 from offset 44")
 ax.legend(fontsize=8)
 fig.tight_layout()
 
@@ -495,7 +495,7 @@ assert complex_gap < 1e-12
 # in $m$, and the length does not change with $m$. Feed `apply_rotary` tables built three ways
 # and move a query at $m = 3$ and a key at $n = 1$ along together by $s$ tokens. With the
 # derived angle the score must stay put for every $s$. Two controls must move: the angle
-# $m^2\theta_i$, not linear, and the right angle with a length that grows by 10% a token.
+# $m^2\theta_i$, not linear, and the right angle with a length that grows by 0.1 a token.
 
 # %% tags=["nbval-check-output"]
 def rotate_with(x, pos, angle_of, length_of=lambda m: 1.0, d=16):
@@ -762,7 +762,7 @@ fig, ax = plt.subplots(figsize=(6, 3))
 lam32 = to_numpy(wavelength_table(32))
 ax.semilogy(range(16), lam32, marker="o", linestyle="none", label="pair i")
 ax.axhline(L_tiny, color="gray", linestyle=":", label=f"training length L = {L_tiny}")
-ax.set(xlabel="pair i", ylabel="wavelength (tokens)", title="d_head = 32: pairs 5..15 never turn within L")
+ax.set(xlabel="pair i", ylabel="wavelength (tokens)", title="d_head = 32: pairs 5..15 never complete a turn within L")
 ax.legend(fontsize=8)
 fig.tight_layout()
 
@@ -892,7 +892,7 @@ assert perm_gap < 1e-12
 #
 # Load query and key projections trained with interleaved RoPE (Meta's original LLaMA release is
 # one such checkpoint) into rotate-half code and nothing crashes: the shapes match and every
-# score is quietly different. Permuting each head's output channels of $W_q$ and $W_k$ by `perm`
+# score off the diagonal is quietly different. Permuting each head's output channels of $W_q$ and $W_k$ by `perm`
 # repairs it exactly; one `perm` over all the heads' columns at once mixes the heads. That port,
 # grouped-query keys included, is [chapter 11, §3](11_checkpoints.py#3.-Porting-between-the-conventions)
 # and its Exercise 11.1.
@@ -1016,7 +1016,7 @@ assert all(good) and all(bad[:4]) and not any(bad[4:])
 #
 # Now put RoPE in a real model, and make it *your* RoPE. `TinyGPT`'s attention calls the scheme's
 # `rotate` hook on every query and key; the library's runs the whole rotation of
-# `mini_transformer/positional/rope.py` (its fast kernel: [chapter 0's appendix](00_tiny_transformer.py#Appendix:-the-fast-kernels)).
+# `mini_transformer/positional/rope.py`. The model runs the reference kernels (the fast ones: [chapter 0's appendix](00_tiny_transformer.py#Appendix:-the-fast-kernels)).
 # `from_functions.rope(RotaryEmbedding(d_head), apply_rotary)` is the same scheme computed by your
 # two functions; its backward is your `apply_rotary` again with $-\sin$, a rotation's transpose.
 #
@@ -1060,7 +1060,7 @@ side.plot(yours="your RoPE", title="copy task, float64, same batches", log=True)
 # four cells in order: Exercise 6.2's `apply_rotary = use("rope", "apply_rotary")` in section 4 (it
 # reloads your file; the cells here call the function it bound), the training cell above
 # (`train_side_by_side`), and the report and plot cells after it. The report names the step where the
-# curves part, and the plot marks it. Put the sign back and rerun the same four cells before you go on.
+# curves part (its cell's `assert` then fails, as it should), and the plot marks it. Put the sign back and rerun the same four cells before you go on.
 #
 # Now the claim itself (C4): the same model with `positional="none"` gets no positional encoding,
 # only what the causal mask leaks. Score both on held-out rows, per position of the copied half,
