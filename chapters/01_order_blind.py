@@ -51,8 +51,11 @@
 # | # | claim (source) | your prediction | settled in |
 # | --- | --- | --- | --- |
 # | C1 | $\mathrm{Attn}(PX) = P\,\mathrm{Attn}(X)$: permute the input rows and the output rows permute identically (book §1; survey §1.2, eq. 6) | yes / no | §2 |
-# | C2 | With the positional embedding zeroed, a sequence and its reversal give the same outputs, reversed, in an encoder to floating-point error; a decoder's differ "somewhat", because of the mask (book, exercise 1) | yes / no | §3 |
-# | C3 | In a decoder token $i$ sees exactly $i + 1$ tokens, so the count encodes absolute position, and decoder-only models can learn some positional behaviour with no explicit encoding (book, interview question 2) | yes / no | §4, §5 |
+# | C2a | With the positional embedding zeroed, a sequence and its reversal give the same outputs, reversed, in an encoder to floating-point error (book, exercise 1) | yes / no | §3 |
+# | C2b | ... and a decoder's differ, because of the mask (book, exercise 1) | yes / no | §3 |
+# | C2c | ... by "somewhat" (book, exercise 1) | yes / no | §3 |
+# | C3a | In a decoder token $i$ sees exactly $i + 1$ tokens, so the count encodes absolute position (book, interview question 2) | yes / no | §4 |
+# | C3b | ... and decoder-only models can learn some positional behaviour with no explicit encoding (book, interview question 2) | yes / no | §5 |
 # | C3c | A BOS token raises a NoPE decoder's mean accuracy on "say your position" (this chapter) | yes / no | §5 |
 # | C4 | The causal mask gives a direction, not a fine distance (survey §10, misunderstanding 1) | yes / no | §4 |
 # | C5 | An encoder with no positional encoding is exactly permutation-equivariant: it cannot distinguish orders at all (book, question 2, follow-up) | yes / no | §3 |
@@ -375,8 +378,10 @@ assert float(enc.max()) < 1e-14 and float(dec.min()) > 0.1
 # $$y_i = \frac{1}{i + 1}\sum_{j=0}^{i} v_j,$$
 #
 # and if the first token carries a marker (a beginning-of-sequence token whose value is 1 in some
-# channel where every other token has 0) that channel reads $1/(i+1)$: the position, in a form the
-# next layer can decode (book, interview question 2). Without the mask every token averages all $T$
+# channel where every other token has 0) that channel reads $1/(i+1)$, a function of the position.
+# The book (interview question 2) says only that the count of visible tokens encodes absolute
+# position; the marker is this chapter's construction, and that a later layer decodes it is an
+# explanation not tested here. Without the mask every token averages all $T$
 # tokens and reads $1/T$: nothing.
 #
 # ### Exercise 1.3: `uniform_causal_attention`   ★☆☆ · 10 min
@@ -932,7 +937,8 @@ assert caught is not None
 # content that happens to correlate with position. Every other position holds a random token. One by
 # one they scatter (0.00 to 0.39), but over positions 1 to 11 the encoder scores 0.09 in every seed,
 # the chance level: a model blind to position scores at most $1/11 = 0.091$ there in expectation.
-# Moving the BOS elsewhere would show whether the encoder follows it; that run is not in this chapter.
+# Moving the BOS to position $k$ needs no run: it permutes the input, so by equivariance (§3, C5) the
+# output at $k$ equals the BOS's output at 0, and the encoder answers 0 there.
 # </details>
 
 # %% [markdown]
@@ -984,8 +990,8 @@ assert caught is not None
 # | C5 | An encoder with no positional encoding is exactly permutation-equivariant: it cannot distinguish orders at all (book, question 2, follow-up) | a `TinyEncoder` with no scheme: a shuffle changes its logits by rounding only, below $10^{-13}$ of the largest, as section 3's argument says it must for any weights (§3) | exact §3 | reproduces |
 # | C6a | The mask's signal is weak (book, question 2) | not measured: "weak" states no size, and the book says it of language models, which C6b measures; what this chapter computes of the signal is exact, a count, $1/(i+1)$ from a marker (§4) | exact §4 | not tested here |
 # | C6b | ... and NoPE models underperform: a higher loss than a learned table's (book, question 2) | byte-level loss at $L = 64$: `none` 0.22 ± 0.01 nats above a learned table, 3 seeds of 600 steps (0.13 ± 0.02 above scaled sinusoids, but below the unscaled table in 2 seeds of 3) (§5) | result input_schemes_at_train_len/none_minus_learned | reproduces |
-# | C7a | Every positional scheme the probe runs (this library's, all but the 2-D `relative_2d`) breaks equivariance (this workbook, experiments/permutation.py) | in `TinyEncoder`, where no scheme changes the logits by rounding only (below $10^{-14}$), each of the eight schemes probed changes them in each of its 5 random weight draws (§6); not so for a scheme outside the library: §7's position on every channel leaves a layer-norm encoder equivariant | exact §6 | reproduces |
-# | C7b | ... and so does the causal mask alone (this workbook, experiments/permutation.py) | `TinyGPT/none` changes the logits in each of its 5 random weight draws, far above rounding (§6) | exact §6 | reproduces |
+# | C7a | Every positional scheme the probe runs (this library's, all but the 2-D `relative_2d`) breaks equivariance (this workbook, experiments/permutation.py) | in `TinyEncoder`, where no scheme changes the logits by rounding only (below $10^{-14}$), each of the eight schemes probed changes them far above rounding on random weights (§6); not so for a scheme outside the library: §7's position on every channel leaves a layer-norm encoder equivariant | exact §6 | reproduces |
+# | C7b | ... and so does the causal mask alone (this workbook, experiments/permutation.py) | `TinyGPT/none` changes the logits far above rounding on random weights (§6) | exact §6 | reproduces |
 # | C8a | "Model ignores position": a norm can zero the encoding (book §4) | position added to every channel: erased by layer norm (rounding only), kept by RMS norm (a change far above rounding) (§7) | exact §7 | reproduces |
 # | C8b | ... and the shuffle check finds it in an encoder (book §4) | the shuffle reports rounding only with layer norm, a change far above rounding with RMS norm (§7) | exact §7 | reproduces |
 # | C8c | ... and the same check, as the table writes it, finds it in a decoder (book §4) | the decoder with the bug changes under a shuffle exactly as much as the same weights with no scheme (they differ below $10^{-13}$): the mask alone changes the outputs, so the check passes with the bug in; a variant, shuffling the tokens before the last and comparing the last position, tells the bug from a learned table in one layer, not in two (§7; chapter 12, C8) | exact §7 | does not reproduce |

@@ -56,7 +56,8 @@
 # | C6d | ... with positions within the cache, not in the text (book §4, §2.6) | | §1 |
 # | C7a | RoPE costs a few multiplies per element of q and k (book §4, "Cost") | | §2 |
 # | C7b | ... and T5's bias materialises $(H, T_q, T_k)$ (book §4, "Cost") | | §2 |
-# | C8 | Each row of the failure table has a check that catches its bug (book §4) | | §5 |
+# | C8a | Each of rows 1 to 5 of the failure table has a check that catches its bug (book §4) | | §5 |
+# | C8b | ... and row 6's check as written, shuffle the input, outputs must change, catches its bug in a decoder (book §4) | | §5 |
 #
 # ## The exercises
 #
@@ -946,7 +947,8 @@ for name, sick in [("healthy", clinic.make_patient()), ("position_reset", clinic
 # | C6d | positions within the cache, not in the text (book §4, §2.6) | sinks at text minus slot positions: 0.002 ± 0.003 nats over 3 seeds, but the model does not fail past $L$ (full attention 2.502, recomputing the window 2.502), so neither numbering could cost; a normalised-sigmoid model, which fails past $L$, 0.100 ± 0.046 (§1; chapter 10, C3b) | result sink_control/C3_softmax | not tested here |
 # | C7a | RoPE costs a few multiplies per element of $q$ and $k$ (book §4, "Cost") | positional bytes x4 (linear) for RoPE when the tokens grow 4x (§2) | exact §2 | reproduces |
 # | C7b | ... and T5's bias materialises $(H, T_q, T_k)$ (book §4, "Cost") | this library's does, x14 when the tokens grow 4x (ALiBi's x7) (§2); but it need not: chapter 7 (§5, C4b) looks the table up inside fused tiles, equal to the dense form to 1e-12 | exact §2 | does not reproduce |
-# | C8 | each row of the failure table has a check that catches its bug (book §4) | each of the six checks passes on the healthy patient and fails on its own bug; rows 2 and 4 through their cause, not their symptom; row 6 through a variant of the table's check, shuffling the tokens before the last and comparing the last position, exact only in one layer (`check_shuffle` asserts it, and the patients have one): the table's check as written misses the bug in a decoder, and the variant misses it in two layers (chapter 1, C8c) (§5) | exact §5 | reproduces |
+# | C8a | each of rows 1 to 5 of the failure table has a check that catches its bug (book §4) | each of the five checks passes on the healthy patient and fails on its own bug; rows 2 and 4 through their cause, not their symptom (§5) | exact §5 | reproduces |
+# | C8b | ... and row 6's check as written, shuffle the input, outputs must change, catches its bug in a decoder (book §4) | it does not: the mask alone changes a decoder's outputs, so the check passes with the bug in (chapter 1, C8c). `check_shuffle` is the workbook's own variant, shuffling the tokens before the last and comparing the last position: it catches the bug in one layer (the patients have one), not in two (§5) | exact §5 | does not reproduce |
 #
 # ## 9. Where next
 #

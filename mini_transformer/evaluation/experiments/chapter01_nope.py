@@ -118,7 +118,7 @@ def plot(res):
     for i, arm in enumerate(ARMS):
         for j, r in enumerate(res["per_seed"][arm]):
             ax.plot(range(T), r["by_position"], "osd"[i], color=f"C{i}", alpha=0.6, label=arm if j == 0 else None)
-    ax.axhline(1 / T, color="gray", ls="--", lw=0.8)
+    ax.hlines(1 / (T - 1), 1, T - 1, color="gray", ls="--", lw=0.8, label="chance on positions 1 to 11: 1/11")
     ax.set(xlabel="position", ylabel="held-out accuracy", title=f"Say your position, no scheme, {len(res['seeds'])} seeds")
     ax.legend(fontsize=8)
     fig.tight_layout()
