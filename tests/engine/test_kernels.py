@@ -1019,3 +1019,21 @@ def test_contiguous_and_memory_order_by_hand():
     heads = backend.asarray(np.zeros((2, 5, 3, 4))).transpose(0, 2, 1, 3)       # (B, H, T, d) of (B, T, H, d)
     assert layout.memory_order(heads) == ((0, 2, 1, 3), (0, 2, 1, 3))
     assert layout.memory_order(backend.asarray(np.zeros((4, 6, 2)))[:, ::2]) == ((0, 1, 2), (0, 1, 2))
+
+
+def test_fast_clip_grad_norm_by_hand():
+    """Gradients (3, 0) and (4,): norm 5. At max_norm 5 nothing moves (clipping starts above it); at 1 each
+    becomes g / (5 + 1e-6), keeping its shape and float32; with no gradient at all the norm is 0."""
+    def params():
+        a, b = Tensor(np.zeros((1, 2)), dtype="float32"), Tensor(np.zeros(1), dtype="float32")
+        a.grad, b.grad = (backend.asarray(np.array(g, dtype=np.float32)) for g in ([[3.0, 0.0]], [4.0]))
+        return a, b
+    assert kernels.FAST.clip_grad_norm([Tensor(np.zeros(2))], 1.0) == 0.0
+    a, b = params()
+    assert kernels.FAST.clip_grad_norm([a, b], 5.0) == 5.0
+    assert backend.to_numpy(a.grad).tolist() == [[3.0, 0.0]] and backend.to_numpy(b.grad).tolist() == [4.0]
+    a, b = params()
+    assert kernels.FAST.clip_grad_norm([a, b], 1.0) == 5.0
+    assert a.grad.shape == (1, 2) and a.grad.dtype == b.grad.dtype == np.float32
+    np.testing.assert_allclose(backend.to_numpy(a.grad), [[3 / (5 + 1e-6), 0.0]], rtol=1e-7)
+    np.testing.assert_allclose(backend.to_numpy(b.grad), [4 / (5 + 1e-6)], rtol=1e-7)
