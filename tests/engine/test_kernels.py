@@ -1037,3 +1037,18 @@ def test_fast_clip_grad_norm_by_hand():
     assert a.grad.shape == (1, 2) and a.grad.dtype == b.grad.dtype == np.float32
     np.testing.assert_allclose(backend.to_numpy(a.grad), [[3 / (5 + 1e-6), 0.0]], rtol=1e-7)
     np.testing.assert_allclose(backend.to_numpy(b.grad), [4 / (5 + 1e-6)], rtol=1e-7)
+
+
+def test_fast_apply_rotary_of_float64_inputs_with_float32_tables_keeps_float64_products():
+    """x in float64 with cos and sin tables in float32: every product promotes to float64, as the reference's do,
+    so output and gradient agree with it to 1e-10 (a product rounded to the tables' float32 is off by ~1e-8)."""
+    cos, sin = (t.astype(np.float32) for t in rope_tables(1, 5, 8))
+    runs = []
+    for f in (fast_rope.apply_rotary, rope_reference):
+        x = Tensor(backend.asarray(host(0, 2, 3, 5, 8)), requires_grad=True, dtype="float64")
+        y = f(x, backend.asarray(cos), backend.asarray(sin))
+        y.backward(backend.asarray(host(2, 2, 3, 5, 8)))
+        runs.append((backend.to_numpy(y.data), backend.to_numpy(x.grad)))
+    for a, b in zip(*runs):
+        assert a.dtype == b.dtype == np.float64
+        np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL)
