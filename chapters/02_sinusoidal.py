@@ -458,7 +458,10 @@ for pairs in ((0, 1, 2, 3), (12, 13, 14, 15), (0, 4, 8, 12)):
 # Kept on 4 of the 16 pairs, $M_3$ still puts every query's best key exactly 3 back, 61 of 61, for
 # each of the three choices: each is a rank-8 matrix, which one head's $W_q W_k^\top$ in that model
 # can equal. This checks only which key scores highest, not by how much: how much softmax weight
-# that key would get is not measured here.
+# that key would get is not measured here. It is also a check on the raw table, as the first layer of
+# the original, post-norm Transformer sees it. The model of section 7 is pre-norm: its heads see the
+# layer norm of token plus table, and centring and rescaling each row does not keep the exact offset
+# property, so this section does not show that a head of that model can look $k$ back this way.
 #
 # ## 6. A test you write
 #
@@ -1045,7 +1048,8 @@ assert at_64["claims"]["none_minus_sinusoidal_scaled"]["verdict"] == "reproduces
 # $W_q W_k^\top$ has rank at most $d_{head}$, so it cannot equal $M_k$, which has full rank; section
 # 5 keeps $M_3$'s blocks on 4 of the 16 pairs (rank 8, the $d_{head}$ of section 7's model) and
 # still finds the key 3 back for all 61 queries, for each of three choices of the pairs (as the
-# highest score; its softmax weight is not measured). In a
+# highest score; its softmax weight is not measured). That is on the raw table; a pre-norm model
+# such as section 7's normalises token plus table first, which section 5 does not check. In a
 # decoder the causal mask also removes the keys ahead.
 # </details>
 
