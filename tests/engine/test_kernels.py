@@ -1052,3 +1052,19 @@ def test_fast_apply_rotary_of_float64_inputs_with_float32_tables_keeps_float64_p
     for a, b in zip(*runs):
         assert a.dtype == b.dtype == np.float64
         np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL)
+
+
+def test_fast_rope_and_embedding_keep_float32_outputs_and_gradients_float32():
+    """float32 in, float32 out, as the reference ops: RoPE's output and input gradient (float32 tables), and the
+    embedding table's gradient (rows 2 and 0 of a 3-row table of ones: gradient rows [1, 1], [0, 0], [2, 2] by hand
+    for ids [[2, 0, 2]] and an all-ones output gradient)."""
+    cos, sin = (t.astype(np.float32) for t in rope_tables(1, 5, 8))
+    x = Tensor(backend.asarray(host(0, 2, 3, 5, 8)), requires_grad=True, dtype="float32")
+    y = fast_rope.apply_rotary(x, backend.asarray(cos), backend.asarray(sin))
+    y.backward(backend.asarray(host(2, 2, 3, 5, 8).astype(np.float32)))
+    assert y.dtype == x.grad.dtype == np.float32
+    w = Tensor(np.ones((3, 2)), requires_grad=True, dtype="float32")
+    e = kernels.FAST.embedding(w, backend.asarray(np.array([[2, 0, 2]])))
+    e.sum().backward()
+    assert e.dtype == w.grad.dtype == np.float32
+    assert backend.to_numpy(w.grad).tolist() == [[1.0, 1.0], [0.0, 0.0], [2.0, 2.0]]
