@@ -1068,3 +1068,25 @@ def test_fast_rope_and_embedding_keep_float32_outputs_and_gradients_float32():
     e.sum().backward()
     assert e.dtype == w.grad.dtype == np.float32
     assert backend.to_numpy(w.grad).tolist() == [[1.0, 1.0], [0.0, 0.0], [2.0, 2.0]]
+
+
+def test_the_fast_sets_attention_passes_scale_and_weights_on_and_counts_keys_on_two_batch_axes(monkeypatch):
+    """From BLOCKED_FROM keys on (6 here), the fast set's attention blocks the keys: on (2, 1, 2, T, 4) inputs too,
+    whose axis 2 is not the keys'. Either path gets the scale, and return_weights gives the reference's (y, P)."""
+    calls = []
+    for name, module in (("blocked", blocked_attention), ("whole", whole_attention)):
+        run = module.scaled_dot_product_attention
+        monkeypatch.setattr(module, "scaled_dot_product_attention",
+                            lambda *a, _run=run, _name=name, **kw: calls.append(_name) or _run(*a, **kw))
+    monkeypatch.setattr(blocked_attention, "BLOCKED_FROM", 6)
+    i = Inputs()
+    for T_k in (5, 9):
+        q, k, v = i.t(0, 2, 1, 2, 3, 4), i.t(1, 2, 1, 2, T_k, 4), i.t(2, 2, 1, 2, T_k, 4)
+        y = kernels.FAST.attention(q, k, v, scale=0.3)
+        ref = functional.scaled_dot_product_attention(q, k, v, scale=0.3)
+        np.testing.assert_allclose(backend.to_numpy(y.data), backend.to_numpy(ref.data), rtol=RTOL, atol=ATOL)
+    y, p = kernels.FAST.attention(q, k, v, scale=0.3, return_weights=True)
+    y_ref, p_ref = functional.scaled_dot_product_attention(q, k, v, scale=0.3, return_weights=True)
+    np.testing.assert_allclose(backend.to_numpy(p), backend.to_numpy(p_ref), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(backend.to_numpy(y.data), backend.to_numpy(y_ref.data), rtol=RTOL, atol=ATOL)
+    assert calls == ["whole", "blocked", "whole"]
