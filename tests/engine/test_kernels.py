@@ -1090,3 +1090,31 @@ def test_the_fast_sets_attention_passes_scale_and_weights_on_and_counts_keys_on_
     np.testing.assert_allclose(backend.to_numpy(p), backend.to_numpy(p_ref), rtol=RTOL, atol=ATOL)
     np.testing.assert_allclose(backend.to_numpy(y.data), backend.to_numpy(y_ref.data), rtol=RTOL, atol=ATOL)
     assert calls == ["whole", "blocked", "whole"]
+
+
+def test_parallel_rows_makes_one_plain_call_below_its_limits_and_on_a_gpu(monkeypatch):
+    """Two threads: from MIN_PARALLEL_WORK elements and two rows on, the rows go out in blocks, the calling thread
+    and pool threads named mt-rows taking them; below either limit, or under CuPy, one call kernel(0, n_rows)."""
+    previous = threads.set_threads(2)
+    try:
+        monkeypatch.setattr(threads, "MIN_PARALLEL_WORK", 37)
+
+        def blocks(n_rows, work):
+            seen, names = [], set()
+
+            def kernel(i, j):
+                seen.append((i, j))
+                names.add(threading.current_thread().name)
+                threading.Event().wait(0.01)          # long enough that the pool thread takes a block too
+            threads.parallel_rows(kernel, n_rows, work)
+            return sorted(seen), names
+        seen, names = blocks(8, 37)
+        assert len(seen) > 1 and sorted(r for i, j in seen for r in range(i, j)) == list(range(8))
+        assert names - {threading.current_thread().name} and all(
+            n.startswith("mt-rows") for n in names - {threading.current_thread().name})
+        assert len(blocks(2, 37)[0]) == 2
+        assert blocks(8, 36)[0] == [(0, 8)] and blocks(1, 37)[0] == [(0, 1)]
+        monkeypatch.setattr(threads.backend, "get_backend", lambda: "cupy")
+        assert blocks(8, 37)[0] == [(0, 8)]
+    finally:
+        threads.set_threads(previous)
