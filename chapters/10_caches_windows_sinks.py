@@ -579,9 +579,9 @@ assert abs(past["softmax"]["window (slot)"] - past["softmax"]["recompute window"
 # comparison, and the softmax model cannot settle it: it does not fail past L (full attention minus
 # recomputing the window, -0.0001 ± 0.0007), so neither numbering has a failure to cause or
 # prevent. Both rows are not tested here on it (its slot minus logical positions, -0.002 ± 0.003
-# nats, is printed above for reading); only the normalised-sigmoid model, a different attention
-# from the sources' softmax models, fails past L, and it paid 0.100 ± 0.046 nats for text
-# positions. Slot positions cost a rotation of every kept key at every step.
+# nats, is printed above for reading). The normalised-sigmoid model, a different attention
+# from the sources' softmax models, fails past L (0.1164 ± 0.0404), and it paid 0.100 ± 0.046 nats
+# for text positions. Slot positions cost a rotation of every kept key at every step.
 #
 # One more property, and its limit. With one layer, a cached window with slot positions
 # computes exactly what a full forward pass over the kept tokens computes: a layer's keys and
@@ -821,7 +821,8 @@ for arm in ("softmax", "sigmoid, normalised"):
 # measured, they have fallen back to 7, 5 and 7 (19 of 48, not 24). The normalised models start
 # at step 100 to 150, reach 8 by step 400 and end at 7, 8 and 8; the unnormalised ones never start. Right: the softmax models'
 # attention on position 0 by query position. Query 0 can only look at BOS (1.0); at the last query
-# the first layer still puts 0.19 to 0.36 on it, the second layer 0.017, uniform attention's 1/64.
+# the first layer still puts 0.19 to 0.36 on it, the second layer 0.017, close to uniform
+# attention's 1/64 = 0.016.
 #
 # ### Measure it yourself: the committed model
 #
