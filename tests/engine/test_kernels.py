@@ -1118,3 +1118,12 @@ def test_parallel_rows_makes_one_plain_call_below_its_limits_and_on_a_gpu(monkey
         assert blocks(8, 37)[0] == [(0, 8)]
     finally:
         threads.set_threads(previous)
+
+
+def test_fast_layer_norm_of_float32_gives_float32_gradients_and_a_bias_gradient_of_row_counts():
+    r"""L = \sum y: the bias's gradient counts the rows (6 in each column), in float32 like every other gradient."""
+    x, w, b = (Tensor(backend.asarray(host(n, *shape)), requires_grad=True, dtype="float32")
+               for n, shape in enumerate([(2, 3, 4), (4,), (4,)]))
+    kernels.FAST.layer_norm(x, w, b).sum().backward()
+    assert x.grad.dtype == w.grad.dtype == b.grad.dtype == np.float32
+    assert backend.to_numpy(b.grad).tolist() == [6.0] * 4
