@@ -94,10 +94,13 @@ def test_the_adding_claim_at_step_100_compares_the_two_tenth_size_arms():
                 "added_x0.1": [row(1.20), row(1.30), row(1.10)], "concatenated_x0.1": [row(1.25), row(1.30), row(1.20)]}
     rec = chapter02_adding.claims(per_seed, [0, 1, 2])["added_minus_concatenated_x0.1_at_100"]
     # added minus concatenated: -0.05, 0, -0.1 -> mean -0.05, s = 0.05, t(0.975, 2) = 4.303, half-width 0.1242:
-    # [-0.174, 0.074], below the claim's 0.1 (with the arms swapped it would be [-0.074, 0.174], not established)
+    # [-0.174, 0.074]: its upper end crosses the claim's 0.05, so not established
     assert rec["values"] == pytest.approx([-0.05, 0.0, -0.1])
     assert rec["interval"] == pytest.approx([-0.05 - 0.12421, -0.05 + 0.12421], abs=1e-4)
-    assert (rec["claimed"], rec["threshold"], rec["verdict"]) == ("below", 0.1, "reproduces")
+    assert (rec["claimed"], rec["threshold"], rec["verdict"]) == ("below", 0.05, "not established")
+    # a tighter spread, -0.08, -0.09, -0.10 (half-width 0.0248): [-0.115, -0.065], wholly below 0.05
+    per_seed["added_x0.1"] = [row(1.17), row(1.21), row(1.10)]
+    assert chapter02_adding.claims(per_seed, [0, 1, 2])["added_minus_concatenated_x0.1_at_100"]["verdict"] == "reproduces"
 
 
 def test_a_no_position_model_trains_a_few_steps_and_scores_each_position():
