@@ -61,7 +61,7 @@ def items(number):
         if rows and re.match(r"\|\s*#\s*\|\s*claim", rows[0]):
             for row in rows[2:]:
                 cells = [c.strip() for c in row.strip("|").split("|")]
-                if len(cells) >= 2 and re.fullmatch(r"C\d+", cells[0]):
+                if len(cells) >= 2 and re.fullmatch(r"C\d+[a-z]?", cells[0]):
                     out.append({"id": cells[0], "kind": "prediction", "text": cells[1], "answers": [],
                                 "out_of": LEDGER_POINTS})
             break

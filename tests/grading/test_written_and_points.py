@@ -439,10 +439,6 @@ def test_items_read_a_two_column_ledger_and_only_the_check_yourself_sections_que
         ("Q2", "Second?", [])]
 
 
-@pytest.mark.xfail(strict=True, reason="written.items takes a ledger row only when its id is C<digits>: the split "
-                                       "claims (C5a, C5b, ...) of chapters 0-5 and 7-12 never reach the template, the "
-                                       "rubric or the sheet; fixing it changes the sample class's counts in "
-                                       "test_course.py, test_teaching.py and TEACHING.md, left to the lead")
 def test_a_split_claim_of_the_ledger_is_an_item_of_its_own(monkeypatch):
     from exercises.grading import notebooks
     real = notebooks.read_chapter
