@@ -282,8 +282,8 @@ assert change.sum() - change[0] < 0 and change.sum() - change[1] < 0
 # %% [markdown]
 # Two pairs rise together: pair 0 (one radian a token, back near its start at $k = 6 \approx 2\pi$)
 # by 0.677, and pair 1 (0.750 rad a token, already past $\pi$ at $k = 5$, so on its way back up)
-# by 0.609. The slower pairs 3, 4 and 5 still fall, by 0.307, 0.310 and 0.228. The net step is +0.055, and
-# without either of the two fast pairs it would be a fall. So the first rise is the two fastest
+# by 0.609. The slower pairs 3, 4 and 5 still fall, by 0.307, 0.310 and 0.228. With the remaining
+# pairs, the net step is +0.055, and without either of the two fast pairs it would be a fall. So the first rise is the two fastest
 # clocks turning back up at once, not pair 0 alone. The peak claim holds; "decays" holds as a
 # trend, not at every step.
 #
@@ -690,7 +690,7 @@ print(f"added minus concatenated, x 0.1, at step 100: from {c6a['interval'][0]:+
 print("added minus concatenated, full size, held-out loss at the end, per seed: "
       + " ".join(f"{v:+.2f}" for v in settled["added_minus_concatenated"]["values"]))
 assert 0.05 < c6a["interval"][1] < 0.1 < min(learned)
-assert settled["added_minus_concatenated_x0.1_at_100"]["verdict"] == "reproduces"
+assert (c6a["threshold"], c6a["verdict"]) == (0.05, "not established")
 assert settled["full_minus_tenth_at_end"]["verdict"] == "reproduces"
 assert all(r["left_chance_at"] is not None for r in adding["per_seed"]["added"])
 assert all(v > 0 for v in delays["concatenated after added, full size"][0]) and delays["concatenated after added, full size"][2] > 0
@@ -716,14 +716,11 @@ fig.tight_layout()
 #   there, 0.006 ± 0.007, compares two floors). So the claim is read at step 100, where neither arm
 #   has got there (1.07 to 1.47 nats): adding minus concatenating is -0.084 ± 0.144 nats, from
 #   -0.229 to +0.060. The claim needs a size, since "mostly does not interfere" allows some cost.
-#   This chapter reads it as "adding costs under 0.1 nats": by step 100 each tenth-size arm is 0.93
-#   to 1.33 nats below chance, so 0.1 nats is about a tenth of what either has learned, a small
-#   part. The whole interval lies below 0.1, so the claim, read this way, reproduces. Two limits.
-#   At the stricter bar of 0.05 nats that chapter 7 uses for "runs long", the upper end, +0.060,
-#   crosses it: read that strictly, the claim is not established. And the result is one-sided: it
-#   bounds what adding costs, not what concatenating costs, which the interval allows up to 0.229
-#   nats. The two arms also leave chance within about 5 steps of each other: 1.6 ± 3.6 steps
-#   apart.
+#   At the 0.05-nat bar chapter 7 uses for "runs long" (C6a's bar), the upper end, +0.060,
+#   crosses it: the claim is not established. A looser bar of 0.1 nats, chosen here after seeing
+#   the interval, would hold it. Either way the interval bounds only what adding costs; it allows
+#   concatenating to cost up to 0.229 nats. The two arms also leave chance within about 5 steps
+#   of each other: 1.6 ± 3.6 steps apart.
 # * **The same at full size.** On the held-out loss at the end, -0.03 ± 0.74 nats, not established:
 #   per seed -0.95, -0.32, +0.45, +0.39, +0.27, so concatenating ends better in 3 of the 5 seeds.
 #   The end losses scatter (0.67 to 1.62), and not in step with the exits (seed 2's added run leaves
@@ -746,8 +743,8 @@ fig.tight_layout()
 # model leaves chance: concatenating leaves 121 ± 39 steps after adding, about as much as the full
 # size delays the added model against a tenth (144 ± 38). Which layout *ends* better at full size is
 # not settled: concatenating ends ahead in 3 of 5 seeds, and the interval, -0.03 ± 0.74, holds
-# either answer. At a tenth of the scale adding costs under 0.1 nats against concatenating, and the
-# two leave chance within about 5 steps (1.6 ± 3.6). Why concatenating is the slower to leave chance
+# either answer. At a tenth of the scale adding against concatenating is -0.084 ± 0.144 nats at step
+# 100, and the two leave chance within about 5 steps (1.6 ± 3.6). Why concatenating is the slower to leave chance
 # at full size, this run does not isolate. A position row is 35 times the norm of a token row at
 # initialisation. The original paper multiplies the embedding weights by $\sqrt{d_{model}}$ (Vaswani
 # et al., §3.4, with no reason given); with this workbook's initialisation that takes a token row
@@ -820,7 +817,7 @@ assert flat == 79
 # Inside $L$ each row has a neighbour at cosine 0.966 or more. Row $L$ still has one, row $L - 1$,
 # one step back, as every row inside has. From there the best match never rises: 0.884 at $L + 1$,
 # 0.598 at $2L$, 0.579 at $4L - 1$, 0.614 on average over the positions $L$ to $4L - 1$. It falls in
-# steps and is flat between them (unchanged at 79 of the 95 steps), a plateau near 0.6 past $2L$.
+# steps and is flat between them (unchanged at 79 of the 95 steps from $L$ on), a plateau near 0.6 past $2L$.
 # The two sides of that comparison are unlike: every row has the same norm and the dot product
 # depends only on the offset (§5), so the cosine of two rows depends only on their offset. A row
 # inside has a trained row one step away; a row $t$ past $L$ has none nearer than $t - L + 1$ steps,
@@ -980,8 +977,8 @@ assert at_64["claims"]["none_minus_sinusoidal_scaled"]["verdict"] == "reproduces
 # Two fast clocks turn back up at once. Pair 0 turns one radian per token, so its term $\cos k$
 # climbs back towards 1 as $k$ nears $2\pi \approx 6.3$: +0.677 from 5 to 6. Pair 1 turns 0.750 rad
 # per token, so at $k = 5$ it is already past $\pi$ (3.75 rad) and climbing too: +0.609. The slower
-# pairs 3 to 5 are still on their way down (-0.307, -0.310, -0.228), and the net is +0.055; take
-# away either fast pair and the step is a fall (section 3's cell). The sum of cosines falls as a
+# pairs 3 to 5 are still on their way down (-0.307, -0.310, -0.228); with the remaining pairs the
+# net is +0.055; take away either fast pair and the step is a fall (section 3's cell). The sum of cosines falls as a
 # trend (block means 22.9 down to 12.2, C4c, the book's claim) but every single term is periodic,
 # which is why a stricter reading, "falls at every step", fails at 82 of 199 steps (C4b). The book's
 # caption says only that the dot product "decays with distance"; section 3's right panel, our
@@ -1004,12 +1001,12 @@ assert at_64["claims"]["none_minus_sinusoidal_scaled"]["verdict"] == "reproduces
 # the token rows is small. No run in this chapter measures the token rows' norms or their
 # gradients, and the explanation does not say why concatenating, which gives the tokens channels
 # of their own, leaves chance later still (121 ± 39 steps after adding, in every seed). What the
-# runs do show: with the table at a tenth the model leaves chance at step 48 ± 5, and adding costs
-# under 0.1 nats against concatenating (at step 100, adding minus concatenating is
-# -0.084 ± 0.144 nats, from -0.229 to +0.060). That bound is one-sided: concatenating could still
-# cost up to 0.229 against adding.
-# Multiplying the token rows by $\sqrt{d_{model}}$, as the original paper does, would not be
-# enough with this initialisation: 0.64 against 4. The full-size model is not stuck for good: it
+# runs do show: with the table at a tenth the model leaves chance at step 48 ± 5, and at step 100
+# adding minus concatenating is -0.084 ± 0.144 nats, from -0.229 to +0.060 (not established under
+# 0.05 nats, C6a).
+# Multiplying the token rows by $\sqrt{d_{model}}$, as the original paper does, still leaves the
+# table about 6 times longer with this initialisation (0.64 against 4); whether that removes the
+# delay is not run here. The full-size model is not stuck for good: it
 # leaves chance at step 192 ± 43, but at step 600 it is still 1.20 ± 0.41 nats behind the tenth.
 # </details>
 
@@ -1071,12 +1068,12 @@ assert at_64["claims"]["none_minus_sinusoidal_scaled"]["verdict"] == "reproduces
 # | C4c | The dot product decays with distance, the book's claim, read as a trend: the first 20 offsets above the last 20 of 200 (book §1) | means over blocks of 20 offsets: 22.9 for the first, 12.2 for the last, though up at 2 of the 9 steps between blocks (§3) | exact §3 | reproduces |
 # | C5a | The shortest wavelength is $2\pi \approx 6.3$ tokens (book §2.1) | $2\pi$ at every $d_{model}$ (§2) | exact §2 | reproduces |
 # | C5b | The longest is about $2\pi\cdot 10000 \approx 63\,000$ tokens (book §2.1) | $2\pi\cdot\mathrm{base}^{(d-2)/d}$: 60 611 at $d_{model} = 512$, the paper's width; only 47 117 at 64 (§2) | exact §2 | reproduces |
-# | C6a | Adding the table instead of concatenating "mostly does not" interfere, read as: adding costs under 0.1 nats, about a tenth of what either arm has learned by step 100 (book §2.1) | table at a tenth, training loss at step 100, before either arm reaches its floor: adding minus concatenating -0.084 ± 0.144 nats over 5 seeds, from -0.229 to +0.060, so under 0.1 but not under 0.05, and it bounds only what adding costs (§7) | result chapter02_adding/added_minus_concatenated_x0.1_at_100 | reproduces |
+# | C6a | Adding the table instead of concatenating "mostly does not" interfere, read as: adding costs under 0.05 nats, chapter 7's bar for "runs long" (book §2.1) | table at a tenth, training loss at step 100, before either arm reaches its floor: adding minus concatenating -0.084 ± 0.144 nats over 5 seeds, from -0.229 to +0.060: the upper end crosses 0.05 (§7) | result chapter02_adding/added_minus_concatenated_x0.1_at_100 | not established |
 # | C6b | ... also with the table at full size: under 0.1 nats (book §2.1) | held-out loss at step 600, not C6a's step-100 training loss, at which both full-size arms are still at chance (2.40 to 2.41 nats in every seed): -0.03 ± 0.74 nats over 5 seeds, per seed -0.95 to +0.45: concatenating ends better in 3 of 5 (§7) | result chapter02_adding/added_minus_concatenated | not established |
 # | C6c | A full-size table added to GPT-2-sized token rows (35 times their norm) costs loss early on (this chapter, §7) | 1.19 ± 0.14 nats above the tenth-size table at step 100, over 5 seeds; it leaves chance at step 192 ± 43, not 48 ± 5 (§7) | result chapter02_adding/full_minus_tenth_at_100 | reproduces |
 # | C6d | ... and the cost lasts to step 600 (this chapter, §7) | still 1.20 ± 0.41 nats above the tenth at step 600, over 5 seeds (§7) | result chapter02_adding/full_minus_tenth_at_end | reproduces |
 # | C6e | On text, the full-size table costs loss at the training length against one scaled to the token rows (this chapter, §9) | 0.15 ± 0.18 nats at $L = 64$, 3 seeds of 600 steps (§9) | result input_schemes_at_train_len/sinusoidal_minus_scaled | not established |
-# | C7a | Past the training length the sinusoids give rows farther from every row of positions $0 \dots L - 1$ than any of those rows is from its nearest neighbour, from $L + 1$ on (this chapter, §9) | best cosine with a row inside: 0.966 at $t = L$ (row $L - 1$ is one step back), 0.884 at $L + 1$ (no trained row nearer than two steps), never rising, 0.598 at $2L$, then a plateau to 0.579 at $4L - 1$ (unchanged at 79 of 95 steps), 0.614 on average, against at least 0.966 inside, where every row has a trained row one step away ($L = 32$, $d_{model} = 64$, §9) | exact §9 | reproduces |
+# | C7a | Past the training length the sinusoids give rows farther from every row of positions $0 \dots L - 1$ than any of those rows is from its nearest neighbour, from $L + 1$ on (this chapter, §9) | best cosine with a row inside: 0.966 at $t = L$ (row $L - 1$ is one step back), 0.884 at $L + 1$ (no trained row nearer than two steps), never rising, 0.598 at $2L$, then a plateau to 0.579 at $4L - 1$ (unchanged at 79 of the 95 steps from $L$ on), 0.614 on average, against at least 0.966 inside, where every row has a trained row one step away ($L = 32$, $d_{model} = 64$, §9) | exact §9 | reproduces |
 # | C7b | Extrapolation in practice is weaker than the argument for sinusoids suggests: the loss past $L$ rises by over 0.05 nats (book §2.1, survey §3.2.2) | rise past $L$ at $4L$, the table at full size: 0.943 ± 0.479 nats over 5 seeds, trained at $L = 32$ (§9) | result short_long_seeds/breaks_sinusoidal | reproduces |
 # | C7c | ... also with the table scaled to the token rows, so that its size does not confound C7b: the rise past $L$ is over 0.05 nats (book §2.1, survey §3.2.2) | rise past $L$ at $4L$, the table scaled by $0.02\sqrt 2$: 0.405 ± 0.139 nats over 5 seeds, trained at $L = 32$ (§9) | result short_long_seeds/breaks_sinusoidal_scaled | reproduces |
 #
