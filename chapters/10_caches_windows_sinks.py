@@ -50,10 +50,11 @@
 #
 # | # | claim (source) | your prediction | settled in |
 # | --- | --- | --- | --- |
-# | C1a | Prefill, decode and padding must give a token the same logical position (survey §5.4; §11, item 4) | | §2 |
+# | C1a | Prefill, decode and padding must give a token the same logical position: padding, in a model with an absolute table (learned, sinusoidal) (survey §5.4; §11, item 4) | | §2 |
 # | C1b | ... and so must sequence packing (survey §5.4; §11, item 4) | | §3 |
 # | C1c | ... and when they do not, nothing crashes (survey §5.4; §11, item 4) | | §2, §3 |
 # | C1d | ... and so must the sliding window: renumbering its tokens costs more than keeping their logical positions (survey §5.4) | | §5 |
+# | C1e | Prefill, decode and padding must give a token the same logical position: for relative schemes (RoPE, ALiBi, T5), and between prefill and decode (survey §5.4; §11, item 4) | | §2 |
 # | C2 | Keys are rotated once, at write time, so cached decoding equals the full forward pass at every step (book §4, the failure table; survey §5.4) | | §1 |
 # | C3a | Positions by slot in the cache keep every rotation inside the trained range (book §2.6) | | §5 |
 # | C3b | ... and positions by place in the text bring extrapolation back (book §2.6; book §6, the sinks follow-up) | | §5 |
@@ -778,7 +779,9 @@ for arm in ("softmax", "sigmoid, normalised", "sigmoid", "relu"):
     layers = " ".join("/".join(f"{sum(h) / len(h):.2f}" for h in r["position0"]) for r in runs)
     losses = " ".join(f"{r['final_train_loss']:.3f}" for r in runs)
     copies = " ".join(f"{r['backcopy_accuracy']:.2f}" for r in runs)
-    print(f"{arm:<20} sink heads {stats.format_record(arm_heads[arm])}")
+    pooled = arm_heads[arm]["pooled_wilson"]                    # a Wilson interval is not symmetric: print its ends
+    print(f"{arm:<20} sink heads {stats.format_record({k: v for k, v in arm_heads[arm].items() if k != 'pooled_wilson'})}"
+          f"; pooled {pooled['successes']}/{pooled['trials']}: [{pooled['interval'][0]:.2f}, {pooled['interval'][1]:.2f}]")
     print(f"{'':<20} layer means {layers}   loss {losses}   copies {copies}")
 assert arm_heads["softmax"]["interval"][0] > 0.1 and arm_heads["sigmoid, normalised"]["interval"][0] > 0.1  # both form a sink
 assert arm_heads["sigmoid"]["interval"][1] < 0.1 and arm_heads["relu"]["interval"][1] < 0.1  # neither unnormalised arm does
@@ -792,9 +795,9 @@ assert control["claims"]["C4_depth_softmax"]["verdict"] == "not tested here"    
 # heads pooled), every one of them in the first layer: its layer mean is 0.35 to 0.51 against
 # 0.074 for uniform attention, while the second layer stays at 0.08: last layer minus first,
 # -0.36 ± 0.20 over 3 seeds, wholly below 0, so here the mass falls with depth. That does not test
-# C4b: the book's "substantial in mid-to-late layers" needs a model with a middle, and two layers,
-# where this task puts its dormant heads in the first, have none (a share here is of a seed's 16
-# heads, 8 a layer). The normalised sigmoid forms
+# C4b: the book states it in exercise 6's setting, a tiny GPT on a repetitive corpus, where no head
+# of the four runs passed 0.3 on position 0 (C4d, above). A share here is of a seed's 16
+# heads, 8 a layer. The normalised sigmoid forms
 # one as strongly (0.48 ± 0.09 over 3 seeds, 23 of 48 pooled), though it has no softmax. The two
 # unnormalised arms form none (all 3 seeds: 0.00): their layer means are 0.00 to 0.02; that a head
 # with nothing to look up then puts (almost) no weight anywhere is the reading, not a measured
@@ -924,9 +927,10 @@ assert claims["C5_breaks_softmax"]["verdict"] == claims["C5b_restores_softmax"][
 # so C5a reads "breaks" as a rise of more than 0.05 nats, the workbook's bar for a rise too small
 # to call a break (a trained model "runs long" when its loss rises by less than that, chapter 7),
 # a generous bar next to the 0.43 nats of StreamingLLM's 160M model. The whole interval lies below
-# it, but C5a is not tested here: no arm shows that this measurement can see a break (no positive
-# control: the other arms' windows without sinks move by 0.008 ± 0.022 and 0.0000 ± 0.0001 nats,
-# printed above), and no query of this task needs more than one token back. Then C5b, "keeping sinks restores it", cannot be tested: the
+# it, but C5a is not tested here, for one reason, the task: no query of this task needs more than
+# one token back, so no arm is one where evicting the sinks must cost something. The measurement
+# itself can see a rise over 0.05 (full attention past L in the normalised-sigmoid model,
+# 0.1164 ± 0.0404, section 5). Then C5b, "keeping sinks restores it", cannot be tested: the
 # window with 1 sink is within 0.002 of recomputing the window (-0.001 ± 0.002), but so is the
 # window without any, so the test could not have failed. StreamingLLM's 160M model lost 0.43 nats
 # (perplexity 27.87 with a window of 1024 keeping no initial token, their "0 + 1024", against
@@ -948,7 +952,7 @@ assert claims["C5_breaks_softmax"]["verdict"] == claims["C5b_restores_softmax"][
 # learnt as well. On this task, rows that need not sum to 1 formed none, in line with Gu et al.,
 # whose sigmoid attention without normalisation formed no sink in models up to 1B parameters.
 # Whether the exponential matters is not tested here: the normalised arm divides
-# $\sigma(s - \ln T_k)$, which for scores well below $\ln T_k$ is close to $e^{s}/T_k$, so after the
+# $\sigma(s - \ln L)$, which for scores well below $\ln L$ is close to $e^{s}/L$, so after the
 # division it is close to a softmax; a normalised arm with no exponential (a normalised ReLU) was
 # not trained.
 #
@@ -1030,7 +1034,8 @@ assert abs((evicted - kept) - (seed0["token 0 evicted"] - seed0["kept"])) < 1e-5
 # %% [markdown] tags=["answer"]
 # <details><summary>Answer</summary>
 #
-# Nothing, at any amount of padding: every token of a row shifts by the same number of padding
+# Nothing, at any amount of padding, in exact arithmetic (float64 here): every token of a row
+# shifts by the same number of padding
 # tokens, every distance stays, and RoPE scores depend on distances only (section 2 printed a
 # change at rounding level, also with every position shifted by 1000, far past the trained length).
 # A uniform shift cannot reach an untrained distance; only a change of distances can (a packed row
@@ -1105,18 +1110,19 @@ assert abs((evicted - kept) - (seed0["token 0 evicted"] - seed0["kept"])) < 1e-5
 #
 # | # | claim (source) | what this model did | evidence | verdict |
 # | --- | --- | --- | --- | --- |
-# | C1a | padding and decode must give a token one logical position (survey §5.4, §11) | on the model, a left-padded batch with your position ids equals each prompt run alone to rounding in all five schemes tried, and `generate` continues each padded row as alone; a wrong numbering changes learned and sinusoidal outputs, but not RoPE's, ALiBi's or T5's under a padding offset, and a RoPE prefill/decode mismatch is not tried (section 2) | exact §2 | reproduces |
+# | C1a | padding must give a token one logical position, in a model with an absolute table (learned, sinusoidal) (survey §5.4, §11) | on the model, a left-padded batch with your position ids equals each prompt run alone to rounding in all five schemes tried, and `generate` continues each padded row as alone; positions counted from the padding change the learned and sinusoidal outputs (section 2) | exact §2 | reproduces |
 # | C1b | ... and so must sequence packing (survey §5.4, §11) | a packed row with your reset positions and the block mask equals each document run alone to rounding in all five schemes; positions not reset change only the learned and sinusoidal outputs (section 3) | exact §3 | reproduces |
-# | C1c | ... and when they do not, nothing crashes (survey §5.4, §11) | positions counted from the padding change the padded rows' learned and sinusoidal logits and leave RoPE, ALiBi and T5 unchanged at any shift (a uniform shift moves no distance); positions not reset in a packed row do the same; a missing block mask changes every scheme; none of the 15 wrong layouts raises an error (sections 2, 3; both counted at the end of section 3) | exact §3 | reproduces |
+# | C1c | ... and when they do not, nothing crashes (survey §5.4, §11) | positions counted from the padding change the padded rows' learned and sinusoidal logits and leave RoPE, ALiBi and T5 unchanged at any shift in exact arithmetic (float64 here, padding of 3 and 5, and a shift of 1000; a uniform shift moves no distance); positions not reset in a packed row do the same; a missing block mask changes every scheme; none of the 15 wrong layouts raises an error (sections 2, 3; both counted at the end of section 3) | exact §3 | reproduces |
 # | C1d | ... and so must the sliding window: slot positions cost more than logical ones (survey §5.4) | control, streams of 4L, window 32 + 4 sinks, softmax: slot minus logical (text) positions -0.002 ± 0.003 nats over 3 seeds; but this model does not fail past L (full attention minus recomputing the window -0.0001 ± 0.0007), so neither numbering could cost; the normalised-sigmoid model, which does fail past L, paid 0.100 ± 0.046 for text positions (section 5) | result sink_control/C1_window_logical_softmax | not tested here |
+# | C1e | prefill, decode and padding must give a token one logical position, for relative schemes (RoPE, ALiBi, T5) and between prefill and decode (survey §5.4, §11) | positions counted from the padding leave RoPE, ALiBi and T5 unchanged: padding shifts every position of a row alike, which moves no distance; a mismatch that changes distances, such as a RoPE prefill/decode mismatch, is not tried (section 2) | exact §2 | not tested here |
 # | C2 | keys rotated once at write time: cached decoding equals the full pass (book §4; survey §5.4) | learned, RoPE and ALiBi: cached and full logits agree to below 1e-10 over 24 steps in float64 (section 1) | exact §1 | reproduces |
 # | C3a | slot positions keep rotations in range (book §2.6) | a query's position never passes sinks + window (12 for 4 + 8) over a stream of 40, where text positions reach 39 (section 5) | exact §5 | reproduces |
 # | C3b | ... and text positions bring extrapolation back (book §2.6, §6) | control, streams of 4L, window 32 + 4 sinks: text minus slot positions 0.002 ± 0.003 nats for softmax, but the softmax model does not fail past L (full attention minus recomputing the window -0.0001 ± 0.0007), so there is no extrapolation to bring back; 0.100 ± 0.046 for the normalised-sigmoid model, which does (section 5) | result sink_control/C3_softmax | not tested here |
 # | C4a | a softmax model trained where most queries have nothing to read puts large mass on the first token: over 0.1 of the heads put over 0.3 on it (book §2.6; Guo et al., 2024) | Bigram-Backcopy, softmax: a seed's share of heads over 0.3 on BOS 0.40 ± 0.18 over 3 seeds (19 of 48 pooled); the committed model measured live (section 7) | result sink_control/C4_softmax | reproduces |
-# | C4b | that mass grows with depth (book exercise 6) | in the 2-layer Bigram-Backcopy models, where the sink is, last layer minus first -0.36 ± 0.20 over 3 seeds: the mass falls with depth; in exercise 6's setting (no sink, one seed each, no interval) last layer minus first +0.010 with 2 layers and +0.002, -0.011, -0.037 with 4, every layer below uniform attention's 0.127; two layers have no "mid-to-late" layers, and the book's setting formed no sink (section 7) | result sink_control/C4_depth_softmax | not tested here |
+# | C4b | that mass grows with depth (book exercise 6) | in the 2-layer Bigram-Backcopy models, where the sink is, last layer minus first -0.36 ± 0.20 over 3 seeds: the mass falls with depth; in exercise 6's setting (no sink, one seed each, no interval) last layer minus first +0.010 with 2 layers and +0.002, -0.011, -0.037 with 4, every layer below uniform attention's 0.127; the book states it in exercise 6's setting, where no head of the four runs passed 0.3 (C4d) (section 7) | result sink_control/C4_depth_softmax | not tested here |
 # | C4c | a sink forms on text, over 0.1 of the heads, under the literature's conditions (Gu et al., 2024) | L = 256, BOS, AdamW with weight decay 0.5, lr 1e-3, 3e-3, 1e-2, 3 seeds each: all 9 runs: 0.000 (0 of 72 heads); but 614,400 bytes a run against the 5B tokens Gu et al. trained on, about 8,000 times less, a condition out of this run's reach | result sink_text/C4_all | not tested here |
 # | C4d | in exercise 6's own setting, a tiny GPT trained on a repetitive corpus, over 0.1 of the heads put over 0.3 on the first token (book exercise 6) | the tiny GPT (2 layers) on the repetitive corpus at L = 32, one seed: 0 of 8 heads, 0.00 [0.00, 0.32], which holds 0.1; the three other softmax settings on that corpus (4 layers, with BOS, with BOS and 4x the steps), one seed each: 0 of 16 heads each, each [0.00, 0.19]; largest head 0.12 to 0.14 against 0.127 for uniform attention; four settings of one seed, not seeds of one setting, so no interval over seeds (section 7) | result sink_control/C4_exercise_setting | not established |
-# | C5a | a window that evicts the first tokens breaks: its loss rises by more than 0.05 nats (book §2.6, §4, §5) | control, past L: window of 32 without sinks minus with 4, 0.001 ± 0.002 nats over 3 seeds, below 0.05; but no arm shows that this measurement can see a break (no positive control), and no query needs more than one token back; StreamingLLM's 160M model lost 0.43 (section 7) | result sink_control/C5_breaks_softmax | not tested here |
+# | C5a | a window that evicts the first tokens breaks: its loss rises by more than 0.05 nats (book §2.6, §4, §5) | control, past L: window of 32 without sinks minus with 4, 0.001 ± 0.002 nats over 3 seeds, below 0.05; but no query of this task needs more than one token back, so no arm is one where evicting the sinks must cost something (the measurement itself sees full attention past L rise 0.1164 ± 0.0404 in the normalised-sigmoid model, section 5); StreamingLLM's 160M model lost 0.43 (section 7) | result sink_control/C5_breaks_softmax | not tested here |
 # | C5b | keeping sinks restores it: window + 1 sink within 0.05 nats of recomputing the window (book §2.6, §4, §5) | -0.001 ± 0.002 nats over 3 seeds, but the window without sinks is as close: nothing broke (C5a), so the test could not fail | result sink_control/C5b_restores_softmax | not tested here |
 # | C6 | evicting position 0 raises the loss, by less in a tiny model but in the same direction (book exercise 6) | control, late queries inside L: 0.003 ± 0.003 nats over 3 seeds (each seed up, 0.0018 to 0.0042, but the interval [-0.0003, 0.0059] holds 0: the direction is not established; token 1 evicted: 0.0001 ± 0.0004) | result sink_control/C6_softmax | not established |
 # | C7a | the sink comes from rows that sum to 1: a normalised sigmoid forms it too, over 0.1 of the heads (book §2.6, §6) | 0.48 ± 0.09 of a seed's heads over 3 seeds (23 of 48 pooled), beside softmax's 0.40 ± 0.18 | result sink_control/C7_sigmoid_normalised | reproduces |

@@ -119,10 +119,11 @@ def test_claims_follow_the_counts():
     # last layer minus first: -0.40, -0.39, -0.38, a t interval of -0.39 ± 0.025 (t_0.975,2 = 4.303, s = 0.01)
     assert claims["C4_depth_softmax"]["mean"] == pytest.approx(-0.39)
     assert claims["C4_depth_softmax"]["half_width"] == pytest.approx(4.303 * 0.01 / math.sqrt(3), abs=1e-4)
-    # wholly below 0, but two layers of Bigram-Backcopy are not the "mid-to-late layers" of the claim
+    # wholly below 0, but the claim is stated in exercise 6's setting (the repetitive corpus), not Bigram-Backcopy
     assert claims["C4_depth_softmax"]["interval_verdict"] == "does not reproduce"
     assert claims["C4_depth_softmax"]["verdict"] == "not tested here"
-    # every policy 1.0: the window without sinks loses 0, under the 0.05 of "breaks", but no arm can show a break
+    # every policy 1.0: the window without sinks loses 0, under the 0.05 of "breaks", but no query of the task needs
+    # more than one token back, so no arm is one where evicting the sinks must cost something
     assert claims["C5_breaks_softmax"]["interval_verdict"] == "does not reproduce" and claims["C5_breaks_softmax"]["threshold"] == 0.05
     assert claims["C5_breaks_softmax"]["verdict"] == "not tested here"
     assert claims["C5b_restores_softmax"]["verdict"] == "not tested here"
