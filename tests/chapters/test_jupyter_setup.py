@@ -148,11 +148,6 @@ def _metadata_from_the_kernel():
             "language_info": dict(IPythonKernel.language_info, version=platform.python_version())}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "issue 35: the chapters' headers say 'display_name: Python 3' where ipykernel's kernel says 'Python 3 "
-    "(ipykernel)', and jupytext adds format_version and jupytext_version on save. A header that saves as it "
-    "reads has 'notebook_metadata_filter: -jupytext.text_representation' under 'jupytext:' (no "
-    "text_representation) and 'display_name: Python 3 (ipykernel)'; remove this mark with that change."))
 @pytest.mark.parametrize("chapter", sorted((ROOT / "chapters").glob("[0-9]*.py")), ids=lambda p: p.stem)
 def test_saving_a_chapter_from_jupyterlab_writes_back_its_text(chapter, tmp_path):
     r"""A chapter read as a notebook and saved by jupytext's contents manager, as JupyterLab saves it (autosave
