@@ -12,8 +12,8 @@
 # %% [markdown]
 # # Chapter 0. The tiny Transformer you will train
 #
-# Every later chapter puts one positional scheme into the same small model and measures what it
-# does. This chapter opens that model up: an array that remembers how it was
+# Chapters 1 to 10 put positional schemes into the same small model and measure what they
+# do. This chapter opens that model up: an array that remembers how it was
 # made, one operation whose backward you write right under its forward and check against the
 # definition of a derivative, the attention every scheme plugs into, one training step, and the
 # lines of code where position can enter. Nothing here is about position yet; everything after
@@ -60,9 +60,9 @@
 # | C1 | A softmax row sums to 1 whatever the scores (book, §2.6 attention sinks; interview question 6) | yes / no | §2 |
 # | C2a | Central differences are accurate to $O(h^2)$ (this workbook, §4's Taylor expansions) | yes / no | §4 |
 # | C2b | One-sided differences are accurate only to $O(h)$ (this workbook, §4's Taylor expansions) | yes / no | §4 |
-# | C2c | Rounding stops both from improving as $h$ shrinks (this workbook, §4) | yes / no | §4 |
+# | C2c | Both errors rise again as $h$ shrinks past their best (this workbook, §4) | yes / no | §4 |
 # | C3 | On average over initialisations, an untrained `TinyGPT` starts within 0.02 nats of $\ln V$ nats per token (the loss of a model that knows nothing) (this workbook) | yes / no | §7 |
-# | C4 | The fast kernels give the reference's numbers and gradients to $10^{-10}$ (this workbook, README "Reference and fast") | yes / no | §13 (appendix) |
+# | C4 | In float64, the fast kernels give the reference's numbers and gradients to $10^{-10}$ (this workbook, README "Reference and fast") | yes / no | §13 (appendix) |
 # | C5a | Position can enter in four places: added to the input, added to the scores, rotating $q$ and $k$, or through the causal mask (book, TL;DR; survey §8 names the first three) | yes / no | §8 |
 # | C5b | ... and only there (the same list, read as complete) | yes / no | §8 |
 
@@ -346,7 +346,7 @@ assert all(abs(v - 2) < 0.05 for v in slopes["central"]) and all(abs(v - 1) < 0.
 # %% [markdown]
 # Read the plot from the right. At large $h$ the forward error falls by one decade per decade of $h$
 # and the central error by two: slopes 1 and 2, the $O(h)$ and $O(h^2)$ of the formulas. Further left
-# rounding takes over and both errors climb again. The central quotient bottoms out
+# both errors climb again (rounding is the explanation, not tested here). The central quotient bottoms out
 # near $h = 10^{-5}$, with an error of a few times $10^{-12}$ on this row; the forward one bottoms out
 # near $h = 10^{-7}$ and cannot do better than a few times $10^{-9}$. Those are claims C2a to C2c.
 #
@@ -906,8 +906,9 @@ assert score_grad < 1e-3 * param_grad and flat_gap < 1e-5
 # $h = 10^{-8}$, where it is about $10^{-8}$ (section 4 measured a few times $10^{-9}$ at $h = 10^{-7}$);
 # the central sum $h^2 + 10^{-16}/h$ is smallest at $h$ of order $10^{-5}$ to $10^{-6}$, where it is a
 # few times $10^{-11}$ (section 4 measured a few times $10^{-12}$ at $h = 10^{-5}$). The constants in
-# front of each term, left out of both sums, move each minimum and its value. That is why
-# `gradcheck.py` uses central differences with $h = 10^{-4}$ and a Richardson step, in float64.
+# front of each term, left out of both sums, move each minimum and its value. `gradcheck.py` adds a
+# Richardson step that cancels the $h^2$ term, so its truncation is $O(h^4)$ and $h^4 + 10^{-16}/h$ is
+# smallest near $h = 10^{-3}$ to $10^{-4}$: that is why it uses $h = 10^{-4}$, in float64.
 # </details>
 
 # %% [markdown]
@@ -935,7 +936,8 @@ assert score_grad < 1e-3 * param_grad and flat_gap < 1e-5
 #
 # Through the causal mask, the one place in section 8's list that no scheme controls: query $i$ sees keys
 # $0..i$ and nothing else (section 6's running means). In a `TinyEncoder`, which has no mask,
-# `none` really does leave no trace of order; chapter 1 measures both to rounding.
+# `none` really does leave no trace of order; chapter 1 measures both: the encoder is blind to order
+# to rounding, the decoder is not.
 # </details>
 
 # %% [markdown]
@@ -973,9 +975,9 @@ assert score_grad < 1e-3 * param_grad and flat_gap < 1e-5
 # | C1 | A softmax row sums to 1 whatever the scores (book, §2.6 and interview question 6) | every row of a causal $6 \times 6$ softmax sums to 1 to below $10^{-15}$; the one-key row puts 1.0 on its only key (§2) | exact §2 | reproduces |
 # | C2a | Central differences are $O(h^2)$ (this workbook, §4) | from $h = 10^{-1}$ to $10^{-3}$ the central error falls 2.0 decades per decade of $h$ (§4) | exact §4 | reproduces |
 # | C2b | One-sided differences are $O(h)$ (this workbook, §4) | from $h = 10^{-1}$ to $10^{-3}$ the forward error falls 1.0 decade per decade of $h$ (§4) | exact §4 | reproduces |
-# | C2c | Rounding stops both from improving as $h$ shrinks (this workbook, §4) | at $h = 10^{-13}$ each error is over 1000 times its smallest (§4) | exact §4 | reproduces |
+# | C2c | Both errors rise again as $h$ shrinks past their best (this workbook, §4; rounding is the explanation, not tested here) | at $h = 10^{-13}$ each error is over 1000 times its smallest (§4) | exact §4 | reproduces |
 # | C3 | On average over initialisations, an untrained `TinyGPT` starts within 0.02 nats of $\ln V$ (this workbook) | over 5 seeds, the mean distance from $\ln 16 = 2.773$ is 0.005 ± 0.007 nats (2.772 to 2.785) (§7) | seeds §7 | reproduces |
-# | C4 | The fast kernels give the reference's numbers and gradients to $10^{-10}$ (README) | attention outputs and input gradients at 8 and 256 keys (the whole-matrix and the blocked kernel), and a whole `TinyGPT`'s logits, loss, parameter gradients and parameters after one clipped AdamW step, differ by less than $10^{-14}$ in float64 (appendix, §13, below) | exact §13 | reproduces |
+# | C4 | In float64, the fast kernels give the reference's numbers and gradients to $10^{-10}$ (README) | attention outputs and input gradients at 8 and 256 keys (the whole-matrix and the blocked kernel), and a whole `TinyGPT`'s logits, loss, parameter gradients and parameters after one clipped AdamW step, differ by less than $10^{-14}$ in float64 (appendix, §13, below) | exact §13 | reproduces |
 # | C5a | Position enters through the input, the scores, a rotation of $q$ and $k$, or the causal mask (book, TL;DR; survey §8) | the model calls `embed`, `rotate` and `score_bias` and applies the mask; every scheme but `none` overrides at least one hook (§8) | exact §8 | reproduces |
 # | C5b | ... and only there (the same list, read as complete) | Shaw's relative values enter through a fourth hook, `output_term`, added to the attention's output (§8) | exact §8 | does not reproduce |
 #
@@ -994,7 +996,7 @@ assert score_grad < 1e-3 * param_grad and flat_gap < 1e-5
 # signature. `GPTConfig(kernels="fast")` chooses the set, read once by the model through
 # `mini_transformer.engine.kernels.select` and kept as `model.kernels`; a layer you call on its own,
 # outside a model, runs the reference. Every model a chapter builds runs the reference, the code the
-# chapters show; a committed checkpoint a chapter loads runs the set it was trained with (chapter 10's
+# chapters show, except this appendix's side-by-side check (§13); a committed checkpoint a chapter loads runs the set it was trained with (chapter 10's
 # sink control: the fast set). Each experiment picks its set in its own script: most run the fast set, while
 # `chapter01_nope` and `rope_copy` run the reference. No experiment is re-run here under the other
 # set.
