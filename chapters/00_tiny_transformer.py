@@ -996,7 +996,8 @@ assert score_grad < 1e-3 * param_grad and flat_gap < 1e-5
 # signature. `GPTConfig(kernels="fast")` chooses the set, read once by the model through
 # `mini_transformer.engine.kernels.select` and kept as `model.kernels`; a layer you call on its own,
 # outside a model, runs the reference. Every model a chapter builds runs the reference, the code the
-# chapters show, except this appendix's side-by-side check (§13); a committed checkpoint a chapter loads runs the set it was trained with (chapter 10's
+# chapters show, except this appendix's side-by-side check (§13); a committed checkpoint a
+# chapter loads runs the set it was trained with (chapter 10's
 # sink control: the fast set). Each experiment picks its set in its own script: most run the fast set, while
 # `chapter01_nope` and `rope_copy` run the reference. No experiment is re-run here under the other
 # set.
