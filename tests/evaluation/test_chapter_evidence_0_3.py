@@ -101,6 +101,10 @@ def test_the_adding_claim_at_step_100_compares_the_two_tenth_size_arms():
     # a tighter spread, -0.08, -0.09, -0.10 (half-width 0.0248): [-0.115, -0.065], wholly below 0.05
     per_seed["added_x0.1"] = [row(1.17), row(1.21), row(1.10)]
     assert chapter02_adding.claims(per_seed, [0, 1, 2])["added_minus_concatenated_x0.1_at_100"]["verdict"] == "reproduces"
+    # one bar for one sentence of the book: every adding-against-concatenating record reads "below 0.05"
+    bars = {k: (r["claimed"], r["threshold"]) for k, r in chapter02_adding.claims(per_seed, [0, 1, 2]).items()
+            if k.startswith("added_minus_concatenated")}
+    assert set(bars.values()) == {("below", 0.05)} and len(bars) == 3
 
 
 def test_a_no_position_model_trains_a_few_steps_and_scores_each_position():

@@ -22,9 +22,10 @@ and batches, and records:
 Claims (paired over seeds, 95% t-interval, ``stats.claim_record``):
 
 * ``added_minus_concatenated_x0.1`` and ``added_minus_concatenated``: what adding costs against
-  concatenating, at each size; the book's "mostly does not interfere" is "below 0.1 nats";
+  concatenating, at each size; the book's "mostly does not interfere" is "below 0.05 nats", a cost smaller
+  than the smallest effect this workbook calls a change;
 * ``added_minus_concatenated_x0.1_at_100``: the same at a tenth on the training loss at step 100 (mean of
-  steps 90..99), at the 0.05-nat bar chapter 7 uses for "runs long", where neither arm has reached its floor (at the end both sit at 0.003 to 0.017 nats, where
+  steps 90..99), at the same 0.05-nat bar, on learning speed, where neither arm has reached its floor (at the end both sit at 0.003 to 0.017 nats, where
   no difference has room to show);
 * ``full_minus_tenth_at_100``: what the chapter's 100-step cell shows, on training losses: the loss at
   step 100 (mean of steps 90..99) of the full-size added table minus the tenth's;
@@ -113,15 +114,16 @@ def claims(per_seed, seeds):
     out = {
         "added_minus_concatenated_x0.1": stats.claim_record(
             "held-out loss at the end, added minus concatenated, table x 0.1 (nats); the claim: adding costs under "
-            "0.1 nats", "below", 0.1, values=diff("added_x0.1", "concatenated_x0.1", "held_out_loss"), seeds=seeds),
+            "0.05 nats", "below", 0.05, values=diff("added_x0.1", "concatenated_x0.1", "held_out_loss"), seeds=seeds),
         "added_minus_concatenated_x0.1_at_100": stats.claim_record(
             "training loss at step 100 (mean of steps 90..99), added minus concatenated, table x 0.1 (nats); the "
-            "claim: adding costs under 0.05 nats (the bar chapter 7 uses for 'runs long'), measured before either "
+            "claim: adding costs under 0.05 nats (less than the smallest effect this workbook calls a change), measured "
+            "on learning speed, before either "
             "arm reaches its floor", "below", 0.05,
             values=diff("added_x0.1", "concatenated_x0.1", "loss_at_100"), seeds=seeds),
         "added_minus_concatenated": stats.claim_record(
             "held-out loss at the end, added minus concatenated, full-size table (nats); the claim: adding costs "
-            "under 0.1 nats", "below", 0.1, values=diff("added", "concatenated", "held_out_loss"), seeds=seeds),
+            "under 0.05 nats", "below", 0.05, values=diff("added", "concatenated", "held_out_loss"), seeds=seeds),
         "full_minus_tenth_at_100": stats.claim_record(
             "training loss at step 100 (mean of steps 90..99), full-size added table minus the tenth (nats); "
             "the claim: the full-size table costs", "above", 0.0,
