@@ -208,3 +208,45 @@ def test_repository_refuses_a_chapter_cell_that_imports_the_answers(repo, tmp_pa
         release.repository(tmp_path / "copy")
     assert "imports solutions.rope in a cell that students keep (cell 1 of the student notebook)" in str(e.value)
     assert not (tmp_path / "copy").exists()
+
+
+def test_the_refusals_and_the_marker_read_word_for_word(repo, tmp_path, monkeypatch):
+    with pytest.raises(SystemExit) as e:
+        release.repository(repo / "data" / "copy")
+    assert str(e.value) == (f"{repo / 'data' / 'copy'} is inside the workbook and not ignored by git; write the copy "
+                            "elsewhere (or under student_release/, which .gitignore lists).")
+    (repo / "tests/reader/test_bad.py").write_text("import solutions\n")
+    with pytest.raises(SystemExit) as e:
+        release.repository(tmp_path / "copy")
+    assert str(e.value) == ("tests/reader/test_bad.py imports solutions, which a student copy does not hold; move the "
+                            "test to a folder that does not ship (tests/grading/, say) or make it work without the answers.")
+    (repo / "tests/reader/test_bad.py").unlink()
+    bad = tmp_path / "99_bad.py"
+    bad.write_text("# %%\nimport solutions\n")
+    monkeypatch.setattr(notebooks, "chapter_names", lambda: [str(bad)])
+    with pytest.raises(SystemExit) as e:
+        release.repository(tmp_path / "copy")
+    assert str(e.value) == (f"chapters/{bad}.py imports solutions in a cell that students keep (cell 0 of the student "
+                            "notebook); a student copy has no solutions/ and no checks. Load exercises with use(...) "
+                            "and anything else from mini_transformer.")
+    monkeypatch.setattr(notebooks, "chapter_names", lambda: ["06_rope"])
+    out = release.repository(tmp_path / "copy")
+    assert (out / "STUDENT_COPY").read_bytes() == (b"This is a student copy of the workbook, written by "
+                                                   b"`python -m exercises release --repo`.\n")
+
+
+def test_repository_stores_each_graded_modules_knowledge(repo, tmp_path, monkeypatch):
+    from exercises.grading import stored
+    written = []
+    monkeypatch.setattr(knowledge, "graded_modules", lambda: ["alibi", "rope"])
+    monkeypatch.setattr(release, "_stored_knowledge", lambda m: {"module": m})
+    monkeypatch.setattr(stored, "write", lambda folder, m, data: written.append((folder, m, data)))
+    out = release.repository(tmp_path / "copy")
+    assert written == [(out / "exercises/grading/stored", "alibi", {"module": "alibi"}),
+                       (out / "exercises/grading/stored", "rope", {"module": "rope"})]
+
+
+def test_refused_tests_reads_a_file_with_bad_bytes(tmp_path):
+    (tmp_path / "tests/a").mkdir(parents=True)
+    (tmp_path / "tests/a/test_x.py").write_bytes(b"# \xff\nimport solutions\n")
+    assert release.refused_tests(tmp_path, ["tests/a/test_x.py"]) == [("tests/a/test_x.py", "solutions")]
