@@ -368,8 +368,10 @@ def claims_from(runs):
     out["C4_depth_softmax"] = stats.claim_record(
         "mean attention on position 0, last layer minus first layer, softmax (a share of attention)", "above", 0.0,
         values=vals, seeds=seeds,
-        not_tested="the book states this growth in exercise 6's setting, the tiny GPT on a repetitive corpus, where no "
-                   "head of the four softmax runs passed the sink threshold (C4_exercise_setting; one seed each)")
+        not_tested="the book states the growth of a sink's mass in exercise 6's setting (the tiny GPT on a repetitive "
+                   "corpus); no run in that setting formed a sink (no head of the four softmax runs, one seed each, "
+                   "passed the sink threshold: C4_exercise_setting), so there is no sink mass to read there, and these "
+                   "Bigram-Backcopy models are not that setting")
     out["C4_exercise_setting"] = exercise_setting_record()
     gap = lambda a, b: (lambda r: r["stream_past_L"][a] - r["stream_past_L"][b])
     for key, arm in (("C5_sigmoid_normalised", "sigmoid, normalised"), ("C5_sigmoid", "sigmoid")):
