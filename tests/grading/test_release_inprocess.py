@@ -250,3 +250,41 @@ def test_refused_tests_reads_a_file_with_bad_bytes(tmp_path):
     (tmp_path / "tests/a").mkdir(parents=True)
     (tmp_path / "tests/a/test_x.py").write_bytes(b"# \xff\nimport solutions\n")
     assert release.refused_tests(tmp_path, ["tests/a/test_x.py"]) == [("tests/a/test_x.py", "solutions")]
+
+
+def test_two_chapters_named_twice_are_both_named(tmp_path):
+    with pytest.raises(SystemExit) as e:
+        release.notebooks_for(["07_alibi", "06_rope", "06_rope", "07_alibi.py"], tmp_path)
+    assert str(e.value) == "06_rope, 07_alibi is named twice; give each chapter once."
+
+
+def test_answer_imports_keeps_the_names_of_every_statement():
+    assert release.answer_imports("import solutions.rope\nfrom solutions import alibi\n") == [
+        "solutions.rope", "solutions", "solutions.alibi"]
+
+
+def test_ignored_prints_nothing(repo, capfd):
+    assert release._ignored(repo / "student_release" / "copy") is True
+    assert capfd.readouterr().out == ""  # check-ignore -q: the answer is the exit code alone
+
+
+def test_stored_knowledge_holds_no_reference_and_no_held_out_case():
+    data = release._stored_knowledge("rope")
+    assert data["module"] == "rope"
+    assert all(t["siblings"] is None and t["held"] is None for t in data["targets"])  # no reference, no held-out
+    assert all(t["reference"] is None for t in data["tests"])
+    # chapter 06's exercise numbers, as the chapter's headings give them
+    labels = data["region_labels"]
+    assert (labels["rotate_half"], labels["test_rope_properties"], labels["decode"]) == (
+        "Exercise 6.1", "Exercise 6.5", "Exercise 6.10")
+    assert data["exercise_text"] == generate.generated_text("rope")
+    assert data["drill"]["names"] == ["rotate_half", "apply_rotary", "RotaryEmbedding"]
+    assert data["drill"]["minutes"] == 15
+    assert "def rotate_half" in data["drill"]["text"]
+
+
+def test_stored_knowledge_of_a_module_without_drill_or_exercise_file(monkeypatch):
+    monkeypatch.setattr(generate, "exercise_modules", lambda: [])
+    data = release._stored_knowledge("caches")
+    assert data["drill"] is None and data["exercise_text"] is None
+    assert data["targets"] and all(t["held"] is None for t in data["targets"])
