@@ -42,8 +42,8 @@
 # ### How to work
 #
 # Every chapter works the same way. Read a section, write its function in `exercises/<module>.py`,
-# grade it alone (`python -m exercises grade engine --exercise 0.N`; the module and the number are in
-# each exercise's heading), then rerun the section here. Each section loads its function with
+# grade it alone (`python -m exercises grade engine --exercise 0.N`; every exercise of this chapter is
+# in the module `engine`, and its number is in its heading), then rerun the section here. Each section loads its function with
 # `use(...)`, which prints whether the chapter runs **yours** or the **reference**. Until you write a
 # function the reference stands in, so the chapter always runs top to bottom. Hints open one at a
 # time; the reference sits in the box after them. Grade a whole module with
@@ -540,7 +540,8 @@ assert math.isclose(cross_entropy(uniform, targets), math.log(V), rel_tol=1e-12)
 # default, `kernels="reference"`, runs the textbook code of `functional.py`, the code this chapter
 # shows; `GPTConfig(kernels="fast")` runs the same ops, faster. The model keeps its set as
 # `model.kernels` and runs every forward pass inside `kernels.using(model.kernels)`; each layer asks
-# `kernels.active()` for the op it calls. The fast set, and the check that it computes the same
+# `kernels.active()` for the op it calls, except that a scheme which needs the attention
+# probabilities (Shaw with its value term) takes the reference attention under either set. The fast set, and the check that it computes the same
 # numbers, are in the [appendix at the end of this chapter](#Appendix:-the-fast-kernels).
 #
 # Its weights start small (the head's are drawn with standard deviation 0.02), so every logit starts
@@ -797,8 +798,8 @@ plt.show()
 # rounding (here exactly 0, drawn at the floor of the plot), while the diagonal-only backward leaves
 # the library's curve at step 1 by a few millionths of a nat, and the gap is larger later, up and
 # down, at most $9\cdot 10^{-4}$. The loss falls with the wrong backward (2.78 nats at step 0, 2.42 at
-# step 29) as with the right one (2.42 at step 29): a loss curve alone never proves a backward right.
-# Central differences do. Both runs end just above $\ln 11 = 2.40$, the loss of a model that knows
+# step 29) as with the right one (2.42 at step 29): a loss curve hides a wrong backward;
+# central differences catch it. Both runs end just above $\ln 11 = 2.40$, the loss of a model that knows
 # only which 11 symbols appear (ids 5 to 15) and uses no attention.
 #
 # Why are the curves so close? Not because the dropped terms are small. At uniform weights
@@ -881,26 +882,13 @@ assert score_grad < 1e-3 * param_grad and flat_gap < 1e-5
 # </details>
 
 # %% [markdown]
-# **2.** Your gradient test uses $L = \sum_j w_j \mathrm{softmax}(x)_j$ with random $w$. What goes wrong
-# with $w = 1$?
-
-# %% [markdown] tags=["answer"]
-# <details><summary>Answer</summary>
-#
-# $\sum_j \mathrm{softmax}(x)_j = 1$ for every $x$, so its gradient is exactly 0, and the central
-# differences are 0 too (to rounding). A backward that returns zeros, or any backward that is right
-# only in the direction of the constant vector, passes. The grader's `zero_gradient` mutant is that
-# backward. Random weights make every output, and every entry of the Jacobian, matter.
-# </details>
-
-# %% [markdown]
-# **3.** On the plot of section 4, why does the error of the central difference rise again to the
+# **2.** On the plot of section 4, why does the error of the central difference rise again to the
 # left of $h \approx 10^{-5}$, and why does the forward error get no lower than a few times $10^{-9}$?
 
 # %% [markdown] tags=["answer"]
 # <details><summary>Answer</summary>
 #
-# $L$ is computed with a relative error of about $10^{-16}$, and dividing the difference of two such
+# The explanation, not tested here, is rounding: $L$ is computed with a relative error of about $10^{-16}$, and dividing the difference of two such
 # numbers by $h$ magnifies that to about $10^{-16}/h$. Truncation falls as $h^2$ (central) or $h$
 # (forward) while rounding grows as $1/h$: the forward sum $h + 10^{-16}/h$ is smallest near
 # $h = 10^{-8}$, where it is about $10^{-8}$ (section 4 measured a few times $10^{-9}$ at $h = 10^{-7}$);
@@ -912,7 +900,7 @@ assert score_grad < 1e-3 * param_grad and flat_gap < 1e-5
 # </details>
 
 # %% [markdown]
-# **4.** An untrained `TinyGPT` with `vocab_size = 16` reports a loss of 2.78. Is it broken? What
+# **3.** An untrained `TinyGPT` with `vocab_size = 16` reports a loss of 2.78. Is it broken? What
 # would a loss of 4.5 at step 0 tell you?
 
 # %% [markdown] tags=["answer"]
@@ -928,7 +916,7 @@ assert score_grad < 1e-3 * param_grad and flat_gap < 1e-5
 # </details>
 
 # %% [markdown]
-# **5.** A colleague's model with `positional="none"` is said to "use no position at all". Using the
+# **4.** A colleague's model with `positional="none"` is said to "use no position at all". Using the
 # list of section 8, where can order still reach its outputs?
 
 # %% [markdown] tags=["answer"]
@@ -941,7 +929,7 @@ assert score_grad < 1e-3 * param_grad and flat_gap < 1e-5
 # </details>
 
 # %% [markdown]
-# **6.** In section 9 the model with the diagonal-only backward trains for 30 steps within $10^{-3}$
+# **5.** In section 9 the model with the diagonal-only backward trains for 30 steps within $10^{-3}$
 # nats of the correct one. Why is that no comfort, and what would have caught the bug first?
 
 # %% [markdown] tags=["answer"]
@@ -977,7 +965,7 @@ assert score_grad < 1e-3 * param_grad and flat_gap < 1e-5
 # | C2b | One-sided differences are $O(h)$ (this workbook, §4) | from $h = 10^{-1}$ to $10^{-3}$ the forward error falls 1.0 decade per decade of $h$ (§4) | exact §4 | reproduces |
 # | C2c | Both errors rise again as $h$ shrinks past their best (this workbook, §4; rounding is the explanation, not tested here) | at $h = 10^{-13}$ each error is over 1000 times its smallest (§4) | exact §4 | reproduces |
 # | C3 | On average over initialisations, an untrained `TinyGPT` starts within 0.02 nats of $\ln V$ (this workbook) | over 5 seeds, the mean distance from $\ln 16 = 2.773$ is 0.005 ± 0.007 nats (2.772 to 2.785) (§7) | seeds §7 | reproduces |
-# | C4 | In float64, the fast kernels give the reference's numbers and gradients to $10^{-10}$ (README) | attention outputs and input gradients at 8 and 256 keys (the whole-matrix and the blocked kernel), and a whole `TinyGPT`'s logits, loss, parameter gradients and parameters after one clipped AdamW step, differ by less than $10^{-14}$ in float64 (appendix, §13, below) | exact §13 | reproduces |
+# | C4 | In float64, the fast kernels give the reference's numbers and gradients to $10^{-10}$ (README) | attention outputs and input gradients at 8 and 256 keys (the whole-matrix and the blocked kernel), and a whole `TinyGPT`'s logits, loss, parameter gradients and parameters after one clipped AdamW step, differ by less than $10^{-14}$ in float64 (appendix, §13, below); this row covers only what §13 runs (no score bias, no fast `rms_norm`: those are in `tests/engine/test_kernels.py`) | exact §13 | reproduces |
 # | C5a | Position enters through the input, the scores, a rotation of $q$ and $k$, or the causal mask (book, TL;DR; survey §8) | the model calls `embed`, `rotate` and `score_bias` and applies the mask; every scheme but `none` overrides at least one hook (§8) | exact §8 | reproduces |
 # | C5b | ... and only there (the same list, read as complete) | Shaw's relative values enter through a fourth hook, `output_term`, added to the attention's output (§8) | exact §8 | does not reproduce |
 #
@@ -1005,7 +993,7 @@ assert score_grad < 1e-3 * param_grad and flat_gap < 1e-5
 # | op | the reference the chapters show | its fast kernel |
 # | --- | --- | --- |
 # | attention (chapters 0, 1, and every cached decoding step of chapters 9 and 10) | `engine/functional.py` | `engine/kernels/blocked_attention.py` picks: below 256 keys `engine/kernels/attention.py` (scores stored key-major, rows in blocks over the cores), from 256 keys blocks of keys with a running softmax (memory T x block, not T^2; under a causal mask each block runs only the queries that see it) |
-# | a score bias (Shaw, Transformer-XL, T5, ALiBi, the 2-D bias; chapters 4, 5, 7) | the scheme's `score_bias`, added in `functional.py` | the same attention kernel, which takes the bias as a finished array: it folds no scheme's formula in |
+# | a score bias (Shaw, Transformer-XL, T5, ALiBi, the 2-D bias; chapters 4, 5, 7) | the scheme's `score_bias`, added in `functional.py` | the same attention kernel, which takes the bias as a finished array: it folds no scheme's formula in; a scheme that needs the probabilities (Shaw with its value term) takes the reference path under either set |
 # | the rotation of RoPE (chapters 6, 8, 11) | `positional/rope.py`, `apply_rotary` | `engine/kernels/rope.py`: the quarter turn as a matrix, in the input's memory order; both pairing conventions and partial rotary |
 # | cross-entropy, AdamW and gradient clipping (chapter 0) | `engine/functional.py`, `engine/optim.py` | `engine/kernels/cross_entropy.py`, `engine/kernels/adamw.py` |
 # | GELU, layer and RMS norm, the $q, k, v$ projection, the embedding lookup, the linear layer (every model) | `engine/autograd.py` (GELU), `engine/functional.py` | `engine/kernels/gelu.py`, `norms.py`, `projection.py`, `embedding.py`, `linear.py` |

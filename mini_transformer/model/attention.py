@@ -1,4 +1,4 @@
-r"""Multi-head attention with the three places position can enter.
+r"""Multi-head attention with the three places position can enter (four hooks).
 
 Layout throughout: ``(B, H, T, d_head)``. The positional scheme is asked, in
 order, to rotate q and k (``rotate``), to add to the scores (``score_bias``),

@@ -2,7 +2,7 @@ r"""``TinyGPT`` (decoder-only, causal) and ``TinyEncoder`` (bidirectional): one 
 
 A pre-norm Transformer block: x + Attention(Norm(x)), then x + MLP(Norm(x)).
 Position enters only through ``self.positional``, the scheme named by
-``GPTConfig.positional``, at the three places its protocol defines.
+``GPTConfig.positional``, at the three places its protocol defines, through four hooks.
 """
 from dataclasses import asdict, dataclass, field
 from typing import Optional

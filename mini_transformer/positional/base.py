@@ -1,4 +1,4 @@
-r"""The positional-scheme protocol: the three places position can enter a Transformer.
+r"""The positional-scheme protocol: the three places position can enter a Transformer, through four hooks.
 
 1. **Input**: ``embed(x, offset)`` adds something to the token embeddings
    ``x`` ``(B, T, d_model)`` of the tokens at positions ``offset .. offset+T-1``
