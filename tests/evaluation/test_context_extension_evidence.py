@@ -37,6 +37,9 @@ def test_claims_are_paired_within_a_seed_and_follow_the_rule():
     assert c7a["verdict"] == "does not reproduce" and c7a["seeds"] == [0, 1, 2]
     # C7b reads past L, not at 4L: unscaled past L (3.5) minus PI past L (2.5) is 1.0 in every seed, the point 1.0 > 0
     assert claims["C7b"]["values"] == pytest.approx([1.0] * 3) and claims["C7b"]["verdict"] == "reproduces"
+    # C7c, PI's rise past L: PI past L (2.5) minus PI at L (2.9, 3.1, 3.3) = -0.4, -0.6, -0.8, all under 0.05
+    assert claims["C7c"]["values"] == pytest.approx([-0.4, -0.6, -0.8]) and claims["C7c"]["threshold"] == 0.05
+    assert claims["C7c"]["verdict"] == "reproduces"
     # C10a has no reference model trained at 4L: not tested here, whatever its interval says
     assert claims["C10a"]["verdict"] == "not tested here" and "interval_verdict" in claims["C10a"]
     # C10b's fine-tune is 20% of pre-training, Chen et al.'s a sliver of it: not tested here, the interval kept beside
