@@ -281,6 +281,7 @@ def test_stored_knowledge_holds_no_reference_and_no_held_out_case():
     assert data["drill"]["names"] == ["rotate_half", "apply_rotary", "RotaryEmbedding"]
     assert data["drill"]["minutes"] == 15
     assert "def rotate_half" in data["drill"]["text"]
+    assert data["drill"]["text"].startswith('r"""Drill: rope. Target 15 minutes from this blank file.')
 
 
 def test_stored_knowledge_of_a_module_without_drill_or_exercise_file(monkeypatch):
