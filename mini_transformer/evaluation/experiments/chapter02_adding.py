@@ -105,6 +105,12 @@ def left_chance_at(losses, level=CHANCE_EXIT, window=10):
     return None
 
 
+# Why the tenth-size records cannot settle "mostly does not interfere": one reason for both.
+FLOOR_OR_SPEED = ("neither reading measures interference in a trained model away from a floor: at step 600 both arms "
+                  "sit at their floor (held-out accuracy 0.998 or more, loss 0.003 to 0.017 nats), so the end-of-training "
+                  "difference cannot show a cost; at step 100 the training loss measures learning speed")
+
+
 def claims(per_seed, seeds):
     def values(arm, key):
         return [r[key] for r in per_seed[arm]]
@@ -114,13 +120,13 @@ def claims(per_seed, seeds):
     out = {
         "added_minus_concatenated_x0.1": stats.claim_record(
             "held-out loss at the end, added minus concatenated, table x 0.1 (nats); the claim: adding costs under "
-            "0.05 nats", "below", 0.05, values=diff("added_x0.1", "concatenated_x0.1", "held_out_loss"), seeds=seeds),
+            "0.05 nats", "below", 0.05, values=diff("added_x0.1", "concatenated_x0.1", "held_out_loss"), seeds=seeds,
+            not_tested=FLOOR_OR_SPEED),
         "added_minus_concatenated_x0.1_at_100": stats.claim_record(
             "training loss at step 100 (mean of steps 90..99), added minus concatenated, table x 0.1 (nats); the "
-            "claim: adding costs under 0.05 nats (less than the smallest effect this workbook calls a change), measured "
-            "on learning speed, before either "
-            "arm reaches its floor", "below", 0.05,
-            values=diff("added_x0.1", "concatenated_x0.1", "loss_at_100"), seeds=seeds),
+            "claim: adding costs under 0.05 nats, measured on learning speed, before either arm reaches its floor",
+            "below", 0.05, values=diff("added_x0.1", "concatenated_x0.1", "loss_at_100"), seeds=seeds,
+            not_tested=FLOOR_OR_SPEED),
         "added_minus_concatenated": stats.claim_record(
             "held-out loss at the end, added minus concatenated, full-size table (nats); the claim: adding costs "
             "under 0.05 nats", "below", 0.05, values=diff("added", "concatenated", "held_out_loss"), seeds=seeds),
