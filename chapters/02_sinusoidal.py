@@ -692,8 +692,12 @@ print(f"added minus concatenated, x 0.1, at step 100: from {c6a['interval'][0]:+
       f"by step 100 the tenth-size arms are {min(learned):.2f} to {max(learned):.2f} nats below chance")
 print("added minus concatenated, full size, held-out loss at the end, per seed: "
       + " ".join(f"{v:+.2f}" for v in settled["added_minus_concatenated"]["values"]))
-assert 0.05 < c6a["interval"][1] < 0.1 < min(learned)
-assert (c6a["threshold"], c6a["verdict"]) == (0.05, "not established")
+tenth_accuracy = [r["held_out_accuracy"] for arm in ("added_x0.1", "concatenated_x0.1") for r in adding["per_seed"][arm]]
+print(f"tenth-size arms at the end: held-out accuracy {min(tenth_accuracy):.3f} or more")
+print(f"C6a: {c6a['verdict']}: {c6a['not_tested']}")
+assert 0.05 < c6a["interval"][1] < 0.1 < min(learned) and min(tenth_accuracy) >= 0.998
+assert (c6a["threshold"], c6a["interval_verdict"], c6a["verdict"]) == (0.05, "not established", "not tested here")
+assert settled["added_minus_concatenated_x0.1"]["not_tested"] == c6a["not_tested"]
 assert settled["full_minus_tenth_at_end"]["verdict"] == "reproduces"
 assert all(r["left_chance_at"] is not None for r in adding["per_seed"]["added"])
 assert all(v > 0 for v in delays["concatenated after added, full size"][0]) and delays["concatenated after added, full size"][2] > 0
@@ -714,16 +718,14 @@ fig.tight_layout()
 # Read the intervals (95%, over the five seeds, paired) against the book's claim and against the
 # 100-step cell.
 #
-# * **Adding against concatenating, at a tenth of the scale.** At step 600 both arms sit at their
-#   floor (held-out loss 0.003 to 0.017 nats), where a difference has no room to show (the record
-#   there, 0.006 ± 0.007, compares two floors). So the claim is read at step 100, where neither arm
-#   has got there (1.07 to 1.47 nats): adding minus concatenating is -0.084 ± 0.144 nats, from
-#   -0.229 to +0.060. The claim needs a size, since "mostly does not interfere" allows some cost.
-#   The bar, here and at full size, is 0.05 nats: a cost smaller than the smallest effect this
-#   workbook calls a change. The upper end, +0.060, crosses it: the claim is not established,
-#   and it is read on learning speed, not on a trained model. The interval bounds only what adding costs; it allows
-#   concatenating to cost up to 0.229 nats. The two arms also leave chance within about 5 steps
-#   of each other: 1.6 ± 3.6 steps apart.
+# * **Adding against concatenating, at a tenth of the scale: not tested here.** The claim needs a
+#   size, since "mostly does not interfere" allows some cost; the bar, here and at full size, is
+#   0.05 nats, the bar chapter 7 uses for "runs long". Neither reading measures interference in a
+#   trained model away from a floor. At step 600 both arms sit at their floor (held-out accuracy
+#   0.998 or more, loss 0.003 to 0.017 nats), so the end-of-training difference, 0.006 ± 0.007,
+#   cannot show a cost. At step 100 (1.07 to 1.47 nats) the training loss measures learning speed:
+#   adding minus concatenating is -0.084 ± 0.144 nats, from -0.229 to +0.060. The two arms also
+#   leave chance within about 5 steps of each other: 1.6 ± 3.6 steps apart.
 # * **The same at full size.** On the held-out loss at the end, -0.03 ± 0.74 nats, not established:
 #   per seed -0.95, -0.32, +0.45, +0.39, +0.27, so concatenating ends better in 3 of the 5 seeds.
 #   The end losses scatter (0.67 to 1.62), and not in step with the exits (seed 2's added run leaves
@@ -735,9 +737,10 @@ fig.tight_layout()
 #   a tenth, a delay of 144 ± 38 steps paired by seed (concatenated at full size: step 313 ± 74). At
 #   step 100 it is 1.19 ± 0.14 nats behind the tenth. The 100-step cell shows a smaller gap, 0.70
 #   nats (2.41 against 1.71), because its tenth-size model learned less by step 100 than these runs
-#   did (1.71, against 1.07 to 1.33). The two differ in their schedule: the cell's cosine decay ends
+#   did (1.71, against 1.07 to 1.33). The two differ in their kernels (the cell's "reference", these
+#   runs' fast ones) and in their schedule: the cell's cosine decay ends
 #   at step 100, so its learning rate is down to 3.0e-04 at step 99, against 2.85e-03 at step 99 of a
-#   600-step run. That the schedule is the whole reason is an explanation not tested here.
+#   600-step run. Which of the two is the reason is an explanation not tested here.
 # * **...and the delay has not been made up by step 600:** the full-size added table is still
 #   1.20 ± 0.41 nats behind (0.67 to 1.55 against 0.003 to 0.017). Whether a longer run closes the
 #   gap, this run does not say.
@@ -1005,8 +1008,8 @@ assert at_64["claims"]["none_minus_sinusoidal_scaled"]["verdict"] == "reproduces
 # gradients, and the explanation does not say why concatenating, which gives the tokens channels
 # of their own, leaves chance later still (121 ± 39 steps after adding, in every seed). What the
 # runs do show: with the table at a tenth the model leaves chance at step 48 ± 5, and at step 100
-# adding minus concatenating is -0.084 ± 0.144 nats, from -0.229 to +0.060 (not established under
-# 0.05 nats, C6a).
+# adding minus concatenating is -0.084 ± 0.144 nats, from -0.229 to +0.060 (learning speed, so
+# C6a is not tested here).
 # Multiplying the token rows by $\sqrt{d_{model}}$, as the original paper does, still leaves the
 # table about 6 times longer with this initialisation (0.64 against 4); whether that removes the
 # delay is not run here. The full-size model is not stuck for good: it
@@ -1071,7 +1074,7 @@ assert at_64["claims"]["none_minus_sinusoidal_scaled"]["verdict"] == "reproduces
 # | C4c | The dot product decays with distance, the book's claim, read as a trend: the first 20 offsets above the last 20 of 200 (book §1) | means over blocks of 20 offsets: 22.9 for the first, 12.2 for the last, though up at 2 of the 9 steps between blocks (§3) | exact §3 | reproduces |
 # | C5a | The shortest wavelength is $2\pi \approx 6.3$ tokens (book §2.1) | $2\pi$ at every $d_{model}$ (§2) | exact §2 | reproduces |
 # | C5b | The longest is about $2\pi\cdot 10000 \approx 63\,000$ tokens, read at $d_{model} = 512$, within 5% (book §2.1) | $2\pi\cdot\mathrm{base}^{(d-2)/d}$: 60 611 at $d_{model} = 512$, the paper's width; only 47 117 at 64 (§2) | exact §2 | reproduces |
-# | C6a | Adding the table instead of concatenating "mostly does not" interfere, read as: adding costs under 0.05 nats, less than the smallest effect this workbook calls a change (book §2.1) | table at a tenth, training loss at step 100 (learning speed, not interference in a trained model), before either arm reaches its floor: adding minus concatenating -0.084 ± 0.144 nats over 5 seeds, from -0.229 to +0.060: the upper end crosses 0.05 (§7) | result chapter02_adding/added_minus_concatenated_x0.1_at_100 | not established |
+# | C6a | Adding the table instead of concatenating "mostly does not" interfere, read as: adding costs under 0.05 nats, the bar chapter 7 uses for "runs long" (book §2.1) | table at a tenth; neither reading measures interference in a trained model away from a floor: at step 600 both arms sit at their floor (accuracy 0.998 or more), end of training 0.006 ± 0.007 nats; at step 100 the training loss measures learning speed, -0.084 ± 0.144 nats over 5 seeds (§7) | result chapter02_adding/added_minus_concatenated_x0.1_at_100 | not tested here |
 # | C6b | ... also with the table at full size: under the same 0.05 nats (book §2.1) | held-out loss at step 600, not C6a's step-100 training loss, at which both full-size arms are still at chance (2.40 to 2.41 nats in every seed): -0.03 ± 0.74 nats over 5 seeds, per seed -0.95 to +0.45: concatenating ends better in 3 of 5 (§7) | result chapter02_adding/added_minus_concatenated | not established |
 # | C6c | A full-size table added to GPT-2-sized token rows (35 times their norm) costs loss early on (this chapter, §7) | 1.19 ± 0.14 nats above the tenth-size table at step 100, over 5 seeds; it leaves chance at step 192 ± 43, not 48 ± 5 (§7) | result chapter02_adding/full_minus_tenth_at_100 | reproduces |
 # | C6d | ... and the cost lasts to step 600 (this chapter, §7) | still 1.20 ± 0.41 nats above the tenth at step 600, over 5 seeds (§7) | result chapter02_adding/full_minus_tenth_at_end | reproduces |
