@@ -40,7 +40,8 @@
 # | --- | --- | --- | --- |
 # | C1 | With 32 buckets and a maximum distance of 128, the first 8 offsets in each direction are exact, larger ones logarithmic, and every distance past 128 shares the final bucket (book, §2.3; survey, §4.3) | | §2 |
 # | C2 | The bias is translation-invariant: the bias at $(i, j) = (2, 5)$ equals the bias at $(6, 9)$ (book, §3.2) | | §3 |
-# | C3 | One table of `(num_buckets, H)`, shared by all layers of a stack: a few thousand parameters for an entire model (book, §2.3) | | §4 |
+# | C3a | One table of `(num_buckets, H)`, shared by all layers of a stack (book, §2.3) | | §4 |
+# | C3b | ... a few thousand parameters for an entire model (book, §2.3) | | §4 |
 # | C4 | The bias is materialised as `(H, T_q, T_k)` and added to the scores, which costs memory traffic and blocks fused attention; ALiBi's can be folded into a kernel as a formula (book, §2.3 and §4 "Cost") | | §6 |
 # | C5 | Trained at length 8 and run at 16, the relative-bias model gives sensible output, "because every offset it encounters maps into a bucket it trained on"; the learned absolute model "produces garbage or raises an index error" (book, §7 exercise 4) | | §7 |
 # | C6 | Swin: a table of $(2w - 1)^2$ rows for a $w \times w$ window, 169 for $7 \times 7$; the bias is translation-invariant in the window; per window, because a whole $224 \times 224$ image would need 199 809 rows (book, §7 exercise 5; book, §2.3) | | §8 |
@@ -806,7 +807,8 @@ print("test_buckets passes on the functions above")
 # | --- | --- | --- | --- | --- |
 # | C1 | 32 buckets to 128: 8 exact each way, logarithmic beyond, everything past 128 in the last bucket (book, §2.3) | keys 0 to 7 back are buckets 0 to 7, one each; 8 to 11 back share bucket 8, 12 to 15 bucket 9, 16 back is bucket 10; every key from 128 to 200 back is in bucket 15; 1 to 7 ahead are buckets 17 to 23 (§2) | exact §2 | reproduces |
 # | C2 | translation-invariant: bias(2, 5) = bias(6, 9) (book, §3.2) | equal, and the whole `(32, 32)` bias is constant along every diagonal, causal and bidirectional (§3) | exact §3 | reproduces |
-# | C3 | one table per stack, a few thousand parameters (book, §2.3) | every layer of a four-layer model gets the same bias from one table of 32 x 4 = 128 parameters; T5-base 384 per stack (§4) | exact §4 | reproduces |
+# | C3a | one table per stack (book, §2.3) | every layer of a four-layer model gets the same bias from one table of 32 x 4 = 128 parameters (§4) | exact §4 | reproduces |
+# | C3b | ... a few thousand parameters for an entire model (book, §2.3) | T5-base 384 per stack, 768 for encoder and decoder; T5-large 1024: hundreds, not thousands (§4) | exact §4 | does not reproduce |
 # | C4 | the bias must be materialised as `(H, T_q, T_k)`: $BHT^2$ traffic (book, §2.3, §4) | this library's T5 hook does materialise it: its bytes grow 15.5 times from $T = 64$ to 256 (a $T^2$ array), RoPE's 3.6 times (§6); but it need not be: chapter 7 (§5, C4b) looks the table up inside fused tiles, equal to the dense form to 1e-12 | exact §6 | does not reproduce |
 # | C5a | trained at 8, run at 16, T5 gives sensible output: accuracy at 16 above 0.9 (book, §7 ex. 4) | all 10 seeds: 1.00, right at every position of length 16 on every seed (§7) | result relative_bias_generalisation/t5_sensible_at_16 | reproduces |
 # | C5b | the learned absolute table gives garbage past 8: accuracy on positions 8..15 below twice chance, 0.18 (book, §7 ex. 4) | 0.45 ± 0.04 over 10 seeds on positions 8..15, far above chance (0.09) and far below T5 (§7) | result relative_bias_generalisation/learned_garbage_past_8 | does not reproduce |
