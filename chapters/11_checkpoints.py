@@ -812,7 +812,7 @@ past = {name: x["serves"] / x["L"] for name, x in published.items()
 gaps = [abs((x["r"] // 2 - x["crit"]) / (x["r"] // 2) - (1 - math.log(x["L"] / (2 * math.pi)) / math.log(x["theta"])))
         * (x["r"] // 2) for x in published.values()]
 print(f"published models: critical pairs {crits[0]} .. {crits[-1]}; never turned {nevers[0]:.0%} .. {nevers[-1]:.0%}")
-print("served past the training length by a scaling block:", {n: f"{v:g}x" for n, v in past.items()})
+print("a scaling block stretching past original_max_position_embeddings:", {n: f"{v:g}x" for n, v in past.items()})
 print(f"the share against 1 - ln(L / 2 pi) / ln(theta): at most {max(gaps):.2f} of a pair apart")
 assert (crits[0][0], crits[-1][0], round(nevers[0], 2), round(nevers[-1], 2)) == (11, 100, 0.22, 0.45)
 assert sorted(past) == ["DeepSeek-V3", "Llama-3.1-8B", "Phi-3-mini-128k-instruct", "Qwen3-0.6B"] and max(gaps) <= 1
@@ -949,10 +949,13 @@ assert all(critical_pair(MODELS[name]) == describe_model(name)["critical_dimensi
 # training when $2\pi\,\theta^{2i/r} < L$; the cell checks it to within one pair), so at a given
 # training length raising the base (Code Llama $10^6$, Llama 3 500 000) *raises* that share, and
 # a longer $L$ lowers it: the slow pairs slow down further, so more of them never finish a turn in
-# training, which is the room they leave for interpolation later. And four of the models serve
-# past their training length through a scaling block that a port must carry along (section 1),
-# three of them far past (16x to 40x; Qwen3-0.6B 1.25x): dropping it is the "angles past the
-# trained range" bug of chapter 12's clinic.
+# training, which is the room they leave for interpolation later. And four of the configurations
+# carry a scaling block that stretches the positions past `original_max_position_embeddings`, the
+# length the base was first trained at (16x to 40x; Qwen3-0.6B 1.25x), and a port must carry it along
+# (section 1): dropping it is the "angles past the trained range" bug of chapter 12's clinic. That is
+# not the same as serving past what the model was trained on: Llama 3.1 and DeepSeek-V3 were trained
+# further at their long length with the block in place, and Qwen's YaRN block is opt-in, added by hand
+# for long inputs (`model_configs` says so), not in the shipped `config.json`.
 #
 # ## 8. Check yourself on this chapter
 #
