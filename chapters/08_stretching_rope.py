@@ -408,8 +408,9 @@ assert quoted == {32: (1.587, 101.6, 64.0), 128: (4.565, 18696.4, 17.25)}
 # For the tiny model, pair 5 is stretched by only 1.587, so NTK at $s = 4$ keeps every pair on
 # trained angles to 101.6 tokens, not 256; reaching 256 that way takes a factor of 64. For
 # $d_{head} = 128$, $L = 4096$, $s = 8$ the safe length is 18,696.4, not 32,768, and the factor
-# for 32,768 is 17.25. The fast pairs are the reason NTK is worth having; the slow-but-unturned
-# pairs in between are the reason its $s$ is not the extension.
+# for 32,768 is 17.25. That the fast pairs, left almost as they were, are what makes NTK worth having
+# is the book's explanation (§7, Exercise 3: "high frequencies untouched"), not isolated by a run here;
+# the slow-but-unturned pairs in between are the reason its $s$ is not the extension.
 
 # %% [markdown]
 # ### Exercise 8.3: a test of your own   ★★★ · 15 min
@@ -983,9 +984,10 @@ for name in ("Llama-2-7B", "Code-Llama-7B", "Llama-3.1-8B", "Qwen3-0.6B", "DeepS
 # steps with each and measured again; all of it for three seeds (weights, batches and the search).
 # (The book trains at 128 and looks at 128, 256, 512; the experiment's smaller $L$ keeps the run to
 # minutes.) The table gives each loss as the mean over the seeds $\pm$ the half-width of its 95%
-# t-interval; the chapter reads the committed result. The absolute losses vary widely between seeds
-# (each seed draws its own 48 held-out windows of the standard library, some far easier than others);
-# every claim below is therefore a difference between two arms *within* a seed, on the same windows,
+# t-interval; the chapter reads the committed result. The absolute losses vary widely between seeds,
+# which differ in their weights, their training batches, their search and their 48 held-out windows
+# of the standard library (which of these makes the spread is not tested here); every claim below is
+# therefore a difference between two arms *within* a seed, on the same windows,
 # where the spread is much smaller. The windows at $L$ are the first $L$ bytes of the windows at $4L$,
 # so "past $L$ minus at $L$" compares two stretches of the same text.
 
@@ -1049,10 +1051,11 @@ assert same_13 < 1e-6 and same_4 < 1e-6
 #
 # The claims, each as an effect per seed (paired: both arms share the seed's model) with its 95%
 # interval and the verdict of the rule in [`chapters/README.md`](README.md#Evidence-and-the-verdict-rule).
-# Four claims state a size, so their rows name a threshold. "Explodes" (C6) is a rise past $L$ of more
+# Five claims state a size, so their rows name a threshold. "Explodes" (C6) is a rise past $L$ of more
 # than 0.5 nats, a third of unscaled RoPE's 1.48 at $L$: a loss that grows by a third is no longer
 # the model it was. "A little" and "close" (C7a, C8a, C10c) are under 0.1 nats, about a fifteenth
-# of that loss: a change a reader of the table would call small.
+# of that loss: a change a reader of the table would call small. "Stable at all lengths" (C7c) is
+# read as chapter 7 reads "runs long": a rise past $L$ under 0.05 nats.
 
 # %% tags=["nbval-check-output"]
 claims = ext["claims"]
