@@ -13,7 +13,8 @@ import pytest
 
 from exercises.grading import instructor
 
-LABELS = {"toy": {"a": "Exercise 1.1", "b": "Exercise 1.2"}, "two": {"c": "Exercise 2.1"}}
+LABELS = {"toy": {"a": "Exercise 1.1", "b": "Exercise 1.2"}, "two": {"c": "Exercise 2.1"},
+          "cls": {"K.m": "Exercise 3.1"}, "rope": {"a": "Exercise 6.1"}}  # cls: a method, a dotted name
 
 
 def fake_grade_file(calls):
@@ -226,3 +227,66 @@ def test_grade_student_a_crash_and_a_link_are_rows_not_errors(klass, calls):
     crashed = instructor.grade_student(klass / "erin", ["toy"])
     assert [r["message"] for r in crashed] == ["the grader failed on this submission: ValueError: boom"] * 2
     assert [r["label"] for r in crashed] == ["Exercise 1.1", "Exercise 1.2"]
+
+
+# ---------------------------------------------------------------------------
+# Survivors of the first mutation run, each worked by hand
+# ---------------------------------------------------------------------------
+
+def test_module_file_refuses_a_link_even_to_a_file_inside_the_folder(tmp_path):
+    real = put(tmp_path, "s/alice/real.py")
+    (tmp_path / "s" / "alice" / "exercises").mkdir()
+    (tmp_path / "s" / "alice" / "exercises" / "toy.py").symlink_to(real)
+    assert instructor.module_file(tmp_path / "s" / "alice", "toy", tmp_path / "s") == (
+        None, "alice/exercises/toy.py is a link; hand in the file itself.")
+
+
+def test_students_names_links_and_refuses_single_files_in_a_gradebook(klass):
+    (klass / "gina.py").symlink_to(klass / "bob.py")
+    (klass / "hal.v2").symlink_to(klass / "alice", target_is_directory=True)
+    (klass / "ivan" / "exercises").mkdir(parents=True)
+    (klass / "ivan" / "exercises" / "toy.py").symlink_to(klass / "bob.py")
+    rows = {name: (path, problem) for name, path, problem in instructor.students(klass, "toy")}
+    assert rows["gina"] == (None, "gina.py is a link, not a file or a folder; hand in the file itself.")
+    assert rows["hal.v2"] == (None, "hal.v2 is a link, not a file or a folder; hand in the file itself.")
+    assert rows["ivan"] == (None, "ivan/exercises/toy.py is a link; hand in the file itself.")
+    assert rows["bob"] == (klass / "bob.py", None)
+    book = {name: (path, problem) for name, path, problem in instructor.students(klass, "toy", single_files=False)}
+    assert book["bob"] == (None, "bob.py is a single file; a gradebook over several modules needs a folder per "
+                                 "student holding exercises/toy.py")
+    assert book["alice"] == (klass / "alice" / "exercises" / "toy.py", None)
+
+
+def test_grade_student_a_link_inside_the_folder_is_named_from_the_class_folder(klass, calls):
+    (klass / "ivan" / "exercises").mkdir(parents=True)
+    (klass / "ivan" / "exercises" / "toy.py").symlink_to(klass / "bob.py")
+    rows = instructor.grade_student(klass / "ivan", ["toy"])
+    assert [(r["target"], r["kind"], r["message"]) for r in rows] == [
+        (k, "link", "ivan/exercises/toy.py is a link; hand in the file itself.") for k in ("toy.a", "toy.b")]
+    assert calls == []
+
+
+def test_a_dotted_exercise_name_keeps_its_label(klass, calls, tmp_path):
+    put(klass, "erin/cls.py", "CRASH")
+    assert instructor.grade_student(klass / "carol", ["cls"]) == [
+        {"target": "cls.K.m", "label": "Exercise 3.1", "status": "fail", "kind": "missing", "misconception": None,
+         "message": "no cls.py in this student's folder"}]
+    assert instructor.grade_student(klass / "erin", ["cls"]) == [
+        {"target": "cls.K.m", "label": "Exercise 3.1", "status": "fail", "kind": "crashed", "misconception": None,
+         "message": "the grader failed on this submission: ValueError: boom"}]
+    report = instructor.grade_folder(klass, tmp_path / "c", module="cls", workers=1)
+    assert report["exercises"] == ["3.1 K.m"]
+
+
+def test_grade_student_shows_the_full_path_outside_the_named_folders_parent(klass, calls, tmp_path):
+    instructor.grade_student(klass / "frank", ["toy"], folder=tmp_path / "x" / "y")
+    assert calls[0]["display"] == {str(klass / "frank" / "toy.py"): str(klass / "frank" / "toy.py")}
+
+
+def test_grade_folder_grades_rope_by_default(klass, calls, tmp_path):
+    assert instructor.grade_folder(klass, tmp_path / "d", workers=1)["module"] == "rope"
+
+
+def test_grade_folder_drops_a_csv_suffix_before_adding_its_own(klass, calls, tmp_path):
+    report = instructor.grade_folder(klass, tmp_path / "r.json.csv", module="toy", workers=1)
+    assert report["csv"] == str(tmp_path / "r.csv") and report["json"] == str(tmp_path / "r.json")
