@@ -14,7 +14,9 @@ import pytest
 from exercises.grading import instructor
 
 LABELS = {"toy": {"a": "Exercise 1.1", "b": "Exercise 1.2"}, "two": {"c": "Exercise 2.1"},
-          "cls": {"K.m": "Exercise 3.1"}, "rope": {"a": "Exercise 6.1"}}  # cls: a method, a dotted name
+          "cls": {"K.m": "Exercise 3.1"}, "rope": {"a": "Exercise 6.1"},  # cls: a method, a dotted name
+          "ten": {"x": "Exercise 1.10", "y": "Exercise 1.9"}}
+TESTS = {"toy": ("b",), "ten": ("x", "y")}  # the tests the reader writes
 
 
 def fake_grade_file(calls):
@@ -39,7 +41,8 @@ def fake_grade_file(calls):
 @pytest.fixture
 def calls(monkeypatch):
     seen = []
-    monkeypatch.setattr(instructor, "knowledge", lambda m: types.SimpleNamespace(labels=LABELS[m], tests=()))
+    monkeypatch.setattr(instructor, "knowledge", lambda m: types.SimpleNamespace(labels=LABELS[m],
+                                                                                   tests=TESTS.get(m, ())))
     monkeypatch.setattr(instructor, "targets_of", lambda m: [f"{m}.{n}" for n in LABELS[m]])
     monkeypatch.setattr(instructor, "grade_file", fake_grade_file(seen))
     return seen
@@ -290,3 +293,30 @@ def test_grade_folder_grades_rope_by_default(klass, calls, tmp_path):
 def test_grade_folder_drops_a_csv_suffix_before_adding_its_own(klass, calls, tmp_path):
     report = instructor.grade_folder(klass, tmp_path / "r.json.csv", module="toy", workers=1)
     assert report["csv"] == str(tmp_path / "r.csv") and report["json"] == str(tmp_path / "r.json")
+
+
+# ---------------------------------------------------------------------------
+# Naming modules and columns
+# ---------------------------------------------------------------------------
+
+def test_modules_named(monkeypatch):
+    from exercises.grading import grader
+    monkeypatch.setattr(grader, "exercise_module_names", lambda: ["sinusoidal", "rope", "alibi"])
+    assert instructor.modules_named(["all"]) == ["sinusoidal", "rope", "alibi"]
+    assert instructor.modules_named(["rope", "alibi", "rope"]) == ["rope", "alibi"]  # once each, in the order given
+    assert instructor.modules_named(("alibi",)) == ["alibi"]
+    with pytest.raises(SystemExit) as e:
+        instructor.modules_named(["rope", "xpos", "all"])
+    assert str(e.value) == "no exercise module xpos, all; the modules are sinusoidal, rope, alibi (or `all`)."
+
+
+@pytest.mark.parametrize("col, number", [("6.2 apply_rotary", (6, 2)), ("6.10 decode", (6, 10)),
+                                         ("12.3 x mutants", (12, 3)), ("6.x y", (6, 10 ** 6)), ("C7b z", (10 ** 6,))])
+def test_number_orders_by_chapter_then_exercise(col, number):
+    assert instructor._number(col) == number
+
+
+def test_gradebook_columns_in_exercise_order_with_the_tests_mutant_columns(calls):
+    assert instructor.column("cls.K.m") == "3.1 K.m"
+    assert instructor.gradebook_columns(["two", "ten", "toy"]) == (
+        ["1.1 a", "1.2 b", "1.9 y", "1.10 x", "2.1 c"], ["1.2 b mutants", "1.9 y mutants", "1.10 x mutants"])
