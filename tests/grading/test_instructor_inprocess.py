@@ -16,7 +16,7 @@ from exercises.grading import instructor
 LABELS = {"toy": {"a": "Exercise 1.1", "b": "Exercise 1.2"}, "two": {"c": "Exercise 2.1"},
           "cls": {"K.m": "Exercise 3.1"}, "rope": {"a": "Exercise 6.1"},  # cls: a method, a dotted name
           "ten": {"x": "Exercise 1.10", "y": "Exercise 1.9"}}
-TESTS = {"toy": ("b",), "ten": ("x", "y")}  # the tests the reader writes
+TESTS = {"toy": ("b",), "ten": ("x", "y"), "cls": ("K.m",)}  # the tests the reader writes
 
 
 def fake_grade_file(calls):
@@ -318,5 +318,6 @@ def test_number_orders_by_chapter_then_exercise(col, number):
 
 def test_gradebook_columns_in_exercise_order_with_the_tests_mutant_columns(calls):
     assert instructor.column("cls.K.m") == "3.1 K.m"
-    assert instructor.gradebook_columns(["two", "ten", "toy"]) == (
-        ["1.1 a", "1.2 b", "1.9 y", "1.10 x", "2.1 c"], ["1.2 b mutants", "1.9 y mutants", "1.10 x mutants"])
+    assert instructor.gradebook_columns(["two", "cls", "ten", "toy"]) == (
+        ["1.1 a", "1.2 b", "1.9 y", "1.10 x", "2.1 c", "3.1 K.m"],
+        ["1.2 b mutants", "1.9 y mutants", "1.10 x mutants", "3.1 K.m mutants"])
