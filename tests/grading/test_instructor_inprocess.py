@@ -321,3 +321,41 @@ def test_gradebook_columns_in_exercise_order_with_the_tests_mutant_columns(calls
     assert instructor.gradebook_columns(["two", "cls", "ten", "toy"]) == (
         ["1.1 a", "1.2 b", "1.9 y", "1.10 x", "2.1 c", "3.1 K.m"],
         ["1.2 b mutants", "1.9 y mutants", "1.10 x mutants", "3.1 K.m mutants"])
+
+
+# ---------------------------------------------------------------------------
+# gradebook_row: a student's cells, mutants, points; worked by hand
+# ---------------------------------------------------------------------------
+
+TABLE = {"toy": {"1.1": 2, "1.2": 3}, "ten": {"1.10": 4, "1.9": 1}}
+ROW = [  # any order: y (fails), a (passes), x (a test passing, caught 2 of 3), b (a weak test, caught 1 of 3)
+    {"target": "ten.y", "label": "Exercise 1.9", "status": "fail", "kind": "numbers", "misconception": None,
+     "message": "m"},
+    {"target": "toy.a", "label": "Exercise 1.1", "status": "pass", "kind": "pass", "misconception": None,
+     "message": None},
+    {"target": "ten.x", "label": "Exercise 1.10", "status": "pass", "kind": "pass", "misconception": None,
+     "message": None, "caught": [2, 3]},
+    {"target": "toy.b", "label": "Exercise 1.2", "status": "fail", "kind": "weak_test", "misconception": None,
+     "message": "m", "caught": [1, 3]}]
+
+
+def test_gradebook_row_scores_each_exercise_and_test_by_the_table(calls):
+    row = instructor.gradebook_row(ROW, TABLE)
+    assert row["cells"] == {"1.9 y": "fail: numbers", "1.1 a": "pass", "1.10 x": "pass",
+                            "1.2 b": "fail: weak test (caught 1 of 3)"}
+    assert row["mutants"] == {"1.9 y mutants": "", "1.10 x mutants": "2 of 3", "1.2 b mutants": "1 of 3"}
+    # y 0 of 1; a 2 of 2; x 4 * 2/3 = 2.67 of 4; b 3 * 1/3 = 1.0 of 3
+    assert row["points"] == 5.67 and row["out_of"] == 10
+    assert row["by_module"] == {"ten": 2.67, "toy": 3.0} and list(row["by_module"]) == ["ten", "toy"]
+    assert row["results"] == {
+        "1.9 y": dict(ROW[0], points=0, possible=1), "1.1 a": dict(ROW[1], points=2, possible=2),
+        "1.10 x": dict(ROW[2], points=2.67, possible=4), "1.2 b": dict(ROW[3], points=1.0, possible=3)}
+
+
+def test_gradebook_row_defaults_to_one_point_a_star_for_the_modules_it_sees(calls, monkeypatch):
+    from exercises.grading import points
+    asked = []
+    monkeypatch.setattr(points, "default_table", lambda modules: asked.append(modules) or TABLE)
+    row = instructor.gradebook_row(ROW + [dict(ROW[1])])
+    assert asked == [["ten", "toy"]]
+    assert row["points"] == 5.67 and row["out_of"] == 10  # the same column twice counts once
