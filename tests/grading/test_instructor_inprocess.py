@@ -359,3 +359,15 @@ def test_gradebook_row_defaults_to_one_point_a_star_for_the_modules_it_sees(call
     row = instructor.gradebook_row(ROW + [dict(ROW[1])])
     assert asked == [["ten", "toy"]]
     assert row["points"] == 5.67 and row["out_of"] == 10  # the same column twice counts once
+
+
+def test_gradebook_row_a_dotted_test_name(calls, monkeypatch):
+    from exercises.grading import points
+    asked = []
+    monkeypatch.setattr(points, "default_table", lambda modules: asked.append(modules) or {"cls": {"3.1": 2}})
+    r = {"target": "cls.K.m", "label": "Exercise 3.1", "status": "pass", "kind": "pass", "misconception": None,
+         "message": None, "caught": [1, 2]}
+    row = instructor.gradebook_row([r])
+    assert asked == [["cls"]]
+    assert row["mutants"] == {"3.1 K.m mutants": "1 of 2"}  # 2 points * 1/2
+    assert row["points"] == 1.0 and row["out_of"] == 2 and row["by_module"] == {"cls": 1.0}
