@@ -720,7 +720,8 @@ fig.tight_layout()
 #
 # * **Adding against concatenating, at a tenth of the scale: not tested here.** The claim needs a
 #   size, since "mostly does not interfere" allows some cost; the bar, here and at full size, is
-#   0.05 nats, the bar chapter 7 uses for "runs long". Neither reading measures interference in a
+#   0.05 nats, a convention borrowed from the bar chapter 7 uses for "runs long", not a size the
+#   book's words give (C6b's "not established" depends on it). Neither reading measures interference in a
 #   trained model away from a floor. At step 600 both arms sit at their floor (held-out accuracy
 #   0.998 or more, loss 0.003 to 0.017 nats), so the end-of-training difference, 0.006 ± 0.007,
 #   cannot show a cost. At step 100 (1.07 to 1.47 nats) the training loss measures learning speed:
@@ -983,7 +984,7 @@ assert at_64["claims"]["none_minus_sinusoidal_scaled"]["verdict"] == "reproduces
 # Two fast clocks turn back up at once. Pair 0 turns one radian per token, so its term $\cos k$
 # climbs back towards 1 as $k$ nears $2\pi \approx 6.3$: +0.677 from 5 to 6. Pair 1 turns 0.750 rad
 # per token, so at $k = 5$ it is already past $\pi$ (3.75 rad) and climbing too: +0.609. The slower
-# pairs 3 to 5 are still on their way down (-0.307, -0.310, -0.228); with the remaining pairs the
+# pairs 2 to 5 are still on their way down (-0.027, -0.307, -0.310, -0.228); with the remaining pairs the
 # net is +0.055; take away either fast pair and the step is a fall (section 3's cell). The sum of cosines falls as a
 # trend (block means 22.9 down to 12.2, C4c, the book's claim) but every single term is periodic,
 # which is why a stricter reading, "falls at every step", fails at 82 of 199 steps (C4b). The book's
