@@ -61,7 +61,7 @@
 # | C2a | Central differences are accurate to $O(h^2)$ (this workbook, §4's Taylor expansions) | yes / no | §4 |
 # | C2b | One-sided differences are accurate only to $O(h)$ (this workbook, §4's Taylor expansions) | yes / no | §4 |
 # | C2c | Both errors rise again as $h$ shrinks past their best (this workbook, §4) | yes / no | §4 |
-# | C3 | On average over initialisations, an untrained `TinyGPT` starts within 0.02 nats of $\ln V$ nats per token (the loss of a model that knows nothing) (this workbook) | yes / no | §7 |
+# | C3 | On average over initialisations, this chapter's untrained `TinyGPT` ($V = 16$, $d_{model} = 16$) starts within 0.02 nats of $\ln V$ nats per token (the loss of a model that knows nothing) (this workbook) | yes / no | §7 |
 # | C4 | In float64, the fast kernels give the reference's numbers and gradients to $10^{-10}$ (this workbook, README "Reference and fast") | yes / no | §13 (appendix) |
 # | C5a | Position can enter in four places: added to the input, added to the scores, rotating $q$ and $k$, or through the causal mask (book, TL;DR; survey §8 names the first three) | yes / no | §8 |
 # | C5b | ... and only there (the same list, read as complete) | yes / no | §8 |
@@ -858,8 +858,8 @@ assert score_grad < 1e-3 * param_grad and flat_gap < 1e-5
 
 # %% [markdown]
 # The diagonal-only backward is wrong by a fifth to two thirds of the gradient it replaces, on the
-# model's own softmaxes as on uniform ones. But at initialisation the loss barely depends on
-# attention: it changes by less than a millionth of a nat ($2\cdot 10^{-7}$) when attention is made
+# model's own softmaxes as on uniform ones. But at initialisation the loss barely depends on the
+# attention weights: it changes by less than a millionth of a nat ($2\cdot 10^{-7}$) when attention is made
 # exactly uniform, and the gradient reaching the scores has norm $4\cdot 10^{-4}$, against 1.9 on all
 # the parameters. A wrong answer to a question that barely matters yet moves the loss by little. Both
 # are measured at step 0 only. That the loss goes on barely depending on attention through the 30
@@ -941,7 +941,7 @@ assert score_grad < 1e-3 * param_grad and flat_gap < 1e-5
 # the curve does not flag the bug. Why the curves stay close is not that the dropped terms are
 # small: those terms are a fifth to two thirds of the score gradient at near-uniform weights
 # (section 9 measured 0.63, 0.31 and 0.22 at $T = 4$, 8 and 16, and 0.52 on the untrained model's own
-# softmaxes). What section 9 measured, at step 0 only, is that the loss barely depends on attention:
+# softmaxes). What section 9 measured, at step 0 only, is that the loss barely depends on the attention weights:
 # uniform attention changes it by less than $10^{-6}$ nats. Both runs end at 2.42, just above
 # $\ln 11 = 2.40$, the loss of a model that knows only which symbols appear and uses no attention.
 # That attention still barely matters through the 30 steps, and so the curves stay close, is an
@@ -966,7 +966,7 @@ assert score_grad < 1e-3 * param_grad and flat_gap < 1e-5
 # | C2a | Central differences are $O(h^2)$ (this workbook, §4) | from $h = 10^{-1}$ to $10^{-3}$ the central error falls 2.0 decades per decade of $h$ (§4) | exact §4 | reproduces |
 # | C2b | One-sided differences are $O(h)$ (this workbook, §4) | from $h = 10^{-1}$ to $10^{-3}$ the forward error falls 1.0 decade per decade of $h$ (§4) | exact §4 | reproduces |
 # | C2c | Both errors rise again as $h$ shrinks past their best (this workbook, §4; rounding is the explanation, not tested here) | at $h = 10^{-13}$ each error is over 1000 times its smallest (§4) | exact §4 | reproduces |
-# | C3 | On average over initialisations, an untrained `TinyGPT` starts within 0.02 nats of $\ln V$ (this workbook) | over 5 seeds, the mean distance from $\ln 16 = 2.773$ is 0.005 ± 0.007 nats (2.772 to 2.785) (§7) | seeds §7 | reproduces |
+# | C3 | On average over initialisations, this chapter's untrained `TinyGPT` ($V = 16$, $d_{model} = 16$) starts within 0.02 nats of $\ln V$ (this workbook) | over 5 seeds, the mean distance from $\ln 16 = 2.773$ is 0.005 ± 0.007 nats (2.772 to 2.785) (§7) | seeds §7 | reproduces |
 # | C4 | In float64, the fast kernels give the reference's numbers and gradients to $10^{-10}$ (README) | attention outputs and input gradients at 8 and 256 keys (the whole-matrix and the blocked kernel), and a whole `TinyGPT`'s logits, loss, parameter gradients and parameters after one clipped AdamW step, differ by less than $10^{-14}$ in float64 (appendix, §13, below); this row covers only what §13 runs (no score bias, no fast `rms_norm`: those are in `tests/engine/test_kernels.py`) | exact §13 | reproduces |
 # | C5a | Position enters through the input, the scores, a rotation of $q$ and $k$, or the causal mask (book, TL;DR; survey §8) | the model calls `embed`, `rotate` and `score_bias` and applies the mask; every scheme but `none` overrides at least one hook (§8) | exact §8 | reproduces |
 # | C5b | ... and only there (the same list, read as complete) | Shaw's relative values enter through a fourth hook, `output_term`, added to the attention's output (§8) | exact §8 | does not reproduce |
