@@ -847,13 +847,19 @@ def test_every_attention_path_refuses_values_whose_length_is_not_the_keys_in_the
         ATTENTION_PATHS[path](q, k, v)
 
 
-def test_the_fast_set_blocks_the_keys_from_blocked_from_on(monkeypatch):
+def _record_attention_paths(monkeypatch):
+    r"""Blocks from 6 keys on, and the list that each fast attention call appends its path to ("blocked", "whole")."""
     calls = []
     for name, module in (("blocked", blocked_attention), ("whole", whole_attention)):
         run = module.scaled_dot_product_attention
         monkeypatch.setattr(module, "scaled_dot_product_attention",
                             lambda *a, _run=run, _name=name, **kw: calls.append(_name) or _run(*a, **kw))
     monkeypatch.setattr(blocked_attention, "BLOCKED_FROM", 6)
+    return calls
+
+
+def test_the_fast_set_blocks_the_keys_from_blocked_from_on(monkeypatch):
+    calls = _record_attention_paths(monkeypatch)
     i = Inputs()
     for T_k, weights in ((5, False), (6, False), (9, False), (9, True)):
         kernels.FAST.attention(i.t(0, 1, 1, 2, 4), i.t(1, 1, 1, T_k, 4), i.t(2, 1, 1, T_k, 4), return_weights=weights)
@@ -1073,12 +1079,7 @@ def test_fast_rope_and_embedding_keep_float32_outputs_and_gradients_float32():
 def test_the_fast_sets_attention_passes_scale_and_weights_on_and_counts_keys_on_two_batch_axes(monkeypatch):
     """From BLOCKED_FROM keys on (6 here), the fast set's attention blocks the keys: on (2, 1, 2, T, 4) inputs too,
     whose axis 2 is not the keys'. Either path gets the scale, and return_weights gives the reference's (y, P)."""
-    calls = []
-    for name, module in (("blocked", blocked_attention), ("whole", whole_attention)):
-        run = module.scaled_dot_product_attention
-        monkeypatch.setattr(module, "scaled_dot_product_attention",
-                            lambda *a, _run=run, _name=name, **kw: calls.append(_name) or _run(*a, **kw))
-    monkeypatch.setattr(blocked_attention, "BLOCKED_FROM", 6)
+    calls = _record_attention_paths(monkeypatch)
     i = Inputs()
     for T_k in (5, 9):
         q, k, v = i.t(0, 2, 1, 2, 3, 4), i.t(1, 2, 1, 2, T_k, 4), i.t(2, 2, 1, 2, T_k, 4)
