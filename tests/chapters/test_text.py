@@ -1,4 +1,4 @@
-"""The book's text files hold no control characters.
+r"""The book's text files hold no control characters.
 
 A LaTeX command written through a plain Python string loses its backslash: ``"\frac"`` is a form feed and
 ``rac``, and the rendered formula shows "rac{...}". Chapter 7 carried one for weeks because nothing read the
