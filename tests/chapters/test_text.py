@@ -30,6 +30,6 @@ def test_no_control_characters_in_the_book(path):
 
 
 def test_the_check_finds_a_form_feed_where_a_frac_lost_its_backslash():
-    planted = "# $$a = \frac{1}{2}$$\n"  # a plain string: \f is a form feed
+    planted = "# $$a = " + "\x0c" + "rac{1}{2}$$\n"  # what a plain "\\frac" becomes: a form feed, then "rac"
     assert control_characters(planted) == [(1, 9, repr("\x0c"))]
     assert control_characters(r"# $$a = \frac{1}{2}$$" + "\n\tindented\r\n") == []
