@@ -371,3 +371,330 @@ def test_gradebook_row_a_dotted_test_name(calls, monkeypatch):
     assert asked == [["cls"]]
     assert row["mutants"] == {"3.1 K.m mutants": "1 of 2"}  # 2 points * 1/2
     assert row["points"] == 1.0 and row["out_of"] == 2 and row["by_module"] == {"cls": 1.0}
+
+
+# ---------------------------------------------------------------------------
+# grade_folder_modules: the gradebook over several modules, its files, written answers, feedback, Canvas
+# ---------------------------------------------------------------------------
+
+# what the stand-in grader says of an exercise, by the word written after its name in the file ("b: weak");
+# an exercise the file does not name is not attempted
+VERDICTS = {
+    "pass": {"status": "pass", "kind": "pass", "misconception": None, "message": "all cases pass",
+             "public": "pass", "held_out": "pass"},
+    "caught": {"status": "pass", "kind": "pass", "misconception": None, "message": "catches all 3 mutants",
+               "caught": [3, 3]},
+    "weak": {"status": "fail", "kind": "weak_test", "misconception": None, "caught": [1, 3], "escaped": ["a", "a"],
+             "message": "weak test: the mutant flip_sign gets past it; try offset -1"},
+    "held": {"status": "fail", "kind": "numbers", "misconception": None, "failed_on": "held-out", "public": "pass",
+             "held_out": "fail", "message": "held-out cases: numbers: wrong on 4 held-out cases"},
+    "sign": {"status": "fail", "kind": "numbers", "misconception": "sign_error",
+             "message": "wrong numbers at pos=[1, 2]: rotate the other way"},
+    "todo": {"status": "not attempted", "kind": "unfinished", "misconception": None, "message": "not written yet"},
+}
+BOOK_TABLE = {"toy": {"1.1": 2, "1.2": 3}, "two": {"2.1": 1}}  # the default table: a 2, b (a test) 3, c 1
+
+
+def verdict_grade_file(calls):
+    def grade_file(path, module, **kwargs):
+        calls.append(dict(kwargs, path=Path(path), module=module))
+        said = dict(line.split(": ") for line in Path(path).read_text().splitlines())
+        return [dict(VERDICTS[said.get(key.split(".", 1)[1], "todo")], target=key,
+                     label=LABELS[module][key.split(".", 1)[1]]) for key in instructor.targets_of(module)]
+    return grade_file
+
+
+@pytest.fixture
+def book_calls(calls, monkeypatch):
+    from exercises.grading import points
+    monkeypatch.setattr(instructor, "grade_file", verdict_grade_file(calls))
+    monkeypatch.setattr(points, "default_table", lambda modules: {m: dict(BOOK_TABLE[m]) for m in modules})
+    return calls
+
+
+@pytest.fixture
+def course(tmp_path):
+    r"""alice (every exercise right, the test catches 3 of 3), bob (a single file), carol (a fails the held-out
+    cases, a weak test catching 1 of 3, c a sign error), dave (a link to carol's folder), erin (only the test,
+    catching 3 of 3; no two.py)."""
+    s = tmp_path.resolve() / "class"
+    put(s, "alice/exercises/toy.py", "a: pass\nb: caught")
+    put(s, "alice/exercises/two.py", "c: pass")
+    put(s, "bob.py", "a: pass\nb: caught\nc: pass")
+    put(s, "carol/toy.py", "a: held\nb: weak")
+    put(s, "carol/exercises/two.py", "c: sign")
+    (s / "dave").symlink_to(s / "carol", target_is_directory=True)
+    put(s, "erin/exercises/toy.py", "b: caught")
+    put(s, ".git/toy.py", "a: pass")
+    return s
+
+
+def single(module):
+    return {"status": "fail", "kind": "missing", "misconception": None,
+            "message": f"bob.py is a single file; a gradebook over several modules needs a folder per student "
+                       f"holding exercises/{module}.py"}
+
+
+def linked():
+    return {"status": "fail", "kind": "link", "misconception": None,
+            "message": "dave is a link, not a file or a folder; hand in the file itself."}
+
+
+# by hand, one point a star of BOOK_TABLE: alice 2 + 3 * 3/3 + 1 = 6; carol 0 + 3 * 1/3 + 0 = 1; erin 0 + 3 + 0
+BOOK_CSV = (
+    "student,1.1 a,1.2 b,1.2 b mutants,2.1 c,toy exercises,two exercises,points,out_of\r\n"
+    "alice,pass,pass,3 of 3,pass,5,1,6,6\r\n"
+    "bob,fail: missing,fail: missing,,fail: missing,0,0,0,6\r\n"
+    "carol,fail (held-out): numbers,fail: weak test (caught 1 of 3),1 of 3,fail: numbers sign_error,1,0,1,6\r\n"
+    "dave,fail: hands in a link,fail: hands in a link,,fail: hands in a link,0,0,0,6\r\n"
+    "erin,not attempted,pass,3 of 3,fail: missing,3,0,3,6\r\n")
+
+
+def test_grade_folder_modules_writes_the_gradebook_worked_by_hand(course, book_calls, tmp_path):
+    book = instructor.grade_folder_modules(course, tmp_path / "book.csv", ["toy", "two"], timeout=2.5, limits="L",
+                                           wrap="W", workers=1)
+    assert (tmp_path / "book.csv").read_bytes().decode() == BOOK_CSV
+    assert book["csv"] == str(tmp_path / "book.csv") and book["json"] == str(tmp_path / "book.json")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["book.csv", "book.json", "class"]
+    assert {k: book[k] for k in ("modules", "exercises", "mutant_columns", "timeout_s", "points",
+                                 "written_chapters", "feedback_level", "assignments")} == {
+        "modules": ["toy", "two"], "exercises": ["1.1 a", "1.2 b", "2.1 c"], "mutant_columns": ["1.2 b mutants"],
+        "timeout_s": 2.5, "points": BOOK_TABLE, "written_chapters": [], "feedback_level": "formative",
+        "assignments": [("toy exercises", 5), ("two exercises", 1)]}
+    assert [s["student"] for s in book["students"]] == ["alice", "bob", "carol", "dave", "erin"]
+    alice, bob, carol, dave, erin = book["students"]
+    assert alice == {
+        "student": "alice", "files": {"toy": str(course / "alice/exercises/toy.py"),
+                                      "two": str(course / "alice/exercises/two.py")},
+        "exercise_points": 6, "exercise_out_of": 6, "mutants": {"1.2 b mutants": "3 of 3"},
+        "results": {"1.1 a": dict(VERDICTS["pass"], points=2, possible=2, target="toy.a", label="Exercise 1.1"),
+                    "1.2 b": dict(VERDICTS["caught"], points=3, possible=3, target="toy.b", label="Exercise 1.2"),
+                    "2.1 c": dict(VERDICTS["pass"], points=1, possible=1, target="two.c", label="Exercise 2.1")},
+        "written": {}, "by_assignment": {"toy exercises": 5, "two exercises": 1}, "points": 6, "out_of": 6}
+    assert bob["files"] == {"toy": None, "two": None} and (bob["points"], bob["out_of"]) == (0, 6)
+    assert bob["results"] == {
+        "1.1 a": dict(single("toy"), points=0, possible=2, target="toy.a", label="Exercise 1.1"),
+        "1.2 b": dict(single("toy"), points=0, possible=3, target="toy.b", label="Exercise 1.2"),
+        "2.1 c": dict(single("two"), points=0, possible=1, target="two.c", label="Exercise 2.1")}
+    assert bob["mutants"] == {"1.2 b mutants": ""}
+    assert carol["files"] == {"toy": str(course / "carol/toy.py"), "two": str(course / "carol/exercises/two.py")}
+    assert carol["results"]["1.2 b"] == dict(VERDICTS["weak"], points=1, possible=3, target="toy.b",
+                                             label="Exercise 1.2")
+    assert carol["results"]["1.1 a"] == dict(VERDICTS["held"], points=0, possible=2, target="toy.a",
+                                             label="Exercise 1.1")
+    assert carol["by_assignment"] == {"toy exercises": 1, "two exercises": 0}
+    assert (carol["exercise_points"], carol["points"], carol["out_of"]) == (1, 1, 6)
+    assert dave["results"]["2.1 c"] == dict(linked(), points=0, possible=1, target="two.c", label="Exercise 2.1")
+    assert dave["files"] == {"toy": None, "two": None}
+    assert erin["files"] == {"toy": str(course / "erin/exercises/toy.py"), "two": None}
+    assert erin["by_assignment"] == {"toy exercises": 3, "two exercises": 0} and erin["points"] == 3
+    assert all("_cells" not in s for s in book["students"])
+    written = json.loads((tmp_path / "book.json").read_text())
+    assert written == json.loads(json.dumps({k: v for k, v in book.items() if k not in ("csv", "json")}))
+    assert list(written) == ["modules", "exercises", "mutant_columns", "timeout_s", "points", "written_chapters",
+                             "feedback_level", "students", "assignments"]
+    assert (tmp_path / "book.json").read_text().startswith('{\n "modules": [\n  "toy",')
+
+
+def test_grade_folder_modules_hands_each_file_to_the_grader_with_its_settings(course, book_calls, tmp_path):
+    instructor.grade_folder_modules(course, tmp_path / "book", ["toy", "two"], timeout=2.5, limits="L", wrap="W",
+                                    workers=1)
+    assert [(c["path"], c["module"]) for c in book_calls] == [
+        (course / "alice/exercises/toy.py", "toy"), (course / "alice/exercises/two.py", "two"),
+        (course / "carol/toy.py", "toy"), (course / "carol/exercises/two.py", "two"),
+        (course / "erin/exercises/toy.py", "toy")]
+    assert all(c["timeout"] == 2.5 and c["limits"] == "L" and c["wrap"] == "W" and c["held_out"] is True
+               and c["private_dirs"] == [course] for c in book_calls)
+    assert book_calls[2]["display"] == {str(course / "carol/toy.py"): "class/carol/toy.py"}
+
+
+def test_grade_folder_modules_defaults(course, book_calls, tmp_path):
+    book = instructor.grade_folder_modules(course, tmp_path / "r.json", ("toy", "two"))
+    assert book["timeout_s"] == 10.0 and book["feedback_level"] == "formative" and book["modules"] == ["toy", "two"]
+    assert all(c["timeout"] == 10.0 and c["limits"] is None and c["wrap"] is None for c in book_calls)
+    assert (tmp_path / "r.csv").read_bytes().decode() == BOOK_CSV
+    assert set(book) == {"modules", "exercises", "mutant_columns", "timeout_s", "points", "written_chapters",
+                         "feedback_level", "students", "assignments", "csv", "json"}  # no written, canvas, feedback
+
+
+def test_grade_folder_modules_one_module_and_a_dotted_out_name(course, book_calls, tmp_path):
+    book = instructor.grade_folder_modules(course, tmp_path / "r.json.csv", ["two"], workers=3)
+    assert (book["csv"], book["json"]) == (str(tmp_path / "r.csv"), str(tmp_path / "r.json"))
+    assert (tmp_path / "r.csv").read_bytes().decode() == (
+        "student,2.1 c,two exercises,points,out_of\r\n"
+        "alice,pass,1,1,1\r\n"
+        "bob,fail: missing,0,0,1\r\n"
+        "carol,fail: numbers sign_error,0,0,1\r\n"
+        "dave,fail: hands in a link,0,0,1\r\n"
+        "erin,fail: missing,0,0,1\r\n")
+
+
+def test_grade_folder_modules_scores_by_a_points_file(course, book_calls, tmp_path):
+    points = put(tmp_path, "points.json", json.dumps({"toy": {"1.2": 4.5}, "two": {"2.1": 0.5},
+                                                      "other": {"9.9": 1}}))  # other: a module not graded here
+    book = instructor.grade_folder_modules(course, tmp_path / "book", ["toy", "two"], workers=1, points=points)
+    assert book["points"] == {"toy": {"1.1": 2, "1.2": 4.5}, "two": {"2.1": 0.5}}
+    assert book["assignments"] == [("toy exercises", 6.5), ("two exercises", 0.5)]
+    # alice 2 + 4.5 + 0.5 = 7; carol 4.5 * 1/3 = 1.5; erin 4.5; out of 7
+    assert (tmp_path / "book.csv").read_bytes().decode().splitlines()[1:] == [
+        "alice,pass,pass,3 of 3,pass,6.5,0.5,7,7",
+        "bob,fail: missing,fail: missing,,fail: missing,0,0,0,7",
+        "carol,fail (held-out): numbers,fail: weak test (caught 1 of 3),1 of 3,fail: numbers sign_error,1.5,0,1.5,7",
+        "dave,fail: hands in a link,fail: hands in a link,,fail: hands in a link,0,0,0,7",
+        "erin,not attempted,pass,3 of 3,fail: missing,4.5,0,4.5,7"]
+
+
+ALICE_02 = """# Answers, chapter 02_sinusoidal
+
+### C1
+
+yes: the rows repeat with period 2 pi.
+
+### C2
+
+no.
+
+### Q1
+
+> the question, quoted
+
+The wavelengths grow geometrically.
+"""
+MANUAL = ("student,chapter,item,points,out_of,comment,answer\n"
+          "alice,02,C1,1,1,a reason,\n"
+          "alice,02,C2,,1,,\n"
+          "alice,2,Q1,1.5,2,the mechanism without the number,\n")
+
+
+def test_grade_folder_modules_collects_written_answers_and_merges_the_filled_sheet(course, book_calls, tmp_path):
+    put(course, "alice/answers/02.md", ALICE_02)
+    manual = put(tmp_path, "manual.csv", MANUAL)
+    book = instructor.grade_folder_modules(course, tmp_path / "book.csv", ["toy", "two"], workers=1,
+                                           written=["2"], manual=manual)
+    # chapter 02: 7 ledger claims, 1 point each, and 6 questions, 2 points each (counted in chapters/02_*.py): 19
+    assert book["written_chapters"] == ["02"]
+    assert book["assignments"] == [("toy exercises", 5), ("two exercises", 1), ("chapter 02 written", 19)]
+    assert book["written"] == str(tmp_path / "book_written.csv")
+    alice, bob = book["students"][:2]
+    # alice: C1 1 and Q1 1.5 from the sheet, C2 answered and not graded yet, the rest not answered: 2.5 of 19
+    assert {k: alice["written"]["02"][k] for k in ("points", "out_of", "ungraded", "file")} == {
+        "points": 2.5, "out_of": 19, "ungraded": 1, "file": str(course / "alice/answers/02.md")}
+    assert alice["written"]["02"]["items"][:2] == [
+        {"item": "C1", "points": 1, "out_of": 1, "comment": "a reason", "auto": False,
+         "answer": "yes: the rows repeat with period 2 pi."},
+        {"item": "C2", "points": None, "out_of": 1, "comment": "", "auto": False, "answer": "no."}]
+    assert alice["by_assignment"] == {"toy exercises": 5, "two exercises": 1, "chapter 02 written": 2.5}
+    assert (alice["exercise_points"], alice["exercise_out_of"], alice["points"], alice["out_of"]) == (6, 6, 8.5, 25)
+    assert (bob["written"]["02"]["points"], bob["written"]["02"]["file"], bob["points"], bob["out_of"]) == (
+        0, None, 0, 25)
+    assert (tmp_path / "book.csv").read_bytes().decode() == (
+        "student,1.1 a,1.2 b,1.2 b mutants,2.1 c,toy exercises,two exercises,chapter 02 written,points,out_of\r\n"
+        "alice,pass,pass,3 of 3,pass,5,1,2.5,8.5,25\r\n"
+        "bob,fail: missing,fail: missing,,fail: missing,0,0,0,0,25\r\n"
+        "carol,fail (held-out): numbers,fail: weak test (caught 1 of 3),1 of 3,fail: numbers sign_error,1,0,0,1,25\r\n"
+        "dave,fail: hands in a link,fail: hands in a link,,fail: hands in a link,0,0,0,0,25\r\n"
+        "erin,not attempted,pass,3 of 3,fail: missing,3,0,0,3,25\r\n")
+    sheet = (tmp_path / "book_written.csv").read_bytes().decode().splitlines()
+    assert sheet[:5] == ["student,chapter,item,points,out_of,comment,answer",
+                         "alice,02,C1,1.0,1,a reason,yes: the rows repeat with period 2 pi.",
+                         "alice,02,C2,,1,,no.",
+                         "alice,02,C3,0,1,not answered,",
+                         "alice,02,C4,0,1,not answered,"]
+    assert sheet[8] == "alice,02,Q1,1.5,2,the mechanism without the number,The wavelengths grow geometrically."
+    assert len(sheet) == 1 + 5 * 13 and sheet[14] == "bob,02,C1,0,1,not answered,"
+    assert json.loads((tmp_path / "book.json").read_text())["students"][0]["written"]["02"]["points"] == 2.5
+
+
+def test_grade_folder_modules_an_empty_class_is_out_of_nothing_written(tmp_path, book_calls):
+    (tmp_path / "empty").mkdir()
+    book = instructor.grade_folder_modules(tmp_path / "empty", tmp_path / "b", ["toy"], written=["02"])
+    assert book["students"] == [] and book["assignments"] == [("toy exercises", 5), ("chapter 02 written", 0)]
+    assert (tmp_path / "b.csv").read_bytes().decode() == (
+        "student,1.1 a,1.2 b,1.2 b mutants,toy exercises,chapter 02 written,points,out_of\r\n")
+    assert (tmp_path / "b_written.csv").read_bytes().decode() == "student,chapter,item,points,out_of,comment,answer\r\n"
+
+
+ROSTER = ("student,name,id,sis_user_id,sis_login_id,section\n"
+          "alice,Alice Liddell,101,S101,aliddell,A\n"
+          "carol,Carol Ann,103,,,B\n")
+
+
+def test_grade_folder_modules_writes_canvas_csv_with_the_roster(course, book_calls, tmp_path):
+    roster = put(tmp_path, "roster.csv", ROSTER)
+    book = instructor.grade_folder_modules(course, tmp_path / "book", ["toy", "two"], workers=1,
+                                           canvas=tmp_path / "canvas.csv", roster=roster)
+    assert book["canvas"] == str(tmp_path / "canvas.csv")
+    assert (tmp_path / "canvas.csv").read_bytes().decode() == (
+        "Student,ID,SIS User ID,SIS Login ID,Section,toy exercises,two exercises\r\n"
+        "    Points Possible,,,,,5,1\r\n"
+        "Alice Liddell,101,S101,aliddell,A,5,1\r\n"
+        "bob,,,bob,,0,0\r\n"
+        "Carol Ann,103,,carol,B,1,0\r\n"
+        "dave,,,dave,,0,0\r\n"
+        "erin,,,erin,,3,0\r\n")
+
+
+CAROL_SUMMATIVE = """# Feedback for carol
+
+Exercises: 1 of 6 points.
+Total: 1 of 6 points.
+
+## 1.1 a
+
+**fail (public cases: pass; held-out cases: fail)**, 0 of 2 points.
+
+    fail on the held-out cases: some outputs are wrong.
+
+## 1.2 b
+
+**fail**, 1 of 3 points.
+
+    weak test: 2 of 3 mutants escaped your test (2 a wrong a).
+
+## 2.1 c
+
+**fail**, 0 of 1 point.
+
+    fail: some outputs are wrong.
+"""
+
+
+def test_grade_folder_modules_feedback_summative_hides_the_hints_and_inputs(course, book_calls, tmp_path):
+    roster = put(tmp_path, "roster.csv", ROSTER)
+    book = instructor.grade_folder_modules(course, tmp_path / "book", ["toy", "two"], workers=1,
+                                           feedback=tmp_path / "fb", level="summative", roster=roster)
+    assert book["feedback_level"] == "summative"
+    assert book["feedback"] == [str(tmp_path / "fb" / f) for f in (
+        "alice_101.md", "alice_101.html", "bob.md", "bob.html", "carol_103.md", "carol_103.html", "dave.md",
+        "dave.html", "erin.md", "erin.html")]
+    assert (tmp_path / "fb" / "carol_103.md").read_text() == CAROL_SUMMATIVE
+    html_page = (tmp_path / "fb" / "carol_103.html").read_text()
+    assert "weak test: 2 of 3 mutants escaped your test (2 a wrong a)." in html_page
+    assert "flip_sign" not in html_page and "pos=[1, 2]" not in html_page
+    assert "Total: 6 of 6 points." in (tmp_path / "fb" / "alice_101.md").read_text()
+
+
+def test_grade_folder_modules_feedback_formative_says_everything(course, book_calls, tmp_path):
+    instructor.grade_folder_modules(course, tmp_path / "book", ["toy", "two"], workers=1, feedback=tmp_path / "fb")
+    carol = (tmp_path / "fb" / "carol.md").read_text()
+    for message in ("held-out cases: numbers: wrong on 4 held-out cases",
+                    "weak test: the mutant flip_sign gets past it; try offset -1",
+                    "wrong numbers at pos=[1, 2]: rotate the other way"):
+        assert f"\n    {message}\n" in carol
+    assert "\n**not attempted**, 0 of 2 points.\n\n    not written yet\n" in (tmp_path / "fb" / "erin.md").read_text()
+
+
+def test_grade_folder_modules_refuses_a_bad_level_before_grading(course, book_calls, tmp_path):
+    with pytest.raises(SystemExit) as e:
+        instructor.grade_folder_modules(course, tmp_path / "book", ["toy"], level="final", feedback=tmp_path / "fb")
+    assert str(e.value) == "--level 'final' is not one of: formative, summative."
+    assert book_calls == [] and sorted(p.name for p in tmp_path.iterdir()) == ["class"]
+
+
+def test_grade_folder_modules_refuses_a_path_that_is_not_a_folder(tmp_path, book_calls):
+    put(tmp_path, "file.txt")
+    with pytest.raises(SystemExit) as e:
+        instructor.grade_folder_modules(tmp_path / "file.txt", tmp_path / "out", ["toy"], canvas=tmp_path / "c.csv")
+    assert str(e.value) == (f"{tmp_path.resolve() / 'file.txt'} is not a folder; give the folder that holds "
+                            "one entry per student.")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file.txt"]
