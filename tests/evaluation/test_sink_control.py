@@ -122,8 +122,8 @@ def test_claims_follow_the_counts():
     # wholly below 0, but the claim is stated in exercise 6's setting (the repetitive corpus), not Bigram-Backcopy
     assert claims["C4_depth_softmax"]["interval_verdict"] == "does not reproduce"
     assert claims["C4_depth_softmax"]["verdict"] == "not tested here"
-    # every policy 1.0: the window without sinks loses 0, under the 0.05 of "breaks", but no query of the task needs
-    # more than one token back, so no arm is one where evicting the sinks must cost something
+    # every policy 1.0: the window without sinks loses 0, under the 0.05 of "breaks", but no positive control: no
+    # arm in which evicting the first tokens is known to cost more than the bar
     assert claims["C5_breaks_softmax"]["interval_verdict"] == "does not reproduce" and claims["C5_breaks_softmax"]["threshold"] == 0.05
     assert claims["C5_breaks_softmax"]["verdict"] == "not tested here"
     assert claims["C5b_restores_softmax"]["verdict"] == "not tested here"
