@@ -568,7 +568,7 @@ for r in nope["per_seed"]["gpt_no_bos"]:
     print(f"  seed {r['seed']}: " + " ".join(f"{a:.2f}" for a in r["by_position"]))
 
 # %% [markdown]
-# Read the rows against the claims (intervals are 95%, over the five seeds).
+# Read the rows against the claims (intervals are $95\%$, over the five seeds).
 #
 # * **C3b reproduces.** With a beginning-of-sequence token the decoder learns its position from the
 #   mask alone: its accuracy on positions 1 to 11 is 0.91 ± 0.11 (0.82 to 1.00 by seed), against a
@@ -636,7 +636,7 @@ assert none_minus_sin[0] > 0 > max(none_minus_sin[1:])  # unscaled sinusoids are
 # %% [markdown]
 # In every seed `none` is worse than the learned table and than the sinusoids scaled to the token
 # rows' size: 0.22 ± 0.01 nats behind the learned table and 0.13 ± 0.02 behind the scaled sinusoids
-# (95% intervals over the three seeds). It is not the worst arm: the sinusoidal table as the formula
+# ($95\%$ intervals over the three seeds). It is not the worst arm: the sinusoidal table as the formula
 # gives it is worse than `none` in seeds 1 and 2 (none minus it: +0.052, -0.065, -0.051). C6b's row
 # compares `none` with a learned table, and there it reproduces: on text, at the training length, the
 # NoPE model underperforms. It does not underperform every scheme; the unscaled table here is no better.
@@ -970,7 +970,7 @@ assert caught is not None
 # ## 10. The claims, settled
 #
 # Rows citing `exact §N` are computations without training, asserted in that section; rows citing
-# `result NAME/KEY` are 95% intervals over seeds, read by the verdict rule of
+# `result NAME/KEY` are $95\%$ intervals over seeds, read by the verdict rule of
 # [`chapters/README.md`](README.md) ("Evidence and the verdict rule"). A row marked "not tested here"
 # says what this chapter would need to settle it. An exact row quotes no sizes that other random
 # weights would change; sections 3, 4, 6 and 7 print them.
