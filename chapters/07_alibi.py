@@ -754,7 +754,7 @@ print("each direction above holds on this one committed seed (an illustration, n
 # (threshold 0: any generalisation at all); "modestly" is a rise still over the 0.05 of "runs long"
 # (it does not run long). Beside the schemes of the bake-off it trains two chases (below): T5 with
 # `max_distance` at the training length, and a sinusoidal table scaled down to the size of the
-# token rows. The table prints mean ± the 95% half-width over the seeds.
+# token rows. The table prints mean ± the $95\%$ half-width over the seeds.
 
 # %%
 from mini_transformer.evaluation import stats
