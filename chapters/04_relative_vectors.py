@@ -816,7 +816,7 @@ assert isinstance(long_runs["learned"][1], str)
 # the whole prefix in view, and the loss with only the last $L$ tokens, run as a window of their
 # own (inside the trained range). Their difference is the **rise past L**: near 0 for a scheme
 # that runs long, large for one that breaks. "Runs long" is a rise under 0.05 nats. The table
-# prints mean ± the 95% half-width over the seeds.
+# prints mean ± the $95\%$ half-width over the seeds.
 
 # %%
 from mini_transformer.evaluation import stats
