@@ -916,7 +916,7 @@ assert mean_over_seeds(0, "value_norm_bos") < mean_over_seeds(0, "value_norm_oth
 # streams of 256 (BOS first) through a window of 32 at slot positions, with no sink, 1 sink or 4
 # sinks kept, against recomputing the window at every step (StreamingLLM's baseline: the window
 # read afresh, its first token at position 0); the loss of the queries past L. Mean over the three
-# seeds of each arm, then the effects with their 95% t intervals over seeds:
+# seeds of each arm, then the effects with their $95\%$ t intervals over seeds:
 
 # %% tags=["nbval-check-output"]
 print(f"{'arm':<20}{'kept':>7}{'-tok 0':>8}{'-tok 1':>8}{'window':>9}{'+1 sink':>9}{'+4 sinks':>10}{'recompute':>11}")
