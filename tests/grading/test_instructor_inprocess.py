@@ -15,7 +15,7 @@ from exercises.grading import instructor
 
 LABELS = {"toy": {"a": "Exercise 1.1", "b": "Exercise 1.2"}, "two": {"c": "Exercise 2.1"},
           "cls": {"K.m": "Exercise 3.1"}, "rope": {"a": "Exercise 6.1"},  # cls: a method, a dotted name
-          "ten": {"x": "Exercise 1.10", "y": "Exercise 1.9"}}
+          "ten": {"x": "Exercise 1.10", "y": "Exercise 1.9"}, "none": {}}  # none: a module with no exercise
 TESTS = {"toy": ("b",), "ten": ("x", "y"), "cls": ("K.m",)}  # the tests the reader writes
 
 
@@ -392,7 +392,7 @@ VERDICTS = {
              "message": "wrong numbers at pos=[1, 2]: rotate the other way"},
     "todo": {"status": "not attempted", "kind": "unfinished", "misconception": None, "message": "not written yet"},
 }
-BOOK_TABLE = {"toy": {"1.1": 2, "1.2": 3}, "two": {"2.1": 1}}  # the default table: a 2, b (a test) 3, c 1
+BOOK_TABLE = {"toy": {"1.1": 2, "1.2": 3}, "two": {"2.1": 1}, "none": {}}  # the default table: a 2, b (a test) 3, c 1
 
 
 def verdict_grade_file(calls):
@@ -459,7 +459,8 @@ def test_grade_folder_modules_writes_the_gradebook_worked_by_hand(course, book_c
     assert {k: book[k] for k in ("modules", "exercises", "mutant_columns", "timeout_s", "points",
                                  "written_chapters", "feedback_level", "assignments")} == {
         "modules": ["toy", "two"], "exercises": ["1.1 a", "1.2 b", "2.1 c"], "mutant_columns": ["1.2 b mutants"],
-        "timeout_s": 2.5, "points": BOOK_TABLE, "written_chapters": [], "feedback_level": "formative",
+        "timeout_s": 2.5, "points": {"toy": {"1.1": 2, "1.2": 3}, "two": {"2.1": 1}}, "written_chapters": [],
+        "feedback_level": "formative",
         "assignments": [("toy exercises", 5), ("two exercises", 1)]}
     assert [s["student"] for s in book["students"]] == ["alice", "bob", "carol", "dave", "erin"]
     alice, bob, carol, dave, erin = book["students"]
@@ -529,6 +530,14 @@ def test_grade_folder_modules_one_module_and_a_dotted_out_name(course, book_call
         "erin,fail: missing,0,0,1\r\n")
 
 
+def test_grade_folder_modules_a_module_without_exercises_scores_0_of_0(course, book_calls, tmp_path):
+    book = instructor.grade_folder_modules(course, tmp_path / "book", ["two", "none"], workers=1)
+    assert book["assignments"] == [("two exercises", 1), ("none exercises", 0)]
+    assert book["students"][0]["by_assignment"] == {"two exercises": 1, "none exercises": 0}
+    assert (tmp_path / "book.csv").read_bytes().decode().splitlines()[:2] == [
+        "student,2.1 c,two exercises,none exercises,points,out_of", "alice,pass,1,0,1,1"]
+
+
 def test_grade_folder_modules_scores_by_a_points_file(course, book_calls, tmp_path):
     points = put(tmp_path, "points.json", json.dumps({"toy": {"1.2": 4.5}, "two": {"2.1": 0.5},
                                                       "other": {"9.9": 1}}))  # other: a module not graded here
@@ -563,7 +572,7 @@ The wavelengths grow geometrically.
 MANUAL = ("student,chapter,item,points,out_of,comment,answer\n"
           "alice,02,C1,1,1,a reason,\n"
           "alice,02,C2,,1,,\n"
-          "alice,2,Q1,1.5,2,the mechanism without the number,\n")
+          "alice,2,Q1,1.333,2,the mechanism without the number,\n")  # kept as given; the total is rounded
 
 
 def test_grade_folder_modules_collects_written_answers_and_merges_the_filled_sheet(course, book_calls, tmp_path):
@@ -576,20 +585,21 @@ def test_grade_folder_modules_collects_written_answers_and_merges_the_filled_she
     assert book["assignments"] == [("toy exercises", 5), ("two exercises", 1), ("chapter 02 written", 19)]
     assert book["written"] == str(tmp_path / "book_written.csv")
     alice, bob = book["students"][:2]
-    # alice: C1 1 and Q1 1.5 from the sheet, C2 answered and not graded yet, the rest not answered: 2.5 of 19
+    # alice: C1 1 and Q1 1.333 from the sheet, C2 answered and not graded yet, the rest not answered: 2.333 of 19
     assert {k: alice["written"]["02"][k] for k in ("points", "out_of", "ungraded", "file")} == {
-        "points": 2.5, "out_of": 19, "ungraded": 1, "file": str(course / "alice/answers/02.md")}
+        "points": 2.333, "out_of": 19, "ungraded": 1, "file": str(course / "alice/answers/02.md")}
     assert alice["written"]["02"]["items"][:2] == [
         {"item": "C1", "points": 1, "out_of": 1, "comment": "a reason", "auto": False,
          "answer": "yes: the rows repeat with period 2 pi."},
         {"item": "C2", "points": None, "out_of": 1, "comment": "", "auto": False, "answer": "no."}]
-    assert alice["by_assignment"] == {"toy exercises": 5, "two exercises": 1, "chapter 02 written": 2.5}
-    assert (alice["exercise_points"], alice["exercise_out_of"], alice["points"], alice["out_of"]) == (6, 6, 8.5, 25)
+    assert alice["by_assignment"] == {"toy exercises": 5, "two exercises": 1, "chapter 02 written": 2.333}
+    # the total to two decimals, as points.py keeps every score: 6 + 2.333 = 8.333 -> 8.33
+    assert (alice["exercise_points"], alice["exercise_out_of"], alice["points"], alice["out_of"]) == (6, 6, 8.33, 25)
     assert (bob["written"]["02"]["points"], bob["written"]["02"]["file"], bob["points"], bob["out_of"]) == (
         0, None, 0, 25)
     assert (tmp_path / "book.csv").read_bytes().decode() == (
         "student,1.1 a,1.2 b,1.2 b mutants,2.1 c,toy exercises,two exercises,chapter 02 written,points,out_of\r\n"
-        "alice,pass,pass,3 of 3,pass,5,1,2.5,8.5,25\r\n"
+        "alice,pass,pass,3 of 3,pass,5,1,2.33,8.33,25\r\n"
         "bob,fail: missing,fail: missing,,fail: missing,0,0,0,0,25\r\n"
         "carol,fail (held-out): numbers,fail: weak test (caught 1 of 3),1 of 3,fail: numbers sign_error,1,0,0,1,25\r\n"
         "dave,fail: hands in a link,fail: hands in a link,,fail: hands in a link,0,0,0,0,25\r\n"
@@ -600,17 +610,20 @@ def test_grade_folder_modules_collects_written_answers_and_merges_the_filled_she
                          "alice,02,C2,,1,,no.",
                          "alice,02,C3,0,1,not answered,",
                          "alice,02,C4,0,1,not answered,"]
-    assert sheet[8] == "alice,02,Q1,1.5,2,the mechanism without the number,The wavelengths grow geometrically."
+    assert sheet[8] == "alice,02,Q1,1.333,2,the mechanism without the number,The wavelengths grow geometrically."
     assert len(sheet) == 1 + 5 * 13 and sheet[14] == "bob,02,C1,0,1,not answered,"
-    assert json.loads((tmp_path / "book.json").read_text())["students"][0]["written"]["02"]["points"] == 2.5
+    assert json.loads((tmp_path / "book.json").read_text())["students"][0]["points"] == 8.33
 
 
 def test_grade_folder_modules_an_empty_class_is_out_of_nothing_written(tmp_path, book_calls):
     (tmp_path / "empty").mkdir()
-    book = instructor.grade_folder_modules(tmp_path / "empty", tmp_path / "b", ["toy"], written=["02"])
-    assert book["students"] == [] and book["assignments"] == [("toy exercises", 5), ("chapter 02 written", 0)]
+    book = instructor.grade_folder_modules(tmp_path / "empty", tmp_path / "b.json", ["toy"], written=["12", 2])
+    # 12_choosing_and_clinic: the chapter's number is what comes before its first underscore
+    assert book["written_chapters"] == ["12", "02"] and book["written"] == str(tmp_path / "b_written.csv")
+    assert book["students"] == [] and book["assignments"] == [
+        ("toy exercises", 5), ("chapter 12 written", 0), ("chapter 02 written", 0)]
     assert (tmp_path / "b.csv").read_bytes().decode() == (
-        "student,1.1 a,1.2 b,1.2 b mutants,toy exercises,chapter 02 written,points,out_of\r\n")
+        "student,1.1 a,1.2 b,1.2 b mutants,toy exercises,chapter 12 written,chapter 02 written,points,out_of\r\n")
     assert (tmp_path / "b_written.csv").read_bytes().decode() == "student,chapter,item,points,out_of,comment,answer\r\n"
 
 
@@ -698,3 +711,21 @@ def test_grade_folder_modules_refuses_a_path_that_is_not_a_folder(tmp_path, book
     assert str(e.value) == (f"{tmp_path.resolve() / 'file.txt'} is not a folder; give the folder that holds "
                             "one entry per student.")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file.txt"]
+
+
+@pytest.mark.parametrize("workers, cpus, at_once", [(1, 4, 1), (3, 4, 3), (None, 4, 4), (None, None, 1)])
+def test_workers_students_are_graded_at_once_by_default_one_a_cpu(course, book_calls, tmp_path, monkeypatch,
+                                                                 workers, cpus, at_once):
+    import concurrent.futures
+    import os
+    pools = []
+
+    class Pool(concurrent.futures.ThreadPoolExecutor):  # records how many threads each gradebook asks for
+        def __init__(self, max_workers=None, *args, **kwargs):
+            pools.append(max_workers)
+            super().__init__(max_workers, *args, **kwargs)
+    monkeypatch.setattr(concurrent.futures, "ThreadPoolExecutor", Pool)
+    monkeypatch.setattr(os, "cpu_count", lambda: cpus)  # None where the platform cannot tell
+    instructor.grade_folder(course, tmp_path / "one", module="toy", workers=workers)
+    instructor.grade_folder_modules(course, tmp_path / "book", ["toy", "two"], workers=workers)
+    assert pools == [at_once, at_once]
