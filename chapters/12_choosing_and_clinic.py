@@ -246,7 +246,8 @@ assert max(streams.values()) - min(streams.values()) < 0.01              # every
 #   unscaled RoPE's, paired by seed; with `max_distance` = $L$ (no bucket left untrained) it still
 #   rises 0.181 ± 0.049, so the empty far buckets are not the main cause (chapter 7, §7.1).
 # * **Train short, run longer: ALiBi** (C4a, C4b). Its loss past $L$ rises by only 0.006 ± 0.003
-#   nats at $4L$, though it does not use the far context (its far-context gain is -0.006 ± 0.003); it
+#   nats at $4L$, though it gains nothing from the far context (-0.006 ± 0.003, on a text where
+#   chapter 7 finds no far context worth using: its C8a is not tested here); it
 #   pays at $L$ itself, 0.06 ± 0.02 nats above RoPE and 0.10 ± 0.02 above Transformer-XL. The book's
 #   qualifier, "when perplexity is the metric", warns that retrieval fails past $L$; chapter 9 could
 #   not establish that here: the share of keys found falls from $L$ to $8L$ by 0.08 ± 0.22 (5 seeds),
@@ -803,12 +804,14 @@ for name, sick in [("healthy", clinic.make_patient()), ("recency_bias", clinic.m
 #
 # Its loss at the training length: at $L = 32$, over 5 seeds, 0.06 ± 0.02 nats above RoPE and
 # 0.10 ± 0.02 above Transformer-XL. Past $L$ its loss rises only 0.006 ± 0.003 nats at $4L$, and it
-# does not read the far context (its far-context gain is -0.006 ± 0.003). Its distance penalty is
+# gains nothing from the far context (-0.006 ± 0.003, on a text where chapter 7 finds no far
+# context worth using). Its distance penalty is
 # the recency prior that makes the clinic's `recency_bias` patient fail `check_reach`: with the
 # content switched off, its head of slope 1/16 gives the first of 64 tokens 0.0012 of its attention,
 # against 0.0156 for uniform attention (the key to the ward prints it). Two costs stay unsettled:
-# whether that penalty is *why* ALiBi ignores far context (Transformer-XL, with no penalty, ignores
-# it too: chapter 7, C8b), and whether its retrieval fails past $L$ (C4b, not established).
+# whether that penalty keeps ALiBi from far context (chapter 7's C8a and C8b: not tested
+# here, since this text shows no far context worth using), and whether its retrieval fails
+# past $L$ (C4b, not established).
 # </details>
 
 # %% [markdown]

@@ -60,8 +60,11 @@ def test_claims_are_paired_by_seed_and_name_their_control():
     assert c["penalty_is_cause"]["seeds"] == [0, 1, 2]
     assert c["copy_control_uses_far"]["verdict"] == "reproduces"
     assert c["uses_far_alibi"]["positive_control"] == "copy_control_uses_far"
-    # 0.001, -0.002, 0.0: mean -0.000333, well under the 0.005 threshold of "uses far context"
-    assert c["uses_far_alibi"]["verdict"] == "reproduces"
+    # 0.001, -0.002, 0.0: mean -0.000333, well under the 0.005 threshold of "uses far context"; the interval says
+    # so, but a gain on text is not the far retrieval the book's claim is about: not tested here, the reason kept
+    assert c["uses_far_alibi"]["interval_verdict"] == "reproduces"
+    assert c["uses_far_alibi"]["verdict"] == "not tested here" and "retrieval" in c["uses_far_alibi"]["not_tested"]
+    assert c["penalty_is_cause"]["verdict"] == "not tested here"
     assert "t5_max_L_helps" not in c                        # an arm that did not run gives no claim
     # the short-context cost of one 4L window: 4 * (loss_4L - beyond_4L) = 4 * 0.1
     assert c["short_context_costs_alibi"]["values"] == pytest.approx([0.4, 0.4, 0.4])
