@@ -117,14 +117,15 @@ class KVCache:
                     f"keep_indices={'custom' if self.keep_indices is not None else None}")
         return None
 
-    def advance(self, T, row_positions=None):
+    def advance(self, T, row_pos=None):
         """After every layer has stored its part: record ``T`` new tokens and evict what the policy drops.
 
-        ``row_positions`` ``(B, T)``: the new tokens' per-row positions (a padded batch), kept in ``row_pos``.
+        ``row_pos`` ``(B, T_cached + T)``: the per-row positions of every key this step attended to, cached ones
+        first (a padded batch); it becomes the cache's ``row_pos``. Passing all of them, not only the new ones,
+        keeps the shared positions of tokens cached before the first per-row step.
         """
-        if row_positions is not None:
-            self.row_pos = row_positions if self.row_pos is None else xp.concatenate([self.row_pos, row_positions],
-                                                                                     axis=1)
+        if row_pos is not None:
+            self.row_pos = row_pos
         self.pos = xp.concatenate([self.pos, xp.arange(self.seen, self.seen + T)])
         self.seen += T
         n = len(self)

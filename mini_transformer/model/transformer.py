@@ -294,7 +294,7 @@ class TinyGPT(Transformer):
         logits = self._run_batch(idx, q_pos, k_pos, mask, cache)
         if cache is not None:
             cache.key_mask = key_real
-            cache.advance(T, q_pos if q_pos.ndim == 2 else None)
+            cache.advance(T, k_pos if q_pos.ndim == 2 else None)        # every key's row position, cached first
         return logits
 
     def generate(self, prompt, max_new_tokens, temperature=1.0, top_k=None, greedy=False, seed=0,

@@ -7,7 +7,9 @@ r"""What the model and its KV cache do when the caller leaves something out: the
   keeps the padding keys masked;
 * a batch prefilled with ``attention_mask`` alone (no ``row_pos``): shared positions from ``cache.seen``, the
   padding still masked through ``key_mask``;
-* a cache of shared positions continued **with** ``position_ids``: the cached keys keep their shared positions;
+* a cache of shared positions continued **with** ``position_ids``: the cached keys keep their shared positions,
+  held per row from then on, so every later step sees them (and the other way round: a prefill with
+  ``position_ids`` continued without them);
 * a plain cache: the text position ``seen`` or, with ``positions="slot"``, the slot ``len(cache)``, for the
   queries and for the input hook alike; keys evicted by a window, with or without sinks.
 
@@ -21,6 +23,7 @@ import pytest
 from mini_transformer.engine import backend
 from mini_transformer.model import batch_mask, document_mask, left_padded_positions
 from mini_transformer.model.kv_cache import KVCache
+from mini_transformer.positional import SCHEMES
 
 from random_models import model_for
 
@@ -155,8 +158,34 @@ def test_shared_cached_positions_meet_per_row_position_ids(positional):
         pos = np.array([[0, 1, 2, 3, 4, p]])
         expected = model(x[b:b + 1], position_ids=pos).numpy()[0, -1]
         assert np.abs(step[b] - expected).max() <= TOL
-    assert backend.to_numpy(cache.row_pos).tolist() == [[5], [9]]   # only the new tokens' row positions
+    # from the first per-row step on, the cache holds every cached token's row position, the shared ones first
+    assert backend.to_numpy(cache.row_pos).tolist() == [[0, 1, 2, 3, 4, 5], [0, 1, 2, 3, 4, 9]]
     assert cache.seen == 6
+
+
+PREFILL, DECODE = 4, 4                    # tokens prefilled, then decoded one at a time
+
+
+@pytest.mark.parametrize("prefill_ids", [False, True], ids=["ids on decode only", "ids on prefill only"])
+@pytest.mark.parametrize("positional", sorted(SCHEMES))
+def test_position_ids_given_on_one_side_of_the_cache_decode_like_one_full_pass(positional, prefill_ids):
+    # position_ids on the prefill or on the decode steps only, always continuing the count 0, 1, 2, ...: every
+    # step equals one full pass with positions 0 .. 7 written out. (Found in use: the per-row positions of the
+    # decode steps were kept without the shared ones before them, so the second step's score bias covered two
+    # keys of six and ALiBi, T5, Shaw, XL, 2-D and decoupled RoPE crashed; input schemes and RoPE never read
+    # the cached keys' positions and passed.)
+    model = model_for(positional)
+    x = np.random.default_rng(8).integers(0, 16, (2, PREFILL + DECODE))
+    pos = np.broadcast_to(np.arange(PREFILL + DECODE), x.shape).copy()
+    full = model(x, position_ids=pos).numpy()
+    cache = model.new_cache()
+    steps = [model(x[:, :PREFILL], cache=cache, **({"position_ids": pos[:, :PREFILL]} if prefill_ids else {}))]
+    for t in range(PREFILL, PREFILL + DECODE):
+        steps.append(model(x[:, t:t + 1], cache=cache, **({} if prefill_ids else {"position_ids": pos[:, t:t + 1]})))
+    gap = np.abs(np.concatenate([s.numpy() for s in steps], axis=1) - full).max()
+    assert gap <= 1e-10, (positional, gap)
+    assert backend.to_numpy(cache.row_pos).tolist() == [list(range(8))] * 2
+    assert positions(cache) == list(range(8)) and cache.seen == 8
 
 
 # ---------------------------------------------------------------------------
