@@ -114,6 +114,26 @@ def test_the_adding_claim_at_step_100_compares_the_two_tenth_size_arms():
     assert set(bars.values()) == {("below", 0.05)} and len(bars) == 3
 
 
+def test_chapter_3_reads_the_books_garbage_sentence_with_chapter_5s_bars():
+    from mini_transformer.evaluation.experiments import relative_bias_generalisation as rbg
+    # hand-made: T5 right everywhere; the learned table right 3 times in 11 past 8 (two above chance, 1/11 + 2/11)
+    per_seed = {"t5": [{"accuracy_beyond_8": 1.0}] * 3,
+                "learned": [{"accuracy_beyond_8": a, "loss_beyond_8": 2.0} for a in (3 / 11, 3 / 11 + 0.01, 3 / 11 - 0.01)]}
+    rows = [{"neighbour_cosine": -0.5, "three_apart_cosine": v, "loss_beyond_8": 2.0} for v in (0.9, 0.8, 0.7)]
+    claims = chapter03_learned.claims(rows, [0, 1, 2], {"seeds": [0, 1, 2], "per_seed": per_seed})
+    # one sentence of the book (sec. 7, exercise 4), one bar: "sensible" above 0.9, "garbage" below twice chance
+    assert claims["t5_accuracy_beyond_8"]["threshold"] == rbg.SENSIBLE == 0.9
+    garbage = claims["learned_accuracy_beyond_8_minus_chance"]
+    assert garbage["threshold"] == pytest.approx(1 / 11) and garbage["values"][0] == pytest.approx(2 / 11)
+    # 2/11 above chance is three times chance, above twice chance: not garbage
+    assert garbage["verdict"] == "does not reproduce"
+    # and on the committed files both chapters give the sentence one verdict
+    ch3 = json.loads((Path(RESULTS) / "chapter03_learned.json").read_text())["claims"]
+    ch5 = json.loads((Path(RESULTS) / "relative_bias_generalisation.json").read_text())["claims"]
+    assert ch3["learned_accuracy_beyond_8_minus_chance"]["verdict"] == ch5["learned_garbage_past_8"]["verdict"]
+    assert ch3["t5_accuracy_beyond_8"]["verdict"] == ch5["t5_sensible_at_16"]["verdict"]
+
+
 def test_a_no_position_model_trains_a_few_steps_and_scores_each_position():
     acc = to_numpy(chapter01_nope.position_accuracy(chapter01_nope.TinyGPT, True, steps=2, seed=0))
     assert acc.shape == (chapter01_nope.T,) and ((0 <= acc) & (acc <= 1)).all()

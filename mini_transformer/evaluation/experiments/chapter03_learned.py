@@ -18,11 +18,13 @@ Claims (95% t-interval over seeds, ``stats.claim_record``):
   not nearness). Beside it the record keeps the same measure on the sinusoidal table of the same
   size (``sinusoidal_table``), one exact number, where a formula does tie neighbours.
 * ``t5_accuracy_beyond_8``: C6a, the relative bias works at 16: T5's accuracy on positions 8..15,
-  above 0.95 (ten seeds).
+  above 0.9, chapter 5's bar for the same sentence of the book (``SENSIBLE``; ten seeds).
 * ``learned_accuracy_beyond_8_minus_chance``: C6b, the learned table's accuracy on positions 8..15
-  minus 1/11; the book's "garbage" is "at chance", below 0.05 (ten seeds).
-* ``learned_loss_beyond_8_minus_uniform``: C6c, the loss on positions 8..15 minus ln 11: "garbage"
-  in the sense of no better than a uniform guess, above 0 (ten seeds).
+  minus 1/11; the book's "garbage" is chapter 5's "no better than twice chance" (``GARBAGE``): below
+  1/11 above chance (ten seeds). One sentence of the book, one reading and one verdict in both chapters.
+* ``learned_loss_beyond_8_minus_uniform``: the loss on positions 8..15 minus ln 11, a guess uniform
+  over the 11 symbols: is it above that guess's loss, above 0 (ten seeds). A measurement beside C6b,
+  not a second reading of "garbage".
 * ``chapter_model_loss_beyond_8_minus_uniform``: the same on the chapter's 150-step model (five seeds).
 
     python -m mini_transformer.evaluation.experiments.chapter03_learned [--quick]
@@ -39,7 +41,7 @@ from ...positional.sinusoidal import sinusoidal_positional_encoding
 from .. import stats
 from . import common
 from .common import Timer, environment, load_result
-from .relative_bias_generalisation import score
+from .relative_bias_generalisation import CHANCE, GARBAGE, SENSIBLE, score
 
 NAME = "chapter03_learned"
 TRAIN_LEN, TEST_LEN, K, VOCAB = 8, 16, 3, 16
@@ -72,7 +74,7 @@ def chapter_model(seed, steps, test):
 
 
 def claims(rows, seeds, rbg):
-    uniform, chance = math.log(VOCAB - 5), 1 / (VOCAB - 5)
+    uniform = math.log(VOCAB - 5)
     near, three = row_cosines(sinusoidal_positional_encoding(TRAIN_LEN, MODEL["d_model"]))
     rbg_seeds = rbg["seeds"]
     learned, t5 = rbg["per_seed"]["learned"], rbg["per_seed"]["t5"]
@@ -83,16 +85,17 @@ def claims(rows, seeds, rbg):
             values=[r["neighbour_cosine"] - r["three_apart_cosine"] for r in rows], seeds=seeds),
         "t5_accuracy_beyond_8": stats.claim_record(
             "T5's accuracy on positions 8..15 after training at 8 (relative_bias_generalisation, 600 steps); the "
-            "claim: it works, above 0.95", "above", 0.95, values=[r["accuracy_beyond_8"] for r in t5],
-            seeds=rbg_seeds),
+            f"claim: it works, above {SENSIBLE}, chapter 5's bar for 'sensible output'", "above", SENSIBLE,
+            values=[r["accuracy_beyond_8"] for r in t5], seeds=rbg_seeds),
         "learned_accuracy_beyond_8_minus_chance": stats.claim_record(
             "the learned table's accuracy on positions 8..15 minus chance 1/11 (relative_bias_generalisation, "
-            "600 steps); the claim 'garbage': at chance, below 0.05", "below", 0.05,
-            values=[r["accuracy_beyond_8"] - chance for r in learned], seeds=rbg_seeds),
+            "600 steps); the claim 'garbage', read as chapter 5 reads it: no better than twice chance, below 1/11",
+            "below", GARBAGE - CHANCE, values=[r["accuracy_beyond_8"] - CHANCE for r in learned], seeds=rbg_seeds),
         "learned_loss_beyond_8_minus_uniform": stats.claim_record(
-            "the learned table's loss on positions 8..15 minus ln 11, a uniform guess's (relative_bias_generalisation, "
-            "600 steps, nats); the claim 'garbage': no better than uniform, above 0", "above", 0.0,
-            values=[r["loss_beyond_8"] - uniform for r in learned], seeds=rbg_seeds),
+            "the learned table's loss on positions 8..15 minus ln 11, a guess uniform over the 11 symbols "
+            "(relative_bias_generalisation, 600 steps, nats); not a reading of the book's 'garbage', which is "
+            "settled by accuracy (learned_accuracy_beyond_8_minus_chance): is the loss above that guess's, above 0",
+            "above", 0.0, values=[r["loss_beyond_8"] - uniform for r in learned], seeds=rbg_seeds),
         "chapter_model_loss_beyond_8_minus_uniform": stats.claim_record(
             "the same on the chapter's 150-step model (nats)", "above", 0.0,
             values=[r["loss_beyond_8"] - uniform for r in rows], seeds=seeds),
