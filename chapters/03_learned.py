@@ -440,8 +440,8 @@ assert generated["offset ignored"][:2].min() > 0.99 and generated["offset ignore
 # again. The first comes from the prefill, which is correct; each later one is predicted from a
 # token that went through the cache with row 0, as a query and as the key it left there. Why
 # positions 4 and 7 survive is an explanation not tested here: rows 3 and 6 point roughly the way
-# row 0 does (cosine $+0.65$ and $+0.63$, section 5) and rows 4 and 5 do not, but no run separates
-# that from anything else. This is one model, an illustration of C8b, not a test of it.
+# row 0 does (cosine $+0.65$ and $+0.63$, section 5) and rows 4 and 5 do not, but no run isolates
+# the rows as the cause. This is one model, an illustration of C8b, not a test of it.
 #
 # ## 7. A test you write
 #
@@ -587,9 +587,9 @@ plt.show()
 # 0.52 ± 0.36 above a guess uniform over the 11 symbols ($\ln 11 = 2.40$). Section 5's model,
 # trained 150 steps, is on the other side: over five seeds of it the loss past 8 is 0.63 ± 0.28
 # nats *below* that guess. What separates the two is not tested here: the runs differ in their
-# steps and in their warmup. With an 8-row table the model would not run at all (section 4). The five seeds of section 5's model also settle C7: neighbouring
-# rows are less alike than rows three apart, by 1.08 ± 0.08 in cosine (the task's period, not
-# nearness). And at its own length, on text? The train-short-test-long experiment (a model
+# steps and in their warmup. With an 8-row table the model would not run at all (section 4).
+# The five seeds of section 5's model also settle C7: neighbouring rows are less alike than rows
+# three apart, by 1.08 ± 0.08 in cosine (the task's period, not nearness). And at its own length, on text? The train-short-test-long experiment (a model
 # with $d_{model} = 64$ trained on the standard library's source at $L = 64$; its whole table is
 # in [chapter 7, §7](07_alibi.py#7.-The-bake-off:-eight-schemes,-trained-at-L,-run-at-8L)), the learned row against the sinusoidal one:
 
