@@ -61,7 +61,7 @@
 # | C2a | Central differences are accurate to $O(h^2)$ (this workbook, §4's Taylor expansions) | yes / no | §4 |
 # | C2b | One-sided differences are accurate only to $O(h)$ (this workbook, §4's Taylor expansions) | yes / no | §4 |
 # | C2c | Both errors rise again as $h$ shrinks past their best (this workbook, §4) | yes / no | §4 |
-# | C3 | On average over initialisations, this chapter's untrained `TinyGPT` ($V = 16$, $d_{model} = 16$) starts within 0.02 nats of $\ln V$ nats per token (the loss of a model that knows nothing) (this workbook) | yes / no | §7 |
+# | C3 | On average over initialisations, this chapter's untrained `TinyGPT` ($V = 16$, $d_{model} = 16$) starts within $0.02$ nats of $\ln V$ nats per token (the loss of a model that knows nothing) (this workbook) | yes / no | §7 |
 # | C4 | In float64, the fast kernels give the reference's numbers and gradients to $10^{-10}$ (this workbook, README "Reference and fast") | yes / no | §13 (appendix) |
 # | C5a | Position can enter in four places: added to the input, added to the scores, rotating $q$ and $k$, or through the causal mask (book, TL;DR; survey §8 names the first three) | yes / no | §8 |
 # | C5b | ... and only there (the same list, read as complete) | yes / no | §8 |
@@ -544,7 +544,7 @@ assert math.isclose(cross_entropy(uniform, targets), math.log(V), rel_tol=1e-12)
 # probabilities (Shaw with its value term) takes the reference attention under either set. The fast set, and the check that it computes the same
 # numbers, are in the [appendix at the end of this chapter](#Appendix:-the-fast-kernels).
 #
-# Its weights start small (the head's are drawn with standard deviation 0.02), so every logit starts
+# Its weights start small (the head's are drawn with standard deviation `0.02`), so every logit starts
 # near 0 and every row of probabilities near uniform: the untrained model should sit on the baseline.
 # Measure it on a batch of the *copy* task (a row of random symbols, a separator, the same symbols
 # again; only the copy is scored), then take one step of AdamW on that batch.
@@ -583,9 +583,9 @@ assert max(abs(v - math.log(16)) for v in at_init) < 0.02 and at_ln_v["verdict"]
 # Claim C3 holds: 2.772 against $\ln 16 = 2.773$, about a thousandth of a nat below knowing nothing (the
 # random weights already tilt the probabilities a little, and on this batch the tilt happens to help),
 # and each of the five initialisations drawn here starts within two hundredths of $\ln 16$ (2.772 to 2.785):
-# over the five seeds, the mean distance from $\ln 16$ is 0.005 ± 0.007 nats, its whole interval under 0.02.
+# over the five seeds, the mean distance from $\ln 16$ is 0.005 ± 0.007 nats, its whole interval under $0.02$.
 # That interval settles the mean over initialisations, not where any one new initialisation starts.
-# The bar of 0.02 nats reads "starts there" as closer to $\ln V$ than one step of training moves
+# The bar of $0.02$ nats reads "starts there" as closer to $\ln V$ than one step of training moves
 # the loss: the first step of AdamW takes it from 2.772 to 2.71. A hundred and fifty steps on fresh
 # batches, with the workbook's training loop (`mini_transformer.model.train.train`: AdamW, warmup and cosine decay, clipping),
 # and the loss falls below $\ln 11 = 2.40$, the best a model can do on this task without attention (it
@@ -903,7 +903,7 @@ assert score_grad < 1e-3 * param_grad and flat_gap < 1e-5
 
 # %% [markdown]
 # **3.** An untrained `TinyGPT` with `vocab_size = 16` reports a loss of 2.78. Is it broken? What
-# would a loss of 4.5 at step 0 tell you?
+# would a loss of $4.5$ at step 0 tell you?
 
 # %% [markdown] tags=["answer"]
 # <details><summary>Answer</summary>
@@ -914,7 +914,7 @@ assert score_grad < 1e-3 * param_grad and flat_gap < 1e-5
 # initialised with standard deviation 1, say). Wrong targets alone cannot do it: near-uniform
 # probabilities score about $\ln V$ whatever the targets (section 7's uniform logits with random
 # targets: 2.7726). Reading it as bits does not explain it either: in bits the baseline is
-# $\log_2 16 = 4$, so 4.5 is too large in bits as well.
+# $\log_2 16 = 4$, so $4.5$ is too large in bits as well.
 # </details>
 
 # %% [markdown]
@@ -966,7 +966,7 @@ assert score_grad < 1e-3 * param_grad and flat_gap < 1e-5
 # | C2a | Central differences are $O(h^2)$ (this workbook, §4) | from $h = 10^{-1}$ to $10^{-3}$ the central error falls 2.0 decades per decade of $h$ (§4) | exact §4 | reproduces |
 # | C2b | One-sided differences are $O(h)$ (this workbook, §4) | from $h = 10^{-1}$ to $10^{-3}$ the forward error falls 1.0 decade per decade of $h$ (§4) | exact §4 | reproduces |
 # | C2c | Both errors rise again as $h$ shrinks past their best (this workbook, §4; rounding is the explanation, not tested here) | at $h = 10^{-13}$ each error is over 1000 times its smallest (§4) | exact §4 | reproduces |
-# | C3 | On average over initialisations, this chapter's untrained `TinyGPT` ($V = 16$, $d_{model} = 16$) starts within 0.02 nats of $\ln V$ (this workbook) | over 5 seeds, the mean distance from $\ln 16 = 2.773$ is 0.005 ± 0.007 nats (2.772 to 2.785) (§7) | seeds §7 | reproduces |
+# | C3 | On average over initialisations, this chapter's untrained `TinyGPT` ($V = 16$, $d_{model} = 16$) starts within $0.02$ nats of $\ln V$ (this workbook) | over 5 seeds, the mean distance from $\ln 16 = 2.773$ is 0.005 ± 0.007 nats (2.772 to 2.785) (§7) | seeds §7 | reproduces |
 # | C4 | In float64, the fast kernels give the reference's numbers and gradients to $10^{-10}$ (README) | attention outputs and input gradients at 8 and 256 keys (the whole-matrix and the blocked kernel), and a whole `TinyGPT`'s logits, loss, parameter gradients and parameters after one clipped AdamW step, differ by less than $10^{-14}$ in float64 (appendix, §13, below); this row covers only what §13 runs (no score bias, no fast `rms_norm`: those are in `tests/engine/test_kernels.py`) | exact §13 | reproduces |
 # | C5a | Position enters through the input, the scores, a rotation of $q$ and $k$, or the causal mask (book, TL;DR; survey §8) | the model calls `embed`, `rotate` and `score_bias` and applies the mask; every scheme but `none` overrides at least one hook (§8) | exact §8 | reproduces |
 # | C5b | ... and only there (the same list, read as complete) | Shaw's relative values enter through a fourth hook, `output_term`, added to the attention's output (§8) | exact §8 | does not reproduce |
