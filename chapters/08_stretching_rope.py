@@ -107,7 +107,7 @@ print(f"pairs that complete a turn in L = {L}: {int((rho >= 1).sum())} of {d_hea
 
 # %% [markdown]
 # Five pairs of sixteen turn fully in 64 tokens; eleven never do. At $4L$ those eleven meet up to
-# four times the angle they ever saw. That is the whole difficulty. The methods below change the
+# four times the angle they ever saw. That is the difficulty this chapter's methods address. They change the
 # $\theta_i$, per pair or all at once (YaRN also scales the logits), to bring the angles at $4L$
 # back toward those the model knows. Sections 4 and 8 compute how far NTK's and Llama 3.1's angles
 # stay on trained ground; section 11 measures every method's loss on a trained model.
@@ -659,7 +659,8 @@ fig.tight_layout()
 
 # %% [markdown]
 # At $d_{head} = 128$, $L = 4096$ the two ramps keep the same 21 pairs and interpolate the same 18;
-# they differ only in the 25 between. On the tiny model they do not agree at all. No pair turns 32
+# they differ only in the 25 between. On the tiny model they agree only on the 11 pairs they
+# interpolate, 5 to 15, and differ on every pair they keep or blend, 0 to 4. No pair turns 32
 # times in 64 tokens (pair 0 turns 10.2 times), so the survey's ramp keeps no pair whole: pair 0
 # gets $\gamma = 0.30$. The code keeps pair 0 only by accident of a clamp: the pair that would turn
 # 32 times sits at $i(\beta) = -1.99$, which the code floors to $-2$ and then clamps to 0
@@ -701,7 +702,7 @@ yarn_attention_factor = use("context_extension", "yarn_attention_factor")
 #
 # Check the numbers of §7's formula by hand, with `mscale = 1`: $s = e^2 \approx 7.389$ gives 1.2 and
 # $s = 4$ gives 1.139; $s = 1$ gives exactly 1, and $s = 0.5$ must give 1 as well (the formula alone would
-# give 0.931: a factor below 1 would sharpen a model that was never stretched).
+# give $0.1\ln 0.5 + 1 = 0.931$: a factor below 1 would flatten the attention of a model that was never stretched).
 # </details>
 
 # %% tags=["answer"]
@@ -999,8 +1000,8 @@ for name in ("Llama-2-7B", "Code-Llama-7B", "Llama-3.1-8B", "Qwen3-0.6B", "DeepS
 # t-interval; the chapter reads the committed result. The absolute losses vary widely between seeds,
 # which differ in their weights, their training batches, their search and their 48 held-out windows
 # of the standard library (which of these makes the spread is not tested here); every claim below is
-# therefore a difference between two arms *within* a seed, on the same windows,
-# where the spread is much smaller. The windows at $L$ are the first $L$ bytes of the windows at $4L$,
+# therefore a difference *within* a seed, on the same windows: between two arms, or, for C6 and C7c,
+# between one arm's loss past $L$ and at $L$. The windows at $L$ are the first $L$ bytes of the windows at $4L$,
 # so "past $L$ minus at $L$" compares two stretches of the same text.
 
 # %% tags=["nbval-check-output"]
