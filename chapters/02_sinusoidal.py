@@ -625,6 +625,7 @@ curves = {name: train_inputs(scheme) for name, scheme in variants.items()}
 for name, losses in curves.items():
     print(f"{name:<20} loss after 100 steps {sum(losses[-10:]) / 10:.2f} nats (mean of the last 10)")
 last = {name: sum(losses[-10:]) / 10 for name, losses in curves.items()}
+print(f"gap, added minus added x 0.1: {last['added'] - last['added, x 0.1']:.2f} nats")
 assert last["added"] > 2.3 and last["concatenated"] > 2.3  # at chance, ln 11 = 2.40
 assert last["added, x 0.1"] < 2.0 and last["concatenated, x 0.1"] < 2.0
 assert abs(last["added, x 0.1"] - last["concatenated, x 0.1"]) < 0.3
