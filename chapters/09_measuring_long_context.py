@@ -326,7 +326,7 @@ print("scored targets:", [int(t) for t in to_numpy(row.y)[0] if t != data.IGNORE
 #
 # ### Exercise 9.3: `passkey_accuracy`   ★★☆ · 15 min
 #
-# *Why it matters:* a model that gets two digits of every three-digit key right scores 67% per
+# *Why it matters:* a model that gets two digits of every three-digit key right scores $67\%$ per
 # digit and retrieves no key at all; an alignment slip scores a different task.
 #
 # Write `passkey_accuracy(logits, targets)` for logits `(B, T, V)` and targets `(B, T)` with
@@ -616,7 +616,7 @@ assert all(verdicts[k] == v for k, v in VERDICTS_READ.items())   # what the text
 #
 # ## 7. A test you write
 #
-# Two of your functions draw a line: 9.2 at the training length, 9.4 at the first failure.
+# Two of your functions draw a line: Exercise 9.2 at the training length, Exercise 9.4 at the first failure.
 # Both are easy to get right on random inputs and wrong on the one input that matters. Write a
 # test that catches that.
 #
@@ -845,7 +845,7 @@ assert round(1e3 * weight_bytes / bandwidth, 1) == 4.0 and round(1e3 * cache_byt
 # | C4 | long-text perplexity is dominated by local context: 4 bytes give at least 3/4 of the loss drop that 32 give (book §4) | ALiBi: 1.01 ± 0.04 of the drop over 5 seeds (2.41 ± 0.06 nats from 1 byte, 1.81 ± 0.01 from 4, 1.82 ± 0.03 from 32); positive control, keys found at L: 0.99 ± 0.02 (§6) | result long_context/C4 | reproduces |
 # | C6 | a 7B cache takes 0.5 MiB a token, 64 GiB at 128k (book §6) | exactly $2^{19}$ bytes and 64 GiB; our model's cache matches its formula byte for byte (§8) | exact §8 | reproduces |
 # | C7a | the cache grows linearly with the context (book §6; survey §9.2, item 6) | cache bytes exactly linear at 5 lengths (§8) | exact §8 | reproduces |
-# | C7b | each decoded token's cost grows linearly with the context (book §6) | for a Llama-2-7B-shaped model in 2-byte floats, a token reads 13.5 GB of weights plus 0.5 MiB per cached token: at 128k, 20.5 ms of cache reads against 4.0 ms of weights at 3.35 TB/s, and 0.08 ms of arithmetic at peak, so decode is bandwidth-bound and its time linear in the context (§8) | exact §8 | not tested here (arithmetic on a 7B shape; the tiny model's per-token times are flat, its fixed cost per step hides the cache reads) |
+# | C7b | each decoded token's cost grows linearly with the context (book §6) | for a Llama-2-7B-shaped model in 2-byte floats, a token reads 13.5 GB of weights plus 0.5 MiB per cached token: at 128k, 20.5 ms of cache reads against 4.0 ms of weights at $3.35$ TB/s, and 0.08 ms of arithmetic at peak, so decode is bandwidth-bound and its time linear in the context (§8) | exact §8 | not tested here (arithmetic on a 7B shape; the tiny model's per-token times are flat, its fixed cost per step hides the cache reads) |
 #
 # Two claims stay out of this table. C5 (retention) is settled in chapter 8, which runs the
 # context-extension experiment. C7's "prefill grows faster" rests on times, which depend on the
