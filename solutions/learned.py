@@ -23,8 +23,9 @@ def position_rows(weight, T, offset=0):
     ``offset + T > T_max``) raises ``ValueError`` with a sentence that says what was asked
     for: a table cannot encode a position past its last row.
 
-    Use slicing only (``weight[None, a:b]``): inside a model, ``weight`` is the table's
-    ``Parameter``, and a slice keeps the path along which each row's gradient flows back.
+    Index ``weight`` itself (a slice such as ``weight[None, a:b]`` is all you need): inside a
+    model, ``weight`` is the table's ``Parameter``, and indexing it keeps the path along which each
+    row's gradient flows back; copying ``weight.data`` into a new array would cut that path.
 
     Args:
         weight: the table ``(T_max, d_model)``, an array or a ``Parameter``.
