@@ -268,7 +268,7 @@ assert model.positional.num_parameters() == 32 * 4
 # Causal against bidirectional is a setting of the same table: a `TinyGPT` masks the future and
 # spends all its buckets on the past (`bidirectional=False`, `max_exact` 16); a `TinyEncoder`
 # sees both directions and splits them (`bidirectional=True`): distances 0 to 7 back are exact, and
-# 1 to 7 ahead (buckets 17 to 23), since distance 0 already has bucket 0 and bucket 16 is never used.
+# only 1 to 7 ahead (buckets 17 to 23): distance 0 is bucket 0, so bucket 16 is never used.
 
 # %% tags=["nbval-check-output"]
 for cls in (TinyGPT, TinyEncoder):
@@ -353,8 +353,8 @@ assert growth["t5"] > 12 and growth["rope"] < 5
 # %% [markdown]
 # The bias grows with $T^2$ (about sixteen times the bytes for four times the length), RoPE's
 # tables with $T$. Be careful with the ALiBi row: in this library ALiBi's bias is materialised
-# too, and costs about as much as T5's (3587 against 4111 KiB at $T = 256$). The difference the book names is not in the bytes but in
-# what a fused kernel can do: ALiBi's bias is $-m_h (i - j)$, a formula of the indices that a
+# too, and costs about as much as T5's (3587 against 4111 KiB at $T = 256$). The difference the
+# book names is not in the bytes but in what a fused kernel can do: ALiBi's bias is $-m_h (i - j)$, a formula of the indices that a
 # kernel computes on the fly (FlashAttention supports it), while T5's needs a table lookup per
 # pair. This workbook's fast kernels (`mini_transformer/engine/kernels/attention.py`, and `blocked_attention.py` for long contexts) take a bias array
 # for both, so that part of the claim is not measured here.
@@ -475,8 +475,8 @@ assert abs(no_position - 0.5406) < 1e-4 and hi < no_position
 # it. It is below the rule with no position, though: past 8, the learned model does worse than
 # ignoring position. The book's *reason* for T5 does not reproduce, and T5's table shows why.
 # With 32 causal buckets, distances 0 to 15 each have an exact bucket of their own. Training at
-# length 8 only reaches distances 0 to 7, so buckets 8 to 15 are never read: they keep their starting values (weight decay shrinks them by
-# a hair). This one-seed model shows it below; the count of pairs per bucket after it shows it
+# length 8 only reaches distances 0 to 7, so buckets 8 to 15 are never read: they keep their
+# starting values (weight decay shrinks them by a hair). This one-seed model shows it below; the count of pairs per bucket after it shows it
 # for every seed, since no pair of a length-8 window falls in buckets 8 to 31. At length 16, a query at position 15 meets keys 8 to 15
 # back in buckets that never trained. Why T5 is right anyway is an explanation not tested here:
 # the one distance the rule needs, 2, has a trained bucket, and the untrained ones may stay too
@@ -573,7 +573,8 @@ fig.tight_layout()
 # 128, more than half of its pairs fall in buckets 22 to 31, which never trained. With
 # `max_distance` = 32 every distance from 31 on shares bucket 31, which the pairs at distance 31
 # do train (one pair a window, so not much), and no distance at all falls in bucket 20 (19 back is
-# bucket 19, 20 back is bucket 21): it is the untrained bucket of `t5_max_L` in the next cell. Chapter 7's run over seeds trains both
+# bucket 19, 20 back is bucket 21): it is the untrained bucket of `t5_max_L` in the next cell.
+# Chapter 7's run over seeds trains both
 # (`t5` and `t5_max_L`, §7.1): it measures the rise past $L$ at $4L$, the loss at $t \ge L$ with the
 # whole prefix minus the loss with only the last $L$ tokens, and checks that the buckets the count
 # says are untrained did not move.
@@ -601,8 +602,8 @@ assert sl["claims"]["t5_max_L_helps"]["verdict"] == 'reproduces'
 # the difference, 0.035 ± 0.015 nats, is above zero and small beside the rise. So a T5 model whose
 # every reachable bucket trained still rises: untrained far buckets are not the whole cause. Nor
 # does the difference measure them alone: `max_distance` = $L$ also moves the logarithmic buckets
-# (buckets 16 to 30 cover distances 16 to 30, not 16 to 112). One explanation, not tested here: both forms
-# have a bias that is flat past its last bucket, so at $4L$ a query meets up to 96 keys further
+# (buckets 16 to 30 cover distances 16 to 30, not 16 to 112). One explanation, not tested here:
+# both forms have a bias that is flat past its last bucket, so at $4L$ a query meets up to 96 keys further
 # back than any distance it trained on (with `max_distance` = $L$, all of them in one bucket), and
 # what they do to its attention is new to it. ALiBi's penalty keeps growing with the distance, and
 # ALiBi runs long (chapter 7, §7.1).
