@@ -920,7 +920,7 @@ critical_pair = use("checkpoints", "critical_pair")
 #
 # $L$ is the length the model was trained at: `original_max_position_embeddings` (inside `rope_scaling`
 # when it is there, else at the top level), and `max_position_embeddings` only when neither exists.
-# Case: $r = 4$, base 10000, $L = 100$: the wavelengths are 6.28 and 628.3; one falls short of 100, so
+# Case: $r = 4$, base 10000, $L = 100$: the wavelengths are $6.28$ and $628.3$; one falls short of 100, so
 # the critical pair is 1.
 # </details>
 
@@ -1032,7 +1032,7 @@ assert all(critical_pair(MODELS[name]) == describe_model(name)["critical_dimensi
 # (a port, a cache, a shuffle) or a count read from configs. None is a claim about a trained
 # model, so none needs seeds; where a claim says a setting *changes* what weights compute, one
 # set of weights that changes is the proof, and where it says a setting changes *nothing*, the
-# change is exactly zero or rounding (1e-16), as the derivation says. Evidence `exact §N` names the
+# change is exactly zero or rounding ($10^{-16}$), as the derivation says. Evidence `exact §N` names the
 # section whose cell asserts it (the verdict rule: [chapters/README.md](README.md#Evidence-and-the-verdict-rule)).
 #
 # | # | claim (source) | what this model did | evidence | verdict |
