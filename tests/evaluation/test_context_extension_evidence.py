@@ -35,6 +35,9 @@ def test_claims_are_paired_within_a_seed_and_follow_the_rule():
     assert c7a["values"] == pytest.approx([1.3, 1.4, 1.5])
     assert c7a["mean"] == pytest.approx(1.4) and c7a["half_width"] == pytest.approx(4.303 * 0.1 / math.sqrt(3), abs=2e-4)
     assert c7a["verdict"] == "does not reproduce" and c7a["seeds"] == [0, 1, 2]
+    # C6, "degrades sharply": unscaled past L (3.5) minus at L (1.6, 1.7, 1.8) = 1.9, 1.8, 1.7, over ln 2 (perplexity doubled)
+    assert claims["C6"]["values"] == pytest.approx([1.9, 1.8, 1.7]) and claims["C6"]["threshold"] == math.log(2)
+    assert claims["C6"]["verdict"] == "reproduces"
     # C7b reads past L, not at 4L: unscaled past L (3.5) minus PI past L (2.5) is 1.0 in every seed, the point 1.0 > 0
     assert claims["C7b"]["values"] == pytest.approx([1.0] * 3) and claims["C7b"]["verdict"] == "reproduces"
     # C7c, PI's rise past L: PI past L (2.5) minus PI at L (2.9, 3.1, 3.3) = -0.4, -0.6, -0.8, all under 0.05
