@@ -47,7 +47,7 @@
 # | C3b | ... by a factor of about 600: the interpolation bound is about 600 times smaller (book §5, after Chen et al.) | | §3 |
 # | C4 | NTK-aware scaling, $\mathrm{base}' = \mathrm{base}\cdot s^{d/(d-2)}$, leaves $\theta_0$ untouched and stretches the lowest frequency by $s$ (book §2.6; survey §6.4) | | §4 |
 # | C5 | Dynamic NTK conflicts with a cache of rotated keys (survey §6.5) | | §5 |
-# | C6 | Unscaled RoPE's loss explodes past its training length (book §2.6 and Exercise 3) | | §11 |
+# | C6 | Unscaled RoPE degrades sharply past its training length: its loss past $L$ rises by more than $\ln 2 = 0.693$ nats, the perplexity more than doubled (book Exercise 3) | | §11 |
 # | C7a | Position interpolation costs only a little loss at the training length (book Exercise 3) | | §11 |
 # | C7b | ... and does better than unscaled RoPE past $L$ (book Exercise 3) | | §11 |
 # | C7c | ... and is stable at all lengths: its loss past $L$ rises less than 0.05 nats above its loss at $L$ (book Exercise 3) | | §11 |
@@ -198,7 +198,7 @@ assert 120_000 < rope_scaling.extrapolation_bound(128, 1e6, 4096) < 140_000
 # law puts $T_{extra}$ at 129k for that base. That is arithmetic on the law, not a measurement:
 # whether a model reaches its $T_{extra}$ depends on what it was trained on, as the survey says.
 #
-# ## 3. Position interpolation, and why it is safe
+# ## 3. Position interpolation, and the argument that it is safe
 #
 # Position interpolation (Chen et al., 2023) divides every position by $s = L'/L$:
 #
@@ -253,15 +253,18 @@ assert all(outside > 50 * inside for inside, outside in bounds.values())
 
 # %% [markdown]
 # Between integers the fitted score stays within a hundredth of the straight line, whatever the
-# ridge. Past $L$ it reaches values the fit never produced, and how far depends on how the fit
-# weighted the slow pairs: the weaker the ridge, the wilder. The ratio runs from 100 to 3121 for
-# these targets, but the targets are one random draw (seed 0). The cell below fits five draws at
-# the same three ridges and takes, for each draw, its smallest ratio. "Far more stable" is read as
-# ten times or more (a factor of 10 is an order of magnitude), so C3a's effect is the logarithm
-# (base 10) of that smallest ratio, claimed above 1. The ratio, as in Chen et al.'s construction,
-# divides two different quantities: a size past $L$ by a deviation from the line between integers
-# (0.0073 to 0.0075 above). Like for like, $|a|$ in $[L, 2L]$ at ridge 10 (0.73) is about twice its
-# largest value inside (0.37).
+# ridge. Past $L$ it grows larger than anywhere inside, and how far depends on how the fit
+# weighted the slow pairs: the weaker the ridge, the wilder. "Far more stable" is read as ten times
+# or more (a factor of 10 is an order of magnitude). The ratio in the table cannot test that. As in
+# Chen et al.'s construction it divides two different quantities, a size past $L$ by a deviation
+# from the line between integers, and for this draw the score's size inside $L$ (0.36 to 0.37) is already far more
+# than ten times that deviation (0.0073 to 0.0075): a score no larger past $L$ than inside would
+# still pass. Like for like, $|a|$ in $[L, 2L]$ against $|a|$ in $[0, L]$, the answer follows the
+# ridge: 23.26 against 0.37 at ridge 0.001, 0.73 against 0.37 at ridge 10, over ten times at one and
+# about twice at the other. The ridge stands in for training, and no ridge is a trained model's
+# attention, so C3a is not tested here. The cell below still fits five draws of the targets (the
+# table's is seed 0) at the same three ridges and keeps the logarithm (base 10) of each draw's
+# smallest ratio beside that verdict.
 
 # %% tags=["nbval-check-output"]
 from mini_transformer.evaluation import stats
@@ -281,17 +284,22 @@ for ridge in (1e-3, 1e-1, 10.0):
     print(f"ridge {ridge:>6g}: ratio per seed " + ", ".join(f"{v:.0f}" for v in ratios[-1]))
 least = [min(r[j] for r in ratios) for j in range(len(SEEDS_C3))]           # each draw's least favourable ridge
 c3a = stats.claim_record("log10 of each draw's smallest ratio over the three ridges", "above", 1.0,
-                         values=[math.log10(v) for v in least], seeds=SEEDS_C3)
+                         values=[math.log10(v) for v in least], seeds=SEEDS_C3,
+                         not_tested="the ratio divides a size past L by a deviation between integers, so a score "
+                                    "no larger past L than inside passes it; like for like, the answer follows the "
+                                    "ridge, a stand-in for training")
 print(f"smallest ratio per seed: {', '.join(f'{v:.0f}' for v in least)}; log10: {stats.format_record(c3a)}")
 print(f"largest distance from the line between integers, over the 15 fits: {off_line:.4f}")
-assert c3a["verdict"] == "reproduces" and round(ratios[0][0]) == 3121 and off_line < 0.01
+assert c3a["verdict"] == "not tested here" and c3a["interval_verdict"] == "reproduces"
+assert round(ratios[0][0]) == 3121 and off_line < 0.01
 chen = 2 * 32 * math.log(1e4)  # Chen et al.'s extrapolation bound with B(s) >= d, over d/(32 ln c), c = 10^4
 print(f"Chen et al.'s ratio of bounds, 2 x 32 ln 10^4 = {chen:.1f}")
 assert round(chen, 1) == 589.5
 
 # %% [markdown]
-# Every draw's smallest ratio is above 50, and over five seeds its logarithm is well above 1:
-# C3a reproduces. The ratio itself moves with the ridge and the draw, from 54 to 4258 here, so
+# Every draw's smallest ratio is above 50, and over five seeds its logarithm's interval lies above
+# 1 (the interval's own verdict, kept in the record); for the reason above, C3a is not tested here.
+# The ratio moves with the ridge and the draw, from 54 to 4258 here, so
 # it is not a constant to compare with Chen et al.'s "about 600". Theirs is a ratio of two bounds,
 # not of measured values: the interpolation bound $d\max_j|h_j|/(32\ln c)$ (their Theorem 2.1 with
 # $(s - s_1)(s_2 - s) \le 1/4$) against the extrapolation bound $2\max_j|h_j|\,B(s)$, where $B(s)$
@@ -336,8 +344,8 @@ fig.tight_layout()
 #
 # ### Exercise 8.2: `ntk_base`   ★☆☆ · 5 min
 #
-# *Why it matters:* it is the one-line "context extension" most inference servers offer, and the
-# exponent is where it goes wrong.
+# *Why it matters:* it stretches a model by changing one number, the base, and the exponent is where
+# it goes wrong.
 #
 # Write `ntk_base(base, factor, rotary_dim)`. Grade with
 # `python -m exercises grade context_extension --exercise 8.2`.
@@ -682,7 +690,7 @@ fig.tight_layout()
 # ### Exercise 8.4: `yarn_attention_factor`   ★☆☆ · 5 min
 #
 # *Why it matters:* it is the number a `rope_scaling` block with `"rope_type": "yarn"` silently
-# adds to your model, and the one a port most often forgets.
+# adds to your model: a port that copies only the frequencies leaves it out.
 #
 # Write `yarn_attention_factor(factor, mscale=1.0)`. Grade with
 # `python -m exercises grade context_extension --exercise 8.4`.
@@ -919,7 +927,8 @@ assert never == list(range(35, 64)) and all(math.isclose(float(r), 2.0) for r in
 # `evolution/algorithms/dim_mono.py`); LongRoPE2 keeps that constraint only from the critical pair
 # on. The survey (§6.9) lists the constraint among LongRoPE2's changes.
 # `mini_transformer/evaluation/longrope_search.py` runs that search on the tiny model, with LongRoPE2's
-# version of the constraint, starting from PI, NTK and YaRN. The experiment's committed result holds the factors it found for $s = 4$, one search per
+# version of the constraint, starting from PI, NTK and YaRN's by-parts frequencies (no temperature;
+# the row "by-parts"). The experiment's committed result holds the factors it found for $s = 4$, one search per
 # seed (three seeds: each its own trained model):
 
 # %%
@@ -935,7 +944,7 @@ starts = starting_points(d_head, base, ext["train_len"], 4.0)
 # %% tags=["nbval-check-output"]
 print("pair:     " + "".join(f"{i:>6}" for i in range(d_head // 2)))
 searched_rows = [(f"seed {s}", f) for s, f in found_by_seed.items()]
-for name, f in [("PI", starts["pi"]), ("NTK", starts["ntk"]), ("YaRN", starts["yarn"])] + searched_rows:
+for name, f in [("PI", starts["pi"]), ("NTK", starts["ntk"]), ("by-parts", starts["yarn"])] + searched_rows:
     print(f"{name:<10}" + "".join(f"{v:>6.2f}" for v in f))
 crit = ext["per_seed"][0]["critical_pair"]
 print(f"critical pair {crit}: in every seed the searched factors never decrease from there on")
@@ -944,7 +953,7 @@ assert all(b >= a for f in found_by_seed.values() for a, b in zip(f[crit:], f[cr
 
 # %%
 fig, ax = plt.subplots(figsize=(7, 3.2))
-for name, f, style in [("PI", starts["pi"], "s-"), ("NTK", starts["ntk"], "o-"), ("YaRN", starts["yarn"], "^-"),
+for name, f, style in [("PI", starts["pi"], "s-"), ("NTK", starts["ntk"], "o-"), ("YaRN's by-parts", starts["yarn"], "^-"),
                        ("searched, seed 0", found, "D-")]:
     ax.plot(range(d_head // 2), f, style, label=name, ms=4)
 ax.axvline(crit, color="k", ls=":", label=f"critical pair {crit}")
@@ -953,7 +962,8 @@ ax.legend(fontsize=8)
 fig.tight_layout()
 
 # %% [markdown]
-# In every seed the search keeps pairs 0 and 1 exactly and stretches the slowest pair *more* than
+# In every seed the search ends with pairs 0 and 1 at 1.00, the floor of its range (every candidate's
+# factors are clamped to at least 1, `legal` in `longrope_search.py`), and stretches the slowest pair *more* than
 # $s = 4$: to 6.46, 6.89 and 6.99. One explanation, not tested here (no run ablates it): a pair
 # that never turned in training was only ever seen on an arc, so slowing it further costs little. The three searches agree on
 # that shape, not on the factors in between. Section 11 measures whether they win.
@@ -976,11 +986,11 @@ for name in ("Llama-2-7B", "Code-Llama-7B", "Llama-3.1-8B", "Qwen3-0.6B", "DeepS
 
 # %% [markdown]
 # Three things to read off. Qwen3's YaRN block gives the attention factor $0.1\ln 4 + 1 = 1.1386$:
-# your Exercise 8.4. That block is not in the published Qwen3-0.6B `config.json`: Qwen's
-# documentation tells you to add it by hand only for long inputs (its native context is 32,768
-# tokens), and the library stores
-# that opt-in setting (`model_configs.py`, its notes), so the 1.1386 is of the model as you would
-# configure it for long inputs, not as shipped. DeepSeek-V3's block has `mscale = mscale_all_dim = 1`, so the factor on cos
+# your Exercise 8.4. That block is not in the published Qwen3-0.6B `config.json`. Qwen's documentation
+# gives it for Qwen3 in general, added by hand for long inputs, and the cards of the larger models
+# repeat it (the 4B card gives 32,768 tokens natively and 131,072 with YaRN); the 0.6B card gives a
+# context length of 32,768 and no YaRN setting. The library stores the block as an opt-in setting (`model_configs.py`, its notes), so the
+# 1.1386 is of a configuration Qwen documents for the family, not for this model. DeepSeek-V3's block has `mscale = mscale_all_dim = 1`, so the factor on cos
 # and sin is 1, and its attention code multiplies the softmax scale by $(0.1\ln 40 + 1)^2$ instead:
 # the same temperature, in another place, which a port must not apply twice. And the critical
 # dimension moves with the base: 92 of 128 at base $10^4$, 70 at 500 000 with an 8k training
@@ -1064,10 +1074,11 @@ assert same_13 < 1e-6 and same_4 < 1e-6
 #
 # The claims, each as an effect per seed (paired: both arms share the seed's model) with its 95%
 # interval and the verdict of the rule in [`chapters/README.md`](README.md#Evidence-and-the-verdict-rule).
-# Five claims state a size, so their rows name a threshold. "Explodes" (C6) is a rise past $L$ of more
-# than 0.5 nats, a third of unscaled RoPE's 1.48 at $L$: a loss that grows by a third is no longer
-# the model it was. "A little" and "close" (C7a, C8a, C10c) are under 0.1 nats, about a fifteenth
-# of that loss: a change a reader of the table would call small. "Stable at all lengths" (C7c) is
+# Five claims state a size, so their rows name a threshold. "Degrades sharply" (C6, the book's
+# Exercise 3: unscaled RoPE "is unusable" at $4L$) is a rise past $L$ of more than $\ln 2 = 0.693$
+# nats: the loss is the logarithm of the perplexity, so that rise more than doubles the perplexity per
+# byte. "A little" and "close" (C7a, C8a, C10c) are under 0.1 nats, about a fifteenth of unscaled
+# RoPE's 1.48 at $L$: a change a reader of the table would call small. "Stable at all lengths" (C7c) is
 # read as chapter 7 reads "runs long": a rise past $L$ under 0.05 nats.
 
 # %% tags=["nbval-check-output"]
@@ -1094,13 +1105,13 @@ assert {k: r["verdict"] for k, r in claims.items()} == expected
 # %% [markdown]
 # Against the sources' claims:
 #
-# * **C6, unscaled RoPE breaks**: past $L$ its loss rises 1.50 ± 0.29 nats above its loss at $L$.
-#   Reproduces.
+# * **C6, unscaled RoPE degrades sharply**: past $L$ its loss rises 1.50 ± 0.29 nats above its loss at $L$,
+#   an interval wholly over $\ln 2$. Reproduces.
 # * **C7a, PI costs a little at $L$**: zero-shot it costs 1.20 ± 0.09 nats, an interval far above the
 #   0.1 that "a little" allows. Does not reproduce; the chase below measures two differences from the sources' models.
 # * **C7b, PI beats unscaled RoPE past $L$**: on the positions past $L$, zero-shot, unscaled minus PI is
-#   0.30 ± 0.22 nats (+0.32, +0.38 and +0.20 per seed): reproduces. Beating a scheme that explodes
-#   does not make PI stable.
+#   0.30 ± 0.22 nats (+0.32, +0.38 and +0.20 per seed): reproduces. Beating a scheme that degrades
+#   sharply does not make PI stable.
 # * **C7c, PI is stable at all lengths**: read as "its loss past $L$ rises less than 0.05 nats above
 #   its loss at $L$", PI past $L$ minus PI at $L$ is -0.00 ± 0.08 nats (-0.04, +0.02, +0.01 per seed),
 #   an interval that contains 0.05: not established. Over all $4L$ positions PI is
@@ -1240,8 +1251,8 @@ fig.tight_layout()
 # </details>
 
 # %% [markdown]
-# **4.** The `rope_scaling` block Qwen's documentation has you add to Qwen3 for long inputs (the shipped
-# `config.json` has none) is `{"rope_type": "yarn", "factor": 4, "original_max_position_embeddings": 32768}`.
+# **4.** The `rope_scaling` block Qwen's documentation has you add to Qwen3 for long inputs (the
+# shipped `config.json` has none) is `{"rope_type": "yarn", "factor": 4, "original_max_position_embeddings": 32768}`.
 # By how much does it scale the attention logits, and where does that happen in the code?
 
 # %% [markdown] tags=["answer"]
@@ -1279,11 +1290,11 @@ fig.tight_layout()
 # | --- | --- | --- | --- | --- |
 # | C1 | $d_{extra} = 92$ for $d_{head}$ 128 at 4096 (survey §6.2) | 92, by formula and by counting wavelengths; the tiny model's is 10 (§2) | exact §2 | reproduces |
 # | C2 | a larger base moves the limit to $T_{extra} = 2\pi\beta^{d_{extra}/d}$ (survey §6.2, eq. 42): base $10^6$ reaches past Code Llama's 100K (Table 4) | the law gives 129,027 tokens for Llama 2's $d_{extra} = 92$ at base $10^6$, past 100K; that only evaluates the law's formula: the survey states no $T_{extra}$ of its own, and no model here is trained at a base or a length that could check it (§2) | exact §2 | not tested here |
-# | C3a | interpolation far more stable than extrapolation, by ten times or more (book §2.6, §5) | past $L$ over between integers, each draw's smallest ratio over three ridges: 54 to 100; its log10 is 1.85 ± 0.13 over 5 seeds, above 1 (§3) | seeds §3 | reproduces |
+# | C3a | interpolation far more stable than extrapolation, by ten times or more (book §2.6, §5) | the largest absolute score past $L$ over its distance from the line between integers, each draw's smallest ratio over three ridges: 54 to 100, log10 1.85 ± 0.13 over 5 seeds (the interval's verdict: reproduces); but a score no larger past $L$ than inside passes that ratio, and like for like, the largest absolute score past $L$ against inside, the answer follows the ridge, a stand-in for training: for seed 0, 23.26 against 0.37 at ridge 0.001, 0.73 against 0.37 at ridge 10 (§3) | seeds §3 | not tested here |
 # | C3b | ... about 600 times more stable (book §5, after Chen et al.) | Chen et al.'s "about 600" is $2 \cdot 32\ln 10^4 = 589.5$, a ratio of two bounds (the extrapolation bound with $B(s) \ge d$ taken from a plot for LLaMA's heads), not this fit's quantity (§3) | exact §3 | not tested here |
 # | C4 | NTK keeps $\theta_0$, slows the last pair by $s$ (book §2.6; survey §6.4) | $\theta_0 = 1$ and the last pair slowed by exactly $s$ for every $d$ tried; side by side with the library's NTK model, the largest loss difference over 30 steps is 0.0e+00 (§4) | exact §4 | reproduces |
 # | C5 | dynamic NTK conflicts with a rotated-key cache (survey §6.5) | naive cache off by up to 0.133 in the logits; a planned length matches the full pass to 1.3e-15 (§5) | exact §5 | reproduces |
-# | C6 | unscaled RoPE breaks past $L$: the loss past $L$ rises by more than 0.5 nats (book Ex. 3) | loss past $L$ minus loss at $L$ on the same windows: 1.50 ± 0.29 nats over 3 seeds (§11) | result context_extension/C6 | reproduces |
+# | C6 | unscaled RoPE degrades sharply past $L$: the loss past $L$ rises by more than $\ln 2 = 0.693$ nats, the perplexity more than doubled (book Ex. 3) | loss past $L$ minus loss at $L$ on the same windows: 1.50 ± 0.29 nats over 3 seeds (§11) | result context_extension/C6 | reproduces |
 # | C7a | PI costs only a little at $L$, under 0.1 nats (book Ex. 3) | PI minus unscaled at $L$: 1.20 ± 0.09 nats over 3 seeds: about a nat, at every head width tried (§11) | result context_extension/C7a | does not reproduce |
 # | C7b | PI is better than unscaled past $L$ (book Ex. 3) | unscaled minus PI on the positions past $L$: 0.30 ± 0.22 nats over 3 seeds (§11) | result context_extension/C7b | reproduces |
 # | C7c | PI is stable at all lengths: its rise past $L$ under 0.05 nats (book Ex. 3) | PI past $L$ minus PI at $L$: -0.00 ± 0.08 nats over 3 seeds (§11) | result context_extension/C7c | not established |
