@@ -42,7 +42,7 @@
 # | C3 | Transformer-XL's score splits into four terms: content-content, content-position, a global content bias $u$, a global position bias $v$ (survey, §4.2, eq. 25) | | §4 |
 # | C4a | With relative positions a segment reuses the previous segment's memory as it is (survey, §4.2) | | §9 |
 # | C4b | Absolute coordinates would make a reused memory ambiguous (survey, §4.2) | | §9 |
-# | C5a | Relative methods handle $n \times n$ token pairs: a term per (query, key) and head enters the scores (survey, §4.3, last paragraph; book, §2.3 and §4 "Cost") | | §10 |
+# | C5a | Relative methods handle $n \times n$ token pairs: a term per (query, key) and head enters the scores (survey, §4.3, last paragraph) | | §3, §4 |
 # | C5b | That complicates operator fusion and incremental decoding (survey, §4.3, last paragraph) | | §10 |
 # | C6a | Shaw, clipped, runs past its training length (Shaw et al., §3.2, give it as a reason to clip) | | §11 |
 # | C6b | Transformer-XL runs past its training length (Dai et al., §3.3, of a memory several times longer under recurrence; §11 runs one plain forward pass instead) | | §11 |
@@ -250,7 +250,7 @@ assert xp.allclose(S_direct, S_shaw, atol=1e-12) and xp.allclose(Z_direct, Z_sha
 here = shaw.score_bias(Tensor(q), Tensor(keys), pos, pos, 0).data  # (B, H, T, T) the relative term alone
 moved = shaw.score_bias(Tensor(q), Tensor(keys), pos + 100, pos + 100, 0).data
 print("Shaw's term at positions 100..105 against 0..5, largest difference:", diff_text(moved, here))
-assert xp.array_equal(moved, here)
+assert xp.array_equal(moved, here) and here.shape == (B, H, T, T)  # one entry per (query, key) and head
 for k_clip in (4, 16):
     layer = ShawRelativePosition(d_head=16, n_layers=1, k=k_clip)
     print(f"k = {k_clip:>2}, d_head = 16: {layer.num_parameters()} parameters per layer "
@@ -306,7 +306,7 @@ library = xl.score_bias(Tensor(q), Tensor(keys), pos, pos, 0).data  # [(b) + (c)
 # %% tags=["nbval-check-output"]
 by_hand = (terms["b"] + terms["c"] + terms["d"]) / math.sqrt(d_head)
 print("(b) + (c) + (d) by hand against the scheme's term, largest difference:", diff_text(by_hand, library))
-assert xp.allclose(by_hand, library, atol=1e-12)
+assert xp.allclose(by_hand, library, atol=1e-12) and library.shape == (1, H, T, T)  # one entry per (query, key) and head
 for name, what in zip("abcd", ["content-content", "content-position", "global content", "global position"]):
     t = terms[name]
     along = max(float(abs(t[..., i + 1, j + 1] - t[..., i, j]).max()) for i in range(T - 1) for j in range(T - 1))
@@ -693,6 +693,29 @@ except ValueError as e:
     print("a learned table of 16 rows at 17 tokens:", str(e).split(" (")[0])
 
 # %% [markdown]
+# **Numbered from 0 again, the memory is ambiguous (C4b).** An absolute model could instead number
+# each segment from 0 again; then a memory token and a current token at the same place carry the
+# same position vector. Run a one-layer sinusoidal model over a memory of tokens 0 to 7 and a
+# segment of tokens 8 to 15 as one causal pass, both numbered 0 to 7 (`position_ids`), and swap
+# memory token 3 with segment token 11. With one layer a key is its token and its position only, so
+# the last query sees the same keys and values as before: its logits do not move. It cannot tell
+# which of the two tokens is 8 places further back. Numbered 0 to 15, the swap shows.
+
+# %% tags=["nbval-check-output"]
+model = TinyGPT(GPTConfig(vocab_size=16, d_model=16, n_layers=1, n_heads=2, max_len=16,
+                          positional="sinusoidal")).to_dtype("float64").eval()
+ids = xp.arange(16)[None]  # (1, 16): the memory's tokens 0..7, then the segment's 8..15
+swapped = ids.copy()
+swapped[0, [3, 11]] = ids[0, [11, 3]]  # the tokens at place 3 of the memory and of the segment
+for name, position_ids in [("numbered 0..7 twice", xp.concatenate([xp.arange(8), xp.arange(8)])[None]),
+                           ("numbered 0..15", xp.arange(16)[None])]:
+    with no_grad():
+        change = float(abs(model(ids, position_ids=position_ids).data[0, -1]
+                           - model(swapped, position_ids=position_ids).data[0, -1]).max())
+    print(f"{name:<20}the last query's logits after the swap move by {'under 1e-12' if change < 1e-12 else 'over 1e-9'}")
+    assert change < 1e-12 if name.endswith("twice") else change > 1e-9
+
+# %% [markdown]
 # **The memory is a constant to the gradient.** The cache stores plain arrays, not tensors in
 # the graph, so a training step on segment 2 cannot send gradient into segment 1. That is
 # Transformer-XL's stop-gradient in this library's form, with one difference: Dai et al.
@@ -747,11 +770,13 @@ fig.tight_layout()
 #
 # Claims C5a and C5b. RoPE turns $q$ and $k$, arrays of `(B, H, T, d_head)`, and adds nothing to the
 # scores. Shaw and Transformer-XL add a term per (query, key) and head, a `(B, H, T_q, T_k)`
-# array that grows with $T^2$, built from a per-distance array that grows with $T$ times the
+# array (its shape asserted in §3 and §4: C5a), built from a per-distance array that grows with $T$ times the
 # number of distances. In this library Shaw's value term also reads the attention probabilities
 # themselves (`needs_probs`), so attention keeps them. `bench_positional` counts the
 # bytes each scheme's hooks allocate in one forward of the workbook model (batch 1, float32,
-# two layers). Quadruple $T$ and the relative vectors cost about ten times as much (sixteen
+# two layers). The counts show that this library materialises the terms, not that a fused kernel
+# must ([chapter 7, §5](07_alibi.py#5.-Why-ALiBi-fits-inside-a-fused-kernel) looks a learned bias up
+# inside its tiles). Quadruple $T$ and the relative vectors cost about ten times as much (sixteen
 # in the limit, where the $T \times T$ arrays outweigh everything else), RoPE under four times.
 # Turn `Ts` up to see $T = 1024$.
 
@@ -888,7 +913,7 @@ assert sl_claims["breaks_rope"]["verdict"] == "reproduces"
 #
 # The first term, **other text**, compares the same computation on different windows: each
 # evaluation length draws its own. The second, **short context**, compares the first positions of
-# a window with the rest.
+# a window with the rest; the cell prints it with its $\tfrac{7}{8}$, so the two add to the drop.
 
 # %% tags=["nbval-check-output"]
 stl = load_result("train_short_test_long")
@@ -898,7 +923,7 @@ for name in ("shaw", "transformer_xl", "none"):
     l, b = r[name]["loss"], r[name]["loss_beyond"]
     first = 8 * l[-1] - 7 * b[-1]                     # the 8L mean is (1 x first L + 7 x the rest) / 8
     print(f"{name:<16}at L {l[0]:.3f}   at 8L {l[-1]:.3f} = t < L {first:.3f}, t >= L {b[-1]:.3f}   "
-          f"other text {l[0] - first:+.3f}   short context {first - b[-1]:+.3f}")
+          f"other text {l[0] - first:+.3f}   short context {7 / 8 * (first - b[-1]):+.3f}")  # the two add to the drop
 first_xl = 8 * r["transformer_xl"]["loss"][-1] - 7 * r["transformer_xl"]["loss_beyond"][-1]
 assert r["transformer_xl"]["loss"][0] - first_xl > 0.05 > abs(first_xl - r["transformer_xl"]["loss_beyond"][-1])
 
@@ -906,9 +931,9 @@ assert r["transformer_xl"]["loss"][0] - first_xl > 0.05 > abs(first_xl - r["tran
 # On this seed, Transformer-XL's drop is almost all other text: its positions $t < L$ score 1.40
 # in the long windows against 1.50 in the short ones, with the same computation, and `none`, which
 # has no position to be helped by, shows the same kind of gap (+0.14). Shaw's and XL's
-# short-context terms are small and of either sign: XL's first positions cost 0.007 more than the
-# rest, Shaw's 0.032 less. One seed settles neither. Over seeds, on the same $4L$ windows: the
-# drop itself, the short-context term, and the far-context gain (the rise with its sign turned):
+# short-context terms are small and of either sign: +0.006 for XL, -0.028 for Shaw. One seed
+# settles neither. Over seeds, on the same $4L$ windows: the drop itself, positions $t < L$ minus
+# $t \ge L$, and the far-context gain (the rise with its sign turned):
 
 # %% tags=["nbval-check-output"]
 for arm in ("shaw", "transformer_xl"):
@@ -1025,8 +1050,8 @@ assert sl_claims["short_context_costs_transformer_xl"]["verdict"] == 'not establ
 # | C2 | relative scores depend on the positions only through $j - i$ (survey, §4.2) | Shaw's term unchanged to the last bit at positions +100 (§3); whole untrained models, Shaw and XL: logits at positions 40..51 equal those at 0..11 exactly, learned and sinusoidal differ (§8) | exact §8 | reproduces |
 # | C3 | XL's four terms, $u$ and $v$ (survey, §4.2, eq. 25) | the scheme's term equals (b) + (c) + (d) by hand to $10^{-12}$; only (d) depends on $i - j$ alone (§4) | exact §4 | reproduces |
 # | C4a | relative positions let a segment reuse the memory as it is (survey, §4.2) | segments with a key-value memory equal one long pass (to $10^{-12}$); an 80-token stream with an 8-token memory runs at positions up to 79 and every segment equals a fresh pass at 0..15 (to $10^{-12}$); the cached memory is a constant to the gradient (§9) | exact §9 | reproduces |
-# | C4b | absolute coordinates would make a reused memory ambiguous (survey, §4.2) | not built: no model here numbers a reused memory with absolute positions; the 16-row learned table of §9 refuses position 16, a refusal, not an ambiguity (§9) | exact §9 | not tested here |
-# | C5a | relative methods handle $n \times n$ pairs, a term per (query, key) and head in the scores (survey, §4.3; book, §2.3, §4) | from $T = 64$ to 256 the hooks' bytes grow 10.2 times for Shaw and 9.7 times for XL (5.4 MiB and 4.3 MiB at 256), 3.6 times for RoPE (1.3 MiB) (§10) | exact §10 | reproduces |
+# | C4b | absolute coordinates would make a reused memory ambiguous (survey, §4.2) | a one-layer sinusoidal model, memory and segment both numbered 0..7: swapping memory token 3 with segment token 11 moves the last query's logits by under $10^{-12}$, numbered 0..15 by over $10^{-9}$ (§9) | exact §9 | reproduces |
+# | C5a | relative methods handle $n \times n$ pairs, a term per (query, key) and head in the scores (survey, §4.3) | by eqs. 23 and 25, Shaw's term and XL's (b) + (c) + (d) are `(B, H, T_q, T_k)` arrays, one entry per (query, key) and head, shapes asserted (§3, §4) | exact §4 | reproduces |
 # | C5b | that complicates operator fusion and incremental decoding (survey, §4.3) | not measured: §10 counts the bytes of the unfused reference forward, no fused kernel runs in this chapter, and no decoding cost is timed; §9's segments through a cache equal one pass (§9, §10) | exact §10 | not tested here |
 # | C6a | Shaw runs past the training length: the rise past $L$ at $4L$ is under 0.05 nats (Shaw et al., §3.2) | rise past $L$ 0.021 ± 0.005 nats over 5 seeds, trained at $L = 32$ (§11) | result short_long_seeds/runs_long_shaw | reproduces |
 # | C6b | Transformer-XL runs past the training length: the rise past $L$ at $4L$ is under 0.05 nats (Dai et al., §3.3, of a longer memory under recurrence; here a plain forward pass) | rise past $L$ 0.004 ± 0.004 nats over 5 seeds, trained at $L = 32$; it meets distances it never saw (§11) | result short_long_seeds/runs_long_transformer_xl | reproduces |
