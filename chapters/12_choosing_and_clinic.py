@@ -482,7 +482,7 @@ check_cache = use("clinic", "check_cache")
 # The prefill must be shorter than the sequence: a bug in the decode path leaves the prefill's
 # positions right, so a check that only runs the prefill passes on it. Run under `no_grad()`.
 # Case: 10 tokens with a prefill of 4 make 7 cached calls, whose logits, joined along time, are
-# `(B, 10, V)` like the full pass's, and equal to it to about 1e-9.
+# `(B, 10, V)` like the full pass's, and equal to it to about `1e-9`.
 # </details>
 
 # %% tags=["answer"]
@@ -565,8 +565,8 @@ check_port = use("clinic", "check_port")
 # <details><summary>Hint 2: the key idea</summary>
 #
 # The served model and the checkpoint's own code must give the same logits on the same ids, to rounding:
-# a batch of two sequences at the training length, and the largest difference below about 1e-9. Case: a
-# port with the wrong pairing agrees at position 0 and differs from position 1 on, by far more than 1e-9.
+# a batch of two sequences at the training length, and the largest difference below about `1e-9`. Case: a
+# port with the wrong pairing agrees at position 0 and differs from position 1 on, by far more than `1e-9`.
 # </details>
 
 # %% tags=["answer"]
@@ -906,7 +906,7 @@ for name, sick in [("healthy", clinic.make_patient()), ("position_reset", clinic
 # token changes at one position of 32. The argmax is a coarse summary: a change can be large and
 # still leave the largest logit on top. The table's symptom, generation that degrades, is what
 # this does to a trained model over many steps; a check has to see the cause on any weights, so
-# compare the logits themselves, to 1e-9.
+# compare the logits themselves, to `1e-9`.
 # </details>
 
 # %% [markdown]

@@ -67,7 +67,7 @@ LABELS = re.compile(  # §7.1, Exercise 6.2, exercises 6.2 to 6.4, sections 7.1 
 # --- what is a measured number ---------------------------------------------------------------------
 SIGN = r"[-−]?"
 DECIMAL = r"\d[\d,]*\.\d+|\d+"
-SCI = re.compile(rf"(?<![\w.]){SIGN}(\d+(?:\.\d+)?)\s*(?:e|E|\s*[·×x]\s*10\s*\^\s*\{{?)([-−+]?\d+)\}}?(?![\w.])")
+SCI = re.compile(rf"(?<![\w.]){SIGN}(\d+(?:\.\d+)?)\s*(?:e|E|\s*[·×x]\s*10\s*\^\s*\{{?)([-−+]?\d+)\}}?(?!\w|\.\d)")
 PM = re.compile(rf"(?<![\w.]){SIGN}({DECIMAL})\s*±\s*({DECIMAL})(?![\w])")
 PERCENT = re.compile(rf"(?<![\w.]){SIGN}(\d+(?:\.\d+)?)\s?%")
 FRACTIONAL = re.compile(rf"(?<![\w.§]){SIGN}(\d[\d,]*\.\d+)(?![\w]|\.\d)")
@@ -497,4 +497,6 @@ def test_rounding_supports_fewer_digits_never_more():
     assert number.rounds_from(0.9134, 4) and not number.rounds_from(0.9, 1) and not number.rounds_from(0.92, 2)
     assert [n.text for n in measured_numbers("a 20% share, 1e-14 apart, 3.6·10^-12, 12 ± 3, 4 steps")] == \
         ["1e-14", "3.6·10^-12", "12", "3", "20%"]
+    # a number at a sentence's end is still read: the full stop is not a digit
+    assert [n.text for n in measured_numbers("equal to about 1e-9. Then 0.25.")] == ["1e-9", "0.25"]
     assert measured_numbers(prose_only("§7.1, `0.25`, $0.5$, Exercise 6.2, Python 3.11, [a](x/0.3.py)")) == []
