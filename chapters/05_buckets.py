@@ -41,8 +41,7 @@
 # | C1 | With 32 buckets and a maximum distance of 128, the first 8 offsets in each direction are exact, larger ones logarithmic, and every distance past 128 shares the final bucket (book, §2.3) | | §2 |
 # | C2 | The bias is translation-invariant: the bias at $(i, j) = (2, 5)$ equals the bias at $(6, 9)$ (book, §3.2) | | §3 |
 # | C3a | One table of `(num_buckets, H)`, shared by all layers of a stack (book, §2.3) | | §4 |
-# | C3b | ... a few thousand parameters for an entire model (book, §2.3), in the largest T5 (3B, 11B) | | §4 |
-# | C3c | ... and in the smaller T5 (small, base, large) | | §4 |
+# | C3b | ... a few thousand parameters for an entire model (book, §2.3): at least 2000 in each released T5 | | §4 |
 # | C4 | The bias is materialised as `(H, T_q, T_k)` and added to the scores, which costs memory traffic and blocks fused attention; ALiBi's can be folded into a kernel as a formula (book, §2.3 and §4 "Cost") | | §6; chapter 7, §5 |
 # | C5 | Trained at length 8 and run at 16, the relative-bias model gives sensible output, "because every offset it encounters maps into a bucket it trained on"; the learned absolute model "produces garbage or raises an index error" (book, §7 exercise 4) | | §7 |
 # | C6a | Swin: a table of $(2w - 1)^2$ rows for a $w \times w$ window, 169 for $7 \times 7$, translation-invariant in the window (book, §7 exercise 5; book, §2.3) | | §8 |
@@ -352,7 +351,7 @@ assert growth["t5"] > 12 and growth["rope"] < 5
 
 # %% [markdown]
 # The bias grows with $T^2$ (about sixteen times the bytes for four times the length), RoPE's
-# tables with $T$. Be careful with the ALiBi row: in this library ALiBi's bias is materialised
+# bytes with $T$ (its hooks make the rotated q and k, `(B, H, T, d_head)` each). Be careful with the ALiBi row: in this library ALiBi's bias is materialised
 # too, and costs about as much as T5's (3587 against 4111 KiB at $T = 256$). The difference the
 # book names is not in the bytes but in what a fused kernel can do: ALiBi's bias is $-m_h (i - j)$, a formula of the indices that a
 # kernel computes on the fly (FlashAttention supports it), while T5's needs a table lookup per
@@ -860,9 +859,8 @@ print("test_buckets passes on the functions above")
 # | C1 | 32 buckets to 128: 8 exact each way, logarithmic beyond, everything past 128 in the last bucket (book, §2.3) | keys 0 to 7 back are buckets 0 to 7, one each, and 1 to 7 ahead are buckets 17 to 23: 8 exact distances back, 7 ahead (bucket 16 is never used); 8 to 11 back share bucket 8, 12 to 15 bucket 9, 16 back is bucket 10; every key from 128 to 200 back is in bucket 15 (§2) | exact §2 | reproduces |
 # | C2 | translation-invariant: bias(2, 5) = bias(6, 9) (book, §3.2) | equal, and the whole `(32, 32)` bias is constant along every diagonal, causal and bidirectional (§3) | exact §3 | reproduces |
 # | C3a | one table per stack (book, §2.3) | every layer of a four-layer model gets the same bias from one table of 32 x 4 = 128 parameters (§4) | exact §4 | reproduces |
-# | C3b | ... a few thousand parameters for an entire model, in T5-3B and T5-11B (book, §2.3) | $2 \times 32 \times H$ for encoder and decoder: 2048 for T5-3B (32 heads), 8192 for T5-11B (128 heads) (§4) | exact §4 | reproduces |
-# | C3c | ... the same, in T5-small, T5-base and T5-large (book, §2.3) | 512, 768 and 1024 (8, 12 and 16 heads): hundreds to a thousand, not a few thousand (§4) | exact §4 | does not reproduce |
-# | C5a | trained at 8, run at 16, T5 gives sensible output: accuracy at 16 above 0.9 (book, §7 ex. 4) | all 10 seeds: 1.00, right at every position of length 16 on every seed (§7) | result relative_bias_generalisation/t5_sensible_at_16 | reproduces |
+# | C3b | ... a few thousand parameters for an entire model: at least 2000 in each released T5, since the sentence names no model and one thousand is "a thousand", not "a few" (book, §2.3) | $2 \times 32 \times H$ for encoder and decoder: 512, 768 and 1024 for T5-small, -base and -large (8, 12, 16 heads), 2048 and 8192 for T5-3B and T5-11B (32, 128 heads); any bar above 1024 gives the same verdict (§4) | exact §4 | does not reproduce |
+# | C5a | trained at 8, run at 16, T5 gives sensible output: accuracy at 16 above 0.9 (book, §7 ex. 4) | all 10 seeds: 1.00, right at every scored position of length 16 (2 to 15; positions 0 and 1 have no answer yet) (§7) | result relative_bias_generalisation/t5_sensible_at_16 | reproduces |
 # | C5b | the learned absolute table gives garbage past 8: accuracy on positions 8..15 no better than twice chance, below 0.18 (book, §7 ex. 4) | 0.45 ± 0.04 over 10 seeds on positions 8..15, above twice chance, as chapter 3 (C6b) reads the same sentence; below a rule that uses no position (0.54) and T5 (§7) | result relative_bias_generalisation/learned_garbage_past_8 | does not reproduce |
 # | C5c | or it raises an index error (book, §7 ex. 4) | with `max_len` 8 it refuses length 16, in a sentence (a `ValueError`) (§7) | exact §7 | reproduces |
 # | C5d | T5 is sensible "because every offset it encounters maps into a bucket it trained on" (book, §7 ex. 4) | at 16 it meets distances 8 to 15 in buckets 8 to 15, which training at 8 never reaches (no pair falls there) (§7) | exact §7 | does not reproduce |
