@@ -73,6 +73,10 @@ def test_the_claims_follow_hand_made_per_seed_values():
     assert claims["none_minus_learned"]["verdict"] == "reproduces"
     # sinusoidal - scaled: exactly 0 in every seed -> an interval [0, 0] that contains the threshold 0
     assert claims["sinusoidal_minus_scaled"]["verdict"] == "not established"
+    # "only slightly better": scaled - learned is 0.1 in every seed, over the 0.05 nats "slightly" allows
+    assert claims["sinusoidal_scaled_minus_learned"]["values"] == pytest.approx([0.1] * 3)
+    assert claims["sinusoidal_scaled_minus_learned"]["threshold"] == 0.05
+    assert claims["sinusoidal_scaled_minus_learned"]["verdict"] == "does not reproduce"
 
 
 def test_the_encoder_claim_names_its_positive_control():

@@ -3,7 +3,9 @@ r"""Input schemes at the training length, over seeds: none, sinusoidal (as is an
 The claims of chapters 1 and 3 about text at the training length rest on this run:
 
 * chapter 1, C6: a decoder with no positional scheme (``none``) underperforms one with a scheme;
-* chapter 3, C5: a learned table is "slightly better in-distribution" than the sinusoids.
+* chapter 3, C5: a learned table is "slightly better in-distribution" than the sinusoids (C5b, better:
+  ``learned_minus_sinusoidal_scaled``; C5c, only slightly, by under 0.05 nats: ``sinusoidal_scaled_minus_learned``;
+  chapter 12's C2a and C2b settle the book's "marginally better" with the same two records).
 
 The bake-off of chapter 7 trains one seed for 1500 steps; this run trains three for 600 (to keep
 the run within about half an hour on a shared 2-core machine), so its losses sit above the bake-off's. And its sinusoidal model adds the table as the
@@ -85,6 +87,11 @@ def claims(per_seed, seeds):
         "learned_minus_sinusoidal_scaled": stats.claim_record(
             "loss at L of learned minus sinusoidal scaled to the token rows (nats); the claim: learned is better",
             "below", 0.0, values=diff("learned", "sinusoidal_scaled"), seeds=seeds),
+        # the book's "slightly" (TL;DR) and "marginally" (§4) better: a gain under 0.05 nats, the size under which
+        # this workbook calls a change in loss small ("runs long" is a rise under 0.05), perplexity within about 5%
+        "sinusoidal_scaled_minus_learned": stats.claim_record(
+            "loss at L of sinusoidal scaled to the token rows minus learned (nats): the learned table's gain; the claim, "
+            "only slightly better: under 0.05 nats", "below", 0.05, values=diff("sinusoidal_scaled", "learned"), seeds=seeds),
         "sinusoidal_minus_scaled": stats.claim_record(
             "loss at L of the full-size sinusoidal table minus the scaled one (nats): what the size costs", "above",
             0.0, values=diff("sinusoidal", "sinusoidal_scaled"), seeds=seeds),
