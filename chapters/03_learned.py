@@ -89,8 +89,9 @@ assert 1024 * 768 == 786_432 and 128 * 1024 * 8192 > 10 * 100e6
 
 # %% [markdown]
 # GPT-2's 0.8M is right. The 128k figure is not: $131072 \times 8192 = 1.07$ billion parameters,
-# ten times the book's 100M (which is the size of a 12k-row table). At two bytes a parameter
-# that is 2 GiB of positions, and another reason nobody trains a 128k learned table.
+# ten times the book's 100M (which is the size of a 12k-row table at $d = 8192$, or of a 128k table
+# at GPT-2's width, $131072 \times 768 = 100.7$ million). At two bytes a parameter that is 2 GiB of
+# positions.
 #
 # ## 2. Looking up rows
 #
@@ -284,8 +285,10 @@ assert accuracy[2:TRAIN_LEN].min() > 0.95 and accuracy[TRAIN_LEN:].mean() < 0.6
 # Perfect inside the training length; past it, far worse, and uneven by position (0.87 at
 # position 10, 0.10 at 14; why is not tested here). Is it the "garbage" the book predicts?
 # Chapter 5 reads "garbage" as no better than twice chance, and so does this chapter: at 0.38
-# past position 8, four times chance (0.09), this run is not. Its loss there, 2.05 nats, is a
-# little under the 2.40 of a guess uniform over the 11 symbols. Section 9 measures both over seeds.
+# past position 8, four times chance (0.09), this run is not. A rule that uses no position at all
+# does better on these positions, 0.54 on the ten-seed run's test set (chapter 5, §7). This run's
+# loss there, 2.05 nats, is a little under the 2.40 of a guess uniform over the 11 symbols.
+# Section 9 measures both over seeds.
 #
 # **C7, the rows among themselves.** A formula ties neighbouring positions together; a table
 # does not have to. Compare each trained row with every other by cosine.
@@ -372,8 +375,10 @@ cached_decode = use("learned", "cached_decode")
 reveal("learned", "cached_decode")
 
 # %% [markdown]
-# The check that catches every cache bug: the cached logits equal the full forward pass at every
-# position. Pass a `step` that records the offsets it receives, so you see the arithmetic too.
+# The check: the cached logits equal the full forward pass at every position, here with a prefill of
+# 4 tokens and a batch of 2. It catches a bug only on inputs that expose it: section 7 shows two
+# that a one-token prefill and a batch of one let through. Pass a `step` that records the offsets
+# it receives, so you see the arithmetic too.
 
 # %% tags=["nbval-check-output"]
 seen = []
@@ -445,7 +450,7 @@ assert generated["offset ignored"][:2].min() > 0.99 and generated["offset ignore
 #
 # ## 7. A test you write
 #
-# Section 6's comparison, cached against full at every position, is the test that catches
+# Section 6's comparison, cached against full at every position, is the core of a test for
 # decoding bugs. Make it a function, add the lookup's own properties, and let the grader measure
 # it.
 #
@@ -568,10 +573,13 @@ print(f"{'scheme':<9}" + "".join(f"{h:>18}" for h in ("acc at 8", "acc at 16", "
 for name in ("t5", "learned"):
     print(f"{name:<9}" + "".join(f"{cell([r[k] for r in rbg['per_seed'][name]]):>18}" for k in keys))
 learned_record = load_result("chapter03_learned")
-for key in ("t5_accuracy_beyond_8", "learned_accuracy_beyond_8_minus_chance", "learned_loss_beyond_8_minus_uniform",
-            "chapter_model_loss_beyond_8_minus_uniform", "neighbours_minus_three_apart"):
+for key in ("t5_accuracy_beyond_8", "learned_accuracy_beyond_8_minus_chance", "neighbours_minus_three_apart"):
     print(f"{key:<42} {stats.format_record(learned_record['claims'][key])}")
-assert learned_record["claims"]["learned_loss_beyond_8_minus_uniform"]["verdict"] == "reproduces"
+for key in ("learned_loss_beyond_8_minus_uniform", "chapter_model_loss_beyond_8_minus_uniform"):  # measurements, no claim
+    rec = learned_record["claims"][key]
+    print(f"{key:<42} {stats.format_interval(rec['mean'], *rec['interval'])} nats ({len(rec['values'])} seeds)")
+assert learned_record["claims"]["learned_loss_beyond_8_minus_uniform"]["interval"][0] > 0          # above the guess
+assert learned_record["claims"]["chapter_model_loss_beyond_8_minus_uniform"]["interval"][1] < 0    # below it
 assert learned_record["claims"]["learned_accuracy_beyond_8_minus_chance"]["verdict"] == "does not reproduce"
 
 # %%
@@ -579,12 +587,14 @@ fig = relative_bias_generalisation.plot(rbg)
 plt.show()
 
 # %% [markdown]
-# T5's bias is perfect at 16 in every seed: the distance that matters, 2, is a bucket it trained
-# (all 10 seeds: 1.00 past position 8). The learned table is perfect at 8 and gets 0.45 ± 0.04
-# past it, the same picture as section 5's single run (0.38): 0.36 ± 0.04 above chance, more than
-# the 1/11 above chance that "no better than twice chance" allows, so "garbage" does not reproduce
-# (C6b, as in chapter 5). Its loss there is 2.92 ± 0.36 nats on positions 8 to 15 after 600 steps,
-# 0.52 ± 0.36 above a guess uniform over the 11 symbols ($\ln 11 = 2.40$). Section 5's model,
+# T5's bias is perfect at 16 in every seed (all 10 seeds: 1.00 past position 8). Why, when its
+# buckets for distances 8 to 15 never trained, is an explanation not tested here (chapter 5, §7).
+# The learned table is perfect at 8 and gets 0.45 ± 0.04 past it: 0.36 ± 0.04 above chance, more
+# than the 1/11 above chance that "no better than twice chance" allows, so "garbage" does not
+# reproduce (C6b, as in chapter 5). It is below a rule that uses no position at all, though, which
+# scores 0.54 there (chapter 5, §7). The learned table's loss there is 2.92 ± 0.36 nats on
+# positions 8 to 15 after 600 steps, 0.52 ± 0.36 above a guess uniform over the 11 symbols
+# ($\ln 11 = 2.40$). Section 5's model,
 # trained 150 steps, is on the other side: over five seeds of it the loss past 8 is 0.63 ± 0.28
 # nats *below* that guess. What separates the two is not tested here: the runs differ in their
 # steps and in their warmup. With an 8-row table the model would not run at all (section 4).
@@ -621,16 +631,22 @@ at_L = load_result("input_schemes_at_train_len")
 for arm in ("learned", "sinusoidal", "sinusoidal_scaled"):
     print(f"{arm:<18} loss at L, seeds {at_L['seeds']}: "
           + "  ".join(f"{r['loss_at_L']:.3f}" for r in at_L["per_seed"][arm]))
-for key in ("learned_minus_sinusoidal", "learned_minus_sinusoidal_scaled"):
-    print(f"{key:<32} {stats.format_record(at_L['claims'][key], 3)}")
+for key in ("learned_minus_sinusoidal", "learned_minus_sinusoidal_scaled", "sinusoidal_scaled_minus_learned"):
+    rec = at_L["claims"][key]
+    print(f"{key:<32} {stats.format_record(rec, 3)}, claimed {rec['claimed']} {rec['threshold']:.2f}")
+gain = at_L["claims"]["sinusoidal_scaled_minus_learned"]
+assert at_L["claims"]["learned_minus_sinusoidal_scaled"]["verdict"] == "reproduces" and min(gain["values"]) > 0.05
+assert gain["verdict"] == "does not reproduce"  # better in every seed, and by more than "slightly" allows
 
 # %% [markdown]
 # Against the table as the formula gives it the learned one is better by 0.246 ± 0.166 nats, but the
 # full-size sinusoidal runs scatter (2.110 to 2.227). Against the table scaled to a token row's size,
 # the fair comparison, the learned table is still better, by 0.099 ± 0.012 nats, in every seed. The
 # book's "better in-distribution" reproduces on this model, and the size confound is not what made
-# it: with the confound removed, the learned table still wins. Its "slightly" states a size, and these
-# runs test only the sign (a threshold of 0), so that word is not tested here (C5c). (What the size itself costs
+# it: with the confound removed, the learned table still wins. Its "slightly" states a size. Read as a
+# gain under 0.05 nats, the size under which this workbook calls a change in loss small ("runs long" is a
+# rise under 0.05, chapter 7), the gain of 0.099 ± 0.012 nats is larger in every seed, so "slightly" does
+# not reproduce (C5c). (What the size itself costs
 # the sinusoids at $L$, 0.15 ± 0.18 nats over these seeds, is not established: chapter 2, §9.)
 #
 # ## 10. Check yourself on this chapter
@@ -698,7 +714,8 @@ for key in ("learned_minus_sinusoidal", "learned_minus_sinusoidal_scaled"):
 # **5.** The book expects the learned model run at length 16 to produce "garbage". The committed
 # ten-seed run has 0.45 ± 0.04 accuracy past position 8, with chance at 0.09, and a loss there of
 # 2.92 ± 0.36 nats, worse than the 2.40 of a guess uniform over the 11 symbols. How can the loss be
-# worse than that guess while the accuracy is about five times chance?
+# worse than that guess while the accuracy is about five times chance (though below the 0.54 of a
+# rule that uses no position, chapter 5, §7)?
 
 # %% [markdown] tags=["answer"]
 # <details><summary>Answer</summary>
@@ -727,12 +744,12 @@ for key in ("learned_minus_sinusoidal", "learned_minus_sinusoidal_scaled"):
 # | C4 | No position past $T_{max}$ (book TL;DR, §2.2) | `TinyGPT` refuses position 16 of a 16-row table; the committed run refuses 2x, 4x, 8x $L$ (§4, §9) | exact §4 | reproduces |
 # | C5a | Better in-distribution than sinusoids (book TL;DR, §4), against the table as the formula gives it | learned minus sinusoidal: -0.246 ± 0.166 nats at $L = 64$, 3 seeds of 600 steps (§9) | result input_schemes_at_train_len/learned_minus_sinusoidal | reproduces |
 # | C5b | ... against the sinusoidal table scaled to a token row's size, the fair comparison (book TL;DR, §4) | learned minus scaled sinusoidal: -0.099 ± 0.012 nats, lower in every seed (§9) | result input_schemes_at_train_len/learned_minus_sinusoidal_scaled | reproduces |
-# | C5c | ... and only *slightly* better (book TL;DR, §4) | C5a and C5b test the sign of the gap (a threshold of 0), not whether it is small; no row here states a size for "slightly" (§9) | exact §9 | not tested here |
+# | C5c | ... and only *slightly* better: by under 0.05 nats, the size under which this workbook calls a change in loss small, as for "runs long" (book TL;DR, §4) | the learned table's gain over the scaled sinusoids: 0.099 ± 0.012 nats, 3 seeds of 600 steps, over 0.05 in every seed (§9) | result input_schemes_at_train_len/sinusoidal_scaled_minus_learned | does not reproduce |
 # | C6a | At 16 after training at 8, a relative bias works: accuracy above 0.9 past position 8, chapter 5's bar for "sensible output" (book §7) | T5: all 10 seeds: 1.00 on positions 8 to 15 (§9) | result chapter03_learned/t5_accuracy_beyond_8 | reproduces |
 # | C6b | ... and the learned table "produces garbage": no better than twice chance past position 8, at most 1/11 above chance, as chapter 5 reads it (book §7) | 0.36 ± 0.04 above chance (0.45 against 0.09), ten seeds, as in chapter 5's C5b (§9) | result chapter03_learned/learned_accuracy_beyond_8_minus_chance | does not reproduce |
 # | C7 | Neighbouring rows are not tied together (survey §3.1) | mean cosine of neighbouring rows minus that of rows three apart: -1.08 ± 0.08, five seeds: the table learns the task's period, not nearness (§5, §9) | result chapter03_learned/neighbours_minus_three_apart | reproduces |
-# | C8a | A wrong decode offset is silent (book §2.2) | no error is raised; the prefill is exact and every decoded position off by 0.40 to 0.62 in the logits (§6) | exact §6 | reproduces |
-# | C8b | ... generation looks fine for a few tokens, then degrades (book §2.2) | the logits are off from the first decoded position (0.40, §6); whether the generated tokens still look right needs an interval over several models, and §6 generates with one, an illustration (§6) | exact §6 | not tested here |
+# | C8a | A wrong decode offset is silent (book §2.2) | no error is raised; the prefill matches the full forward pass and every decoded position differs from it (§6) | exact §6 | reproduces |
+# | C8b | ... generation looks fine for a few tokens, then degrades (book §2.2) | §6 measures a different quantity, the logits, which differ from the first decoded position on; how the generated tokens look is not measured with an interval (§6) | exact §6 | not tested here |
 #
 # The "raises an index error" half of C6 is C4: a table with 8 rows refuses position 8.
 #
