@@ -49,8 +49,9 @@ def relative_position_bucket(relative_position, bidirectional=True, num_buckets=
     max_exact = num_buckets // 2
     is_small = n < max_exact  # (...) these distances get a bucket each
     n_large = xp.maximum(n, max_exact).astype(xp.float64)  # keeps log away from 0 where unused
-    # the 1e-6 (T5's own code adds a float32 eps) keeps a distance that sits exactly on a bucket boundary,
-    # such as 8 with 18 buckets and max_distance 128, from rounding down into the bucket below
+    # the 1e-6 (the book's; T5X adds float32's eps, Mesh TensorFlow and Hugging Face nothing) keeps a distance
+    # that sits exactly on a bucket boundary, such as 8 with 18 buckets and max_distance 128, from rounding
+    # down into the bucket below
     log_ratio = xp.log(n_large / max_exact + 1e-6) / math.log(max_distance / max_exact)  # 0 .. 1 up to max_distance
     if_large = max_exact + (log_ratio * (num_buckets - max_exact)).astype(xp.int64)  # floor, all >= 0
     if_large = xp.minimum(if_large, num_buckets - 1)
