@@ -42,12 +42,38 @@ def _write(path, text):
     atomic_write(path, lambda f: f.write(text.encode()))  # whole or not at all
 
 
+def student_file(entry, name, folder=None):
+    r"""``(path or None, problem or None)``: the shallowest file ``name`` inside one student's folder ``entry``.
+
+    The one rule for everything the grader reads from a student's folder (exercises and written answers): no
+    link is followed, neither the folder itself nor a folder or file in it, so no path leads outside the
+    student's own work; a link is named in the problem. ``folder`` (default: the one holding ``entry``) is
+    where the names in the problem start.
+    """
+    own = Path(entry).parent.resolve() / Path(entry).name  # the student's folder, its own link not followed
+    base = Path(folder).resolve() if folder else own.parent
+
+    def shown(p):
+        return str(p.relative_to(base)) if base in p.parents else str(p)
+
+    if own.is_symlink():  # a folder handed in as a link to another student's: nothing in it is theirs
+        return None, f"{shown(own)} is a link, not a folder; hand in the folder itself."
+    found = sorted(own.rglob(name), key=lambda p: (len(p.parts), str(p)))
+    if found and (found[0].is_symlink() or own not in found[0].resolve().parents):
+        return None, f"{shown(found[0])} is a link; hand in the file itself."
+    if found:
+        return found[0], None
+    hidden = sorted(shown(p) for p in own.rglob("*") if p.is_symlink() and not p.is_file())  # rglob skips these
+    if not hidden:
+        return None, f"no {name} in this student's folder"
+    return None, (f"no {name} in this student's folder; {', '.join(hidden)} "
+                  + ("is a link, which the grader does not follow: hand in the folder itself." if len(hidden) == 1
+                     else "are links, which the grader does not follow: hand in the folders themselves."))
+
+
 def module_file(entry, module, folder):
     r"""``(path or None, problem or None)``: the shallowest ``<module>.py`` inside one student's folder."""
-    found = sorted(Path(entry).rglob(f"{module}.py"), key=lambda p: (len(p.parts), str(p)))
-    if found and (found[0].is_symlink() or Path(entry).resolve() not in found[0].resolve().parents):
-        return None, f"{found[0].relative_to(folder)} is a link; hand in the file itself."
-    return (found[0], None) if found else (None, f"no {module}.py in this student's folder")
+    return student_file(entry, f"{module}.py", folder)
 
 
 def students(folder, module, single_files=True):

@@ -23,7 +23,6 @@ graded yet. Extra criteria for a chapter go in ``exercises/grading/instructor_on
 import csv
 import io
 import re
-from pathlib import Path
 
 from exercises.grading.feedback import read_csv_rows
 from exercises.grading.paths import INSTRUCTOR_ONLY
@@ -150,11 +149,10 @@ def grade_ward(answer):
 
 
 def answers_file(entry, number):
-    r"""The shallowest ``answers/NN.md`` (or ``NN.md``) in one student's folder, or None."""
-    stem = chapter_name(number).split("_", 1)[0]
-    found = sorted(Path(entry).rglob(f"{stem}.md"), key=lambda p: (len(p.parts), str(p)))
-    found = [p for p in found if not p.is_symlink() and Path(entry).resolve() in p.resolve().parents]
-    return found[0] if found else None
+    r"""``(path or None, problem or None)``: the shallowest ``answers/NN.md`` (or ``NN.md``) in one student's
+    folder, by the rule the exercises are found by: no link is followed (``instructor.student_file``)."""
+    from exercises.grading.instructor import student_file
+    return student_file(entry, f"{chapter_name(number).split('_', 1)[0]}.md")
 
 
 def collect(entry, chapters, manual=None, student=None):
@@ -166,19 +164,20 @@ def collect(entry, chapters, manual=None, student=None):
     out = {}
     for number in chapters:
         stem = chapter_name(number).split("_", 1)[0]
-        path = answers_file(entry, number)
+        path, problem = answers_file(entry, number)
         given = parse(path.read_text(errors="replace")) if path else {}
+        refused = problem if problem and "is a link" in problem else None  # said on every item, not "not answered"
         graded = []
         for item in items(number):
             answer = given.get(item["id"], "")
             if item["kind"] == "ward":
                 pts, of, comment = grade_ward(answer)
-                graded.append({"item": item["id"], "points": pts, "out_of": of, "comment": comment, "auto": True,
-                               "answer": answer})
+                graded.append({"item": item["id"], "points": pts, "out_of": of, "comment": refused or comment,
+                               "auto": True, "answer": answer})
                 continue
             pts, comment = manual.get((student, stem, item["id"]), (None, ""))
             if pts is None and not answer:
-                pts, comment = 0, "not answered"
+                pts, comment = 0, refused or "not answered"
             graded.append({"item": item["id"], "points": pts, "out_of": item["out_of"], "comment": comment,
                            "auto": False, "answer": answer})
         out[stem] = {"points": sum(i["points"] or 0 for i in graded), "out_of": sum(i["out_of"] for i in graded),

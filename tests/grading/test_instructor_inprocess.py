@@ -91,12 +91,13 @@ def test_module_file_refuses_a_linked_file(tmp_path):
         None, "alice/exercises/toy.py is a link; hand in the file itself.")
 
 
-def test_module_file_does_not_search_a_linked_folder(tmp_path):
-    put(tmp_path, "elsewhere/toy.py")  # rglob does not follow a link to a folder, so the file is not found
+def test_module_file_does_not_search_a_linked_folder_and_says_so(tmp_path):
+    put(tmp_path, "elsewhere/toy.py")  # a link to a folder is not followed, so the file is not found
     (tmp_path / "s" / "alice").mkdir(parents=True)
     (tmp_path / "s" / "alice" / "exercises").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
     assert instructor.module_file(tmp_path / "s" / "alice", "toy", tmp_path / "s") == (
-        None, "no toy.py in this student's folder")
+        None, "no toy.py in this student's folder; alice/exercises is a link, which the grader does not follow: "
+              "hand in the folder itself.")
 
 
 # ---------------------------------------------------------------------------
@@ -729,3 +730,50 @@ def test_workers_students_are_graded_at_once_by_default_one_a_cpu(course, book_c
     instructor.grade_folder(course, tmp_path / "one", module="toy", workers=workers)
     instructor.grade_folder_modules(course, tmp_path / "book", ["toy", "two"], workers=workers)
     assert pools == [at_once, at_once]
+
+
+# ---------------------------------------------------------------------------
+# Links: one rule (student_file) for every file read from a student's folder, written answers included
+# ---------------------------------------------------------------------------
+
+def test_module_file_names_the_linked_folders_it_did_not_search(tmp_path):
+    put(tmp_path, "elsewhere/toy.py")
+    (tmp_path / "s" / "alice").mkdir(parents=True)
+    (tmp_path / "s" / "alice" / "b").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    (tmp_path / "s" / "alice" / "a").symlink_to(tmp_path / "gone", target_is_directory=True)  # dangling
+    (tmp_path / "s" / "alice" / "c.py").symlink_to(tmp_path / "elsewhere" / "toy.py")  # a file: not where it looked
+    assert instructor.module_file(tmp_path / "s" / "alice", "toy", tmp_path / "s") == (
+        None, "no toy.py in this student's folder; alice/a, alice/b are links, which the grader does not follow: "
+              "hand in the folders themselves.")
+
+
+def test_grade_student_refuses_a_student_folder_that_is_a_link(klass, calls):
+    refused = instructor.grade_student(klass / "dave", ["toy"])  # dave -> alice, whose files pass
+    assert [(r["target"], r["kind"], r["message"]) for r in refused] == [
+        (k, "link", "dave is a link, not a folder; hand in the folder itself.") for k in ("toy.a", "toy.b")]
+    assert calls == []
+
+
+CAROL_02 = "### C1\n\nCAROL'S OWN ANSWER\n"
+
+
+def test_grade_folder_modules_never_gives_a_linked_student_the_other_students_written_answers(course, book_calls,
+                                                                                              tmp_path):
+    put(course, "carol/answers/02.md", CAROL_02)  # dave is a link to carol's folder
+    put(course, "erin/answers/02.md", "ignored")
+    (course / "erin" / "answers" / "02.md").unlink()
+    (course / "erin" / "answers" / "02.md").symlink_to(course / "carol" / "answers" / "02.md")
+    book = instructor.grade_folder_modules(course, tmp_path / "book", ["toy", "two"], workers=1, written=["2"],
+                                           feedback=tmp_path / "fb")
+    students = {s["student"]: s for s in book["students"]}
+    for name, sentence in (("dave", "dave is a link, not a folder; hand in the folder itself."),
+                           ("erin", "erin/answers/02.md is a link; hand in the file itself.")):
+        items = students[name]["written"]["02"]["items"]
+        assert {(i["points"], i["comment"], i["answer"]) for i in items} == {(0, sentence, "")}, name
+        assert students[name]["written"]["02"]["file"] is None
+        with open(tmp_path / "book_written.csv", newline="") as f:
+            assert [name, "02", "C1", "0", "1", sentence, ""] in list(csv.reader(f))
+        assert f"\n    {sentence}\n" in (tmp_path / "fb" / f"{name}.md").read_text()
+    assert "CAROL" not in (tmp_path / "book_written.csv").read_text().replace("carol,02,C1,,1,,CAROL'S OWN ANSWER", "")
+    assert students["carol"]["written"]["02"]["items"][0]["answer"] == "CAROL'S OWN ANSWER"  # her own, read
+    assert "CAROL" not in (tmp_path / "fb" / "dave.md").read_text() + (tmp_path / "fb" / "erin.md").read_text()

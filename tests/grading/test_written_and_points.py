@@ -1,4 +1,5 @@
 r"""Written answers (``written.py``) and the points table (``points.py``), on hand-worked cases."""
+import csv
 import json
 
 import pytest
@@ -158,10 +159,7 @@ def test_collect_grades_the_shallowest_answers_file_and_the_sheet_lists_what_is_
     (alice / "answers" / "02.md").write_text("### C1\n\nYes: a pair turns.\n\n### C2\n\n### Q1\n\n"
                                              "A shift is linear.\n\n### Q2\n")
     (alice / "old" / "answers" / "02.md").write_text("### C2\n\nDeeper: never read.\n")
-    outside = tmp_path / "elsewhere.md"
-    outside.write_text("### Q2\n\nNot alice's.\n")
-    (alice / "02.md").symlink_to(outside)  # shallower, but a link: refused
-    assert written.answers_file(alice, "02") == alice / "answers" / "02.md"
+    assert written.answers_file(alice, "02") == (alice / "answers" / "02.md", None)  # links: the tests below
     manual = {("alice", "02", "C1"): (1.0, "a reason given"), ("bob", "02", "Q1"): (2.0, "bob's")}
     work = written.collect(alice, ["02"], manual, "alice")
     assert [(i["item"], i["points"], i["out_of"], i["comment"], i["auto"], i["answer"]) for i in work["02"]["items"]] == [
@@ -173,7 +171,7 @@ def test_collect_grades_the_shallowest_answers_file_and_the_sheet_lists_what_is_
         "points": 1.0, "out_of": 6, "ungraded": 1, "file": str(alice / "answers" / "02.md")}
     nobody = written.collect(tmp_path / "empty", ["2"], manual, "nobody")  # no file: every item 0, not answered
     assert (nobody["02"]["points"], nobody["02"]["ungraded"], nobody["02"]["file"]) == (0, 0, None)
-    assert written.answers_file(tmp_path / "empty", "02") is None
+    assert written.answers_file(tmp_path / "empty", "02") == (None, "no 02.md in this student's folder")
     book = {"students": [{"student": "alice", "written": work}, {"student": "zed"}]}
     assert written.sheet(book).splitlines() == [
         "student,chapter,item,points,out_of,comment,answer",
@@ -464,12 +462,12 @@ def test_the_answers_file_is_the_shallowest_then_the_first_by_name_and_never_a_l
     (tmp_path / "a" / "b" / "02.md").write_text("deep")
     (tmp_path / "z" / "02.md").write_text("shallow")
     (tmp_path / "y" / "02.md").write_text("shallow, first by name")
-    assert written.answers_file(tmp_path, "02") == tmp_path / "y" / "02.md"
+    assert written.answers_file(tmp_path, "02") == (tmp_path / "y" / "02.md", None)
     only_link = tmp_path / "linked"
     only_link.mkdir()
     (only_link / "mine.md").write_text("### Q1\n\nx\n")
     (only_link / "02.md").symlink_to(only_link / "mine.md")  # a link, even to a file inside the folder
-    assert written.answers_file(only_link, "02") is None
+    assert written.answers_file(only_link, "02") == (None, "linked/02.md is a link; hand in the file itself.")
 
 
 def test_collect_reads_a_file_with_bad_bytes_and_gives_every_item_its_fields(monkeypatch, tmp_path):
@@ -500,3 +498,58 @@ def test_the_manual_sheet_takes_0_and_out_of_keeps_the_comment_and_a_named_chapt
     with pytest.raises(SystemExit) as refused:
         written.read_manual(tmp_path / "absent.csv")
     assert str(refused.value) == f"--manual {tmp_path / 'absent.csv'}: cannot read it (No such file or directory)."
+
+
+# ---------------------------------------------------------------------------
+# Links: what a grader reads from a student's folder stays inside it (instructor.student_file's rule)
+# ---------------------------------------------------------------------------
+
+ALICES = "### C1\n\nALICE'S OWN ANSWER\n\n### Q1\n\nALICE'S OWN ANSWER\n"
+
+
+def link_class(tmp_path):
+    r"""alice (her own answers/02.md), dave (a link to alice's folder), erin (answers/ a link to alice's),
+    fay (answers/02.md a link to alice's file)."""
+    s = tmp_path / "class"
+    (s / "alice" / "answers").mkdir(parents=True)
+    (s / "alice" / "answers" / "02.md").write_text(ALICES)
+    (s / "dave").symlink_to(s / "alice", target_is_directory=True)
+    (s / "erin").mkdir()
+    (s / "erin" / "answers").symlink_to(s / "alice" / "answers", target_is_directory=True)
+    (s / "fay" / "answers").mkdir(parents=True)
+    (s / "fay" / "answers" / "02.md").symlink_to(s / "alice" / "answers" / "02.md")
+    return s
+
+
+@pytest.mark.parametrize("student, sentence", [
+    ("dave", "dave is a link, not a folder; hand in the folder itself."),
+    ("erin", "no 02.md in this student's folder; erin/answers is a link, which the grader does not follow: "
+             "hand in the folder itself."),
+    ("fay", "fay/answers/02.md is a link; hand in the file itself.")])
+def test_a_link_to_another_students_answers_is_refused_in_a_sentence_and_never_read(monkeypatch, tmp_path,
+                                                                                     student, sentence):
+    from exercises.grading import notebooks
+    real = notebooks.read_chapter
+    monkeypatch.setattr(notebooks, "read_chapter", lambda name, text=None: real(name, CHAPTER))
+    s = link_class(tmp_path)
+    work = written.collect(s / student, ["02"], {}, student)
+    assert [(i["item"], i["points"], i["comment"], i["answer"]) for i in work["02"]["items"]] == [
+        (item, 0, sentence, "") for item in ("C1", "C2", "Q1", "Q2")]
+    assert (work["02"]["points"], work["02"]["file"]) == (0, None)
+    sheet = written.sheet({"students": [{"student": student, "written": work}]})
+    assert next(csv.reader(sheet.splitlines()[1:])) == [student, "02", "C1", "0", "1", sentence, ""]
+    assert "ALICE" not in sheet
+    assert written.answers_file(s / student, "02") == (None, sentence)
+    assert written.collect(s / "alice", ["02"], {}, "alice")["02"]["items"][0]["answer"] == "ALICE'S OWN ANSWER"
+
+
+def test_a_linked_students_ward_is_not_graded_on_the_other_students_answers(monkeypatch, tmp_path):
+    monkeypatch.setattr(written, "ward_key", lambda: dict(WARD))
+    (tmp_path / "alice").mkdir()
+    (tmp_path / "alice" / "12.md").write_text("### ward\n\nA: healthy\nB: position_reset\n")
+    (tmp_path / "dave").symlink_to(tmp_path / "alice", target_is_directory=True)
+    ward = [i for i in written.collect(tmp_path / "dave", ["12"], {}, "dave")["12"]["items"] if i["item"] == "ward"]
+    assert ward == [{"item": "ward", "points": 0, "out_of": 2, "auto": True, "answer": "",
+                     "comment": "dave is a link, not a folder; hand in the folder itself."}]
+    alice = written.collect(tmp_path / "alice", ["12"], {}, "alice")["12"]["items"]
+    assert [i["points"] for i in alice if i["item"] == "ward"] == [2]  # the positive control: alice's own file
