@@ -361,8 +361,8 @@ assert growth["t5"] > 12 and growth["rope"] < 5
 
 # %% [markdown]
 # The bias grows with $T^2$ (about sixteen times the bytes for four times the length), RoPE's
-# bytes with $T$ (its hooks make the rotated q and k, `(B, H, T, d_head)` each). Be careful with the ALiBi row: in this library ALiBi's bias is materialised
-# too, and costs about as much as T5's (3587 against 4111 KiB at $T = 256$). The difference the
+# bytes with $T$ (its hooks make the rotated q and k, `(B, H, T, d_head)` each). Be careful with
+# the ALiBi row: in this library ALiBi's bias is materialised too, and costs about as much as T5's (3587 against 4111 KiB at $T = 256$). The difference the
 # book names is not in the bytes but in what a fused kernel can do: ALiBi's bias is $-m_h (i - j)$, a formula of the indices that a
 # kernel computes on the fly (FlashAttention supports it), while T5's needs a table lookup per
 # pair. This workbook's fast kernels (`mini_transformer/engine/kernels/attention.py`, and `blocked_attention.py` for long contexts) take a bias array
