@@ -110,7 +110,7 @@ tokens = np.random.default_rng(2).integers(0, 16, size=(1, 40))  # one stream of
 # The check the book's failure table gives for a position reset to 0 during decode (book §4): the
 # logits of cached decoding must equal those of one full forward pass, at every step. It catches
 # any bug that changes what a cache holding every token computes; it is not the whole story for
-# an evicting cache, whose policy bugs hide until it overflows (section 4), and where a correct
+# an evicting cache, some of whose policy bugs hide until it overflows (section 4), and where a correct
 # 2-layer window differs from the full pass by design (section 5). `TinyGPT` takes a cache from `model.new_cache()`
 # (`mini_transformer/model/kv_cache.py`); the models this chapter builds run the reference kernels, the code
 # of the earlier chapters, and the checkpoint section 7 loads runs the fast set it was trained with
@@ -251,9 +251,9 @@ assert all(v < 1e-10 for v in far_shift.values())
 # every distance. Nor does a shift that carries every position far past the trained length: a
 # uniform shift moves no distance, so it never shows these schemes a distance they did not train
 # on (the last line: under 1e-12, rounding, for all three; chapter 11, C1e, finds the same). For
-# them this bug is harmless; what breaks them is a change of *distances*: a packed row
-# without its block mask (section 3), or, for RoPE and T5, a row longer than the trained length
-# (chapter 7's §7; ALiBi's loss rises by less than 0.05 nats there). Under padding, then, the survey's
+# them this bug is harmless; what breaks them is a key they should not see (a packed row
+# without its block mask, section 3) or a distance they did not train on (for RoPE and T5, a row
+# longer than the trained length: chapter 7's §7; ALiBi's loss rises by less than 0.05 nats there). Under padding, then, the survey's
 # rule (§5.4) matters for the absolute tables only; between prefill and decode it matters for all five
 # schemes (section 1).
 #
@@ -324,8 +324,9 @@ assert to_numpy(packed_position_ids(docs)).tolist() == [[0, 1, 2, 0, 1, 0], [0, 
 # In the model: pack three documents, of 5, 7 and 4 tokens, into one row. The positions are
 # your `packed_position_ids`, restarting at 0 in each document; the block-diagonal mask is
 # `document_mask(doc_ids)` `(B, T, T)`, `True` where query and key belong to the same document (the
-# model adds the causal mask). This is the workbook's convention for a packed row: Hugging Face
-# passes the same block-diagonal mask as a 4-D `(B, 1, T, T)` mask, which the model takes too.
+# model adds the causal mask). This is the workbook's convention for a packed row, not Hugging
+# Face's: a Hugging Face model uses a 4-D `(B, 1, T, T)` mask as given, with no causal mask added,
+# so there the block mask must itself be causal inside each document.
 # Compare each document's logits with the document run alone; then drop the reset positions,
 # then the mask.
 
@@ -717,13 +718,12 @@ except AssertionError as e:
 # interval can lie wholly below 0. The verdicts over seeds below do not hang on where the bar sits:
 # every t interval of a share over seeds printed below lies above 0.2 or is exactly 0 (every seed 0),
 # so any bar between 0.01 and 0.2 gives the same verdicts. That is not true of a pooled Wilson
-# interval (0 of the 72 text heads below: [0.000, 0.051]) nor of one model's Wilson interval
-# (exercise 6's setting, below: [0.00, 0.32]).
+# interval (0 of the 72 text heads below: [0.000, 0.051]).
 #
 # ### What did not make one
 #
 # This chapter's first runs (`attention_sinks`, kept in `attention_sinks_settings.json`) trained
-# six settings at L = 32, RoPE, d_model 64, 2000 steps (one 8000): the library's source; a
+# six settings at L = 32, RoPE, d_model 64, 2000 steps (one 8000): the standard library's source; a
 # repetitive corpus with 2 and 4 layers; that with a fixed first token (BOS); that with an
 # unnormalised sigmoid in place of softmax; and the BOS model four times longer. One seed each:
 
@@ -929,7 +929,8 @@ assert mean_over_seeds(0, "value_norm_bos") < mean_over_seeds(0, "value_norm_oth
 # Two measurements, as in exercise 6 and as StreamingLLM made them. Inside L: held-out sequences of
 # 64 read one token at a time, with every token kept, with token 0 evicted right after it is read,
 # or with token 1 evicted instead (the control: one token of context lost, but not the first); the
-# loss of the late queries, $t \ge 32$, where no position ever leaves the trained range. Past L:
+# loss of the late queries, $t \ge 32$, far from the evicted token (the earlier queries, nearer it, are
+# not measured). Past L:
 # streams of 256 (BOS first) through a window of 32 at slot positions, with no sink, 1 sink or 4
 # sinks kept, against recomputing the window at every step (StreamingLLM's baseline: the window
 # read afresh, its first token at position 0); the loss of the queries past L. Mean over the three
@@ -1002,7 +1003,7 @@ assert claims["C5_breaks_softmax"]["verdict"] == claims["C5b_restores_softmax"][
 # on text, given what the literature asks for? `experiments/sink_text.py` trains the text model at
 # L = 256 with a fixed BOS (byte 0) at the start of every training window, softmax, AdamW with
 # weight decay 0.5 (one of the values Gu et al. swept, from 0 to 10), the learning rate swept over 1e-3, 3e-3 and
-# 1e-2, three seeds each, on the library's Python source; then measures as above, at T = 64:
+# 1e-2, three seeds each, on the standard library's Python source; then measures as above, at T = 64:
 
 # %% tags=["nbval-check-output"]
 text_run = load_result("sink_text")
@@ -1041,7 +1042,8 @@ assert text_run["claims"]["C4_all"]["verdict"] == "not tested here"
 # The sources' exercise, on the checkpoint above, in one cell: the mean attention on position 0 per
 # layer and per query position, and the loss of the late queries with token 0 evicted from the cache
 # against kept. Change it and predict first: evict token 1 instead (`DropToken(1)`); stream past L
-# with `stream_loss(model, tokens, window=32, n_sink=1, positions="slot")` and with `n_sink=0`; or
+# with `stream_loss(checkpoint, streams, window=32, n_sink=1, positions="slot")` and with `n_sink=0`,
+# where `streams = sink_control.held_out(sink_control.BigramBackcopy(seed=0), 16, 256, seed=1002)`; or
 # train your own with `sink_control.run_one("softmax", seed, steps, ...)` for fewer steps and watch
 # when the sink appears.
 
@@ -1078,8 +1080,8 @@ assert abs((evicted - kept) - (seed0["token 0 evicted"] - seed0["kept"])) < 1e-5
 # shifts by the same number of padding
 # tokens, every distance stays, and RoPE scores depend on distances only (section 2 printed a
 # change at rounding level, also with every position shifted by 1000, far past the trained length).
-# A uniform shift cannot reach an untrained distance; only a change of distances can (a packed row
-# without its block mask; for RoPE, and T5, but not ALiBi, a row longer than L, chapter 7's §7). With a learned or sinusoidal table it goes wrong at
+# A uniform shift cannot reach an untrained distance; a row longer than L can (for RoPE and T5, not
+# ALiBi, chapter 7's §7), and a packed row without its block mask adds keys it should not see. With a learned or sinusoidal table it goes wrong at
 # once for the padded rows (changes of 1.5 with the learned table and 0.38 with the sinusoidal one,
 # section 2).
 # </details>
