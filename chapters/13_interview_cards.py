@@ -15,7 +15,7 @@
 # The sources end with interview questions. This book answers each one on a card, from its own
 # derivations and measurements, and points back to the section that derives the answer. Below are
 # all of them, chapter by chapter: read the question, answer it aloud with the number the book
-# measured (about two minutes a card), then open the answer.
+# measured, then open the answer.
 #
 # Drill them from a terminal, in a random order a seed replays:
 # `python -m exercises cards 5 --chapter 6` (five cards of chapter 6; `--all --seed 3` for every card,
