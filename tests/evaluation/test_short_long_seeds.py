@@ -102,3 +102,19 @@ def test_committed_claims_use_the_stored_per_seed_values(result):
     al = {r["seed"]: r["gain"] for r in result["per_seed"]["alibi"]}
     seeds = sorted(set(xl) & set(al))
     assert result["claims"]["penalty_is_cause"]["values"] == pytest.approx([xl[s] - al[s] for s in seeds])
+
+
+def test_explodes_and_generalises_have_their_bars():
+    # rises by hand: rope 0.45, 0.5, 0.55 (mean 0.5, sd 0.05, 95% t half-width 4.303 x 0.05 / sqrt 3 = 0.124); t5 0.2, 0.25, 0.1; none 0.1, 0.1, 0.15
+    per_seed = {"rope": [_rec(s, rise=r) for s, r in enumerate((0.45, 0.5, 0.55))],
+                "t5": [_rec(s, rise=r) for s, r in enumerate((0.2, 0.25, 0.1))],
+                "none": [_rec(s, rise=r) for s, r in enumerate((0.1, 0.1, 0.15))]}
+    c = sls.claims(per_seed)
+    # "perplexity explodes" is a rise over ln 2 = 0.693, the perplexity doubled: [0.376, 0.624] lies wholly under it
+    assert c["explodes_rope"]["threshold"] == pytest.approx(math.log(2))
+    assert c["explodes_rope"]["verdict"] == "does not reproduce"
+    assert c["breaks_rope"]["verdict"] == "reproduces"          # the same rises clear 0.05
+    # "generalises": T5's rise minus no position's, below 0; here 0.1, 0.15, -0.05 (mean 0.067): not established
+    assert c["t5_generalises_vs_none"]["values"] == pytest.approx([0.1, 0.15, -0.05])
+    assert c["t5_generalises_vs_none"]["claimed"] == "below"
+    assert c["t5_rises_less_than_rope"]["values"] == pytest.approx([0.25, 0.25, 0.45])   # rope minus t5
