@@ -41,7 +41,7 @@
 # | C2a | Learned absolute positions are better in-distribution, for fixed-length inputs (book §4) | | §1 |
 # | C2b | ... but only marginally: by under 0.05 nats (book §4) | | §1 |
 # | C3a | T5's relative bias generalises past the training length: sensible at 16 after training at 8 (book §4, §7 ex. 4) | | §1 |
-# | C3b | ... and on text: its loss rises past $L$ less than a scheme that breaks (book §4) | | §1 |
+# | C3b | ... and on text: its rise past $L$ is no larger than a model's with no position at all (book §4) | | §1 |
 # | C3c | ... but only modestly: more than "runs long" allows (book §4) | | §1 |
 # | C4a | Train short and run longer with ALiBi: its loss barely rises past $L$ (book §4, §2.5) | | §1 |
 # | C4b | ... "when perplexity is the metric": its retrieval fails past $L$ (book §4, §6) | | §1 |
@@ -111,7 +111,7 @@ permutation = load_result("permutation")
 # | --- | --- | --- | --- |
 # | new decoder-only LM | RoPE | relative, cache- and fused-kernel-compatible, extendable later | `short_long_seeds` at $L$; `context_extension` at $4L$; §2's cost; §5's cache check |
 # | encoder for fixed-length inputs | learned absolute | simple, marginally better in-distribution | `input_schemes_at_train_len` at $L$ |
-# | encoder-decoder, variable lengths | T5 relative bias | generalises modestly past the training length | `relative_bias_generalisation` (a task); `short_long_seeds` (text, where it rises less than RoPE's but does not run long: C3b, C3c) |
+# | encoder-decoder, variable lengths | T5 relative bias | generalises modestly past the training length | `relative_bias_generalisation` (a task); `short_long_seeds` (text, where it rises more than no position at all and does not run long: C3b, C3c) |
 # | windowed 2-D attention | 2-D relative bias | position in a window is small and discrete | none: chapter 5 builds it; nothing here measures the choice |
 # | train short, run longer, perplexity | ALiBi | extrapolates without fine-tuning | `short_long_seeds` past $L$; `long_context` (chapter 9) for retrieval |
 # | extend a RoPE model 4x to 32x | PI or YaRN, plus fine-tuning | keeps angles in the trained range | `context_extension` at 4x |
@@ -160,7 +160,7 @@ one_seed = {s: short_long["results"][s]["loss"][0] for s in ("learned", "sinusoi
 cited = {
     "C1b": "context_extension/C8b", "C2a": "input_schemes_at_train_len/learned_minus_sinusoidal_scaled",
     "C2b": "input_schemes_at_train_len/sinusoidal_scaled_minus_learned",
-    "C3a": "relative_bias_generalisation/t5_sensible_at_16", "C3b": "short_long_seeds/t5_generalises_vs_rope",
+    "C3a": "relative_bias_generalisation/t5_sensible_at_16", "C3b": "short_long_seeds/t5_generalises_vs_none",
     "C3c": "short_long_seeds/breaks_t5",
     "C4a": "short_long_seeds/runs_long_alibi", "C4b": "long_context/C3b",
     "C5a": "context_extension/C9a", "C5b": "context_extension/C7b", "C5c": "context_extension/C10a",
@@ -172,6 +172,7 @@ beside = {                                                              # record
     "learned on positions 8..15 (relative_bias_generalisation)": "relative_bias_generalisation/learned_garbage_past_8",
     "t5 with max_distance = L: rise past L at 4L": "short_long_seeds/runs_long_t5_max_L",
     "rope unscaled: rise past L at 4L": "short_long_seeds/breaks_rope",
+    "rope's rise past L at 4L minus t5's": "short_long_seeds/t5_rises_less_than_rope",
     "alibi: far-context gain at 4L": "short_long_seeds/uses_far_alibi",
     "alibi minus rope, loss at L": "short_long_seeds/alibi_pays_at_L_vs_rope",
     "alibi minus transformer_xl, loss at L": "short_long_seeds/alibi_pays_at_L_vs_transformer_xl",
@@ -210,7 +211,7 @@ print("  after the 150-step fine-tune, at L: " + ", ".join(f"{m} {v['finetuned_l
 print("chapter 7's one-seed bake-off at L = 64, loss at L: " + ", ".join(f"{s} {v:.2f}" for s, v in one_seed.items()))
 print("sink_control streams of 256 past L = 64, means over 3 seeds: " + ", ".join(f"{k} {v:.3f}" for k, v in streams.items()))
 verdicts = {row: record(name)["verdict"] for row, name in cited.items()}
-assert verdicts == {"C1b": "reproduces", "C2a": "reproduces", "C2b": "does not reproduce", "C3a": "reproduces", "C3b": "reproduces", "C3c": "reproduces",
+assert verdicts == {"C1b": "reproduces", "C2a": "reproduces", "C2b": "does not reproduce", "C3a": "reproduces", "C3b": "does not reproduce", "C3c": "reproduces",
                     "C4a": "reproduces", "C4b": "not established", "C5a": "reproduces", "C5b": "reproduces",
                     "C5c": "not tested here", "C5d": "not tested here", "C6a": "reproduces",
                     "C6b": "not tested here", "C6c": "not tested here", "C6d": "not tested here"}, verdicts
@@ -244,10 +245,11 @@ assert max(streams.values()) - min(streams.values()) < 0.01              # every
 #   about encoders, which nothing here trains on text.
 # * **Variable lengths: T5** (C3a to C3c). On the look-3-back task trained at length 8, T5 is right at
 #   every position of length 16 on every seed (all 10 seeds: 1.00), the learned table 0.45 ± 0.04 on
-#   the positions it never trained. On text it generalises modestly: its loss past $L$ rises
-#   0.216 ± 0.051 nats at $4L$, over the 0.05 that "runs long" allows, but 0.256 ± 0.133 less than
-#   unscaled RoPE's, paired by seed; with `max_distance` = $L$ (no bucket left untrained) it still
-#   rises 0.181 ± 0.049, so the empty far buckets are not the main cause (chapter 7, §7.1).
+#   the positions it never trained. On text it does not generalise by chapter 7's bar: its rise past
+#   $L$ at $4L$ is 0.118 ± 0.081 nats above a model's with no position at all, paired by seed. At
+#   0.216 ± 0.051 nats it is over the 0.05 that "runs long" allows; with `max_distance` = $L$ (no
+#   bucket left untrained) it still rises 0.181 ± 0.049, so the empty far buckets are not the whole
+#   cause (chapter 7, §7.1).
 # * **Train short, run longer: ALiBi** (C4a, C4b). Its loss past $L$ rises by only 0.006 ± 0.003
 #   nats at $4L$, though it gains nothing from the far context (-0.006 ± 0.003, on a text where
 #   chapter 7 finds no far context worth using: its C8a is not tested here); it
@@ -940,7 +942,7 @@ for name, sick in [("healthy", clinic.make_patient()), ("position_reset", clinic
 # | C2a | learned absolute positions are better in-distribution (book §4) | learned minus sinusoidal scaled to the token rows at $L = 64$: -0.099 ± 0.012 nats over 3 seeds (§1; chapter 3, C5b); a decoder on text, not an encoder | result input_schemes_at_train_len/learned_minus_sinusoidal_scaled | reproduces |
 # | C2b | ... but only marginally: by under 0.05 nats, the size under which this workbook calls a change in loss small, as for "runs long" (book §4) | the learned table's gain: 0.099 ± 0.012 nats over 3 seeds, over 0.05 in every seed (§1; chapter 3, C5c) | result input_schemes_at_train_len/sinusoidal_scaled_minus_learned | does not reproduce |
 # | C3a | T5's bias generalises past the training length on a task: accuracy at 16 after training at 8 above 0.9 (book §4, §7 ex. 4) | look-3-back: all 10 seeds: 1.00; the learned table 0.45 ± 0.04 on the positions it never trained (§1; chapter 5, C5a) | result relative_bias_generalisation/t5_sensible_at_16 | reproduces |
-# | C3b | T5's bias generalises past $L$ on text: its rise at $4L$ is below unscaled RoPE's, paired by seed, by more than 0 (book §4) | RoPE's rise minus T5's: 0.256 ± 0.133 nats over 5 seeds (§1; chapter 7, C7a) | result short_long_seeds/t5_generalises_vs_rope | reproduces |
+# | C3b | T5's bias generalises past $L$ on text: its rise at $4L$ is no larger than a model's with no position at all, paired by seed (book §4) | T5's rise minus no position's: 0.118 ± 0.081 nats over 5 seeds (§1; chapter 7, C7a) | result short_long_seeds/t5_generalises_vs_none | does not reproduce |
 # | C3c | ... modestly: its rise stays over the 0.05 nats that "runs long" allows (book §4) | rise 0.216 ± 0.051 nats over 5 seeds; with `max_distance` = $L$ 0.181 ± 0.049 (§1; chapter 7, C7b) | result short_long_seeds/breaks_t5 | reproduces |
 # | C4a | train short, run longer with ALiBi: the rise past $L$ at $4L$ is under 0.05 nats (book §4, §2.5) | rise 0.006 ± 0.003 nats over 5 seeds; it pays at $L$, 0.06 ± 0.02 nats above RoPE (§1; chapter 7, C5) | result short_long_seeds/runs_long_alibi | reproduces |
 # | C4b | "when perplexity is the metric": past $L$ its retrieval fails, the share of keys found falls from $L$ to $8L$ (book §4, §6) | fall 0.08 ± 0.22 over 5 seeds of 64 keys a cell: seed 0 fell, seeds 1 to 4 did not; farthest keys at $8L$ 0.83 ± 0.40 (§1, §3; chapter 9, C3b) | result long_context/C3b | not established |
