@@ -34,6 +34,7 @@ import os
 from pathlib import Path
 
 from exercises.grading.grader import DEFAULT_TIMEOUT, grade_file, summary, targets_of
+from exercises.grading.handed_in import Problem, student_file
 from exercises.grading.knowledge import knowledge
 from mini_transformer.model.checkpoint import atomic_write
 
@@ -42,64 +43,38 @@ def _write(path, text):
     atomic_write(path, lambda f: f.write(text.encode()))  # whole or not at all
 
 
-def student_file(entry, name, folder=None):
-    r"""``(path or None, problem or None)``: the shallowest file ``name`` inside one student's folder ``entry``.
-
-    The one rule for everything the grader reads from a student's folder (exercises and written answers): no
-    link is followed, neither the folder itself nor a folder or file in it, so no path leads outside the
-    student's own work; a link is named in the problem. ``folder`` (default: the one holding ``entry``) is
-    where the names in the problem start.
-    """
-    own = Path(entry).parent.resolve() / Path(entry).name  # the student's folder, its own link not followed
-    base = Path(folder).resolve() if folder else own.parent
-
-    def shown(p):
-        return str(p.relative_to(base)) if base in p.parents else str(p)
-
-    if own.is_symlink():  # a folder handed in as a link to another student's: nothing in it is theirs
-        return None, f"{shown(own)} is a link, not a folder; hand in the folder itself."
-    found = sorted(own.rglob(name), key=lambda p: (len(p.parts), str(p)))
-    if found and (found[0].is_symlink() or own not in found[0].resolve().parents):
-        return None, f"{shown(found[0])} is a link; hand in the file itself."
-    if found:
-        return found[0], None
-    hidden = sorted(shown(p) for p in own.rglob("*") if p.is_symlink() and not p.is_file())  # rglob skips these
-    if not hidden:
-        return None, f"no {name} in this student's folder"
-    return None, (f"no {name} in this student's folder; {', '.join(hidden)} "
-                  + ("is a link, which the grader does not follow: hand in the folder itself." if len(hidden) == 1
-                     else "are links, which the grader does not follow: hand in the folders themselves."))
-
-
 def module_file(entry, module, folder):
-    r"""``(path or None, problem or None)``: the shallowest ``<module>.py`` inside one student's folder."""
+    r"""``(path, None)`` or ``(None, Problem)``: the shallowest ``<module>.py`` inside one student's folder, by
+    ``handed_in``'s rule (no link followed)."""
     return student_file(entry, f"{module}.py", folder)
 
 
 def students(folder, module, single_files=True):
-    """``[(name, path or None, problem or None)]`` for every entry of ``folder``."""
+    """``[(name, path or None, Problem or None)]`` for every entry of ``folder``."""
     out = []
     for entry in sorted(Path(folder).iterdir()):
         if entry.name.startswith((".", "_")):
             continue
         if entry.is_symlink():
             out.append((entry.stem if entry.suffix == ".py" else entry.name, None,
-                        f"{entry.name} is a link, not a file or a folder; hand in the file itself."))
+                        Problem(f"{entry.name} is a link, not a file or a folder; hand in the file itself.",
+                                link=True)))
         elif entry.is_dir():
             out.append((entry.name, *module_file(entry, module, folder)))
         elif entry.suffix == ".py":
             out.append((entry.stem, entry, None) if single_files else
-                       (entry.stem, None, f"{entry.name} is a single file; a gradebook over several modules needs "
-                                          f"a folder per student holding exercises/{module}.py"))
+                       (entry.stem, None, Problem(f"{entry.name} is a single file; a gradebook over several modules "
+                                                  f"needs a folder per student holding exercises/{module}.py",
+                                                  link=False)))
     return out
 
 
 def _grade_one(folder, name, path, problem, keys, module, timeout, limits, wrap, held_out=True):
     k = knowledge(module)
     if path is None:
-        kind = "link" if problem and "is a link" in problem else "missing"
-        return [{"target": key, "label": k.labels[key.split(".", 1)[1]], "status": "fail", "kind": kind,
-                 "misconception": None, "message": problem} for key in keys]
+        return [{"target": key, "label": k.labels[key.split(".", 1)[1]], "status": "fail",
+                 "kind": "link" if problem.link else "missing", "misconception": None, "message": problem.sentence}
+                for key in keys]
     display = str(Path(path).relative_to(folder.parent)) if folder.parent in Path(path).parents else str(path)
     try:
         return grade_file(path, module, timeout=timeout, limits=limits, wrap=wrap, held_out=held_out,

@@ -25,6 +25,7 @@ import io
 import re
 
 from exercises.grading.feedback import read_csv_rows
+from exercises.grading.handed_in import student_file
 from exercises.grading.paths import INSTRUCTOR_ONLY
 
 LEDGER_POINTS = 1
@@ -149,9 +150,8 @@ def grade_ward(answer):
 
 
 def answers_file(entry, number):
-    r"""``(path or None, problem or None)``: the shallowest ``answers/NN.md`` (or ``NN.md``) in one student's
-    folder, by the rule the exercises are found by: no link is followed (``instructor.student_file``)."""
-    from exercises.grading.instructor import student_file
+    r"""``(path, None)`` or ``(None, Problem)``: the shallowest ``answers/NN.md`` (or ``NN.md``) in one student's
+    folder, by the rule the exercises are found by: no link is followed (``handed_in.student_file``)."""
     return student_file(entry, f"{chapter_name(number).split('_', 1)[0]}.md")
 
 
@@ -166,7 +166,7 @@ def collect(entry, chapters, manual=None, student=None):
         stem = chapter_name(number).split("_", 1)[0]
         path, problem = answers_file(entry, number)
         given = parse(path.read_text(errors="replace")) if path else {}
-        refused = problem if problem and "is a link" in problem else None  # said on every item, not "not answered"
+        refused = problem.sentence if problem and problem.link else None  # said on every item, not "not answered"
         graded = []
         for item in items(number):
             answer = given.get(item["id"], "")

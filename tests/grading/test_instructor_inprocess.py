@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from exercises.grading import instructor
+from exercises.grading.handed_in import Problem
 
 LABELS = {"toy": {"a": "Exercise 1.1", "b": "Exercise 1.2"}, "two": {"c": "Exercise 2.1"},
           "cls": {"K.m": "Exercise 3.1"}, "rope": {"a": "Exercise 6.1"},  # cls: a method, a dotted name
@@ -80,7 +81,7 @@ def test_module_file_depth_counts_before_name(tmp_path):
 def test_module_file_says_which_file_is_missing(tmp_path):
     put(tmp_path, "s/alice/exercises/rope.py")
     assert instructor.module_file(tmp_path / "s" / "alice", "toy", tmp_path / "s") == (
-        None, "no toy.py in this student's folder")
+        None, Problem("no toy.py in this student's folder", link=False))
 
 
 def test_module_file_refuses_a_linked_file(tmp_path):
@@ -88,7 +89,7 @@ def test_module_file_refuses_a_linked_file(tmp_path):
     (tmp_path / "s" / "alice" / "exercises").mkdir(parents=True)
     (tmp_path / "s" / "alice" / "exercises" / "toy.py").symlink_to(target)
     assert instructor.module_file(tmp_path / "s" / "alice", "toy", tmp_path / "s") == (
-        None, "alice/exercises/toy.py is a link; hand in the file itself.")
+        None, Problem("alice/exercises/toy.py is a link; hand in the file itself.", link=True))
 
 
 def test_module_file_does_not_search_a_linked_folder_and_says_so(tmp_path):
@@ -96,8 +97,8 @@ def test_module_file_does_not_search_a_linked_folder_and_says_so(tmp_path):
     (tmp_path / "s" / "alice").mkdir(parents=True)
     (tmp_path / "s" / "alice" / "exercises").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
     assert instructor.module_file(tmp_path / "s" / "alice", "toy", tmp_path / "s") == (
-        None, "no toy.py in this student's folder; alice/exercises is a link, which the grader does not follow: "
-              "hand in the folder itself.")
+        None, Problem("no toy.py in this student's folder; alice/exercises is a link, which the grader does not "
+                      "follow: hand in the folder itself.", link=True))
 
 
 # ---------------------------------------------------------------------------
@@ -242,7 +243,7 @@ def test_module_file_refuses_a_link_even_to_a_file_inside_the_folder(tmp_path):
     (tmp_path / "s" / "alice" / "exercises").mkdir()
     (tmp_path / "s" / "alice" / "exercises" / "toy.py").symlink_to(real)
     assert instructor.module_file(tmp_path / "s" / "alice", "toy", tmp_path / "s") == (
-        None, "alice/exercises/toy.py is a link; hand in the file itself.")
+        None, Problem("alice/exercises/toy.py is a link; hand in the file itself.", link=True))
 
 
 def test_students_names_links_and_refuses_single_files_in_a_gradebook(klass):
@@ -251,13 +252,15 @@ def test_students_names_links_and_refuses_single_files_in_a_gradebook(klass):
     (klass / "ivan" / "exercises").mkdir(parents=True)
     (klass / "ivan" / "exercises" / "toy.py").symlink_to(klass / "bob.py")
     rows = {name: (path, problem) for name, path, problem in instructor.students(klass, "toy")}
-    assert rows["gina"] == (None, "gina.py is a link, not a file or a folder; hand in the file itself.")
-    assert rows["hal.v2"] == (None, "hal.v2 is a link, not a file or a folder; hand in the file itself.")
-    assert rows["ivan"] == (None, "ivan/exercises/toy.py is a link; hand in the file itself.")
+    assert rows["gina"] == (None, Problem("gina.py is a link, not a file or a folder; hand in the file itself.",
+                                          link=True))
+    assert rows["hal.v2"] == (None, Problem("hal.v2 is a link, not a file or a folder; hand in the file itself.",
+                                            link=True))
+    assert rows["ivan"] == (None, Problem("ivan/exercises/toy.py is a link; hand in the file itself.", link=True))
     assert rows["bob"] == (klass / "bob.py", None)
     book = {name: (path, problem) for name, path, problem in instructor.students(klass, "toy", single_files=False)}
-    assert book["bob"] == (None, "bob.py is a single file; a gradebook over several modules needs a folder per "
-                                 "student holding exercises/toy.py")
+    assert book["bob"] == (None, Problem("bob.py is a single file; a gradebook over several modules needs a folder "
+                                         "per student holding exercises/toy.py", link=False))
     assert book["alice"] == (klass / "alice" / "exercises" / "toy.py", None)
 
 
@@ -743,8 +746,8 @@ def test_module_file_names_the_linked_folders_it_did_not_search(tmp_path):
     (tmp_path / "s" / "alice" / "a").symlink_to(tmp_path / "gone", target_is_directory=True)  # dangling
     (tmp_path / "s" / "alice" / "c.py").symlink_to(tmp_path / "elsewhere" / "toy.py")  # a file: not where it looked
     assert instructor.module_file(tmp_path / "s" / "alice", "toy", tmp_path / "s") == (
-        None, "no toy.py in this student's folder; alice/a, alice/b are links, which the grader does not follow: "
-              "hand in the folders themselves.")
+        None, Problem("no toy.py in this student's folder; alice/a, alice/b are links, which the grader does not "
+                      "follow: hand in the folders themselves.", link=True))
 
 
 def test_grade_student_refuses_a_student_folder_that_is_a_link(klass, calls):

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from exercises.grading import points, written
+from exercises.grading.handed_in import Problem
 
 CHAPTER = '''# %% [markdown]
 # ## The claim ledger
@@ -171,7 +172,8 @@ def test_collect_grades_the_shallowest_answers_file_and_the_sheet_lists_what_is_
         "points": 1.0, "out_of": 6, "ungraded": 1, "file": str(alice / "answers" / "02.md")}
     nobody = written.collect(tmp_path / "empty", ["2"], manual, "nobody")  # no file: every item 0, not answered
     assert (nobody["02"]["points"], nobody["02"]["ungraded"], nobody["02"]["file"]) == (0, 0, None)
-    assert written.answers_file(tmp_path / "empty", "02") == (None, "no 02.md in this student's folder")
+    assert written.answers_file(tmp_path / "empty", "02") == (
+        None, Problem("no 02.md in this student's folder", link=False))
     book = {"students": [{"student": "alice", "written": work}, {"student": "zed"}]}
     assert written.sheet(book).splitlines() == [
         "student,chapter,item,points,out_of,comment,answer",
@@ -467,7 +469,8 @@ def test_the_answers_file_is_the_shallowest_then_the_first_by_name_and_never_a_l
     only_link.mkdir()
     (only_link / "mine.md").write_text("### Q1\n\nx\n")
     (only_link / "02.md").symlink_to(only_link / "mine.md")  # a link, even to a file inside the folder
-    assert written.answers_file(only_link, "02") == (None, "linked/02.md is a link; hand in the file itself.")
+    assert written.answers_file(only_link, "02") == (None, Problem("linked/02.md is a link; hand in the file itself.",
+                                                                   link=True))
 
 
 def test_collect_reads_a_file_with_bad_bytes_and_gives_every_item_its_fields(monkeypatch, tmp_path):
@@ -539,7 +542,7 @@ def test_a_link_to_another_students_answers_is_refused_in_a_sentence_and_never_r
     sheet = written.sheet({"students": [{"student": student, "written": work}]})
     assert next(csv.reader(sheet.splitlines()[1:])) == [student, "02", "C1", "0", "1", sentence, ""]
     assert "ALICE" not in sheet
-    assert written.answers_file(s / student, "02") == (None, sentence)
+    assert written.answers_file(s / student, "02") == (None, Problem(sentence, link=True))
     assert written.collect(s / "alice", ["02"], {}, "alice")["02"]["items"][0]["answer"] == "ALICE'S OWN ANSWER"
 
 
