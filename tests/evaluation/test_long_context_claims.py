@@ -64,6 +64,32 @@ def test_claims_follow_the_rule_on_hand_made_seeds():
     assert claims["C1b"]["values"] == [0.0, 0.0, 0.0] and claims["C1b"]["kind"] == "t"
     assert claims["C1b_control"]["values"] == [0.9375] * 3
     assert claims["C1b"]["verdict"] == "reproduces" and claims["C1b_control"]["verdict"] == "reproduces"
+    # ALiBi's loss beyond L minus inside: 1.5 - 1.0 = 0.5 on every seed, over the 0.05 of "does not rise past L"
+    assert claims["C2b"]["threshold"] == lc.RUNS_LONG == 0.05 and claims["C2b"]["verdict"] == "does not reproduce"
+    # keys found at L 1, at 8L (0 + 32 + 32 + 64 + 64) / 320 = 0.6 on every seed: a fall of 0.4, under the 0.5
+    # of "collapses"; the same fall in RoPE's rows is above 0, its positive control
+    assert claims["C3b"]["values"] == pytest.approx([0.4] * 3) and claims["C3b"]["threshold"] == lc.COLLAPSE == 0.5
+    assert claims["C3b"]["verdict"] == "does not reproduce" and claims["C3b"]["positive_control"] == "C3b_control"
+    assert claims["C3b_control"]["values"] == pytest.approx([0.4] * 3)
+    assert claims["C3b_control"]["verdict"] == "reproduces"
     for key, rec in claims.items():                                 # every control named exists
         assert rec.get("positive_control", key) in claims
         assert stats.recompute(rec)["verdict"] == rec["verdict"]
+
+
+def test_reclaim_recomputes_the_claims_of_a_saved_result_without_training(tmp_path, monkeypatch):
+    import json
+    alibi = [fake_run(s, text=(1.8, 1.9, 2.0, 1.8 + d)) for s, d in zip((0, 1, 2), (0.01, 0.02, 0.03))]
+    rope = [fake_run(s, inside_beyond=(1.0, 2.0 + s), text=(1.7, 2.0, 2.7, 3.2)) for s in (0, 1, 2)]
+    control = [fake_run(s, last_row=(60, 60, 60, 60, 60)) for s in (0, 1, 2)]
+    saved = {"train_len": 32, "seeds": [0, 1, 2], "control_seeds": [0, 1, 2], "command": "the first run",
+             "runs": {"alibi": alibi, "rope": rope, lc.CONTROL: control},
+             "claims": {"C3b": {"threshold": 0.0, "verdict": "stale"}}}
+    (tmp_path / "long_context.json").write_text(json.dumps(saved))
+    monkeypatch.setattr(lc, "report", lambda res: None)                # the printed tables need a full run's fields
+    lc.main(["--reclaim", "--out", str(tmp_path)])
+    res = json.loads((tmp_path / "long_context.json").read_text())
+    assert res["runs"] == saved["runs"] and res["command"] == "the first run"     # nothing retrained
+    assert res["claims"]["C3b"]["threshold"] == 0.5 and res["claims"]["C3b"]["verdict"] == "does not reproduce"
+    assert res["claims_command"].endswith("long_context --reclaim")
+    assert not (tmp_path / "long_context.png").exists()                         # the plot is left as it was
