@@ -141,10 +141,12 @@ relative_position_bucket = use("t5", "relative_position_bucket")
 # The logarithm of 0 is undefined, and a select between two arrays evaluates both: compute the
 # logarithmic bucket from the distances raised to at least `max_exact`, then pick the exact distance
 # where it is small. Floor by casting to an integer (every value is non-negative). The book's code
-# (§3.2) adds `1e-6` inside the logarithm, so that a distance exactly on a boundary (8 with 18
-# buckets) does not round into the bucket below; that is the book's convention, not T5's: T5's
-# Mesh TensorFlow code and Hugging Face's port add nothing (T5X adds float32's eps). The grader's
-# cases sit on no boundary. Case, with the defaults: $-1 \to 1$, $+1 \to 17$, $-16 \to 10$, $-200 \to 15$.
+# (§3.2) adds `1e-6` inside the logarithm; T5's code computes in float32 and adds nothing (Mesh
+# TensorFlow, Hugging Face; T5X adds float32's eps). It matters only on a boundary, where the
+# logarithmic value is a whole number: in float64 without it, 8, 16 and 64 back fall one bucket
+# low with 18 buckets (bidirectional), a float64 rounding that float32 does not make there. The grader's cases include
+# boundaries (16 back with the defaults), and on every one float64 or float32, with or without an
+# epsilon, gives the same buckets. Case, with the defaults: $-1 \to 1$, $+1 \to 17$, $-16 \to 10$, $-200 \to 15$.
 # </details>
 
 # %% tags=["answer"]
