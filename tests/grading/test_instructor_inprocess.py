@@ -750,6 +750,21 @@ def test_module_file_names_the_linked_folders_it_did_not_search(tmp_path):
                       "follow: hand in the folders themselves.", link=True))
 
 
+@pytest.mark.parametrize("links, sentence", [
+    (["exercises"], "no toy.py in this student's folder; ivan/exercises is a link, which the grader does not "
+                    "follow: hand in the folder itself."),
+    (["exercises", "old"], "no toy.py in this student's folder; ivan/exercises, ivan/old are links, which the grader "
+                           "does not follow: hand in the folders themselves.")])
+def test_grade_student_counts_a_file_behind_linked_folders_as_a_link_however_many(klass, calls, links, sentence):
+    (klass / "ivan").mkdir()
+    for name in links:  # each a link to alice's folder, whose toy.py passes
+        (klass / "ivan" / name).symlink_to(klass / "alice", target_is_directory=True)
+    rows = instructor.grade_student(klass / "ivan", ["toy"])
+    assert [(r["target"], r["kind"], r["message"]) for r in rows] == [
+        (k, "link", sentence) for k in ("toy.a", "toy.b")]  # the words once told one link from several: not the kind
+    assert calls == []
+
+
 def test_grade_student_refuses_a_student_folder_that_is_a_link(klass, calls):
     refused = instructor.grade_student(klass / "dave", ["toy"])  # dave -> alice, whose files pass
     assert [(r["target"], r["kind"], r["message"]) for r in refused] == [

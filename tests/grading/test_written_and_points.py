@@ -546,6 +546,20 @@ def test_a_link_to_another_students_answers_is_refused_in_a_sentence_and_never_r
     assert written.collect(s / "alice", ["02"], {}, "alice")["02"]["items"][0]["answer"] == "ALICE'S OWN ANSWER"
 
 
+def test_answers_behind_several_linked_folders_are_refused_on_every_item_like_behind_one(monkeypatch, tmp_path):
+    from exercises.grading import notebooks
+    real = notebooks.read_chapter
+    monkeypatch.setattr(notebooks, "read_chapter", lambda name, text=None: real(name, CHAPTER))
+    s = link_class(tmp_path)
+    (s / "erin" / "old").symlink_to(s / "alice", target_is_directory=True)  # a second link beside erin/answers
+    sentence = ("no 02.md in this student's folder; erin/answers, erin/old are links, which the grader does not "
+                "follow: hand in the folders themselves.")
+    assert written.answers_file(s / "erin", "02") == (None, Problem(sentence, link=True))
+    work = written.collect(s / "erin", ["02"], {}, "erin")
+    assert [(i["item"], i["points"], i["comment"]) for i in work["02"]["items"]] == [
+        (item, 0, sentence) for item in ("C1", "C2", "Q1", "Q2")]  # not "not answered": the file may be behind them
+
+
 def test_a_linked_students_ward_is_not_graded_on_the_other_students_answers(monkeypatch, tmp_path):
     monkeypatch.setattr(written, "ward_key", lambda: dict(WARD))
     (tmp_path / "alice").mkdir()
