@@ -123,7 +123,10 @@ def test_chapter_3_reads_the_books_garbage_sentence_with_chapter_5s_bars():
     # hand-made: T5 right everywhere; the learned table right 3 times in 11 past 8 (two above chance, 1/11 + 2/11)
     per_seed = {"t5": [{"accuracy_beyond_8": 1.0}] * 3,
                 "learned": [{"accuracy_beyond_8": a, "loss_beyond_8": 2.0} for a in (3 / 11, 3 / 11 + 0.01, 3 / 11 - 0.01)]}
-    rows = [{"neighbour_cosine": -0.5, "three_apart_cosine": v, "loss_beyond_8": 2.0} for v in (0.9, 0.8, 0.7)]
+    # generated positions 3..7: position 3 is left out; 4..7 with the offset ignored average 0.5, 0.25, 0.75
+    ignored = ([1.0, 1.0, 0.0, 0.0, 1.0], [1.0, 0.0, 0.0, 0.0, 1.0], [1.0, 1.0, 1.0, 0.0, 1.0])
+    rows = [{"neighbour_cosine": -0.5, "three_apart_cosine": v, "loss_beyond_8": 2.0, "generated_right": [1.0] * 5,
+             "generated_offset_ignored": bad} for v, bad in zip((0.9, 0.8, 0.7), ignored)]
     claims = chapter03_learned.claims(rows, [0, 1, 2], {"seeds": [0, 1, 2], "per_seed": per_seed})
     # one sentence of the book (sec. 7, exercise 4), one bar: "sensible" above 0.9, "garbage" below twice chance
     assert claims["t5_accuracy_beyond_8"]["threshold"] == rbg.SENSIBLE == 0.9
@@ -131,11 +134,27 @@ def test_chapter_3_reads_the_books_garbage_sentence_with_chapter_5s_bars():
     assert garbage["threshold"] == pytest.approx(1 / 11) and garbage["values"][0] == pytest.approx(2 / 11)
     # 2/11 above chance is three times chance, above twice chance: not garbage
     assert garbage["verdict"] == "does not reproduce"
+    # C8b: ignored minus right over positions 4..7: -0.5, -0.75, -0.25 -> mean -0.5, s = 0.25,
+    # half-width 4.303 * 0.25 / sqrt(3) = 0.6211: [-1.121, 0.121] contains 0, not established
+    degrades = claims["offset_ignored_minus_right_generated"]
+    assert degrades["values"] == pytest.approx([-0.5, -0.75, -0.25])
+    assert degrades["interval"] == pytest.approx([-0.5 - 0.6211, -0.5 + 0.6211], abs=1e-4)
+    assert (degrades["claimed"], degrades["threshold"], degrades["verdict"]) == ("below", 0.0, "not established")
     # and on the committed files both chapters give the sentence one verdict
     ch3 = json.loads((Path(RESULTS) / "chapter03_learned.json").read_text())["claims"]
     ch5 = json.loads((Path(RESULTS) / "relative_bias_generalisation.json").read_text())["claims"]
     assert ch3["learned_accuracy_beyond_8_minus_chance"]["verdict"] == ch5["learned_garbage_past_8"]["verdict"]
     assert ch3["t5_accuracy_beyond_8"]["verdict"] == ch5["t5_sensible_at_16"]["verdict"]
+
+
+def test_the_offset_ignoring_lookup_reads_row_0_at_every_offset():
+    from mini_transformer.positional.learned import LearnedPositionalEmbedding
+    table = LearnedPositionalEmbedding(6, 2)
+    table.weight.data[...] = xp.arange(12.0).reshape(6, 2)  # row t holds 2t, 2t + 1
+    bug = chapter03_learned.OffsetIgnored(table)
+    assert bug.weight is table.weight
+    assert to_numpy(bug.rows(2, 3).data).tolist() == [[[0.0, 1.0], [2.0, 3.0]]]       # rows 0, 1, not 3, 4
+    assert to_numpy(table.rows(2, 3).data).tolist() == [[[6.0, 7.0], [8.0, 9.0]]]
 
 
 def test_a_no_position_model_trains_a_few_steps_and_scores_each_position():
