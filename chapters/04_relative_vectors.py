@@ -12,7 +12,7 @@
 # %% [markdown]
 # # Chapter 4. Relative vectors: Shaw and Transformer-XL
 #
-# An absolute encoding tells each token *where* it is. Most of what attention looks for is *how
+# An absolute encoding tells each token *where* it is. Much of what attention looks for is *how
 # far*: the word two back, the bracket that opened five tokens ago. Shaw et al. (2018) and
 # Transformer-XL (Dai et al., 2019) put the distance $j - i$ between a query $i$ and a key $j$
 # into attention itself, as learned or sinusoidal *vectors*. You build both here, and the three
@@ -21,8 +21,8 @@
 #
 # **By the end you can**
 #
-# * write Shaw's score and output with the tables $a^K$ and $a^V$, and compute them with one
-#   gather instead of a `(T, T, d_head)` tensor;
+# * write Shaw's score and output with the tables $a^K$ and $a^V$, and compute them with a
+#   gather and a scatter instead of a `(T, T, d_head)` tensor;
 # * implement the clipped index and the relative shift, and check the shift against the direct
 #   gather, its gradient included;
 # * split Transformer-XL's score into its four terms and say what $u$ and $v$ are for;
@@ -135,8 +135,8 @@ print("positions 100..105 against 0..5, largest difference of the matrices:", di
 #
 # The first term of the score is content against content; the second is how much this query
 # likes a key at that distance and in that direction. Clipping is what keeps the tables small:
-# every distance of $k$ or more shares one vector, so $a^K$ has $2k + 1$ rows whatever the
-# length of the text. Store $a^K$ as a `(2k + 1, d_head)` array: row $r_{ij} + k$ belongs to
+# every distance of $k$ or more in one direction shares one vector, so $a^K$ has $2k + 1$ rows
+# whatever the length of the text. Store $a^K$ as a `(2k + 1, d_head)` array: row $r_{ij} + k$ belongs to
 # the pair $(i, j)$.
 #
 # ### Exercise 4.1: `clipped_relative_index`   ★ · 10 min
@@ -264,11 +264,12 @@ for k_clip in (4, 16):
 # position vectors $U$, the score of query $i$ against key $j$ expands into four products:
 # $E_i^\top W_q^\top W_k E_j$, $E_i^\top W_q^\top W_k U_j$, $U_i^\top W_q^\top W_k E_j$ and
 # $U_i^\top W_q^\top W_k U_j$. Dai et al. change three things. The key's position $U_j$ becomes
-# the sinusoid of the *distance*, $R_{i-j}$, with a matrix of its own, $W_{k,R}$. The query's
-# position $U_i^\top W_q^\top$ becomes two learned vectors, $u$ and $v$, the same at every
-# position. And nothing is added to the input. From here on the distance is Transformer-XL's
-# $i - j$, positive for a key in the past (section 1's $j - i$ with the other sign). The survey
-# writes the result (its eq. 25), with $q_i = W_q E_i$ and $k_j = W_k E_j$:
+# the sinusoid of the *distance*, $R_{i-j}$. The query's position $U_i^\top W_q^\top$ becomes two
+# learned vectors, $u$ and $v$, the same at every position. And $R_{i-j}$ gets a key matrix of its
+# own, $W_{k,R}$, apart from the content's $W_k$ (the paper's $W_{k,E}$). Nothing is added to the
+# input. From here on the distance is Transformer-XL's $i - j$, positive for a key in the past
+# (section 1's $j - i$ with the other sign). The survey writes the result (its eq. 25), with
+# $q_i = W_q E_i$ and $k_j = W_k E_j$:
 #
 # $$A_{ij} = \underbrace{q_i^\top k_j}_{(a)\ \text{content-content}}
 #          + \underbrace{q_i^\top W_{k,R} R_{i-j}}_{(b)\ \text{content-position}}
@@ -356,8 +357,8 @@ for ax, M, title, xlabel in [(axes[0], X_dist, "X: one column per distance (d_hi
 fig.tight_layout()
 
 # %% [markdown]
-# An index array is one way to do it (above, `direct_gather`). Transformer-XL's code does it
-# without one, with a reshape: pad a zero column in front of $X$, read the `(T_q, L + 1)` block
+# An index array is one way to do it (above, `direct_gather`). The library's form of the trick
+# does it without one, with a reshape: pad a zero column in front of $X$, read the `(T_q, L + 1)` block
 # as one flat row, drop its first $T_q$ entries, and cut the next $T_q L$ into rows of $L$.
 # Row $i$ of the padded block is $L + 1$ long, so each row of the cut starts one column further
 # left than the row above, which is exactly the staircase. Keep the first $T_k$ columns. Watch
@@ -817,7 +818,7 @@ assert hook["shaw"] > 8 and hook["transformer_xl"] > 8 and hook["rope"] < 5
 # Claims C6a to C6c. Train on the *look-back* task, where each token repeats the one three places back,
 # at length 16, and run at 64. The rule is a distance, the same at every position. Shaw (with
 # $k = 4$) meets at length 64 only distances it met in training: its clip makes every distance
-# of 4 or more one row. Transformer-XL does not: trained at 16 it saw the distances 0 to 15, and
+# of 4 or more back one row. Transformer-XL does not: trained at 16 it saw the distances 0 to 15, and
 # at 64 it meets 16 to 63 for the first time, as rows of the sinusoidal table $R_{i-j}$ that
 # training never showed it. What it needs for this rule is distance 2, which it trained on; the
 # run shows whether the new rows get in the way. A learned table with 16 rows refuses the first
@@ -1082,4 +1083,4 @@ assert sl_claims["short_context_costs_transformer_xl"]["verdict"] == 'not establ
 #   `scatter_distance` and `relative_shift` in `mini_transformer/engine/functional.py`.
 # * The interview questions of this chapter: [`chapters/cards/04_relative_vectors.md`](cards/04_relative_vectors.md).
 # * Next, chapter 5: T5 keeps only a bias like (d), but a free learned scalar per head and
-#   logarithmic bucket of distances, with no sinusoid.
+#   bucket of distances (exact near, logarithmic far), with no sinusoid.
