@@ -224,11 +224,11 @@ ax.set(xlabel="row (position)", ylabel="|after - before| / |before|", yscale="lo
 fig.tight_layout()
 
 # %% [markdown]
-# Rows 0 to 7 moved by 0.96 to 2.09 times their own size; rows 8 to 15 are their starting values times
-# 0.99751, every entry alike, which is exactly what weight decay alone does over this schedule:
-# $\prod_s (1 - \eta_s\lambda)$ with the learning rate $\eta_s$ of each step and
+# Rows 0 to 7 moved by 0.96 to 2.09 times their own size; every entry of rows 8 to 15 is its starting
+# value times 0.99751 to 0.99752 (float32 rounding), what weight decay alone does over this schedule,
+# 0.99751: $\prod_s (1 - \eta_s\lambda)$ with the learning rate $\eta_s$ of each step and
 # $\lambda = 0.01$. The book says the tail is updated
-# "rarely". With sequences that never reach it, it is never updated.
+# "rarely". With sequences that never reach it, it never receives a gradient; only weight decay moves it.
 #
 # ## 4. The wall at $T_{max}$
 #
@@ -313,9 +313,11 @@ assert max(neighbours) < 0 < 0.3 < min(three_apart)
 
 # %% [markdown]
 # Neighbouring rows point away from each other (cosine $-0.31$ to $-0.51$); rows three apart
-# point the same way ($0.41$ to $0.94$). The table learned the task's period, 3, and nothing like
-# "nearby positions look alike": nothing in a table asks for that, and nothing carries what it
-# learned past row 7.
+# point the same way ($0.41$ to $0.94$), the distance the task looks back (whether the rows follow
+# that distance is not tested here: no run uses another). Nothing like "nearby positions look alike".
+# The survey's sentence is about the parametrisation, true by construction: each row is a parameter
+# of its own, with only its own position's gradient (section 3). What a trained table shows is that
+# the freedom gets used, and nothing carries what it learned past row 7.
 #
 # ## 6. The position of a cached token
 #
@@ -446,7 +448,7 @@ assert generated["offset ignored"][:2].min() > 0.99 and generated["offset ignore
 # token that went through the cache with row 0, as a query and as the key it left there. Why
 # positions 4 and 7 survive is an explanation not tested here: rows 3 and 6 point roughly the way
 # row 0 does (cosine $+0.65$ and $+0.63$, section 5) and rows 4 and 5 do not, but no run isolates
-# the rows as the cause. This is one model, an illustration of C8b, not a test of it.
+# the rows as the cause. This is one model; section 9 repeats the run on five seeds (C8b).
 #
 # ## 7. A test you write
 #
@@ -544,10 +546,13 @@ side.plot(yours="your position_rows", title="The same model, two lookups of one 
 # %% [markdown]
 # ## 9. The measured record
 #
-# Two committed experiments put numbers on the claims; each takes minutes, so the chapter reads
-# their results. `python -m mini_transformer.evaluation.experiments.relative_bias_generalisation` trains the
+# The chapter reads the results of committed experiments. First two on look 3 back.
+# `python -m mini_transformer.evaluation.experiments.relative_bias_generalisation` trains the
 # look-3-back model of section 3 with a 16-row learned table and, beside it, with T5's bucketed
-# relative bias (chapter 5), at length 8, and tests both at 16, over ten seeds:
+# relative bias (chapter 5), at length 8 for 600 steps, and tests both at 16, over ten seeds.
+# `python -m mini_transformer.evaluation.experiments.chapter03_learned` retrains section 3's own model
+# (150 steps) on five seeds, measures its rows, its accuracy and loss past 8 and its cached generation
+# as in section 6, and settles the claims of both runs:
 
 # %% tags=["nbval-check-output"]
 from mini_transformer.evaluation.experiments import relative_bias_generalisation
@@ -572,8 +577,13 @@ def cell(values):
 print(f"{'scheme':<9}" + "".join(f"{h:>18}" for h in ("acc at 8", "acc at 16", "acc, 8..15", "loss at 8", "loss, 8..15")))
 for name in ("t5", "learned"):
     print(f"{name:<9}" + "".join(f"{cell([r[k] for r in rbg['per_seed'][name]]):>18}" for k in keys))
+targets = rbg["environment"]["test_sequences"] * (rbg["test_len"] - rbg["train_len"])  # per seed, positions 8..15
+for name in ("t5", "learned"):  # for reading only: the verdicts use the seeds' t interval
+    right = sum(round(r["accuracy_beyond_8"] * targets) for r in rbg["per_seed"][name])
+    p, lo, hi = stats.wilson_interval(right, targets * len(rbg["seeds"]))
+    print(f"{name}, acc 8..15 pooled over the seeds: {right}/{targets * len(rbg['seeds'])}, Wilson {stats.format_interval(p, lo, hi)}")
 learned_record = load_result("chapter03_learned")
-for key in ("t5_accuracy_beyond_8", "learned_accuracy_beyond_8_minus_chance", "neighbours_minus_three_apart"):
+for key in ("t5_accuracy_beyond_8", "learned_accuracy_beyond_8_minus_chance"):
     print(f"{key:<42} {stats.format_record(learned_record['claims'][key])}")
 for key in ("learned_loss_beyond_8_minus_uniform", "chapter_model_loss_beyond_8_minus_uniform"):  # measurements, no claim
     rec = learned_record["claims"][key]
@@ -598,8 +608,37 @@ plt.show()
 # trained 150 steps, is on the other side: over five seeds of it the loss past 8 is 0.63 ± 0.28
 # nats *below* that guess. What separates the two is not tested here: the runs differ in their
 # steps and in their warmup. With an 8-row table the model would not run at all (section 4).
-# The five seeds of section 5's model also settle C7: neighbouring rows are less alike than rows
-# three apart, by 1.08 ± 0.08 in cosine (the task's period, not nearness). And at its own length, on text? The train-short-test-long experiment (a model
+#
+# The five seeds of `chapter03_learned` also settle C7 (section 5's cosines) and C8b (section 6's
+# generation, with the offset ignored):
+
+# %% tags=["nbval-check-output"]
+per_seed = learned_record["per_seed"]
+near = learned_record["claims"]["neighbours_minus_three_apart"]
+neighbour_cosines = " ".join(f"{r['neighbour_cosine']:+.2f}" for r in per_seed)
+print(f"mean cosine of neighbouring rows, per seed: {neighbour_cosines}")
+print(f"neighbours_minus_three_apart               {stats.format_record(near)}; "
+      f"the sinusoidal table: {near['sinusoidal_table']:+.2f}")
+print(f"{'share right at generated position':<34}" + "".join(f"{t:>14}" for t in range(3, 8)))
+for key, name in (("generated_right", "right offsets"), ("generated_offset_ignored", "offset ignored")):
+    spread = [(min(r[key][i] for r in per_seed), max(r[key][i] for r in per_seed)) for i in range(5)]  # over seeds
+    print(f"{name + ', 5 seeds':<34}" + "".join(f"{f'{lo:.2f} to {hi:.2f}' if lo < hi else f'all {lo:.2f}':>14}"
+                                                 for lo, hi in spread))
+degrades = learned_record["claims"]["offset_ignored_minus_right_generated"]
+print(f"offset_ignored_minus_right_generated       {stats.format_record(degrades)}")
+assert max(r["neighbour_cosine"] for r in per_seed) < 0 < near["sinusoidal_table"] and near["verdict"] == "reproduces"
+assert all(r["generated_offset_ignored"][0] == r["generated_right"][0] == 1 for r in per_seed)  # the prompt's pass
+assert degrades["verdict"] == "reproduces"
+
+# %% [markdown]
+# Neighbouring rows point apart in every seed, and are less alike than rows three apart by
+# 1.08 ± 0.08 in cosine, where the sinusoidal table's neighbours are the more alike (C7). With
+# the offset ignored, the first generated token, which the prompt's own pass predicts, is right in
+# every seed; over positions 4 to 7 the share right is 0.48 ± 0.02 below the right offsets' (C8b,
+# "then degrades"). The decline is not steady: position 7 is right again for 0.81 to 1.00 of the
+# prompts.
+#
+# And at its own length, on text? The train-short-test-long experiment (a model
 # with $d_{model} = 64$ trained on the standard library's source at $L = 64$; its whole table is
 # in [chapter 7, §7](07_alibi.py#7.-The-bake-off:-eight-schemes,-trained-at-L,-run-at-8L)), the learned row against the sinusoidal one:
 
@@ -633,20 +672,22 @@ for arm in ("learned", "sinusoidal", "sinusoidal_scaled"):
           + "  ".join(f"{r['loss_at_L']:.3f}" for r in at_L["per_seed"][arm]))
 for key in ("learned_minus_sinusoidal", "learned_minus_sinusoidal_scaled", "sinusoidal_scaled_minus_learned"):
     rec = at_L["claims"][key]
-    print(f"{key:<32} {stats.format_record(rec, 3)}, claimed {rec['claimed']} {rec['threshold']:.2f}")
+    alone = f" (the interval alone: {rec['interval_verdict']})" if "interval_verdict" in rec else ""
+    print(f"{key:<32} {stats.format_record(rec, 3)}{alone}, claimed {rec['claimed']} {rec['threshold']:.2f}")
 gain = at_L["claims"]["sinusoidal_scaled_minus_learned"]
 assert at_L["claims"]["learned_minus_sinusoidal_scaled"]["verdict"] == "reproduces" and min(gain["values"]) > 0.05
-assert gain["verdict"] == "does not reproduce"  # better in every seed, and by more than "slightly" allows
+assert (gain["verdict"], gain["interval_verdict"]) == ("not tested here", "does not reproduce")  # arms still learning
 
 # %% [markdown]
 # Against the table as the formula gives it the learned one is better by 0.246 ± 0.166 nats, but the
 # full-size sinusoidal runs scatter (2.110 to 2.227). Against the table scaled to a token row's size,
-# the fair comparison, the learned table is still better, by 0.099 ± 0.012 nats, in every seed. The
-# book's "better in-distribution" reproduces on this model, and the size confound is not what made
-# it: with the confound removed, the learned table still wins. Its "slightly" states a size. Read as a
-# gain under 0.05 nats, the size under which this workbook calls a change in loss small ("runs long" is a
-# rise under 0.05, chapter 7), the gain of 0.099 ± 0.012 nats is larger in every seed, so "slightly" does
-# not reproduce (C5c). (What the size itself costs
+# which removes the size confound (not every difference: the learned arm's other weights are drawn
+# differently), the learned table is still better, by 0.099 ± 0.012 nats, in every seed. The
+# book's "better in-distribution" reproduces on this model (C5b). Its "slightly" states a size of
+# the gap between trained models, and this run does not reach one: every arm is still learning at
+# 600 steps (the learned arm's loss at $L$ is 1.934 to 1.941 here, 1.61 after the 1500 steps of the
+# train-short-test-long run above), so the gap measures learning speed too. C5c is not tested here; read as a gain under
+# 0.05 nats, the interval alone would say "does not reproduce". (What the size itself costs
 # the sinusoids at $L$, 0.15 ± 0.18 nats over these seeds, is not established: chapter 2, §9.)
 #
 # ## 10. Check yourself on this chapter
@@ -739,17 +780,17 @@ assert gain["verdict"] == "does not reproduce"  # better in every seed, and by m
 # | --- | --- | --- | --- | --- |
 # | C1 | $T_{max}\cdot d$ parameters, 0.8M for GPT-2 small (book §2.2) | $1024 \times 768 = 786\,432$ (§1) | exact §1 | reproduces |
 # | C2 | 100M for a 128k context at $d = 8192$ (book §2.2) | $131\,072 \times 8192 = 1.07$ billion, about ten times more; 100M is a 12k-row table (§1) | exact §1 | does not reproduce |
-# | C3a | The tail is updated rarely, since most sequences are shorter than $T_{max}$ (book §2.2) | every window here has the training length, so no row is "rarely" updated: rows past it get exactly zero gradient, never updated; the book's condition, a spread of lengths, is not in this run (§3) | exact §3 | not tested here |
+# | C3a | The tail is updated rarely, since most sequences are shorter than $T_{max}$ (book §2.2) | every window here has the training length, so no row is "rarely" updated: rows past it get exactly zero gradient, only weight decay moves them; the book's condition, a spread of lengths, is not in this run (§3) | exact §3 | not tested here |
 # | C3b | Untrained positions have no reliable representation (survey §3.1) | rows past the training length stay their random start: after 150 steps they are their start times 0.99751, weight decay alone (§3) | exact §3 | reproduces |
 # | C4 | No position past $T_{max}$ (book TL;DR, §2.2) | `TinyGPT` refuses position 16 of a 16-row table; the committed run refuses 2x, 4x, 8x $L$ (§4, §9) | exact §4 | reproduces |
 # | C5a | Better in-distribution than sinusoids (book TL;DR, §4), against the table as the formula gives it | learned minus sinusoidal: -0.246 ± 0.166 nats at $L = 64$, 3 seeds of 600 steps (§9) | result input_schemes_at_train_len/learned_minus_sinusoidal | reproduces |
-# | C5b | ... against the sinusoidal table scaled to a token row's size, the fair comparison (book TL;DR, §4) | learned minus scaled sinusoidal: -0.099 ± 0.012 nats, lower in every seed (§9) | result input_schemes_at_train_len/learned_minus_sinusoidal_scaled | reproduces |
-# | C5c | ... and only *slightly* better: by under 0.05 nats, the size under which this workbook calls a change in loss small, as for "runs long" (book TL;DR, §4) | the learned table's gain over the scaled sinusoids: 0.099 ± 0.012 nats, 3 seeds of 600 steps, over 0.05 in every seed (§9) | result input_schemes_at_train_len/sinusoidal_scaled_minus_learned | does not reproduce |
+# | C5b | ... against the sinusoidal table scaled to a token row's size, without the size confound (book TL;DR, §4) | learned minus scaled sinusoidal: -0.099 ± 0.012 nats, lower in every seed (§9) | result input_schemes_at_train_len/learned_minus_sinusoidal_scaled | reproduces |
+# | C5c | ... and only *slightly* better: by under 0.05 nats, the size under which this workbook calls a change in loss small, as for "runs long" (book TL;DR, §4) | a size of the gap between trained models, and every arm is still learning at 600 steps (a decoder on text; §4 speaks of encoders); the gain over the scaled sinusoids, 0.099 ± 0.012 nats over 3 seeds, is over 0.05 in every seed, so the interval alone says does not reproduce (§9) | result input_schemes_at_train_len/sinusoidal_scaled_minus_learned | not tested here |
 # | C6a | At 16 after training at 8, a relative bias works: accuracy above 0.9 past position 8, chapter 5's bar for "sensible output" (book §7) | T5: all 10 seeds: 1.00 on positions 8 to 15 (§9) | result chapter03_learned/t5_accuracy_beyond_8 | reproduces |
 # | C6b | ... and the learned table "produces garbage": no better than twice chance past position 8, at most 1/11 above chance, as chapter 5 reads it (book §7) | 0.36 ± 0.04 above chance (0.45 against 0.09), ten seeds, as in chapter 5's C5b (§9) | result chapter03_learned/learned_accuracy_beyond_8_minus_chance | does not reproduce |
-# | C7 | Neighbouring rows are not tied together (survey §3.1) | mean cosine of neighbouring rows minus that of rows three apart: -1.08 ± 0.08, five seeds: the table learns the task's period, not nearness (§5, §9) | result chapter03_learned/neighbours_minus_three_apart | reproduces |
+# | C7 | Neighbouring rows are not tied together (survey §3.1), read as: trained, a table's neighbouring rows can end less alike than rows three apart, where the sinusoidal table's are the more alike | mean cosine of neighbouring rows minus that of rows three apart: -1.08 ± 0.08 over five seeds, the sinusoidal table +0.19; neighbours point apart in every seed (-0.34 to -0.41) (§5, §9) | result chapter03_learned/neighbours_minus_three_apart | reproduces |
 # | C8a | A wrong decode offset is silent (book §2.2) | no error is raised; the prefill matches the full forward pass and every decoded position differs from it (§6) | exact §6 | reproduces |
-# | C8b | ... generation looks fine for a few tokens, then degrades (book §2.2) | §6 measures a different quantity, the logits, which differ from the first decoded position on; how the generated tokens look is not measured with an interval (§6) | exact §6 | not tested here |
+# | C8b | ... generation looks fine for a few tokens, then degrades: with the offset ignored, fewer generated tokens are right after the first than with the right offsets (book §2.2) | greedy from 3-token prompts, five seeds of §3's model: the first generated token right in every seed; over positions 4 to 7, -0.48 ± 0.02 against the right offsets; not steady: position 7 right again for 0.81 to 1.00 (§6, §9) | result chapter03_learned/offset_ignored_minus_right_generated | reproduces |
 #
 # The "raises an index error" half of C6 is C4: a table with 8 rows refuses position 8.
 #

@@ -73,10 +73,12 @@ def test_the_claims_follow_hand_made_per_seed_values():
     assert claims["none_minus_learned"]["verdict"] == "reproduces"
     # sinusoidal - scaled: exactly 0 in every seed -> an interval [0, 0] that contains the threshold 0
     assert claims["sinusoidal_minus_scaled"]["verdict"] == "not established"
-    # "only slightly better": scaled - learned is 0.1 in every seed, over the 0.05 nats "slightly" allows
-    assert claims["sinusoidal_scaled_minus_learned"]["values"] == pytest.approx([0.1] * 3)
-    assert claims["sinusoidal_scaled_minus_learned"]["threshold"] == 0.05
-    assert claims["sinusoidal_scaled_minus_learned"]["verdict"] == "does not reproduce"
+    # "only slightly better": scaled - learned is 0.1 in every seed, over the 0.05 nats "slightly" allows; the
+    # interval's verdict is kept, but the arms are still learning at 600 steps: not tested here
+    slightly = claims["sinusoidal_scaled_minus_learned"]
+    assert slightly["values"] == pytest.approx([0.1] * 3) and slightly["threshold"] == 0.05
+    assert (slightly["interval_verdict"], slightly["verdict"]) == ("does not reproduce", "not tested here")
+    assert "still learning" in slightly["not_tested"]
 
 
 def test_the_encoder_claim_names_its_positive_control():
