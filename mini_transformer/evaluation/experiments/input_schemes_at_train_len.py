@@ -4,9 +4,9 @@ The claims of chapters 1 and 3 about text at the training length rest on this ru
 
 * chapter 1, C6: a decoder with no positional scheme (``none``) underperforms one with a scheme;
 * chapter 3, C5: a learned table is "slightly better in-distribution" than the sinusoids (C5b, better:
-  ``learned_minus_sinusoidal_scaled``; C5c, only slightly, by under 0.05 nats: ``sinusoidal_scaled_minus_learned``, not tested here, since every arm
-  is still learning at 600 steps;
-  chapter 12's C2a and C2b settle the book's "marginally better" with the same two records).
+  ``learned_minus_sinusoidal_scaled``; C5c, only slightly, by under 0.05 nats: ``sinusoidal_scaled_minus_learned``,
+  not tested here, since every arm is still learning at 600 steps; chapter 12's C2a and C2b settle the book's
+  "marginally better" with the same two records).
 
 The bake-off of chapter 7 trains one seed for 1500 steps; this run trains three for 600 (to keep
 the run within about half an hour on a shared 2-core machine), so its losses sit above the bake-off's. And its sinusoidal model adds the table as the
