@@ -39,13 +39,13 @@
 #
 # | # | claim (source) | your prediction | settled in |
 # | --- | --- | --- | --- |
-# | C1 | A checkpoint must record rope_theta, the rotary width, the pairing, the training and target lengths, the scaling and what a position id means (survey §9.1); each changes what the weights compute | | §1 |
+# | C1 | The base, the rotary dimension, the scaling, the training length and what a position id means each change how a model behaves (survey, Table 4's closing paragraph) | | §1 |
 # | C2 | The two pairing conventions are the same model up to a fixed permutation of channels, and weights are not interchangeable between them (book §2.4, survey §5.3) | | §3 |
 # | C3 | Values are not rotated (survey §5.3), so a port leaves them alone | | §3 |
 # | C4 | Decoupling the rotary subspace is what keeps MLA compatible with low-rank KV compression (survey Table 4, DeepSeek-V2/V3) | | §5 |
 # | C5 | An attention layer without any position encoding can still be order-sensitive when another layer supplies position (survey Table 4: Kimi K3's NoPE attention and its Delta Attention layers) | | §6 |
 # | C6 | For Llama 2 ($d_h = 128$, $T_{train} = 4096$) $d_{extra} = 92$: the last 36 dimensions never see a full period (survey §6.2) | | §7 |
-# | C7 | "Uses RoPE" is not a complete configuration: base, rotary width, scaling and training length all change the behaviour (survey, Table 4's closing paragraph) | | §7 |
+# | C7 | "Uses RoPE" is not a complete configuration (survey, Table 4's closing paragraph) | | §7 |
 #
 # ## The exercises
 #
@@ -99,9 +99,11 @@ def logits(model, ids, **kwargs):
 # training length and the target length, the scaling type and its factors, and what a position
 # id means under packing, prefix caches and sliding windows.
 #
-# This library writes all of that into every checkpoint: `checkpoint.positional_signature(model)`
-# is the scheme's name, every setting the scheme declares and every config field it reads, what
-# they imply, the head size, and a sentence on how position ids are read. Here is a RoPE model's.
+# This library writes the first five into every checkpoint, and for the last one fixed sentence:
+# `checkpoint.positional_signature(model)` is the scheme's name, every setting the scheme declares
+# and every config field it reads, what they imply, the head size, and a sentence on how position
+# ids are read, the same whatever packing, prefix-cache or window policy serves the model. Here is
+# a RoPE model's.
 
 # %%
 from mini_transformer.model.checkpoint import load_checkpoint, positional_signature, read_checkpoint, save_checkpoint
@@ -124,12 +126,14 @@ for key, value in signature.items():
 # | dimension pairing layout | `rope_interleaved`, `pairing` |
 # | original training length and target length | `max_len`, `original_max_position_embeddings`, `target_max_position_embeddings` |
 # | scaling type, factor, attention factor, per-dimension factors | `rope_scaling` (the whole block), `rope_type` |
-# | what a position id means | `position_ids` |
+# | what a position id means | `position_ids`: one fixed sentence, no policy |
 #
-# Claim C1 says each of these changes what the weights compute. The models of this chapter are
-# untrained, and an untrained model's query and key weights are so small that attention is nearly
-# uniform and a change of position changes almost nothing; `clinic.sharpen(model)` redraws them
-# (and the biases) at the scale of a trained model's. Measure it: load the same
+# The survey's Table 4 closes by saying that the base, the rotary dimension, the scaling, the
+# training length and what a position id means all change how a model behaves (claim C1). The
+# models of this chapter are untrained, and an untrained model's query and key weights are so small
+# that attention is nearly uniform and a change of position changes almost nothing;
+# `clinic.sharpen(model)` redraws `W_qkv` at standard deviation `0.5` and the biases at `0.1`, so
+# that attention is far from uniform. Measure it: load the same
 # weights into a model with one setting changed, feed both the same 32 tokens, and take the
 # largest change of any logit. (The untrained output layer keeps every logit small, so the largest
 # logit is printed too: a change as large as the logits themselves is a different model.)
@@ -174,10 +178,14 @@ assert effect["position ids shifted by 5 (RoPE)"] < 1e-12 < 0.1 < effect["positi
 # * The training length matters through the scaling. With no scaling block, `max_len` changes
 #   nothing RoPE computes (0.0); with YaRN it sets where the ramp between interpolated and kept
 #   pairs sits, and the logits move. The signature records it either way, which is the safe side.
+#   This changes a config field on fixed weights; the survey's training length is the length the
+#   weights were trained at, which this section does not vary.
 # * What a position id means matters differently per scheme. Shifting every id by 5 (a packed
 #   document that does not restart at 0) changes a RoPE model by rounding only, because RoPE sees
 #   offsets, and a learned table by 0.35. For RoPE, what breaks is ids whose *differences* change:
 #   a sliding window that renumbers tokens by slot (chapter 10), or the decode bug of chapter 6.
+#   A uniform shift is not one of the survey's cases (packing, prefix caches, sliding windows),
+#   which this section does not run.
 #
 # Now the refusal. Save the model, then load the file into a model whose only difference is
 # the pairing. `load_checkpoint` compares the two signatures and names the first setting that
@@ -450,8 +458,8 @@ fig.tight_layout()
 #
 # *Why it matters:* a wrong port crashes nothing and passes every shape check. Several wrong
 # ports even pass a test that looks reasonable: one head, or heads of 4 channels, or a fresh
-# model, or a comparison of attention scores alone, or a checkpoint with one key-value head per
-# query head each hide one of them.
+# model, or a comparison of attention scores alone, or a model whose every channel turns, or a
+# checkpoint with one key-value head per query head each hide one of them.
 #
 # Write `test_port(port_qk_weights)` in `exercises/checkpoints.py`: build an interleaved
 # `TinyGPT`, give it weights, port its state dict into a rotate-half `TinyGPT` of the same
@@ -565,7 +573,9 @@ assert xp.allclose(q_new, q_old[..., P], atol=1e-12) and not xp.allclose(q_bad, 
 # $q_i^\top k_j = q_i^\top W^{UK} c_j = (W^{UK\top} q_i)^\top c_j$. Move $W^{UK}$ onto the
 # query once and score against the cached latents. With RoPE on the keys the matrix between
 # them is $R_i^\top R_j W^{UK} = R_{j-i} W^{UK}$: it changes with $j - i$, so no single matrix
-# can be absorbed, and you would have to decompress and cache every head's rotated keys.
+# serves every distance, and you would have to recompute every prefix token's keys at each step
+# (DeepSeek-V2 §2.1.3) or cache every head's rotated keys. The cell also tries the shortcut with
+# the rotation dropped: one wrong choice, not the best one matrix can do.
 
 # %%
 d_model5, d_c, d_head5, T5 = 32, 8, 16, 6
@@ -581,11 +591,11 @@ cos5, sin5 = rope16(T5)
 content = q5 @ k5.T
 content_absorbed = (q5 @ W_UK.T) @ c.T           # never decompresses a key
 with_rope = apply_rotary(q5, cos5, sin5) @ apply_rotary(k5, cos5, sin5).T
-rope_absorbed = (apply_rotary(q5, cos5, sin5) @ W_UK.T) @ c.T   # the best one matrix can do: it ignores R_j
+rope_absorbed = (apply_rotary(q5, cos5, sin5) @ W_UK.T) @ c.T   # the shortcut with R_j dropped
 
 # %% tags=["nbval-check-output"]
 print(f"no RoPE, scored against the cached latents: largest error {float(xp.abs(content - content_absorbed).max()):.1e}")
-print(f"RoPE on the keys, scored against latents:   largest error {float(xp.abs(with_rope - rope_absorbed).max()):.2f}"
+print(f"RoPE on the keys, R_j dropped, against latents: largest error {float(xp.abs(with_rope - rope_absorbed).max()):.2f}"
       f" (scores up to {float(xp.abs(with_rope).max()):.2f})")
 assert float(xp.abs(content - content_absorbed).max()) < 1e-12 < 0.1 < float(xp.abs(with_rope - rope_absorbed).max())
 
@@ -593,12 +603,12 @@ assert float(xp.abs(content - content_absorbed).max()) < 1e-12 < 0.1 < float(xp.
 # So MLA keeps the compressed part position-free and adds a separate rotary part of width
 # $d_{rope}$: a rotary query per head and **one rotary key per token, shared by all heads**,
 #
-# $$s_{ij} = \frac{q_i^{C\top} k_j^{C} + (R_i q_i^{R})^\top (R_j k_j^{R})}{\sqrt{d}}.$$
+# $$s_{ij} = \frac{q_i^{C\top} k_j^{C} + (R_i q_i^{R})^\top (R_j k_j^{R})}{\sqrt{d_{head} + d_{rope}}}.$$
 #
 # The rotary key depends on token $j$ alone, so it is rotated once, when the token arrives, and
 # cached beside the latent: the cache holds $d_c + d_{rope}$ numbers per token and layer. This
-# library's `decoupled_rope` scheme (`positional/decoupled_rope.py`) computes exactly this
-# rotary part; `rotary_query` and `rotary_key` give its two factors. Check: their product is the
+# library's `decoupled_rope` scheme (`positional/decoupled_rope.py`) computes this rotary part,
+# with the differences below; `rotary_query` and `rotary_key` give its two factors. Check: their product is the
 # scheme's score term, the key is `(B, 1, T, d_rope)`, and keys cached from a shorter prefix are
 # the first rows of the longer sequence's, rotated once and never again.
 
@@ -639,10 +649,11 @@ print(f"MLA: latent {v3['kv_lora_rank']} + shared rotary key {v3['qk_rope_head_d
 assert (every_head, mla_cache) == (40960, 576)
 
 # %% [markdown]
-# Two honest differences of this library's scheme from MLA (its docstring says so): the
-# content part is attention's own full per-head queries and keys, not a compressed latent, and
-# its cache stores those content keys and recomputes the rotary key from them at each step
-# instead of caching it. The scores are the same; the memory saving is not reproduced here.
+# Three differences of this library's scheme from MLA. The content part is attention's own
+# per-head queries and keys, not a compressed latent, and $q^R$, $k^R$ are linear maps of them.
+# Both terms are divided by $\sqrt{d_{head}}$, not their sum by $\sqrt{d_{head} + d_{rope}}$. And
+# its cache stores the content keys and recomputes the rotary key from them at each step instead
+# of caching it (the docstring names these last two). The memory saving is not reproduced here.
 #
 # ## 6. NoPE and RoPE in one model
 #
@@ -753,23 +764,45 @@ ax.legend(fontsize=8)
 fig.tight_layout()
 
 # %% [markdown]
-# A NoPE layer above a RoPE layer is order-sensitive, as much as the RoPE layers of these models
-# are (0.51, against 0.4 to 0.67): its inputs already differ by position, and attention passes
-# that on. Below the RoPE layer, the NoPE layer is equivariant to rounding (3.2e-16). Kimi K3's recipe, per the survey, relies on the first fact
+# A block's output carries its input through the residual stream, so layer 1's 0.51 above a RoPE
+# layer is partly layer 0's change passed on. The attention itself, what the NoPE layer adds:
+
+# %%
+def attention_outputs(encoder, ids):
+    """What each layer's attention adds to the residual stream, (B, T, d_model), at positions 0 .. T - 1."""
+    x, pos, outs = encoder.positional.embed(encoder.tok(ids), 0), xp.arange(ids.shape[1]), []
+    with no_grad():
+        for block in encoder.blocks:
+            outs.append(block.attn(block.norm1(x), encoder.positional, pos, pos, None, None).data)
+            x = block(x, encoder.positional, pos, pos, None, None)
+    return outs
+
+
+encoder = sharpen(TinyEncoder(enc_cfg))            # the weights of the loop above
+encoder.positional = RoPEInLayers(enc_cfg.d_head, [0])
+a, b = attention_outputs(encoder, enc_ids)[1], attention_outputs(encoder, enc_ids[:, shuffle])[1]
+nope_attention = float(xp.abs(b - a[:, shuffle]).max() / xp.abs(a).max())
+
+# %% tags=["nbval-check-output"]
+print(f"RoPE in layer 0, NoPE in layer 1: layer 1's attention output changes by {nope_attention:.2f} of its largest value")
+assert nope_attention > 0.1
+
+# %% [markdown]
+# Above a RoPE layer, the NoPE layer's own attention output is order-sensitive (0.60); below the
+# RoPE layer, the NoPE layer is equivariant to rounding (3.2e-16). Kimi K3's recipe, per the survey, relies on the first fact
 # with a different supplier of order (a gated recurrence instead of a rotation), which this
 # library does not have; the measurement here is the mechanism, not that model.
-#
-# One more property comes for free: a NoPE layer's keys carry no position, so no context length
-# can push them out of a trained range.
 #
 # ## 7. Published models, side by side
 #
 # `model_configs.MODELS` stores the positional settings of published models with the keys of
 # their own `config.json`, each with its source; `describe_model(name)` turns one into numbers.
 # Here they are together, with this book's tiny model for scale. $r$ is the rotary width,
-# $L$ the length trained at (before any extension), and $r_{crit}$ the critical pair: the first
-# pair whose wavelength $2\pi/\theta_i$ reaches $L$ (survey §6.1, eq. 39). From $r_{crit}$ on,
-# pairs never completed a turn in training.
+# $L$ the training length the config names (`original_max_position_embeddings` where it has one,
+# else `max_position_embeddings`; for Code Llama and Qwen2 that is already a length they were
+# extended to, survey Table 4), `max pos` is `max_position_embeddings`, and $r_{crit}$ the
+# critical pair: the first pair whose wavelength $2\pi/\theta_i$ reaches $L$ (survey §6.1, eq. 39).
+# From $r_{crit}$ on, pairs never completed a turn in training.
 
 # %%
 rows = []
@@ -784,7 +817,7 @@ for name in MODELS:
         serves=info.get("max_position_embeddings"), scaling=scaling.get("rope_type", scaling.get("type", "-")),
         crit=info["critical_dimension"].pair, shortest=float(info["base_wavelengths"][0]),
         longest=float(info["base_wavelengths"][-1]), wavelengths=to_numpy(info["base_wavelengths"]))))
-from mini_transformer.positional.rope_scaling import critical_dimension, wavelengths
+from mini_transformer.positional.rope_scaling import by_parts_ramp, critical_dimension, wavelengths
 
 tiny = dict(r=32, theta=10000.0, L=64, serves=64, scaling="-", crit=critical_dimension(32, 10000.0, 64).pair,
             shortest=float(wavelengths(32, 10000.0)[0]), longest=float(wavelengths(32, 10000.0)[-1]),
@@ -792,7 +825,7 @@ tiny = dict(r=32, theta=10000.0, L=64, serves=64, scaling="-", crit=critical_dim
 rows.append(("this book's TinyGPT", "rope", tiny))
 
 # %% tags=["nbval-check-output"]
-print(f"{'model':<26}{'mechanism':<17}{'r':>4}{'theta':>8}{'L':>8}{'serves':>8}{'scaling':>9}"
+print(f"{'model':<26}{'mechanism':<17}{'r':>4}{'theta':>8}{'L':>8}{'max pos':>8}{'scaling':>9}"
       f"{'r_crit':>7}{'never turned':>14}{'longest':>10}")
 for name, mech, x in rows:
     if x is None:
@@ -805,17 +838,20 @@ for name, mech, x in rows:
 published = {name: x for name, mech, x in rows if x is not None and name in MODELS}
 crits = sorted((x["crit"], name) for name, x in published.items())
 nevers = sorted((x["r"] // 2 - x["crit"]) / (x["r"] // 2) for x in published.values())
-past = {name: x["serves"] / x["L"] for name, x in published.items()
-        if x["scaling"] != "-" and x["serves"] is not None and x["serves"] > x["L"]}
+blocks = {name: (x["scaling"], MODELS[name]["rope_scaling"].get("factor")) for name, x in published.items()
+          if x["scaling"] != "-"}  # the block's own factor; LongRoPE's per-pair lists are not stored
 # the never-turned share, derived: pair i turns in training when 2 pi theta^(2i/r) < L, so about
 # 1 - ln(L / 2 pi) / ln(theta) of the pairs never do (up to one pair of rounding)
 gaps = [abs((x["r"] // 2 - x["crit"]) / (x["r"] // 2) - (1 - math.log(x["L"] / (2 * math.pi)) / math.log(x["theta"])))
         * (x["r"] // 2) for x in published.values()]
 print(f"published models: critical pairs {crits[0]} .. {crits[-1]}; never turned {nevers[0]:.0%} .. {nevers[-1]:.0%}")
-print("a scaling block stretching past original_max_position_embeddings:", {n: f"{v:g}x" for n, v in past.items()})
+print("scaling blocks (type, factor):", ", ".join(f"{n} {t} {'-' if f is None else f'x{f:g}'}"
+                                                  for n, (t, f) in blocks.items()))
 print(f"the share against 1 - ln(L / 2 pi) / ln(theta): at most {max(gaps):.2f} of a pair apart")
 assert (crits[0][0], crits[-1][0], round(nevers[0], 2), round(nevers[-1], 2)) == (11, 100, 0.22, 0.45)
-assert sorted(past) == ["DeepSeek-V3", "Llama-3.1-8B", "Phi-3-mini-128k-instruct", "Qwen3-0.6B"] and max(gaps) <= 1
+assert blocks == {"Llama-3.1-8B": ("llama3", 8.0), "Qwen2-7B-Instruct": ("yarn", 4.0), "Qwen3-0.6B": ("yarn", 4.0),
+                  "Phi-3-mini-128k-instruct": ("longrope", None), "DeepSeek-V2-Lite": ("yarn", 40),
+                  "DeepSeek-V3": ("yarn", 40)} and max(gaps) <= 1
 
 # %%
 fig, ax = plt.subplots(figsize=(8, 4.5))
@@ -894,9 +930,10 @@ assert all(agree.values())
 # %% [markdown]
 # ### Exercise 11.4: `critical_pair`   ★★ · 10 min
 #
-# *Why it matters:* the critical pair is where extrapolation breaks and where YaRN's and
-# LongRoPE's per-pair treatment starts (chapter 8); reading the wrong length from the config
-# moves it by several pairs.
+# *Why it matters:* from the critical pair on, pairs never completed a turn in training, the
+# dimensions the survey calls more prone to instability past the training length (§6.2), and
+# the ones YaRN (with $\alpha = 1$) interpolates fully (chapter 8); reading the wrong length from
+# the config moves it by several pairs.
 #
 # Write `critical_pair(config)`: $r_{crit} = \min\{i : 2\pi/\theta_i \ge L\}$ with the
 # frequencies of Exercise 11.3 and $L$ the length the model was *trained* at:
@@ -930,16 +967,20 @@ reveal("checkpoints", "critical_pair")
 # %% [markdown]
 # The survey works one case by hand (§6.2): Llama 2, $d_h = 128$, $T_{train} = 4096$, gives
 # $d_{extra} = 2\lceil \tfrac{d_h}{2}\log_{10000}\tfrac{T_{train}}{2\pi}\rceil = 92$ dimensions, that
-# is 46 pairs, and the remaining 36 dimensions never see a full period (claim C6). Llama 3.1
-# serves 131072 tokens but was trained at 8192: its critical pair comes from 8192.
+# is 46 pairs, and the remaining 36 dimensions never see a full period (claim C6). Llama 3.1's
+# config names 8192 as its original length and 131072 as its maximum position: its critical pair
+# comes from 8192.
 
 # %% tags=["nbval-check-output"]
 d_extra = 2 * math.ceil(128 / 2 * math.log(4096 / (2 * math.pi), 10000))
 print(f"the survey's formula for Llama 2: d_extra = {d_extra}; yours: critical pair {critical_pair(MODELS['Llama-2-7B'])}"
       f", so {128 - 2 * critical_pair(MODELS['Llama-2-7B'])} dimensions never turn")
-print(f"Llama 3.1 (trained at 8192, serves 131072): critical pair {critical_pair(MODELS['Llama-3.1-8B'])}"
+print(f"Llama 3.1 (original 8192, maximum 131072): critical pair {critical_pair(MODELS['Llama-3.1-8B'])}"
       f"; read at 131072 it would be {critical_pair(dict(MODELS['Llama-3.1-8B'], rope_scaling=None))}")
-assert d_extra == 92 and critical_pair(MODELS["Llama-2-7B"]) == 46
+ramp = [float(k) for k in by_parts_ramp(128, 10000.0, 4096)]  # YaRN's share kept per pair, alpha 1, beta 32
+print(f"YaRN's ramp for Llama 2: pairs 0 .. {ramp.index(next(k for k in ramp if k < 1)) - 1} kept, "
+      f"fully interpolated from pair {ramp.index(0.0)}")
+assert d_extra == 92 and critical_pair(MODELS["Llama-2-7B"]) == 46 == ramp.index(0.0)
 assert all(critical_pair(MODELS[name]) == describe_model(name)["critical_dimension"].pair for name in agree)
 
 # %% [markdown]
@@ -949,13 +990,11 @@ assert all(critical_pair(MODELS[name]) == describe_model(name)["critical_dimensi
 # training when $2\pi\,\theta^{2i/r} < L$; the cell checks it to within one pair), so at a given
 # training length raising the base (Code Llama $10^6$, Llama 3 500 000) *raises* that share, and
 # a longer $L$ lowers it: the slow pairs slow down further, so more of them never finish a turn in
-# training, which is the room they leave for interpolation later. And four of the configurations
-# carry a scaling block that stretches the positions past `original_max_position_embeddings`, the
-# length the base was first trained at (16x to 40x; Qwen3-0.6B 1.25x), and a port must carry it along
-# (section 1): dropping it is the "angles past the trained range" bug of chapter 12's clinic. That is
-# not the same as serving past what the model was trained on: Llama 3.1 and DeepSeek-V3 were trained
-# further at their long length with the block in place, and Qwen's YaRN block is opt-in, added by hand
-# for long inputs (`model_configs` says so), not in the shipped `config.json`.
+# training. And six of the entries carry a scaling block, printed with its own factor (Phi-3's
+# LongRoPE block has per-pair factor lists instead, not stored here), and a port must carry it along
+# (section 1): dropping it is the "angles past the trained range" bug of chapter 12's clinic. The two
+# Qwen blocks are opt-in: the shipped `config.json` has none, and the block is added by hand for long
+# inputs (`model_configs` notes say so).
 #
 # ## 8. Check yourself on this chapter
 #
@@ -980,10 +1019,13 @@ assert all(critical_pair(MODELS[name]) == describe_model(name)["critical_dimensi
 # %% [markdown] tags=["answer"]
 # <details><summary>Answer</summary>
 #
-# One head: a permutation across all heads at once is the same as one inside the head, and a
-# port of the first head only is complete. Four channels: $P = (0, 2, 1, 3)$ is its own inverse,
-# so the inverse permutation is right too. Zero biases: a bias left unported changes nothing.
-# Add several heads of 8 or more, random biases, and a partial-rotary model.
+# Six of the grader's eight. One head: a permutation across all heads at once is the same as one
+# inside the head, and a port of the first head only is complete. Four channels: $P = (0, 2, 1,
+# 3)$ is its own inverse, so the inverse permutation is right too. Zero biases: a bias left
+# unported changes nothing. Such a model also turns every channel and has a key-value head per
+# query head, so a port that ignores `rotary_dim` or cuts the keys by the query head count is
+# right on it. Add several heads of 8 or more, random biases, a partial-rotary model and a
+# grouped-query checkpoint.
 # </details>
 
 # %% [markdown]
@@ -1006,8 +1048,9 @@ assert all(critical_pair(MODELS[name]) == describe_model(name)["critical_dimensi
 #
 # Without RoPE the score is $(W^{UK\top} q_i)^\top c_j$: the up-projection moves onto the query
 # once and the cached latent is enough (section 5: error 3e-15). With RoPE the matrix between
-# query and latent is $R_{j-i} W^{UK}$, different for every distance, so no single matrix can be
-# absorbed (error 5.2 on scores up to 12.8); you would have to cache every head's rotated key.
+# query and latent is $R_{j-i} W^{UK}$, different for every distance, so no single matrix serves
+# every distance; you would have to recompute every prefix token's keys at each step (DeepSeek-V2
+# §2.1.3) or cache every head's rotated keys.
 # The decoupled rotary key is one vector per token of width $d_{rope}$, rotated once: DeepSeek-V3
 # caches 512 + 64 = 576 numbers per token and layer instead of 40 960.
 # </details>
@@ -1037,18 +1080,18 @@ assert all(critical_pair(MODELS[name]) == describe_model(name)["critical_dimensi
 #
 # | # | claim (source) | what this model did | evidence | verdict |
 # | --- | --- | --- | --- | --- |
-# | C1a | the base, the rotary width, the pairing and the scaling each change what the weights compute (survey §9.1) | each changes the logits by 0.20 to 0.30, as much as the logits themselves (at most 0.32) | exact §1 | reproduces |
-# | C1b | the training length changes what the weights compute (survey §9.1), under a scaling block | `max_len` 32 to 64 under YaRN x4 moves the logits by 0.16 | exact §1 | reproduces |
-# | C1c | the same, without a scaling block | `max_len` 32 to 64 changes nothing RoPE computes: 0.0 exactly (it is recorded anyway, the safe side) | exact §1 | does not reproduce |
-# | C1d | what a position id means changes what the weights compute (survey §9.1), for a learned table | every id shifted by 5: the logits move by 0.35 | exact §1 | reproduces |
-# | C1e | the same, for RoPE and a uniform shift (a packed document that does not restart at 0) | 3.3e-16: RoPE sees differences of ids only; what breaks it is a change of differences (chapters 6, 10) | exact §1 | does not reproduce |
+# | C1a | the base, the rotary dimension and the scaling each change how a model behaves (survey, Table 4's closing paragraph) | on the same weights, each changes the logits by 0.20 to 0.30, as much as the logits themselves (at most 0.32) | exact §1 | reproduces |
+# | C1b | the training length changes how a model behaves (survey, Table 4's closing paragraph), under a scaling block | not the length the weights trained at: only the config field `max_len`, 32 to 64 under YaRN x4 on fixed weights, moves the logits by 0.16 | exact §1 | not tested here |
+# | C1c | the same, without a scaling block | the config field alone, 32 to 64: 0.0 exactly, nothing RoPE computes reads it | exact §1 | not tested here |
+# | C1d | what a position id means changes how a model behaves (survey, Table 4's closing paragraph), for a learned table | none of the survey's cases (packing, prefix caches, sliding windows) ran: every id shifted by 5 moves the logits by 0.35 | exact §1 | not tested here |
+# | C1e | the same, for RoPE | none of the survey's cases ran: every id shifted by 5 moves the logits by 3.3e-16, since RoPE sees differences of ids only (chapter 10 runs a window that renumbers them) | exact §1 | not tested here |
 # | C2a | the two pairings are one model up to a fixed channel permutation (book §2.4, survey §5.3) | ported per head: 3.3e-16 (4.4e-16 with partial rotary, 3.1e-16 grouped-query); ported as if every channel turned: 0.30; keys permuted by the query head count: 0.35; layer 0's rotated queries agree after $P$ to 0.0e+00 (§4) | exact §3 | reproduces |
-# | C2b | ... and the weights are not interchangeable (book §2.4, survey §5.3) | loaded as they are, without the permutation: logits off by 0.37 (§4) | exact §3 | reproduces |
+# | C2b | ... and the weights are not interchangeable (book §2.4, survey §5.3) | loaded as they are, without the permutation: logits off by 0.37 (§3) | exact §3 | reproduces |
 # | C3 | values are not rotated, so a port leaves them alone (survey §5.3) | the port that leaves the value block matches to 3.3e-16; the same port with the values permuted too moves the logits by 0.45 | exact §3 | reproduces |
-# | C4 | decoupling the rotary subspace keeps MLA compatible with low-rank KV compression (survey Table 4) | content scores from cached latents: error 3e-15; RoPE on the keys breaks it (error 5.2 on scores up to 12.8); the rotary key is one $(d_{rope})$ vector per token, rotated once: 576 numbers instead of 40 960 at DeepSeek-V3's size | exact §5 | reproduces (a derivation on numbers; no MLA model was trained, and this library's scheme does not reproduce the memory saving) |
-# | C5 | a NoPE attention layer is order-sensitive when another layer supplies position (survey Table 4, Kimi K3) | in a two-layer encoder, NoPE above RoPE: 0.51 change under a shuffle; NoPE below it: 3.2e-16 | exact §6 | reproduces, with a RoPE layer as the supplier (Kimi K3's Delta Attention is not in this library) |
+# | C4 | decoupling the rotary subspace keeps MLA compatible with low-rank KV compression (survey Table 4) | content scores from cached latents: error 3e-15; with RoPE on the keys the matrix between query and latent changes with $j - i$ (the derivation of §5); the rotary key is one $(d_{rope})$ vector per token, rotated once: 576 numbers instead of 40 960 at DeepSeek-V3's size | exact §5 | reproduces (a derivation on numbers; no MLA model was trained, and this library's scheme does not reproduce the memory saving) |
+# | C5 | a NoPE attention layer is order-sensitive when another layer supplies position (survey Table 4, Kimi K3) | in a two-layer encoder, the NoPE layer's attention output above a RoPE layer changes by 0.60 under a shuffle; the NoPE layer below it by 3.2e-16 | exact §6 | not tested here: the survey's supplier, Kimi Delta Attention, is not in this library; with a RoPE layer as the supplier the NoPE layer is order-sensitive |
 # | C6 | Llama 2: $d_{extra} = 92$, the last 36 dimensions never see a full period (survey §6.2) | the survey's formula gives 92; the critical pair is 46, so 36 dimensions never turn | exact §7 | reproduces |
-# | C7 | "uses RoPE" is not a complete configuration (survey, Table 4's closing paragraph) | 14 published RoPE models: critical pairs from 11 to 100, never-turned shares from 22% to 45%, four served past their training length by a scaling block | exact §7 | reproduces |
+# | C7 | "uses RoPE" is not a complete configuration (survey, Table 4's closing paragraph) | 14 published RoPE models: critical pairs from 11 to 100, never-turned shares from 22% to 45%, six with a scaling block (factors 4 to 40 where it has one) and eight without | exact §7 | reproduces |
 #
 # ## 10. Where next
 #
