@@ -119,9 +119,9 @@ def test_claims_follow_the_counts():
     # last layer minus first: -0.40, -0.39, -0.38, a t interval of -0.39 ± 0.025 (t_0.975,2 = 4.303, s = 0.01)
     assert claims["C4_depth_softmax"]["mean"] == pytest.approx(-0.39)
     assert claims["C4_depth_softmax"]["half_width"] == pytest.approx(4.303 * 0.01 / math.sqrt(3), abs=1e-4)
-    # wholly below 0, but the claim is stated in exercise 6's setting (the repetitive corpus), not Bigram-Backcopy
-    assert claims["C4_depth_softmax"]["interval_verdict"] == "does not reproduce"
-    assert claims["C4_depth_softmax"]["verdict"] == "not tested here"
+    # wholly below 0: the mass falls with depth, against the claim (settled here, as the eviction claim C6 is)
+    assert claims["C4_depth_softmax"]["verdict"] == "does not reproduce"
+    assert not claims["C4_depth_softmax"].get("not_tested")
     # every policy 1.0: the window without sinks loses 0, under the 0.05 of "breaks", but no positive control: no
     # arm in which evicting the first tokens is known to cost more than the bar
     assert claims["C5_breaks_softmax"]["interval_verdict"] == "does not reproduce" and claims["C5_breaks_softmax"]["threshold"] == 0.05
