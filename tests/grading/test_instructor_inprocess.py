@@ -750,6 +750,18 @@ def test_module_file_names_the_linked_folders_it_did_not_search(tmp_path):
                       "follow: hand in the folders themselves.", link=True))
 
 
+def test_a_refused_link_is_named_from_the_folder_given_and_in_full_outside_it(tmp_path):
+    target = put(tmp_path, "elsewhere/toy.py")
+    (tmp_path / "s" / "alice" / "exercises").mkdir(parents=True)
+    (tmp_path / "s" / "alice" / "exercises" / "toy.py").symlink_to(target)
+    alice = tmp_path / "s" / "alice"
+    assert instructor.module_file(alice, "toy", tmp_path) == (  # two floors up: the name starts there, not at s/
+        None, Problem("s/alice/exercises/toy.py is a link; hand in the file itself.", link=True))
+    full = tmp_path.resolve() / "s" / "alice" / "exercises" / "toy.py"  # elsewhere/ does not hold alice: in full
+    assert instructor.module_file(alice, "toy", tmp_path / "elsewhere") == (
+        None, Problem(f"{full} is a link; hand in the file itself.", link=True))
+
+
 @pytest.mark.parametrize("links, sentence", [
     (["exercises"], "no toy.py in this student's folder; ivan/exercises is a link, which the grader does not "
                     "follow: hand in the folder itself."),
