@@ -549,11 +549,11 @@ for key in ("C3_fails_past_L_softmax", "C3_fails_past_L_sigmoid_normalised"):
     print(f"full attention minus recomputing the window, {key[16:]}: {stats.format_record(control['claims'][key], 4)}")
 for key in ("C3_softmax", "C3_sigmoid_normalised"):
     print(f"4 sinks at text minus at slot positions, {key[3:]}: {stats.format_record(control['claims'][key], 3)}")
-for arm in ("sigmoid", "relu"):                 # the arms with no sink: per seed, and a t interval over seeds
+for arm in ("sigmoid", "relu"):                 # no head over 0.3 of raw weight: per seed, and a t interval over seeds
     gaps = [r["stream_past_L"]["window + 4 sinks (text positions)"] - r["stream_past_L"]["window + 4 sinks (slot)"]
             for r in control["runs"] if r["arm"] == arm]
     mean, _, lo, hi = stats.t_interval(gaps)
-    print(f"the same, {arm} (no sink): seeds {', '.join(f'{g:.4f}' for g in gaps)}; "
+    print(f"the same, {arm} (no raw-weight sink): seeds {', '.join(f'{g:.4f}' for g in gaps)}; "
           f"{stats.format_interval(mean, lo, hi, 3)} [{lo:.4f}, {hi:.4f}]")
 print("slot minus logical (text) positions, softmax:", stats.format_record(control["claims"]["C1_window_logical_softmax"], 3))
 
@@ -571,7 +571,7 @@ assert abs(past["softmax"]["window (slot)"] - past["softmax"]["recompute window"
 # more than recomputing the window: that model fails past L. The softmax model's failure past L is
 # not established: full attention minus recomputing the window is 0.0049 ± 0.0085 (an interval
 # holding 0), and text minus slot positions costs it 0.004 ± 0.004, a tenth of the normalised
-# sigmoid's. Of the two arms with no sink, the unnormalised sigmoid notices text positions a little
+# sigmoid's. Of the two arms with no raw-weight sink, the unnormalised sigmoid notices text positions a little
 # on every seed (0.006 ± 0.003, [0.0033, 0.0095], wholly above 0), ReLU's interval holds 0
 # (0.037 ± 0.056). Why the softmax model is so indifferent is an explanation not tested here: its
 # heads may find BOS and the previous token by content rather than by distance, which the drift
@@ -713,7 +713,7 @@ except AssertionError as e:
 # `evaluation.attention_mass(model, x)` returns that average for every layer and head.
 #
 # The claims about a sink (C4a, C4c, C4d, C7a to C7c) need a bar on that share, since "large mass"
-# and "forms none" name no number: a sink forms when **more than 0.1** of a model's heads are sink
+# and "no large raw weight" name no number: a sink forms when **more than 0.1** of a model's heads are sink
 # heads (more than one head in ten), and "none" is a share under 0.1. One bar for both keeps
 # "forms" and "none" the two sides of one line; "none" cannot be a share of exactly 0, since no
 # interval can lie wholly below 0. The verdicts over seeds below do not hang on where the bar sits:
@@ -908,7 +908,7 @@ for layer in range(len(mech[0])):
         ("residual_peak_bos", 13), ("residual_peak_others_median", 16))))
 sigmoid_mech = [r["mechanism"][0] for r in control["runs"] if r["arm"] == "sigmoid"]
 peaks = [sum(m[key] for m in sigmoid_mech) / len(sigmoid_mech) for key in ("residual_peak_bos", "residual_peak_others_median")]
-print(f"the unnormalised sigmoid models (no sink), layer 0: peak at BOS {peaks[0]:.2f}, elsewhere {peaks[1]:.2f}")
+print(f"the unnormalised sigmoid models (no raw-weight sink), layer 0: peak at BOS {peaks[0]:.2f}, elsewhere {peaks[1]:.2f}")
 print("softmax, layer 0, seed by seed: cos(q, k_BOS)", ", ".join(f"{m[0]['cos_query_bos_key']:.3f}" for m in mech),
       "; cos(q, k_other)", ", ".join(f"{m[0]['cos_query_other_keys']:.3f}" for m in mech))
 assert mean_over_seeds(0, "cos_query_bos_key") > mean_over_seeds(0, "cos_query_other_keys")
@@ -921,8 +921,8 @@ assert mean_over_seeds(0, "value_norm_bos") < mean_over_seeds(0, "value_norm_oth
 # against 0.53): on average the queries find BOS, and reading it adds little, which agrees with a
 # no-op target as Gu et al. describe the sink (a key bias, not a value). The residual stream is
 # larger at BOS (a largest entry of 24.81 against a median of 15.15), but it is as large in the
-# unnormalised sigmoid models, which put no large weight on BOS (27.03 against 14.55): here it marks
-# BOS, a token unlike any other, not the sink. Nothing
+# unnormalised sigmoid models, which put no large weight on BOS (27.03 against 14.55): here it comes
+# with BOS, sink or not. Nothing
 # like the massive activations of Sun et al. (2024), orders of magnitude above the median in
 # large models, appears in a model this small.
 #
