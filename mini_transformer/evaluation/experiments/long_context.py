@@ -30,6 +30,7 @@ Wilson interval over keys pooled across seeds).
 import argparse
 import functools
 import json
+import math
 import os
 import sys
 
@@ -48,10 +49,18 @@ SCHEMES = ("alibi", "rope")
 CONTROL = "alibi_long"        # the positive control: ALiBi trained at the longest length
 DEPTHS = (0.0, 0.25, 0.5, 0.75, 1.0)
 N_DIGITS = 3
-FLAT = 0.1                    # "flat": a rise under 0.1 nats
-RUNS_LONG = 0.05              # "does not rise past L": a rise under 0.05 nats (chapter 7's bar for book §2.5)
+RUNS_LONG = 0.05              # "does not rise past L": a rise under 0.05 nats (chapter 7's bar for "runs long")
+FLAT = RUNS_LONG              # "stays flat": no rise, so the same bar as "does not rise past L"
+EXPLODES = math.log(2)        # "perplexity explodes": a rise over ln 2 nats, the perplexity more than doubled
 COLLAPSE = 0.5                # "collapses": the share of keys found falls by at least half of all keys
-LOCAL = 0.75                  # "dominated by local context": 4 bytes buy at least 3/4 of what L bytes buy
+LOCAL = 0.75                  # "dominated by local context": 4 bytes buy at least 3/4 of what L bytes buy, 3x the rest
+# Claims whose conditions these runs do not meet: the verdict is "not tested here", the interval's kept beside it.
+COLLAPSE_NOT_TESTED = ("the book's collapse is on long documents, and its ALiBi mechanism a recency penalty far back "
+                       "in a long context, which a slope-1/256 head barely feels within 1000 tokens (book §2.5); at "
+                       "8L = 256 the flattest head here (slope 1/256) penalises any key by at most 255/256 of a nat")
+LOCAL_NOT_TESTED = ("the context curve stops at w = L bytes, inside the training length, so it does not measure what "
+                    "bytes past L add to a long text's loss; and no arm shows this curve gaining from far context "
+                    "(a positive control in the same measurement)")
 SHARES_NOTE = ("a share of keys is one number per seed (n_trials keys each) with a t-interval over seeds, not keys "
                "pooled over seeds with a Wilson interval: the seeds differ far more than the keys within a seed do "
                "(the per-seed counts are in runs; one seed's cell of 64 keys has a Wilson half-width of about 0.1)")
@@ -210,9 +219,10 @@ def make_claims(res):
             rec["positive_control"] = positive_control
         return rec
 
-    def t(arm, key, effect, claimed, threshold=0.0, positive_control=None):
+    def t(arm, key, effect, claimed, threshold=0.0, positive_control=None, not_tested=""):
         return with_control(stats.claim_record(effect, claimed, threshold, values=[e[key] for e in per[arm]],
-                                               seeds=[r["seed"] for r in runs[arm]]), positive_control)
+                                               seeds=[r["seed"] for r in runs[arm]], not_tested=not_tested),
+                            positive_control)
 
     # shares of keys: one per seed (n_trials keys each) and a t-interval over seeds (SHARES_NOTE)
     return {
@@ -221,7 +231,7 @@ def make_claims(res):
         "C1b_control": t(CONTROL, "far_key_share", "ALiBi trained on at 8L (positive control): share of keys "
                                                    "retrieved at 8L, depth 0", "above", 0.5),
         "C2a": t("rope", "beyond_minus_inside", "RoPE: loss beyond L minus loss inside L, windows of 8L (nats)",
-                 "above"),
+                 "above", EXPLODES),
         "C2b": t("alibi", "beyond_minus_inside", "ALiBi: loss beyond L (positions L .. 8L - 1) minus loss inside L "
                                                  "(positions 0 .. L - 1), windows of 8L (nats)",
                  "below", RUNS_LONG, positive_control="C2a"),
@@ -230,13 +240,14 @@ def make_claims(res):
         "C3a_control": t("rope", "text_rise", "RoPE (positive control): text loss at 8L minus at L (nats)", "above",
                          FLAT),
         "C3b": t("alibi", "retrieval_drop", "ALiBi: keys retrieved at L minus at 8L, mean over five depths", "above",
-                 COLLAPSE, positive_control="C3b_control"),
+                 COLLAPSE, positive_control="C3b_control", not_tested=COLLAPSE_NOT_TESTED),
         "C3b_control": t("rope", "retrieval_drop", "RoPE (positive control): keys retrieved at L minus at 8L, mean "
                                                    "over five depths", "above"),
         "C4": t("alibi", "local_share", "ALiBi: share of the loss drop from 1 to L bytes of context that 4 bytes give",
-                "above", LOCAL, positive_control="C4_control"),
-        "C4_control": t("alibi", "share_at_L", "ALiBi (positive control): share of keys retrieved at L, all depths "
-                                               "(the model reads up to L bytes back when the task needs it)",
+                "above", LOCAL, not_tested=LOCAL_NOT_TESTED),
+        "C4_control": t("alibi", "share_at_L", "ALiBi: share of keys retrieved at L, all depths (the model reads up "
+                                               "to L bytes back when the task needs it; a retrieval measure, not the "
+                                               "context curve, so not a positive control for C4)",
                         "above", 0.5),
     }
 
@@ -358,6 +369,7 @@ def main(argv=None):
     if args.reclaim:
         res = common.load_result("long_context", args.out)
         res["claims"] = make_claims(res)
+        res.update(flat_threshold=FLAT, local_threshold=LOCAL)           # the bars the claims now use
         res["claims_command"] = "python -m mini_transformer.evaluation.experiments.long_context --reclaim"
         report(res)
         common.save("long_context", res, None, args.out)     # the runs and their plot are unchanged
