@@ -175,17 +175,16 @@ assert effect["position ids shifted by 5 (RoPE)"] < 1e-12 < 0.1 < effect["positi
 # 0.30, as much as the logits themselves (at most 0.32): the same weights, a different model.
 # Two results are subtler than the survey's list.
 #
-# * The training length matters through the scaling. With no scaling block, `max_len` changes
+# * The `max_len` field matters through the scaling. With no scaling block, `max_len` changes
 #   nothing RoPE computes (0.0); with YaRN it sets where the ramp between interpolated and kept
 #   pairs sits, and the logits move. The signature records it either way, which is the safe side.
 #   This changes a config field on fixed weights; the survey's training length is the length the
 #   weights were trained at, which this section does not vary.
-# * What a position id means matters differently per scheme. Shifting every id by 5 (a packed
-#   document that does not restart at 0) changes a RoPE model by rounding only, because RoPE sees
-#   offsets, and a learned table by 0.35. For RoPE, what breaks is ids whose *differences* change:
-#   a sliding window that renumbers tokens by slot (chapter 10), or the decode bug of chapter 6.
-#   A uniform shift is not one of the survey's cases (packing, prefix caches, sliding windows),
-#   which this section does not run.
+# * What a position id means matters differently per scheme. Shifting every id by 5 is a packed
+#   document that does not restart at 0, seen through its block mask (chapter 10's packing case,
+#   its §3). It changes a RoPE model by rounding only, because RoPE sees offsets, and a learned
+#   table by 0.35. For RoPE, what breaks is ids whose *differences* change, as in the decode bug
+#   of chapter 6. The survey's other cases, prefix caches and sliding windows, are not run here.
 #
 # Now the refusal. Save the model, then load the file into a model whose only difference is
 # the pairing. `load_checkpoint` compares the two signatures and names the first setting that
@@ -282,8 +281,8 @@ assert split_score(3, 1)[1] == split_score(3, 2)[1] == split_score(103, 101)[1]
 # $$P = (0, 2, 4, \dots, r-2,\; 1, 3, \dots, r-1), \qquad \mathrm{RoPE_{half}}(x[P]) = \mathrm{RoPE_{interleaved}}(x)[P].$$
 #
 # If the queries and keys of every head come out in the order $P$, every score is what it was,
-# and so is everything after it (claim C2). Values are never rotated (survey §5.3), so they
-# keep their order (claim C3).
+# and so is everything after it (claim C2). Values are not rotated (survey §5.3: "usually";
+# in this library, never), so they keep their order (claim C3).
 #
 # First the bug. A model trained with interleaved RoPE, its weights loaded as they are into the
 # same model with rotate-half code:
@@ -459,7 +458,8 @@ fig.tight_layout()
 # *Why it matters:* a wrong port crashes nothing and passes every shape check. Several wrong
 # ports even pass a test that looks reasonable: one head, or heads of 4 channels, or a fresh
 # model, or a comparison of attention scores alone, or a model whose every channel turns, or a
-# checkpoint with one key-value head per query head each hide one of them.
+# checkpoint with one key-value head per query head each hide at least one of them (one head
+# hides two).
 #
 # Write `test_port(port_qk_weights)` in `exercises/checkpoints.py`: build an interleaved
 # `TinyGPT`, give it weights, port its state dict into a rotate-half `TinyGPT` of the same
@@ -797,12 +797,14 @@ assert nope_attention > 0.1
 #
 # `model_configs.MODELS` stores the positional settings of published models with the keys of
 # their own `config.json`, each with its source; `describe_model(name)` turns one into numbers.
-# Here they are together, with this book's tiny model for scale. $r$ is the rotary width,
-# $L$ the training length the config names (`original_max_position_embeddings` where it has one,
-# else `max_position_embeddings`; for Code Llama and Qwen2 that is already a length they were
-# extended to, survey Table 4), `max pos` is `max_position_embeddings`, and $r_{crit}$ the
-# critical pair: the first pair whose wavelength $2\pi/\theta_i$ reaches $L$ (survey §6.1, eq. 39).
-# From $r_{crit}$ on, pairs never completed a turn in training.
+# Here they are together, with chapter 8's model (two heads of 32, trained at 64) for scale. $r$ is
+# the rotary width, $L$ the length the config names (`original_max_position_embeddings` where it
+# has one, else `max_position_embeddings`), not always a pretraining length: for Code Llama and
+# Qwen2 (survey Table 4) and Qwen3 (its report's long-context stage) it is already a length they
+# were extended to, and LongCat-Flash's, whose config names no original length, is its maximum
+# position (survey Table 4). `max pos` is `max_position_embeddings`, and $r_{crit}$ the critical
+# pair: the first pair whose wavelength $2\pi/\theta_i$ reaches $L$ (survey §6.1, eq. 39).
+# From $r_{crit}$ on, pairs never completed a turn within $L$.
 
 # %%
 rows = []
@@ -822,7 +824,7 @@ from mini_transformer.positional.rope_scaling import by_parts_ramp, critical_dim
 tiny = dict(r=32, theta=10000.0, L=64, serves=64, scaling="-", crit=critical_dimension(32, 10000.0, 64).pair,
             shortest=float(wavelengths(32, 10000.0)[0]), longest=float(wavelengths(32, 10000.0)[-1]),
             wavelengths=to_numpy(wavelengths(32, 10000.0)))
-rows.append(("this book's TinyGPT", "rope", tiny))
+rows.append(("chapter 8's TinyGPT", "rope", tiny))
 
 # %% tags=["nbval-check-output"]
 print(f"{'model':<26}{'mechanism':<17}{'r':>4}{'theta':>8}{'L':>8}{'max pos':>8}{'scaling':>9}"
@@ -840,14 +842,14 @@ crits = sorted((x["crit"], name) for name, x in published.items())
 nevers = sorted((x["r"] // 2 - x["crit"]) / (x["r"] // 2) for x in published.values())
 blocks = {name: (x["scaling"], MODELS[name]["rope_scaling"].get("factor")) for name, x in published.items()
           if x["scaling"] != "-"}  # the block's own factor; LongRoPE's per-pair lists are not stored
-# the never-turned share, derived: pair i turns in training when 2 pi theta^(2i/r) < L, so about
-# 1 - ln(L / 2 pi) / ln(theta) of the pairs never do (up to one pair of rounding)
+# the never-turned share, derived: pair i turns in training when 2 pi base^(2i/r) < L, so about
+# 1 - ln(L / 2 pi) / ln(base) of the pairs never do (up to one pair of rounding)
 gaps = [abs((x["r"] // 2 - x["crit"]) / (x["r"] // 2) - (1 - math.log(x["L"] / (2 * math.pi)) / math.log(x["theta"])))
         * (x["r"] // 2) for x in published.values()]
 print(f"published models: critical pairs {crits[0]} .. {crits[-1]}; never turned {nevers[0]:.0%} .. {nevers[-1]:.0%}")
 print("scaling blocks (type, factor):", ", ".join(f"{n} {t} {'-' if f is None else f'x{f:g}'}"
                                                   for n, (t, f) in blocks.items()))
-print(f"the share against 1 - ln(L / 2 pi) / ln(theta): at most {max(gaps):.2f} of a pair apart")
+print(f"the share against 1 - ln(L / 2 pi) / ln(base): at most {max(gaps):.2f} of a pair apart")
 assert (crits[0][0], crits[-1][0], round(nevers[0], 2), round(nevers[-1], 2)) == (11, 100, 0.22, 0.45)
 assert blocks == {"Llama-3.1-8B": ("llama3", 8.0), "Qwen2-7B-Instruct": ("yarn", 4.0), "Qwen3-0.6B": ("yarn", 4.0),
                   "Phi-3-mini-128k-instruct": ("longrope", None), "DeepSeek-V2-Lite": ("yarn", 40),
@@ -986,11 +988,11 @@ assert all(critical_pair(MODELS[name]) == describe_model(name)["critical_dimensi
 # %% [markdown]
 # Read the table against claim C7. The same word, RoPE, covers models whose critical pairs run
 # from 11 (Phi-2, 32 rotary channels) to 100 (Gemma-7B, 256), and whose never-turned share runs
-# from 22% to 45%. The share is about $1 - \ln(L/2\pi)/\ln\theta$ (pair $i$ completes a turn in
-# training when $2\pi\,\theta^{2i/r} < L$; the cell checks it to within one pair), so at a given
-# training length raising the base (Code Llama $10^6$, Llama 3 500 000) *raises* that share, and
-# a longer $L$ lowers it: the slow pairs slow down further, so more of them never finish a turn in
-# training. And six of the entries carry a scaling block, printed with its own factor (Phi-3's
+# from 22% to 45%. The share is about $1 - \ln(L/2\pi)/\ln\mathrm{base}$ (pair $i$ completes a turn
+# in training when $2\pi\,\mathrm{base}^{2i/r} < L$; the cell checks it to within one pair), so at a
+# given training length raising the base (Code Llama $10^6$, Llama 3 500 000) *raises* that share
+# (the slow pairs slow down further, so more of them never finish a turn in training), and a
+# longer $L$ lowers it. And six of the entries carry a scaling block, printed with its own factor (Phi-3's
 # LongRoPE block has per-pair factor lists instead, not stored here), and a port must carry it along
 # (section 1): dropping it is the "angles past the trained range" bug of chapter 12's clinic. The two
 # Qwen blocks are opt-in: the shipped `config.json` has none, and the block is added by hand for long
@@ -1083,15 +1085,15 @@ assert all(critical_pair(MODELS[name]) == describe_model(name)["critical_dimensi
 # | C1a | the base, the rotary dimension and the scaling each change how a model behaves (survey, Table 4's closing paragraph) | on the same weights, each changes the logits by 0.20 to 0.30, as much as the logits themselves (at most 0.32) | exact §1 | reproduces |
 # | C1b | the training length changes how a model behaves (survey, Table 4's closing paragraph), under a scaling block | not the length the weights trained at: only the config field `max_len`, 32 to 64 under YaRN x4 on fixed weights, moves the logits by 0.16 | exact §1 | not tested here |
 # | C1c | the same, without a scaling block | the config field alone, 32 to 64: 0.0 exactly, nothing RoPE computes reads it | exact §1 | not tested here |
-# | C1d | what a position id means changes how a model behaves (survey, Table 4's closing paragraph), for a learned table | none of the survey's cases (packing, prefix caches, sliding windows) ran: every id shifted by 5 moves the logits by 0.35 | exact §1 | not tested here |
-# | C1e | the same, for RoPE | none of the survey's cases ran: every id shifted by 5 moves the logits by 3.3e-16, since RoPE sees differences of ids only (chapter 10 runs a window that renumbers them) | exact §1 | not tested here |
+# | C1d | what a position id means changes how a model behaves (survey, Table 4's closing paragraph), for a learned table, under packing | a packed document whose ids do not restart at 0 (every id shifted by 5, chapter 10's C1c case) moves the logits by 0.35; prefix caches and windows not run | exact §1 | reproduces |
+# | C1e | the same, for RoPE | the same shift moves the logits by 3.3e-16, since RoPE sees differences of ids only (as chapter 10's C1c finds); prefix caches and windows not run | exact §1 | does not reproduce |
 # | C2a | the two pairings are one model up to a fixed channel permutation (book §2.4, survey §5.3) | ported per head: 3.3e-16 (4.4e-16 with partial rotary, 3.1e-16 grouped-query); ported as if every channel turned: 0.30; keys permuted by the query head count: 0.35; layer 0's rotated queries agree after $P$ to 0.0e+00 (§4) | exact §3 | reproduces |
 # | C2b | ... and the weights are not interchangeable (book §2.4, survey §5.3) | loaded as they are, without the permutation: logits off by 0.37 (§3) | exact §3 | reproduces |
 # | C3 | values are not rotated, so a port leaves them alone (survey §5.3) | the port that leaves the value block matches to 3.3e-16; the same port with the values permuted too moves the logits by 0.45 | exact §3 | reproduces |
 # | C4 | decoupling the rotary subspace keeps MLA compatible with low-rank KV compression (survey Table 4) | content scores from cached latents: error 3e-15; with RoPE on the keys the matrix between query and latent changes with $j - i$ (the derivation of §5); the rotary key is one $(d_{rope})$ vector per token, rotated once: 576 numbers instead of 40 960 at DeepSeek-V3's size | exact §5 | reproduces (a derivation on numbers; no MLA model was trained, and this library's scheme does not reproduce the memory saving) |
-# | C5 | a NoPE attention layer is order-sensitive when another layer supplies position (survey Table 4, Kimi K3) | in a two-layer encoder, the NoPE layer's attention output above a RoPE layer changes by 0.60 under a shuffle; the NoPE layer below it by 3.2e-16 | exact §6 | not tested here: the survey's supplier, Kimi Delta Attention, is not in this library; with a RoPE layer as the supplier the NoPE layer is order-sensitive |
+# | C5 | a NoPE attention layer is order-sensitive when another layer supplies position (survey Table 4, Kimi K3) | in a two-layer encoder, the NoPE layer's attention output above a RoPE layer changes by 0.60 under a shuffle; the NoPE layer below it by 3.2e-16 | exact §6 | reproduces (the supplier here is a RoPE layer: the survey's, Kimi Delta Attention, is not in this library) |
 # | C6 | Llama 2: $d_{extra} = 92$, the last 36 dimensions never see a full period (survey §6.2) | the survey's formula gives 92; the critical pair is 46, so 36 dimensions never turn | exact §7 | reproduces |
-# | C7 | "uses RoPE" is not a complete configuration (survey, Table 4's closing paragraph) | 14 published RoPE models: critical pairs from 11 to 100, never-turned shares from 22% to 45%, six with a scaling block (factors 4 to 40 where it has one) and eight without | exact §7 | reproduces |
+# | C7 | "uses RoPE" is not a complete configuration (survey, Table 4's closing paragraph) | 14 published RoPE models: critical pairs from 11 to 100, never-turned shares from 22% to 45%, six with a scaling block as stored here (factors 4 to 40 where it has one; the two Qwen blocks are opt-in, not in the shipped `config.json`) and eight without | exact §7 | reproduces |
 #
 # ## 10. Where next
 #
