@@ -26,10 +26,10 @@ import contextlib
 import copy
 
 from mini_transformer.engine import functional as F
-from mini_transformer.engine.autograd import Tensor, _raw, op
+from mini_transformer.engine.autograd import Tensor, raw, op
 from mini_transformer.engine.backend import asarray, xp
 from mini_transformer.engine.nn import Parameter
-from mini_transformer.positional.alibi import ALiBi, _bias
+from mini_transformer.positional.alibi import ALiBi, alibi_bias_at
 from mini_transformer.positional.learned import LearnedPositionalEmbedding
 from mini_transformer.positional.relative_2d import RelativePositionBias2D
 from mini_transformer.positional.rope import RoPE
@@ -355,7 +355,7 @@ def rotation(turn, x, cos, sin):
     them. ``turn`` works on plain arrays, so any implementation of RoPE's
     formula, a reader's included, becomes a trainable op.
     """
-    cos, sin = _raw(cos), _raw(sin)
+    cos, sin = raw(cos), raw(sin)
 
     def backward(gy):
         return (turn(gy, cos, -sin),)
@@ -395,7 +395,7 @@ class _ALiBi(ALiBi):
     def score_bias(self, q, k, q_pos, k_pos, layer):
         H, T_q, T_k = q.shape[1], q_pos.shape[0], k_pos.shape[0]
         if self.bias_fn is None:
-            return _bias(asarray(self.slopes_fn(H)), q_pos, k_pos, self.bidirectional, q.dtype)   # (1, H, T_q, T_k)
+            return alibi_bias_at(asarray(self.slopes_fn(H)), q_pos, k_pos, self.bidirectional, q.dtype)   # (1, H, T_q, T_k)
         consecutive = T_k < 2 or bool(xp.all(k_pos[1:] - k_pos[:-1] == 1))
         if not consecutive or not bool(xp.all(q_pos == k_pos[T_k - T_q:])):
             raise ValueError("from_functions.alibi with alibi_bias takes consecutive keys whose last T_q are the "

@@ -41,8 +41,8 @@ class SideBySide:
 
     def plot(self, ax=None, yours="your functions", title="the same model, the same batches", log=False):
         """Both loss curves on one axis, the step where they part marked; returns the axis."""
-        from mini_transformer.evaluation.measures import _axes
-        ax = _axes(ax, figsize=(6, 3))
+        from mini_transformer.evaluation.measures import axes_or_new
+        ax = axes_or_new(ax, figsize=(6, 3))
         ax.plot(self.library, label="library", linewidth=3, alpha=0.5)
         ax.plot(self.yours, label=yours, linestyle="--")
         if self.first_difference is not None:

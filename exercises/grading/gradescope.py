@@ -148,7 +148,7 @@ exec "$PYTHON" -m exercises.grading.gradescope "$ROOT/submission" "$ROOT/results
 def bundle(out_dir, modules, timeout=DEFAULT_TIMEOUT, visibility="visible", points=None, level="formative"):
     r"""Write the autograder into ``out_dir`` (new or empty) and ``out_dir.zip``; returns ``out_dir``."""
     from exercises.grading import points as pts
-    from exercises.grading.release import _tracked_files
+    from exercises.grading.release import tracked_files
     table = pts.load(points, modules)  # the chapters' stars are read here: the bundle has no chapters
     if visibility not in VISIBILITIES:
         raise SystemExit(f"visibility {visibility!r} is not one of Gradescope's: {', '.join(VISIBILITIES)}.")
@@ -157,7 +157,7 @@ def bundle(out_dir, modules, timeout=DEFAULT_TIMEOUT, visibility="visible", poin
         raise SystemExit(f"{out} is not empty; give a new folder for the autograder bundle.")
     if out == ROOT or ROOT in out.parents:
         raise SystemExit(f"{out} is inside the workbook; write the bundle elsewhere (it holds solutions/).")
-    for rel in _tracked_files():
+    for rel in tracked_files():
         if (rel.startswith(BUNDLED) or rel in BUNDLED) and not rel.startswith(LEFT_OUT):
             dst = out / "workbook" / rel
             dst.parent.mkdir(parents=True, exist_ok=True)

@@ -61,7 +61,8 @@ def tags(cell):
     return list(cell.get("metadata", {}).get("tags", []))
 
 
-def _stable_ids(nb):
+def stable_ids(nb):
+    r"""``nb`` as nbformat 4.5 with cell ids ``cell-000``, ``cell-001``, ...: the same chapter gives the same file."""
     nb.nbformat, nb.nbformat_minor = 4, 5
     for i, cell in enumerate(nb.cells):
         cell["id"] = f"cell-{i:03d}"
@@ -72,8 +73,8 @@ def read_chapter(name, text=None):
     """The chapter (or ``text``, a version of it) as a notebook, no outputs, deterministic cell ids."""
     import jupytext
     if text is None:
-        return _stable_ids(jupytext.read(chapter_path(name), fmt="py:percent"))
-    return _stable_ids(jupytext.reads(text, fmt="py:percent"))
+        return stable_ids(jupytext.read(chapter_path(name), fmt="py:percent"))
+    return stable_ids(jupytext.reads(text, fmt="py:percent"))
 
 
 def _signature(nb):
@@ -215,4 +216,4 @@ def for_students(nb):
             cell.metadata["tags"] = kept
         else:
             cell.metadata.pop("tags", None)
-    return _stable_ids(nb)
+    return stable_ids(nb)

@@ -85,7 +85,7 @@ def notebooks_for(names, out_dir):
     return [notebook(stem, out_dir) for stem in stems]
 
 
-def _tracked_files():
+def tracked_files():
     r"""The repository's files: git's list where there is one, else every file but caches and environments."""
     try:
         out = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard"], capture_output=True, timeout=60)
@@ -159,7 +159,7 @@ def repository(out_dir):
                              "exercises with use(...) and anything else from mini_transformer.")
     modules = graded_modules()
     stubs = {f"exercises/{m}.py" for m in exercise_modules()}  # written afresh below
-    shipped = [rel for rel in _tracked_files() if ships(rel) and rel not in stubs]
+    shipped = [rel for rel in tracked_files() if ships(rel) and rel not in stubs]
     for rel, name in refused_tests(ROOT, shipped):  # it would fail in the copy: say which, write nothing
         raise SystemExit(f"{rel} imports {name}, which a student copy does not hold; move the test to a folder "
                          "that does not ship (tests/grading/, say) or make it work without the answers.")

@@ -153,7 +153,7 @@ class _Source:
                 cell.source = self.links(cell.source, "chapters")
         download = nbformat.from_dict(nb)  # what a reader downloads: the chapter, without the site's cells
         py = jupytext.writes(nb, fmt="py:percent") if self.student else notebooks.chapter_path(name).read_text()
-        self.write(f"chapters/_files/{name}.ipynb", nbformat.writes(notebooks._stable_ids(download)) + "\n")
+        self.write(f"chapters/_files/{name}.ipynb", nbformat.writes(notebooks.stable_ids(download)) + "\n")
         self.write(f"chapters/_files/{name}.py", py)
         box = (f":::{{admonition}} Run this chapter yourself\n:class: tip\n\n"
                f"Download it as a notebook, {{download}}`{name}.ipynb <_files/{name}.ipynb>`, or as the "
@@ -169,7 +169,7 @@ class _Source:
             title.source = f"{head}\n\n{more}"
             nb.cells[1:1] = [nbformat.v4.new_markdown_cell(box)] + ([nbformat.v4.new_markdown_cell(rest)] if rest else [])
         nb.cells.insert(0, nbformat.v4.new_code_cell(ALT_CELL, metadata={"tags": ["remove-cell"]}))
-        self.write(f"chapters/{name}.ipynb", nbformat.writes(notebooks._stable_ids(nb)) + "\n")
+        self.write(f"chapters/{name}.ipynb", nbformat.writes(notebooks.stable_ids(nb)) + "\n")
 
     def index(self):
         readme = (ROOT / "README.md").read_text()

@@ -208,19 +208,19 @@ class Tensor:
 
     # comparisons give boolean masks (plain backend arrays), not tensors
     def __lt__(self, other):
-        return self.data < _raw(other)
+        return self.data < raw(other)
 
     def __le__(self, other):
-        return self.data <= _raw(other)
+        return self.data <= raw(other)
 
     def __gt__(self, other):
-        return self.data > _raw(other)
+        return self.data > raw(other)
 
     def __ge__(self, other):
-        return self.data >= _raw(other)
+        return self.data >= raw(other)
 
     def eq(self, other):
-        return self.data == _raw(other)
+        return self.data == raw(other)
 
     # -- methods named as in NumPy ---------------------------------------------
     def sum(self, axis=None, keepdims=False):
@@ -267,7 +267,7 @@ class Tensor:
 # Plumbing shared by every op
 # ---------------------------------------------------------------------------
 
-def _raw(x):
+def raw(x):
     """The backend array behind a Tensor, array or number."""
     return x.data if isinstance(x, Tensor) else x
 
@@ -432,7 +432,7 @@ def relu(x):
     return op(x.data * keep, (x,), backward)
 
 
-_GELU_C = 0.7978845608028654  # sqrt(2 / pi)
+GELU_C = 0.7978845608028654  # sqrt(2 / pi), the tanh approximation's constant; the fused kernel (kernels/gelu.py) shares it
 
 
 def gelu(x):
@@ -441,18 +441,18 @@ def gelu(x):
     dy/dx = s + x s',  with s' = (1 - \tanh^2 u)/2 \cdot u'  and  u' = \sqrt{2/\pi}(1 + 3 \cdot 0.044715 x^2).
     """
     a = x.data
-    t = xp.tanh(_GELU_C * (a + 0.044715 * a * a * a))
+    t = xp.tanh(GELU_C * (a + 0.044715 * a * a * a))
     s = 0.5 * (1 + t)
 
     def backward(gy):
-        du = _GELU_C * (1 + 3 * 0.044715 * a * a)
+        du = GELU_C * (1 + 3 * 0.044715 * a * a)
         return (gy * (s + a * 0.5 * (1 - t * t) * du),)
     return op(a * s, (x,), backward)
 
 
 def where(condition, x0, x1):
     r"""y = x0 where ``condition`` else x1.   The gradient goes to whichever side was picked."""
-    cond = _raw(condition)
+    cond = raw(condition)
     x0 = as_tensor(x0) if isinstance(x0, Tensor) or not isinstance(x1, Tensor) else Tensor(x0, dtype=x1.dtype)
     x1 = as_tensor(x1) if isinstance(x1, Tensor) else Tensor(x1, dtype=x0.dtype)
     _check_broadcast("where", x0, x1)
@@ -466,7 +466,7 @@ def where(condition, x0, x1):
 
 def masked_fill(x, mask, value):
     r"""y = ``value`` where ``mask`` is True, else x.   dy/dx = 0 where filled, else 1."""
-    mask = _raw(mask)
+    mask = raw(mask)
     _check_broadcast("masked_fill", x, Tensor(mask))
 
     def backward(gy):

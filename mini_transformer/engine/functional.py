@@ -13,7 +13,7 @@ Faster kernels with the same signatures and the same numbers live in
 ``import mini_transformer.engine.functional as F`` also gives the plain ops
 (``F.relu``, ``F.gelu``, ``F.concat``, ``F.stack``, ``F.where``, ...).
 """
-from .autograd import (Tensor, op, _raw, as_tensor, concat, gelu, is_grad_enabled,  # noqa: F401
+from .autograd import (Tensor, op, raw, as_tensor, concat, gelu, is_grad_enabled,  # noqa: F401
                        masked_fill, pad, relu, split, stack, sum_to, where)
 from . import backend
 from .backend import xp
@@ -76,7 +76,7 @@ def cross_entropy_rows(logits, targets, ignore_index):
     r"""A cross-entropy's checked inputs: the logits as rows ``(N, V)``, the targets ``(N,)`` with ignored ones
     replaced by 0 (a safe index), and each row's weight in the mean ``(N,)``: 1/n, or 0 where ignored."""
     V = logits.shape[-1]
-    t = _raw(targets)
+    t = raw(targets)
     if t.shape != logits.shape[:-1]:
         raise ValueError(f"cross_entropy: targets have shape {t.shape}, expected {logits.shape[:-1]} "
                          f"(the logits' shape {logits.shape} without its last axis).")
@@ -277,7 +277,7 @@ def gather_distance(x, index):
     Backward: each x_{i,r} fed every y_{i,j} whose index is r, so
     gx_{..., i, r} = \sum_j gy_{..., i, j} [\mathrm{index}_{ij} = r], which is ``scatter_distance``.
     """
-    idx = _check_distance_index("gather_distance", x, _raw(index), x.shape[-1])
+    idx = _check_distance_index("gather_distance", x, raw(index), x.shape[-1])
     R = x.shape[-1]
     rows = xp.arange(idx.shape[0])[:, None]                # (T_q, 1)
 
@@ -298,7 +298,7 @@ def scatter_distance(x, index, size):
     It is ``gather_distance``'s transpose, and the backward is that gather:
     gx_{..., i, j} = gy_{..., i, \mathrm{index}_{ij}}.
     """
-    idx = _check_distance_index("scatter_distance", x, _raw(index), size)
+    idx = _check_distance_index("scatter_distance", x, raw(index), size)
     if x.shape[-1] != idx.shape[1]:
         raise ValueError(f"scatter_distance: x has {x.shape[-1]} keys on its last axis but index has "
                          f"{idx.shape[1]} columns; they must match.")

@@ -116,7 +116,7 @@ def _refused(run):
         return None, str(e)
 
 
-def _axes(ax, figsize=(6, 3.5)):
+def axes_or_new(ax, figsize=(6, 3.5)):
     """``ax``, or a new figure's Axes. matplotlib is imported here, only when a plot is drawn."""
     if ax is not None:
         return ax
@@ -168,7 +168,7 @@ def loss_by_position(model, tokens_or_corpus, T, n_batches=4, bucket=8, seed=0, 
 
 def plot_loss_by_position(result, ax=None):
     """Bucket means against position (each drawn across its bucket)."""
-    ax = _axes(ax)
+    ax = axes_or_new(ax)
     edges = np.append(result.starts, result.T)
     ax.stairs(result.loss, edges, baseline=None, label="bucket mean")
     ax.plot(np.arange(result.T), result.per_position, lw=0.5, alpha=0.5, label="per position")
@@ -226,7 +226,7 @@ def extrapolation_curve(model, corpus, train_len, multiples=(1, 1.5, 2, 4, 8), n
 
 def plot_extrapolation_curve(result, ax=None):
     """Loss against length (log-2 axis); the training length dashed, refused lengths dotted."""
-    ax = _axes(ax)
+    ax = axes_or_new(ax)
     ax.plot(result.lengths, result.loss, "o-", label="all positions")
     ax.plot(result.lengths, result.loss_beyond, "s--", label=f"positions >= {result.train_len}")
     ax.axvline(result.train_len, color="k", ls="--", lw=0.8, label="training length")
@@ -352,7 +352,7 @@ def effective_context_length(grid, threshold=None):
 
 def plot_passkey_grid(result, ax=None, threshold=None):
     """Heat map: context length across, depth down (0 = key at the start), accuracy in each cell."""
-    ax = _axes(ax, figsize=(max(4.5, 1.5 + 0.7 * len(result.lengths)), max(3.0, 1.0 + 0.5 * len(result.depths))))
+    ax = axes_or_new(ax, figsize=(max(4.5, 1.5 + 0.7 * len(result.lengths)), max(3.0, 1.0 + 0.5 * len(result.depths))))
     im = ax.imshow(result.accuracy.T, vmin=0.0, vmax=1.0, cmap="RdYlGn", aspect="auto")
     for (i, j), a in np.ndenumerate(result.accuracy):
         ax.text(i, j, "-" if np.isnan(a) else f"{a:.2f}", ha="center", va="center", fontsize=8)
@@ -395,7 +395,7 @@ def retention(model_before, model_after, corpus, train_len, n_batches=4, batch_s
 
 def plot_retention(result, ax=None):
     """Two bars: loss before and after, at the training length."""
-    ax = _axes(ax, figsize=(3.5, 3.5))
+    ax = axes_or_new(ax, figsize=(3.5, 3.5))
     ax.bar(["before", "after"], [result.loss_before, result.loss_after], color=["tab:blue", "tab:orange"])
     ax.set(ylabel="loss (nats)", title=f"Retention at T = {result.train_len} (diff {result.difference:+.3f})")
     return ax
@@ -452,7 +452,7 @@ def attention_mass(model, x, first_k=1, normalise=False):
 def plot_attention_mass(result, ax=None):
     """Heat map of the mass on position 0: layers down, heads across."""
     n_layers, H = result.position0.shape
-    ax = _axes(ax, figsize=(max(4.0, 1.5 + 0.6 * H), max(2.5, 1.0 + 0.5 * n_layers)))
+    ax = axes_or_new(ax, figsize=(max(4.0, 1.5 + 0.6 * H), max(2.5, 1.0 + 0.5 * n_layers)))
     im = ax.imshow(result.position0, vmin=0.0, vmax=1.0, cmap="viridis", aspect="auto")
     ax.set(xlabel="head", ylabel="layer", title="Mean attention on position 0")
     ax.figure.colorbar(im, ax=ax)
@@ -519,7 +519,7 @@ def decode_costs(model, lengths, batch_size=1, n_decode=8, seed=0):
 
 def plot_decode_costs(result, ax=None):
     """Times (left axis, ms) and cache size (right axis, MiB) against prompt length."""
-    ax = _axes(ax)
+    ax = axes_or_new(ax)
     ax.plot(result.lengths, 1e3 * result.prefill_s, "o-", label="prefill")
     ax.plot(result.lengths, 1e3 * result.decode_s_per_token, "s-", label="decode, per token")
     ax.set(xlabel="prompt length L", ylabel="milliseconds", title=f"Decode costs, batch {result.batch_size}")
@@ -572,7 +572,7 @@ def permutation_sensitivity(model, x, seed=0):
 
 def plot_permutation_sensitivity(result, ax=None):
     """Mean absolute change of the output at each position (log scale when anything changed)."""
-    ax = _axes(ax)
+    ax = axes_or_new(ax)
     ax.bar(np.arange(len(result.per_position)), result.per_position)
     if result.max_abs > 0:
         ax.set_yscale("log")

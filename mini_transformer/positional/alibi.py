@@ -41,10 +41,10 @@ def alibi_bias(n_heads, T_q, T_k, bidirectional=False):
     if T_q > T_k:
         raise ValueError(f"alibi_bias: T_q={T_q} queries cannot be the last positions of T_k={T_k} keys; "
                          f"T_q must be at most T_k.")
-    return _bias(alibi_slopes(n_heads), xp.arange(T_k - T_q, T_k), xp.arange(T_k), bidirectional, "float64")
+    return alibi_bias_at(alibi_slopes(n_heads), xp.arange(T_k - T_q, T_k), xp.arange(T_k), bidirectional, "float64")
 
 
-def _bias(slopes, q_pos, k_pos, bidirectional, dtype):
+def alibi_bias_at(slopes, q_pos, k_pos, bidirectional, dtype):
     """-m_h (i - j) ``(1, H, T_q, T_k)``, or ``(B, H, T_q, T_k)`` for per-row positions ``(B, T)``."""
     distance = -key_minus_query(q_pos, k_pos)               # (T_q, T_k) or (B, T_q, T_k) i - j
     distance = xp.abs(distance) if bidirectional else xp.maximum(distance, 0)
@@ -69,4 +69,4 @@ class ALiBi(PositionalScheme):
         return {**super().signature(), "bidirectional": self.bidirectional}
 
     def score_bias(self, q, k, q_pos, k_pos, layer):
-        return _bias(self.slopes, q_pos, k_pos, self.bidirectional, q.dtype)   # (1 or B, H, T_q, T_k)
+        return alibi_bias_at(self.slopes, q_pos, k_pos, self.bidirectional, q.dtype)   # (1 or B, H, T_q, T_k)

@@ -34,7 +34,7 @@ square.
 import contextlib
 from dataclasses import asdict, dataclass
 
-from ..engine.autograd import Tensor, _raw, op
+from ..engine.autograd import Tensor, raw, op
 from ..engine import kernels
 from ..engine.backend import xp
 from ..engine.validate import check_int, check_rotary_width
@@ -125,8 +125,8 @@ def apply_rotary(x, cos, sin, interleaved=False):
     opposite angle, so gx = gy \odot \cos - \mathrm{rot}(gy) \odot \sin, the same
     turn with -\sin (an attention factor \alpha in both tables scales both ways alike).
     """
-    cos, sin = _raw(cos), _raw(sin)
-    r = check_rotary_width(_raw(x), cos)
+    cos, sin = raw(cos), raw(sin)
+    r = check_rotary_width(raw(x), cos)
     rot = rotate_interleaved if interleaved else rotate_half
 
     def turn(a, sin):

@@ -122,7 +122,7 @@ SHIPPED_FILES = [".gitignore", "README.md", "STUDENT_COPY", "chapters/06_rope.py
 
 
 def test_tracked_files_lists_gits_files_present_and_not_ignored(repo):
-    got = sorted(release._tracked_files())
+    got = sorted(release.tracked_files())
     assert ".gitignore" in got and "README.md" in got and "data/notes.txt" in got
     assert "ignored.txt" not in got and "gone.txt" not in got and "" not in got  # ignored; added, then deleted
     assert len(got) == 16  # the fixture's 18 files less ignored.txt and gone.txt
@@ -141,7 +141,7 @@ def test_tracked_files_walks_the_tree_without_git(tmp_path, monkeypatch, failure
         return subprocess.CompletedProcess(args, 128, b"a/b.py\0", b"")
     monkeypatch.setattr(release, "ROOT", tmp_path)
     monkeypatch.setattr(release.subprocess, "run", run)
-    assert sorted(release._tracked_files()) == ["a/b.py", "c.txt"]
+    assert sorted(release.tracked_files()) == ["a/b.py", "c.txt"]
 
 
 def test_ignored_asks_git(repo, monkeypatch):

@@ -7,7 +7,7 @@ and y), and the rows are cut into blocks that ``threads.parallel_rows`` spreads
 over the cores. The backward uses 1 - \tanh^2 u = 4 s (1 - s), so it needs only
 x and s: dy/dx = s\,[1 + (1 - s)\, x\, 2u'].
 """
-from ..autograd import _GELU_C, op
+from ..autograd import GELU_C, op
 from ..backend import xp
 from .threads import parallel_rows
 
@@ -20,8 +20,8 @@ def gelu(x):
     def forward_rows(i, j):
         ai, si, yi = a[i:j], s[i:j], y[i:j]
         xp.multiply(ai, ai, out=si)          # in place, block by block: one of the model's largest arrays
-        si *= _GELU_C * 0.044715
-        si += _GELU_C
+        si *= GELU_C * 0.044715
+        si += GELU_C
         si *= ai                             # u
         xp.tanh(si, out=si)
         si *= 0.5
@@ -36,8 +36,8 @@ def gelu(x):
         def backward_rows(i, j):
             ai, si, d = a[i:j], s[i:j], gx[i:j]
             xp.multiply(ai, ai, out=d)
-            d *= 6 * _GELU_C * 0.044715
-            d += 2 * _GELU_C
+            d *= 6 * GELU_C * 0.044715
+            d += 2 * GELU_C
             d *= ai                          # x 2u'
             d *= 1 - si                      # (1 - s) x 2u'
             d += 1

@@ -16,7 +16,7 @@ gx = gy \odot \cos + (gy \odot \sin) R^\top on the rotated channels, gx = gy on 
 import functools
 
 from .. import backend
-from ..autograd import op, _raw
+from ..autograd import op, raw
 from ..backend import xp
 from ..validate import check_rotary_width
 from .layout import contiguous, memory_order
@@ -65,7 +65,7 @@ def _quarter_turn(r, interleaved, dtype, backend_name):
 
 def apply_rotary(x, cos, sin, interleaved=False):
     r"""``positional.rope.apply_rotary`` as matrix products in x's memory order (see the module docstring)."""
-    cos, sin = _raw(cos), _raw(sin)
+    cos, sin = raw(cos), raw(sin)
     a = x.data
     d, r = a.shape[-1], check_rotary_width(a, cos)
     p, back = memory_order(a)                        # work in x's memory order, copy only if it has none
