@@ -28,22 +28,10 @@ import time
 from pathlib import Path
 
 from mini_transformer.model.checkpoint import atomic_write
+from exercises.grading.drill_target import Drill
 from exercises.grading.generate import TORCH_MARKER, drill_text, torch_drill_text
 from exercises.grading.grader import DEFAULT_TIMEOUT, format_results, grade_file
 from exercises.grading.paths import ROOT
-
-
-@dataclasses.dataclass(frozen=True)
-class Drill:
-    r"""A module's drill, the ``DRILL`` of its ``modules/<module>/checks.py``; its name is the module's."""
-    names: tuple  # the functions and classes you write
-    minutes: float  # the target time, from the source chapter's "Retype by hand" table
-    module: str = ""  # the solutions module it is cut from: filled in from the folder it is found in
-
-    @property
-    def name(self):
-        """What you type after `drill`: the module's name."""
-        return self.module
 
 
 def drills():

@@ -4,7 +4,7 @@ r"""Everything the grader knows about each exercise module, one folder a module,
 
 * ``checks.py``: a list ``TARGETS`` of ``exercises.grading.checking.Target``, one per function or
   class the reader writes (cases and misconceptions), and optionally ``DRILL``, the module's timed
-  drill (``exercises.grading.drill.Drill``);
+  drill (``exercises.grading.drill_target.Drill``);
 * ``mutants.py`` (only where the reader writes a test): ``READER_TESTS``, the mutants each test
   must catch; they wrap the implementation they break, hold no answer, and ship in a student copy;
 * ``wrong/``: known-wrong implementations written as a reader would, each file with its

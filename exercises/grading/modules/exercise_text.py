@@ -46,15 +46,6 @@ def reader_files(folder, module, label, bodies):
     return out
 
 
-def grade_reader_tests(folder, module, label, test, bodies, timeout=20):
-    r"""``{name: result}``: each body of ``bodies`` written as the reader's test ``test`` (exercise ``label``)
-    into its own file under ``folder`` (``reader_files``), all graded in one call of the grader."""
-    from exercises.grading.grader import grade_jobs
-    files = reader_files(folder, module, label, bodies)
-    jobs = [{"target": f"{module}.{test}", "source": p} for p in files.values()]
-    return dict(zip(files, grade_jobs(jobs, timeout=timeout)))
-
-
 def assert_catches_every_mutant(result, module, test, at_least):
     r"""The reference's own test, graded as a reader's: it passes, and it catches every one of the module's
     mutants of ``test``, of which there are at least ``at_least``."""

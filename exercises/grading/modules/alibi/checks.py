@@ -2,7 +2,7 @@ r"""Checks of ``solutions/alibi.py`` (chapter 7, and the alibi drill): ALiBi slo
 import numpy as np
 
 from exercises.grading.checking import Case, Misconception, Target
-from exercises.grading.drill import Drill
+from exercises.grading.drill_target import Drill
 
 
 def _slopes_rule(n, first_power=1, pick=0):

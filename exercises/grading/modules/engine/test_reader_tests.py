@@ -9,7 +9,7 @@ import pytest
 
 from exercises.grading.generate import labels_of
 from exercises.grading.modules import reader_tests
-from exercises.grading.modules.exercise_text import got_away, grade_reader_tests, reference_body
+from exercises.grading.modules.exercise_text import got_away
 
 MODULE, TEST = "engine", "test_softmax_and_its_gradient"
 LABEL = labels_of(MODULE)[TEST]
@@ -56,10 +56,7 @@ assert xp.allclose(softmax_backward(y, gy), numeric(x, gy), atol=1e-8)
 }
 
 
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    bodies = {name: "import math\n" + body for name, body in dict(READER_TESTS, reference=reference_body(MODULE, LABEL)).items()}
-    return grade_reader_tests(tmp_path_factory.mktemp("reader_tests"), MODULE, LABEL, TEST, bodies)
+PREAMBLE = "import math\n"  # the bodies call math; the shared fixture (conftest.py) puts it above each
 
 
 def test_the_reference_test_catches_every_mutant(graded):

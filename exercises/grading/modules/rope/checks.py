@@ -4,7 +4,7 @@ import math
 import numpy as np  # host NumPy: cases and misconceptions live on the host
 
 from exercises.grading.checking import Case, Misconception, Recorded, Target, normal, show
-from exercises.grading.drill import Drill
+from exercises.grading.drill_target import Drill
 
 
 # ---------------------------------------------------------------------------

@@ -2,7 +2,7 @@ r"""Checks of ``solutions/sinusoidal.py`` (chapter 2): the sinusoidal table, the
 import numpy as np
 
 from exercises.grading.checking import Case, Misconception, Target
-from exercises.grading.drill import Drill
+from exercises.grading.drill_target import Drill
 
 
 def _omega(d, base, omega_exp=None):

@@ -4,7 +4,7 @@ import math
 import numpy as np
 
 from exercises.grading.checking import Case, Misconception, Target, show
-from exercises.grading.drill import Drill
+from exercises.grading.drill_target import Drill
 
 
 def _bucket_with(slip):
