@@ -75,7 +75,7 @@ import matplotlib.pyplot as plt
 from exercises import reveal, use
 from mini_transformer.engine.autograd import Tensor, no_grad
 from mini_transformer.engine.backend import rng, to_numpy, xp
-from exercises.adapters.clinic import sharpen  # weights whose attention is far from uniform (chapter 12)
+from mini_transformer.evaluation.clinic import sharpen  # weights whose attention is far from uniform (chapter 12)
 from mini_transformer.model import GPTConfig, TinyEncoder, TinyGPT
 
 g = rng(0)  # one seeded generator for the chapter's random draws

@@ -427,10 +427,10 @@ assert m["6. NTK (a larger base) at 4L, means over 3 seeds: zero-shot, after 150
 # ## 5. The clinic
 #
 # The book's failure table (§4) lists six symptoms, their cause, and a check. Here it is as the
-# clinic stores it (`exercises/adapters/clinic.py`):
+# clinic stores it (`mini_transformer/evaluation/clinic.py`):
 
 # %%
-from exercises.adapters import clinic
+from mini_transformer.evaluation import clinic
 
 # %% tags=["nbval-check-output"]
 for bug, (symptom, cause, check) in clinic.FAILURE_TABLE.items():
@@ -966,7 +966,7 @@ for name, sick in [("healthy", clinic.make_patient()), ("position_reset", clinic
 # * The exercises: [`exercises/clinic.py`](../exercises/clinic.py), 12.1 to 12.6. Grade them
 #   with `python -m exercises grade clinic` (one at a time with `--exercise 12.N`): each check is
 #   run on the healthy patient and on all six planted bugs.
-# * The patients and their bugs: `exercises/adapters/clinic.py` (`make_patient`, `plant`, `ward`,
+# * The patients and their bugs: `mini_transformer/evaluation/clinic.py` (`make_patient`, `plant`, `ward`,
 #   `attention_probe`). The cost bench: `mini_transformer/evaluation/bench_positional.py`. The experiments
 #   behind section 1: `mini_transformer/evaluation/experiments/`, each with `--quick` for a short run.
 # * The interview questions on choosing a scheme and debugging position bugs, answered from these

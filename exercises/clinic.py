@@ -4,7 +4,7 @@ r"""The failure-mode clinic: chapter 12's checks, one for each row of the book's
 
 Each check receives ``make_patient``, a function that builds the patient to examine (a fresh
 one on every call), and raises ``AssertionError`` (a plain ``assert``) when the patient has the
-bug its row of the table is about. A patient (``exercises.adapters.clinic.Patient``) has
+bug its row of the table is about. A patient (``mini_transformer.evaluation.clinic.Patient``) has
 
 * ``model``: the served ``TinyGPT`` (one layer, two heads of 8 channels, RoPE, float64);
 * ``source``: the checkpoint it was loaded from, run by the code it was trained with;
@@ -20,7 +20,7 @@ import math
 
 from mini_transformer.engine.autograd import no_grad
 from mini_transformer.engine.backend import rng, xp
-from exercises.adapters.clinic import attention_probe, make_patient  # noqa: F401  (the grader passes make_patient)
+from mini_transformer.evaluation.clinic import attention_probe, make_patient  # noqa: F401  (the grader passes make_patient)
 
 
 def check_cache(make_patient):

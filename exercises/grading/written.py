@@ -91,12 +91,12 @@ def items(number):
 
 def ward_key():
     r"""``{letter: diagnosis}`` of the chapter's ward (``clinic.ward()``, seed 0, as chapter 12 builds it)."""
-    from exercises.adapters import clinic
+    from mini_transformer.evaluation import clinic
     return clinic.ward()[1]
 
 
 def ward_bugs():
-    from exercises.adapters import clinic
+    from mini_transformer.evaluation import clinic
     return ("healthy",) + tuple(clinic.BUGS)
 
 

@@ -1,7 +1,7 @@
 r"""Chapter 12's references (``solutions/clinic.py``): each reference check passes on the healthy patient and fails
 on the bugs it is there to find, the whole matrix worked out from what each planted bug breaks.
 """
-from exercises.adapters import clinic
+from mini_transformer.evaluation import clinic
 
 
 def test_reference_checks_diagnose_every_patient():

@@ -1,12 +1,12 @@
 r"""Mutants for chapter 12's clinic: the healthy patient with one bug planted, for every check.
 
 Each check the reader writes receives ``make_patient``. A mutant wraps it: it builds the
-patient the given ``make_patient`` builds and plants one bug of ``exercises.adapters.clinic``
+patient the given ``make_patient`` builds and plants one bug of ``mini_transformer.evaluation.clinic``
 (``clinic.plant``), so this file holds no answer. Every check gets all six planted bugs; only
 the bug of its own row is ``required``. The grader reports the others it catches as well.
 """
 from exercises.grading.reader_tests import Mutant, ReaderTest, wraps_function
-from exercises.adapters import clinic
+from mini_transformer.evaluation import clinic
 
 
 def _planted(bug):

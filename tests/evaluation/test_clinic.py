@@ -1,4 +1,4 @@
-r"""Chapter 12's clinic (``exercises/adapters/clinic.py``): the healthy patient, and each planted bug is what it
+r"""Chapter 12's clinic (``mini_transformer/evaluation/clinic.py``): the healthy patient, and each planted bug is what it
 says, worked out by hand from what the bug breaks. That the reference checks diagnose every patient is tested
 with the references, in tests/solutions/test_clinic_reference.py.
 
@@ -7,7 +7,7 @@ Expected values are worked by hand here or come from the sources, never from the
 import numpy as np
 import pytest
 
-from exercises.adapters import clinic
+from mini_transformer.evaluation import clinic
 from mini_transformer.engine.autograd import no_grad
 from mini_transformer.engine.backend import asarray, rng, to_numpy, xp
 from mini_transformer.model import GPTConfig, TinyGPT
