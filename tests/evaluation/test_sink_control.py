@@ -136,6 +136,12 @@ def test_claims_follow_the_counts():
     assert claims["C1_window_logical_softmax"]["verdict"] == "not tested here"
     assert claims["C3_softmax"]["verdict"] == "not tested here"
     assert claims["C3_sigmoid_normalised"]["verdict"] == "not established"      # the same zeros, with no reason to set aside
+    assert claims["C1_window_logical_sigmoid_normalised"]["verdict"] == "not established"
+    assert claims["C1_window_logical_sigmoid_normalised"]["positive_control"] == "C3_fails_past_L_sigmoid_normalised"
+    # C5b reads the book's four sinks: a window + 1 sink 0.1 nats worse than recomputing changes nothing
+    for r in runs:
+        r["stream_past_L"]["window + 1 sink (slot)"] = 1.1
+    assert sc.claims_from(runs)["C5b_restores_softmax"]["values"] == [0.0] * 3
     # exercise 6's setting, from the committed first runs: the 2-layer model alone, 0 of its 8 heads; the Wilson
     # interval of 0/8 is [0, z^2/(8 + z^2)] = [0, 0.3244], which holds 0.1
     ex = claims["C4_exercise_setting"]
