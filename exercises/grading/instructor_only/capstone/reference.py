@@ -52,8 +52,9 @@ def report(result):
         lines.append(f"{name:<28}" + "".join(f"{v:>12.3f}" for v in loss))
     past = {name: sum(v[1:]) / (S - 1) for name, v in result["buckets"].items()}
     best = min(past, key=past.get)
-    # one seed gives no interval, so the rule (chapters/README.md) has no verdict to give: say why
-    one_seed = "not tested here: one seed, no interval (the rule needs 3)"
+    # one seed and no bootstrap give no interval, so the rule (chapters/README.md) gives no verdict; "not tested
+    # here" is for conditions out of reach, and three seeds are not
+    one_seed = "no verdict: one seed, no interval (the rule needs 3 seeds, or a bootstrap over evaluation windows)"
     lines += ["", "Ledger (one seed, a short run: a worked example, not a verdict):",
               "| # | claim (source) | what this model did | evidence | verdict |",
               "| --- | --- | --- | --- | --- |",
