@@ -305,8 +305,9 @@ assert naive > 0.1
 # %% [markdown]
 # ### Exercise 11.1: `port_qk_weights`   ★★ · 20 min
 #
-# *Why it matters:* half the checkpoints you will port use the other convention, and this is
-# the whole fix, for the layout of the model you actually load.
+# *Why it matters:* checkpoints from code that rotates neighbouring channels as complex numbers
+# (Meta's original LLaMA release, among others) use the other convention, and this is the whole
+# fix, for the layout of the model you actually load.
 #
 # Write `port_qk_weights(W_qkv, n_heads, d_head, rotary_dim=None, n_kv_heads=None)`: return a
 # new array whose last axis is reordered so that, in every head of the query block and of the
@@ -1000,7 +1001,8 @@ assert all(critical_pair(MODELS[name]) == describe_model(name)["critical_dimensi
 # LongRoPE block has per-pair factor lists instead, not stored here), and a port must carry it along
 # (section 1): dropping it is the "angles past the trained range" bug of chapter 12's clinic. The two
 # Qwen blocks are opt-in: the shipped `config.json` has none, and the block is added by hand for long
-# inputs (`model_configs` notes say so).
+# inputs (`model_configs` notes say so). Qwen3-0.6B's own card gives a context length of 32,768 and no
+# YaRN setting: its block is the one Qwen documents for the Qwen3 family (chapter 8, §10).
 #
 # ## 8. Check yourself on this chapter
 #
@@ -1097,7 +1099,7 @@ assert all(critical_pair(MODELS[name]) == describe_model(name)["critical_dimensi
 # | C4 | decoupling the rotary subspace keeps MLA compatible with low-rank KV compression (survey Table 4) | content scores from cached latents: error 3e-15; with RoPE on the keys the matrix between query and latent changes with $j - i$ (the derivation of §5); the rotary key is one $(d_{rope})$ vector per token, rotated once: 576 numbers instead of 40 960 at DeepSeek-V3's size | exact §5 | reproduces (a derivation on numbers; no MLA model was trained, and this library's scheme does not reproduce the memory saving) |
 # | C5 | a NoPE attention layer is order-sensitive when another layer supplies position (survey Table 4, Kimi K3) | in a two-layer encoder, the NoPE layer's attention output above a RoPE layer changes by 0.60 under a shuffle; the NoPE layer below it by 3.2e-16 | exact §6 | reproduces (the supplier here is a RoPE layer: the survey's, Kimi Delta Attention, is not in this library) |
 # | C6 | Llama 2: $d_{extra} = 92$, the last 36 dimensions never see a full period (survey §6.2) | the survey's formula gives 92; the critical pair is 46, so 36 dimensions never turn | exact §7 | reproduces |
-# | C7 | "uses RoPE" is not a complete configuration (survey, Table 4's closing paragraph) | 14 published RoPE models: critical pairs from 11 to 100, never-turned shares from 22% to 45%, six with a scaling block as stored here (factors 4 to 40 where it has one; the two Qwen blocks are opt-in, not in the shipped `config.json`) and eight without | exact §7 | reproduces |
+# | C7 | "uses RoPE" is not a complete configuration (survey, Table 4's closing paragraph) | 14 published RoPE models: critical pairs from 11 to 100, never-turned shares from 22% to 45%, six with a scaling block as stored here (factors 4 to 40 where it has one; the two Qwen blocks are opt-in, not in the shipped `config.json`, and Qwen3-0.6B's is documented for the Qwen3 family, not on its own card) and eight without | exact §7 | reproduces |
 #
 # ## 10. Where next
 #

@@ -111,7 +111,9 @@ MODELS = {
         "source": "Qwen/Qwen3-0.6B config.json (rope_theta 1000000, head_dim 128, "
                   "max_position_embeddings 40960); Qwen3 docs: 32,768 in pre-training, 131,072 with "
                   "YaRN factor 4; survey Table 4.",
-        "notes": "The YaRN block is opt-in, added by hand for long inputs, as for Qwen2.",
+        "notes": "The YaRN block is opt-in, added by hand for long inputs, as for Qwen2. It is the "
+                 "one Qwen documents for the Qwen3 family and the larger models' cards repeat; "
+                 "the 0.6B card gives a context length of 32,768 and no YaRN setting.",
     },
     "Phi-3-mini-128k-instruct": {
         "mechanism": "rope",
