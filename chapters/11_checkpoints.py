@@ -58,7 +58,7 @@
 # | 11.1 | `port_qk_weights(W_qkv, n_heads, d_head, rotary_dim, n_kv_heads)`: interleaved weights into rotate-half code | ★★ | 20 |
 # | 11.2 | `test_port(port_qk_weights)`: a test of your own, scored against wrong ports | ★★★ | 25 |
 # | 11.3 | `rope_frequencies(config)`: the frequencies of a published model, from its `config.json` | ★ | 10 |
-# | 11.4 | `critical_pair(config)`: the first pair that never turned in training | ★★ | 10 |
+# | 11.4 | `critical_pair(config)`: the first pair that never completed a turn in training | ★★ | 10 |
 #
 # How to work: as in [chapter 0](00_tiny_transformer.py#How-to-work); grade one exercise with
 # `python -m exercises grade checkpoints --exercise 11.N`. The layout is the book's everywhere:
@@ -614,8 +614,9 @@ assert float(xp.abs(content - content_absorbed).max()) < 1e-12 < 0.1 < float(xp.
 # cached beside the latent: the cache holds $d_c + d_{rope}$ numbers per token and layer. This
 # library's `decoupled_rope` scheme (`positional/decoupled_rope.py`) computes this rotary part,
 # with the differences below; `rotary_query` and `rotary_key` give its two factors. Check: their product is the
-# scheme's score term, the key is `(B, 1, T, d_rope)`, and keys cached from a shorter prefix are
-# the first rows of the longer sequence's, rotated once and never again.
+# scheme's score term, the key is `(B, 1, T, d_rope)`, and the rotary keys of a 6-token prefix are
+# the first rows of the 10-token sequence's: each depends on its own token only, so MLA can rotate
+# and cache each once.
 
 # %%
 mla_cfg = GPTConfig(vocab_size=32, d_model=32, n_layers=1, n_heads=4, max_len=32, positional="decoupled_rope",
@@ -625,14 +626,14 @@ qc, kc = Tensor(randn(1, 4, 10, 8)), Tensor(randn(1, 4, 10, 8))   # content quer
 pos10 = xp.arange(10)
 key_R = mla.rotary_key(kc, pos10, 0).data                          # (B, 1, T, d_rope)
 from_parts = mla.rotary_query(qc, pos10, 0).data @ xp.swapaxes(key_R, -1, -2)
-prefix_keys = mla.rotary_key(Tensor(kc.data[:, :, :6]), pos10[:6], 0).data   # cached after 6 tokens
+prefix_keys = mla.rotary_key(Tensor(kc.data[:, :, :6]), pos10[:6], 0).data   # from the first 6 tokens alone
 
 # %% tags=["nbval-check-output"]
 print("rotary key shape (B, 1, T, d_rope):", tuple(key_R.shape))
 score_gap = float(xp.abs(from_parts - mla.score_bias(qc, kc, pos10, pos10, 0).data).max())
 cache_gap = float(xp.abs(prefix_keys - key_R[:, :, :6]).max())
 print(f"rotary query x rotary key against the scheme's score term: largest difference {score_gap:.1e}")
-print(f"keys cached at 6 tokens against the first 6 keys at 10:     largest difference {cache_gap:.1e}")
+print(f"keys computed at 6 tokens against the first 6 keys at 10:   largest difference {cache_gap:.1e}")
 assert key_R.shape == (1, 1, 10, 4) and score_gap < 1e-12 and cache_gap < 1e-14
 
 # %% [markdown]
@@ -807,9 +808,10 @@ assert nope_attention > 0.1
 # has one, else `max_position_embeddings`), not always a pretraining length: for Code Llama and
 # Qwen2 (survey Table 4) and Qwen3 (its report's long-context stage) it is already a length they
 # were extended to, and LongCat-Flash's, whose config names no original length, is its maximum
-# position (survey Table 4). `max pos` is `max_position_embeddings`, and $r_{crit}$ the critical
-# pair: the first pair whose wavelength $2\pi/\theta_i$ reaches $L$ (survey §6.1, eq. 39).
-# From $r_{crit}$ on, pairs never completed a turn within $L$.
+# position (survey Table 4). `max pos` is `max_position_embeddings` (`?` for DeepSeek-V2-Lite:
+# `model_configs` does not store it and lists it as absent), and $r_{crit}$ the critical pair:
+# the first pair whose wavelength $2\pi/\theta_i$ reaches $L$ (survey §6.1, eq. 39).
+# From $r_{crit}$ on, pairs never completed a turn within $L$; `no full turn` is their share.
 
 # %%
 rows = []
@@ -833,7 +835,7 @@ rows.append(("chapter 8's TinyGPT", "rope", tiny))
 
 # %% tags=["nbval-check-output"]
 print(f"{'model':<26}{'mechanism':<17}{'r':>4}{'theta':>8}{'L':>8}{'max pos':>8}{'scaling':>9}"
-      f"{'r_crit':>7}{'never turned':>14}{'longest':>10}")
+      f"{'r_crit':>7}{'no full turn':>14}{'longest':>10}")
 for name, mech, x in rows:
     if x is None:
         print(f"{name:<26}{mech:<17}")
@@ -847,11 +849,11 @@ crits = sorted((x["crit"], name) for name, x in published.items())
 nevers = sorted((x["r"] // 2 - x["crit"]) / (x["r"] // 2) for x in published.values())
 blocks = {name: (x["scaling"], MODELS[name]["rope_scaling"].get("factor")) for name, x in published.items()
           if x["scaling"] != "-"}  # the block's own factor; LongRoPE's per-pair lists are not stored
-# the never-turned share, derived: pair i turns in training when 2 pi base^(2i/r) < L, so about
+# the no-full-turn share, derived: pair i completes a turn in training when 2 pi base^(2i/r) < L, so about
 # 1 - ln(L / 2 pi) / ln(base) of the pairs never do (up to one pair of rounding)
 gaps = [abs((x["r"] // 2 - x["crit"]) / (x["r"] // 2) - (1 - math.log(x["L"] / (2 * math.pi)) / math.log(x["theta"])))
         * (x["r"] // 2) for x in published.values()]
-print(f"published models: critical pairs {crits[0]} .. {crits[-1]}; never turned {nevers[0]:.0%} .. {nevers[-1]:.0%}")
+print(f"published models: critical pairs {crits[0]} .. {crits[-1]}; no full turn {nevers[0]:.0%} .. {nevers[-1]:.0%}")
 print("scaling blocks (type, factor):", ", ".join(f"{n} {t} {'-' if f is None else f'x{f:g}'}"
                                                   for n, (t, f) in blocks.items()))
 print(f"the share against 1 - ln(L / 2 pi) / ln(base): at most {max(gaps):.2f} of a pair apart")
@@ -981,7 +983,7 @@ reveal("checkpoints", "critical_pair")
 # %% tags=["nbval-check-output"]
 d_extra = 2 * math.ceil(128 / 2 * math.log(4096 / (2 * math.pi), 10000))
 print(f"the survey's formula for Llama 2: d_extra = {d_extra}; yours: critical pair {critical_pair(MODELS['Llama-2-7B'])}"
-      f", so {128 - 2 * critical_pair(MODELS['Llama-2-7B'])} dimensions never turn")
+      f", so {128 - 2 * critical_pair(MODELS['Llama-2-7B'])} dimensions never complete a turn")
 print(f"Llama 3.1 (original 8192, maximum 131072): critical pair {critical_pair(MODELS['Llama-3.1-8B'])}"
       f"; read at 131072 it would be {critical_pair(dict(MODELS['Llama-3.1-8B'], rope_scaling=None))}")
 ramp = [float(k) for k in by_parts_ramp(128, 10000.0, 4096)]  # YaRN's share kept per pair, alpha 1, beta 32
@@ -992,10 +994,11 @@ assert all(critical_pair(MODELS[name]) == describe_model(name)["critical_dimensi
 
 # %% [markdown]
 # Read the table against claim C7. The same word, RoPE, covers models whose critical pairs run
-# from 11 (Phi-2, 32 rotary channels) to 100 (Gemma-7B, 256), and whose never-turned share runs
-# from 22% to 45%. The share is about $1 - \ln(L/2\pi)/\ln\mathrm{base}$ (pair $i$ completes a turn
-# in training when $2\pi\,\mathrm{base}^{2i/r} < L$; the cell checks it to within one pair), so at a
-# given training length raising the base (Code Llama $10^6$, Llama 3 500 000) *raises* that share
+# from 11 (Phi-2, 32 rotary channels) to 100 (Gemma-7B, 256), and whose share of pairs that
+# never complete a turn runs from 22% to 45%. The share is about
+# $1 - \ln(L/2\pi)/\ln\mathrm{base}$ (pair $i$ completes a turn in training when
+# $2\pi\,\mathrm{base}^{2i/r} < L$; the cell checks it to within one pair), so at a given training length
+# raising the base (Code Llama $10^6$, Llama 3 500 000) *raises* that share
 # (the slow pairs slow down further, so more of them never finish a turn in training), and a
 # longer $L$ lowers it. And six of the entries carry a scaling block, printed with its own factor (Phi-3's
 # LongRoPE block has per-pair factor lists instead, not stored here), and a port must carry it along
@@ -1096,10 +1099,10 @@ assert all(critical_pair(MODELS[name]) == describe_model(name)["critical_dimensi
 # | C2a | the two pairings are one model up to a fixed channel permutation (book §2.4, survey §5.3) | ported per head: 3.3e-16 (4.4e-16 with partial rotary, 3.1e-16 grouped-query); ported as if every channel turned: 0.30; keys permuted by the query head count: 0.35; layer 0's rotated queries agree after $P$ to 0.0e+00 (§4) | exact §3 | reproduces |
 # | C2b | ... and the weights are not interchangeable (book §2.4, survey §5.3) | loaded as they are, without the permutation: logits off by 0.37 (§3) | exact §3 | reproduces |
 # | C3 | values are not rotated, so a port leaves them alone (survey §5.3) | the port that leaves the value block matches to 3.3e-16; the same port with the values permuted too moves the logits by 0.45 | exact §3 | reproduces |
-# | C4 | decoupling the rotary subspace keeps MLA compatible with low-rank KV compression (survey Table 4) | content scores from cached latents: error 3e-15; with RoPE on the keys the matrix between query and latent changes with $j - i$ (the derivation of §5); the rotary key is one $(d_{rope})$ vector per token, rotated once: 576 numbers instead of 40 960 at DeepSeek-V3's size | exact §5 | reproduces (a derivation on numbers; no MLA model was trained, and this library's scheme does not reproduce the memory saving) |
+# | C4 | decoupling the rotary subspace keeps MLA compatible with low-rank KV compression (survey Table 4) | content scores from cached latents: error 3e-15; with RoPE on the keys the matrix between query and latent changes with $j - i$ (the derivation of §5); the rotary key is one $(d_{rope})$ vector per token that depends on its own token only, so it can be rotated and cached once: 576 numbers instead of 40 960 at DeepSeek-V3's size | exact §5 | reproduces (a derivation on numbers; no MLA model was trained, and this library's scheme does not reproduce the memory saving) |
 # | C5 | a NoPE attention layer is order-sensitive when another layer supplies position (survey Table 4, Kimi K3) | in a two-layer encoder, the NoPE layer's attention output above a RoPE layer changes by 0.60 under a shuffle; the NoPE layer below it by 3.2e-16 | exact §6 | reproduces (the supplier here is a RoPE layer: the survey's, Kimi Delta Attention, is not in this library) |
-# | C6 | Llama 2: $d_{extra} = 92$, the last 36 dimensions never see a full period (survey §6.2) | the survey's formula gives 92; the critical pair is 46, so 36 dimensions never turn | exact §7 | reproduces |
-# | C7 | "uses RoPE" is not a complete configuration (survey, Table 4's closing paragraph) | 14 published RoPE models: critical pairs from 11 to 100, never-turned shares from 22% to 45%, six with a scaling block as stored here (factors 4 to 40 where it has one; the two Qwen blocks are opt-in, not in the shipped `config.json`, and Qwen3-0.6B's is documented for the Qwen3 family, not on its own card) and eight without | exact §7 | reproduces |
+# | C6 | Llama 2: $d_{extra} = 92$, the last 36 dimensions never see a full period (survey §6.2) | the survey's formula gives 92; the critical pair is 46, so 36 dimensions never complete a turn | exact §7 | reproduces |
+# | C7 | "uses RoPE" is not a complete configuration (survey, Table 4's closing paragraph) | 14 published RoPE models: critical pairs from 11 to 100, shares of pairs with no full turn from 22% to 45%, six with a scaling block as stored here (factors 4 to 40 where it has one; the two Qwen blocks are opt-in, not in the shipped `config.json`, and Qwen3-0.6B's is documented for the Qwen3 family, not on its own card) and eight without | exact §7 | reproduces |
 #
 # ## 10. Where next
 #
