@@ -681,7 +681,8 @@ for key in ("learned_minus_sinusoidal", "learned_minus_sinusoidal_scaled", "sinu
     alone = f" (the interval alone: {rec['interval_verdict']})" if "interval_verdict" in rec else ""
     print(f"{key:<32} {stats.format_record(rec, 3)}{alone}, claimed {rec['claimed']} {rec['threshold']:.2f}")
 gain = at_L["claims"]["sinusoidal_scaled_minus_learned"]
-assert at_L["claims"]["learned_minus_sinusoidal_scaled"]["verdict"] == "reproduces" and min(gain["values"]) > 0.05
+assert all((at_L["claims"][k]["verdict"], at_L["claims"][k]["interval_verdict"]) == ("not tested here", "reproduces")
+           for k in ("learned_minus_sinusoidal", "learned_minus_sinusoidal_scaled")) and min(gain["values"]) > 0.05
 assert (gain["verdict"], gain["interval_verdict"]) == ("not tested here", "does not reproduce")  # arms still learning
 
 # %% [markdown]
@@ -689,8 +690,9 @@ assert (gain["verdict"], gain["interval_verdict"]) == ("not tested here", "does 
 # full-size sinusoidal runs scatter (2.110 to 2.227). Against the table scaled to a token row's size,
 # which removes the size confound (not every difference: the learned arm's other weights are drawn
 # differently), the learned table is still better, by 0.099 ± 0.012 nats, in every seed. That is
-# a lead after 600 steps (C5a, C5b), not yet the book's claim, which is about trained models: the
-# arms are still learning at 600 steps. The two that the train-short-test-long run above trains for
+# a lead after 600 steps, not the book's claim, which is about trained models: the arms are still
+# learning at 600 steps, so C5a and C5b are not tested here, though the intervals alone say
+# "reproduces". The two that the train-short-test-long run above trains for
 # 1500 steps end far lower there (learned 1.61 against 1.934 to 1.941 here, sinusoidal 1.69 against
 # 2.110 to 2.227), so the gap measures learning speed too. Whether the lead lasts is not tested
 # here, nor its size, "slightly" (C5c); read as a gain under 0.05 nats, the interval alone would
@@ -791,8 +793,8 @@ assert (gain["verdict"], gain["interval_verdict"]) == ("not tested here", "does 
 # | C3a | The tail is updated rarely, since most sequences are shorter than $T_{max}$ (book §2.2) | every window here has the training length, so no row is "rarely" updated: rows past it get exactly zero gradient, only weight decay moves them; the book's condition, a spread of lengths, is not in this run (§3) | exact §3 | not tested here |
 # | C3b | Untrained positions have no reliable representation (survey §3.1) | rows past the training length stay their random start: after 150 steps they are their start times 0.99751, weight decay alone (§3) | exact §3 | reproduces |
 # | C4 | No position past $T_{max}$ (book TL;DR, §2.2) | `TinyGPT` refuses position 16 of a 16-row table; the committed run refuses 2x, 4x, 8x $L$ (§4, §9) | exact §4 | reproduces |
-# | C5a | Better in-distribution than sinusoids (book TL;DR, §4), read as a lead after 600 steps of a decoder on text, with the arms still learning, not as a verdict on trained models (§4 speaks of encoders): against the table as the formula gives it | learned minus sinusoidal: -0.246 ± 0.166 nats at $L = 64$, 3 seeds of 600 steps (§9) | result input_schemes_at_train_len/learned_minus_sinusoidal | reproduces |
-# | C5b | ... a lead after 600 steps, as C5a, against the sinusoidal table scaled to a token row's size, without the size confound (book TL;DR, §4) | learned minus scaled sinusoidal: -0.099 ± 0.012 nats, lower in every seed (§9) | result input_schemes_at_train_len/learned_minus_sinusoidal_scaled | reproduces |
+# | C5a | Better in-distribution than sinusoids (book TL;DR, §4), against the table as the formula gives it | a gap between trained models, and the arms are still learning at 600 steps (a decoder on text; §4 speaks of encoders); learned minus sinusoidal: -0.246 ± 0.166 nats at $L = 64$, 3 seeds of 600 steps, so the interval alone says reproduces (§9) | result input_schemes_at_train_len/learned_minus_sinusoidal | not tested here |
+# | C5b | ... against the sinusoidal table scaled to a token row's size, without the size confound (book TL;DR, §4) | the same missing condition as C5a; learned minus scaled sinusoidal: -0.099 ± 0.012 nats, lower in every seed, so the interval alone says reproduces (§9) | result input_schemes_at_train_len/learned_minus_sinusoidal_scaled | not tested here |
 # | C5c | ... and only *slightly* better: by under 0.05 nats, the size under which this workbook calls a change in loss small, as for "runs long" (book TL;DR, §4) | a size of the gap between trained models, and the arms are still learning at 600 steps (a decoder on text; §4 speaks of encoders); the gain over the scaled sinusoids, 0.099 ± 0.012 nats over 3 seeds, is over 0.05 in every seed, so the interval alone says does not reproduce (§9) | result input_schemes_at_train_len/sinusoidal_scaled_minus_learned | not tested here |
 # | C6a | At 16 after training at 8, a relative bias works: accuracy above 0.9 past position 8, chapter 5's bar for "sensible output" (book §7) | T5: all 10 seeds: 1.00 on positions 8 to 15 (§9) | result chapter03_learned/t5_accuracy_beyond_8 | reproduces |
 # | C6b | ... and the learned table "produces garbage": by accuracy, what a reader of its tokens sees, no better than twice chance past position 8, at most 1/11 above chance, as chapter 5 reads it (book §7), on a 16-row table whose rows 8 to 15 never trained, not the book's model with no rows for them (§5) | 0.36 ± 0.04 above chance (0.45 against 0.09), ten seeds, as in chapter 5's C5b (§9) | result chapter03_learned/learned_accuracy_beyond_8_minus_chance | does not reproduce |

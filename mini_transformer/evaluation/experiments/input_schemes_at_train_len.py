@@ -3,10 +3,10 @@ r"""Input schemes at the training length, over seeds: none, sinusoidal (as is an
 The claims of chapters 1 and 3 about text at the training length rest on this run:
 
 * chapter 1, C6: a decoder with no positional scheme (``none``) underperforms one with a scheme;
-* chapter 3, C5: a learned table is "slightly better in-distribution" than the sinusoids (C5b, better:
-  ``learned_minus_sinusoidal_scaled``; C5c, only slightly, by under 0.05 nats: ``sinusoidal_scaled_minus_learned``,
-  not tested here, since the arms are still learning at 600 steps; chapter 12's C2a and C2b settle the book's
-  "marginally better" with the same two records).
+* chapter 3, C5: a learned table is "slightly better in-distribution" than the sinusoids (C5a and C5b, better:
+  ``learned_minus_sinusoidal`` and ``learned_minus_sinusoidal_scaled``; C5c, only slightly, by under 0.05 nats:
+  ``sinusoidal_scaled_minus_learned``), all three not tested here, since the arms are still learning at 600 steps;
+  chapter 12's C2a and C2b settle the book's "marginally better" with the same two records.
 
 The bake-off of chapter 7 trains one seed for 1500 steps; this run trains three for 600 (to keep
 the run within about half an hour on a shared 2-core machine), so its losses sit above the bake-off's. And its sinusoidal model adds the table as the
@@ -45,6 +45,9 @@ SCALE = 0.02 * math.sqrt(2)  # a row of the scaled table has norm 0.02 sqrt(d_mo
 STILL_LEARNING = ("'slightly' (book TL;DR) and 'marginally' (book §4, for fixed-length encoders) size the gap between "
                   "trained models; at 600 steps the arms are still learning (the two that chapter 7's bake-off trains for "
                   "1500 steps, learned and sinusoidal, end far lower there), so this gap measures learning speed too")
+BETTER_STILL_LEARNING = ("'better in-distribution' (book TL;DR, §4) compares trained models; at 600 steps the arms are "
+                         "still learning (the two that chapter 7's bake-off trains for 1500 steps, learned and "
+                         "sinusoidal, end far lower there), so this gap measures learning speed too")
 
 SIZES = {
     True: dict(seeds=(0, 1), steps=40, train_len=32, eval_batches=2, eval_batch_size=8),
@@ -87,10 +90,10 @@ def claims(per_seed, seeds):
             0.0, values=diff("none", "sinusoidal_scaled"), seeds=seeds),
         "learned_minus_sinusoidal": stats.claim_record(
             "loss at L of learned minus sinusoidal as the formula gives it (nats); the claim: learned is better",
-            "below", 0.0, values=diff("learned", "sinusoidal"), seeds=seeds),
+            "below", 0.0, values=diff("learned", "sinusoidal"), seeds=seeds, not_tested=BETTER_STILL_LEARNING),
         "learned_minus_sinusoidal_scaled": stats.claim_record(
             "loss at L of learned minus sinusoidal scaled to the token rows (nats); the claim: learned is better",
-            "below", 0.0, values=diff("learned", "sinusoidal_scaled"), seeds=seeds),
+            "below", 0.0, values=diff("learned", "sinusoidal_scaled"), seeds=seeds, not_tested=BETTER_STILL_LEARNING),
         # the book's "slightly" (TL;DR) and "marginally" (§4) better: a gain under 0.05 nats, the size under which
         # this workbook calls a change in loss small ("runs long" is a rise under 0.05), perplexity within about 5%;
         # not tested here: a size of the gap between trained models, and the arms here are still learning
