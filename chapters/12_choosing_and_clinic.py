@@ -53,8 +53,7 @@
 # | C6b | ... a window that evicts it breaks: its loss rises by more than 0.05 nats (book §4, §2.6) | | §1 |
 # | C6c | ... and keeping sinks prevents that (book §4, §2.6) | | §1 |
 # | C6d | ... with positions within the cache, not in the text (book §4, §2.6) | | §1 |
-# | C7a | RoPE costs a few multiplies per element of q and k (book §4, "Cost") | | §2 |
-# | C7b | ... and T5's bias materialises $(H, T_q, T_k)$ (book §4, "Cost") | | §2 |
+# | C7 | RoPE costs a few multiplies per element of q and k (book §4, "Cost") | | §2 |
 # | C8a | Each of rows 1 to 5 of the failure table has a check that catches its bug (book §4) | | §5 |
 # | C8b | ... and row 6's check as written, shuffle the input, outputs must change, catches its bug in a decoder (book §4) | | §5 |
 #
@@ -103,9 +102,9 @@ permutation = load_result("permutation")
 #
 # The book's "When to use what" (§4) in seven rows. Each row below has the committed
 # experiments that speak to it (full runs, minutes each, in `mini_transformer/evaluation/experiments/`;
-# the chapter reads their JSON and checks every number it quotes). The models are tiny
-# (`d_model` 64, 2 layers, byte-level text of the standard library), so read the numbers as what
-# *these* models did.
+# the chapter reads their JSON and checks every number it quotes). The models are tiny (2 layers,
+# `d_model` 32 or 64), trained on byte-level text of the standard library or on small synthetic tasks
+# (chapter 5's look-back, chapter 10's sink control), so read the numbers as what *these* models did.
 #
 # | situation | the book's choice | its reason | the evidence here |
 # | --- | --- | --- | --- |
@@ -117,7 +116,7 @@ permutation = load_result("permutation")
 # | extend a RoPE model 4x to 32x | PI or YaRN, plus fine-tuning | keeps angles in the trained range | `context_extension` at 4x |
 # | unbounded streaming | window plus sinks | constant memory, positions in the cache | `sink_control` (chapter 10, §7) |
 #
-# Every verdict below rests on seeds, by the rule of `chapters/README.md` ("Evidence and the verdict
+# Every verdict below on a trained model rests on seeds, by the rule of `chapters/README.md` ("Evidence and the verdict
 # rule"): a claim record's 95% interval over seeds, printed as `mean ± half-width`. Most rows lean on
 # chapter 7's seeded bake-off (§7.1, `short_long_seeds`): each scheme trained at $L = 32$ for 500
 # steps, 5 seeds, and run at $4L$. The rise past $L$ is the loss at positions $t \ge L$ with the
@@ -249,16 +248,16 @@ assert max(streams.values()) - min(streams.values()) < 0.01              # every
 #   every position of length 16 on every seed (all 10 seeds: 1.00), the learned table 0.45 ± 0.04 on
 #   the positions it never trained. On text it does not generalise by chapter 7's bar: its rise past
 #   $L$ at $4L$ is 0.118 ± 0.081 nats above a model's with no position at all, paired by seed. At
-#   0.216 ± 0.051 nats it is over the 0.05 that "runs long" allows; with `max_distance` = $L$ (no
-#   bucket left untrained) it still rises 0.181 ± 0.049, so the empty far buckets are not the whole
-#   cause (chapter 7, §7.1).
+#   0.216 ± 0.051 nats it is over the 0.05 that "runs long" allows; with `max_distance` = $L$ (every
+#   bucket a distance at $4L$ falls in was trained) it still rises 0.181 ± 0.049, so the untrained far
+#   buckets are not the whole cause (chapter 7, §7.1).
 # * **Train short, run longer: ALiBi** (C4a, C4b). Its loss past $L$ rises by only 0.006 ± 0.003
-#   nats at $4L$, though it gains nothing from the far context (-0.006 ± 0.003, on a text where
-#   chapter 7 finds no far context worth using: its C8a is not tested here); it
+#   nats at $4L$: read the other way, the same numbers say it gains nothing from the far context, on a
+#   text where chapter 7 finds no far context worth using (its C8a is not tested here). It
 #   pays at $L$ itself, 0.06 ± 0.02 nats above RoPE and 0.10 ± 0.02 above Transformer-XL. The book's
 #   qualifier, "when perplexity is the metric", warns that retrieval fails past $L$; chapter 9's
-#   models do not test it (C4b), since at $8L$ = 256 their flattest head barely penalises any key,
-#   and the book places the failure far back in a long context. There the share of keys found falls
+#   models do not test it (C4b): the book places the failure far back in a long context, and these
+#   models reach 256 tokens. There the share of keys found falls
 #   from $L$ to $8L$ by 0.08 ± 0.22 (5 seeds), and the farthest keys at $8L$ are found 0.83 ± 0.40
 #   of the time: seed 0 found a quarter, seeds 1 to 4 nearly all.
 # * **Extend RoPE 4x: PI or YaRN, plus fine-tuning** (C5a to C5d; means and intervals over 3 seeds).
@@ -318,15 +317,16 @@ assert growth["t5"] > 10 and growth["alibi"] > 6
 
 # %% [markdown]
 # RoPE's and the additive encodings' positional memory grows with $T$ (x4 for 4x the tokens);
-# T5's and ALiBi's bias grows with $T^2$ (x14 and x7 here, short of x16 because at $T = 32$ a
-# constant part of each hook call still weighs in). Decoupled RoPE grows like a bias too (x9):
+# T5's and ALiBi's bias grows faster, like $T^2$ (x14 and x7 here, short of x16; why is not tested
+# here). Decoupled RoPE grows like a bias too (x9):
 # this library computes its rotary part as a score term, an $(H, T_q, T_k)$ tensor, where MLA
 # computes it inside attention. The learned table pays in parameters instead
 # ($T_{max} \cdot d$: 8192 at `max_len` 128 and $d = 64$; at 128k and $d = 8192$ it is 1.07 billion,
 # not the book's 100M, as chapter 3, §1 works out); T5 needs 32 buckets x 4 heads = 128; decoupled RoPE its two projections per layer.
-# Claim C7a reproduces on the bytes; C7b, that T5's bias is materialised, holds for this library
-# but not as a rule (chapter 7, C4b). The time column cannot settle the fused-kernel half of the
-# claim: this library's attention always forms the score matrix.
+# The bench counts bytes, not operations, so claim C7 (a few multiplies per element) is not tested
+# here. That T5's bias must be materialised is chapter 7's C4b, and does not reproduce: a kernel can
+# look its table up inside each tile (chapter 7, §5); this library's attention always forms the score
+# matrix, so the time column cannot speak to fused kernels.
 #
 # ## 3. Common misunderstandings, on numbers
 #
@@ -873,8 +873,8 @@ for name, sick in [("healthy", clinic.make_patient()), ("recency_bias", clinic.m
 # <details><summary>Answer</summary>
 #
 # T5's bias is one number per head and pair of positions, $(H, T_q, T_k)$, built from bucket
-# indices of shape $(T_q, T_k)$: both grow with $T^2$, 16-fold for 4x the tokens, less a
-# constant part. A fused kernel that never forms the score matrix cannot take such a tensor as
+# indices of shape $(T_q, T_k)$: both grow with $T^2$, 16-fold for 4x the tokens (why section 2
+# measures a little less is not tested here). A fused kernel that never forms the score matrix cannot take such a tensor as
 # an input at all; ALiBi's bias can be computed inside one from the indices, and RoPE never
 # touches the scores.
 # </details>
@@ -936,7 +936,8 @@ for name, sick in [("healthy", clinic.make_patient()), ("position_reset", clinic
 # Two parts of the guide leave the ledger without a row: "RoPE for a new LM" is a recommendation, and
 # of its reasons only the ones below can be measured here (its loss at $L$, level with Shaw's and
 # 0.038 ± 0.010 behind Transformer-XL's, is this workbook's observation, not a claim of the book);
-# the windowed 2-D bias has no measurement here at all.
+# the windowed 2-D bias has no measurement here at all. The cost paragraph's T5 half, that its bias
+# must be materialised, is settled in chapter 7 (C4b; section 2 here).
 #
 # | # | claim (source) | what this model did | evidence | verdict |
 # | --- | --- | --- | --- | --- |
@@ -957,8 +958,7 @@ for name, sick in [("healthy", clinic.make_patient()), ("position_reset", clinic
 # | C6b | a window without its sinks breaks: its loss rises by more than 0.05 nats (book §4, §2.6) | past $L$, window of 32 without sinks minus with 4: 0.002 ± 0.003 nats over 5 seeds, wholly below 0.05, but no positive control: no arm was trained in which evicting the first tokens is known to cost more than 0.05; StreamingLLM's 160M model lost about 0.4 (§1; chapter 10, C5a) | result sink_control/C5_breaks_softmax | not tested here |
 # | C6c | ... and keeping sinks prevents it: window + 4 sinks within 0.05 nats of recomputing the window (book §4, §2.6) | -0.002 ± 0.003 nats over 5 seeds, but the window without sinks is as close: nothing broke (C6b), so the test could not fail (§1; chapter 10, C5b) | result sink_control/C5b_restores_softmax | not tested here |
 # | C6d | positions within the cache, not in the text (book §4, §2.6) | chapter 10's normalised-sigmoid model, which fails past $L$ (full attention minus recomputing the window, chapter 10 §7: 0.1227 ± 0.0191): sinks at text minus slot positions 0.106 ± 0.021 nats over 5 seeds, wholly above 0; the softmax control's failure past $L$ is not established (full attention 2.509, recomputing the window 2.504), so its 0.004 ± 0.004 settles nothing (§1; chapter 10, C3b) | result sink_control/C3_sigmoid_normalised | reproduces |
-# | C7a | RoPE costs a few multiplies per element of $q$ and $k$ (book §4, "Cost") | positional bytes x4 (linear) for RoPE when the tokens grow 4x (§2) | exact §2 | reproduces |
-# | C7b | ... and T5's bias materialises $(H, T_q, T_k)$ (book §4, "Cost") | this library's does, x14 when the tokens grow 4x (ALiBi's x7) (§2); but it need not: chapter 7 (§5, C4b) looks the table up inside fused tiles, equal to the dense form to 1e-12 | exact §2 | does not reproduce |
+# | C7 | RoPE costs a few multiplies per element of $q$ and $k$ (book §4, "Cost") | the bench measures bytes, not operations: RoPE's positional bytes grow x4 (like $T$) when the tokens grow 4x (§2) | exact §2 | not tested here |
 # | C8a | each of rows 1 to 5 of the failure table has a check that catches its bug (book §4) | each of the five checks passes on the healthy patient and fails on its own bug; rows 2 and 4 through their cause, not their symptom (§5) | exact §5 | reproduces |
 # | C8b | ... and row 6's check as written, shuffle the input, outputs must change, catches its bug in a decoder (book §4) | it does not: the mask alone changes a decoder's outputs, so the check passes with the bug in (chapter 1, C8c). `check_shuffle` is the workbook's own variant, shuffling the tokens before the last and comparing the last position: it catches the bug in one layer (the patients have one), not in two (§5) | exact §5 | does not reproduce |
 #
