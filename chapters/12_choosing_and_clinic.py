@@ -49,7 +49,7 @@
 # | C5b | ... PI alone already helps past $L$ (book §4, Ex. 3) | | §1 |
 # | C5c | ... and a short fine-tune repairs the rest (book §2.6, §4) | | §1 |
 # | C5d | ... and repairs PI better than plain RoPE (book §4, after Chen et al.) | | §1 |
-# | C6a | For unbounded streaming: the first token becomes an attention sink (book §4, §2.6) | | §1 |
+# | C6a | For unbounded streaming: where most queries have nothing to read, the first token becomes an attention sink (book §4, §2.6) | | §1 |
 # | C6b | ... a window that evicts it breaks: its loss rises by more than 0.05 nats (book §4, §2.6) | | §1 |
 # | C6c | ... and keeping sinks prevents that (book §4, §2.6) | | §1 |
 # | C6d | ... with positions within the cache, not in the text (book §4, §2.6) | | §1 |
@@ -400,15 +400,15 @@ assert m["6. NTK (a larger base) at 4L, means over 3 seeds: zero-shot, after 150
     m["6. NTK (a larger base) at 4L, means over 3 seeds: zero-shot, after 150 steps at 4L"][1] + 0.5
 
 # %% [markdown]
-# All six corrections hold here: an encoder with no position changes by 6.5e-16 under a shuffle
+# Each correction holds here: an encoder with no position changes by 6.5e-16 under a shuffle
 # while a decoder changes by 0.35 to 0.72; the sinusoidal dot product is the same at offsets
 # (3, 1) and (103, 101); a rotated query moves with its position; RoPE computes past $L$, but its
 # loss past $L$ rises 0.47 ± 0.12 nats at $4L$ (5 seeds) and 1.27 ± 0.34 beyond $L$ in windows of
 # $8L$ (chapter 9, 5 seeds); the score of a vector against itself goes *up* at 66 of 199 steps (53.5
 # at distance 0, 43.3 at 10, 24 at 50); and NTK's larger base leaves 2.02 nats at $4L$ (mean of 3
-# seeds) until a fine-tune brings it to 1.44. One correction stays open: ALiBi runs at $8L$ with a
-# flat loss, and whether it can *use* that length is not established here. Its farthest keys at
-# $8L$ are found 0.83 ± 0.40 of the time over 5 seeds (seed 0: 0.25; seeds 1 to 4: 0.94 to 1.00).
+# seeds) until a fine-tune brings it to 1.44. For ALiBi, whose loss barely rises at $4L$ (section 1),
+# whether it can *use* a longer context is not established here: its farthest keys at $8L$ are
+# found 0.83 ± 0.40 of the time over 5 seeds (seed 0: 0.25; seeds 1 to 4: 0.94 to 1.00).
 #
 # ## 4. Open problems, and where this workbook touched them
 #
@@ -416,9 +416,9 @@ assert m["6. NTK (a larger base) at 4L, means over 3 seeds: zero-shot, after 150
 #
 # | open problem (survey §11) | what this workbook saw |
 # | --- | --- |
-# | nominal length is not effective length | RoPE's loss climbs past $L$ (1.27 ± 0.34 nats beyond $L$ in windows of $8L$); ALiBi's stays flat, and whether it also finds keys out there is not established: the farthest keys at $8L$, 0.83 ± 0.40 over 5 seeds of 64 keys a cell, seed 0 a quarter, seeds 1 to 4 nearly all (chapter 9, §6) |
-# | periodicity brings aliasing | one pair with $\theta = 1$ cannot tell offset 0 from offset 44 (chapter 6) |
-# | extension fights short-range ability | PI zero-shot: 2.68 nats at $L$ against 1.48 unscaled, a cost of 1.20 ± 0.09; after a fine-tune 1.57 against plain RoPE's 1.47 fine-tuned alike, a cost of 0.09 ± 0.01, not established (chapter 8, 3 seeds) |
+# | nominal length is not effective length | RoPE's loss climbs past $L$ (1.27 ± 0.34 nats beyond $L$ in windows of $8L$); ALiBi's barely rises at $4L$ (section 1), and whether it also finds keys at $8L$ is not established: the farthest keys at $8L$, 0.83 ± 0.40 over 5 seeds of 64 keys a cell, seed 0 a quarter, seeds 1 to 4 nearly all (chapter 9, §6) |
+# | periodicity brings aliasing | one pair with $\theta = 1$ barely tells offset 44 from offset 0: cos 0.9998 and sin 0.0177 against 1 and 0 (section 3; chapter 6) |
+# | extension fights short-range ability | PI zero-shot: 2.68 nats at $L$ against 1.48 unscaled, a cost of 1.20 ± 0.09; after a fine-tune 1.57 against plain RoPE's 1.47 fine-tuned alike, a cost of 0.09 ± 0.01, and whether it is under 0.1 nats is not established (chapter 8, C10c, 3 seeds) |
 # | system implementations break position semantics | the clinic below: six bugs, none of which crashes |
 # | one-dimensional distance cannot express structure | only the 2-D window bias (chapter 5); nothing measured beyond it |
 # | position encoding and efficient attention lack a joint design | the bias schemes' $T^2$ bytes (section 2) |
@@ -596,7 +596,9 @@ print("check_port passes on the healthy patient")
 # at $8L$ on four seeds of five, 0.83 ± 0.40 over 5 seeds). On an untrained patient, probe the positional mechanism itself: switch the content
 # off (zero queries and keys, so every score is whatever position adds) and ask whether a query
 # at position `serve_len - 1` still reaches the first token in every head, with at least half the
-# uniform weight `1 / serve_len`. `clinic.attention_probe(model, q, k, q_pos, k_pos)` is the
+# uniform weight `1 / serve_len`. This stand-in covers the row's first cause only: with the content
+# off a rotation has nothing to turn, so over-interpolated frequencies cannot show in it.
+# `clinic.attention_probe(model, q, k, q_pos, k_pos)` is the
 # model's attention with the projections taken out. Write `check_reach(make_patient)`. Grade it
 # alone: `python -m exercises grade clinic --exercise 12.4`.
 
@@ -811,9 +813,9 @@ for name, sick in [("healthy", clinic.make_patient()), ("recency_bias", clinic.m
 # <details><summary>Answer</summary>
 #
 # Its loss at the training length: at $L = 32$, over 5 seeds, 0.06 ± 0.02 nats above RoPE and
-# 0.10 ± 0.02 above Transformer-XL. Past $L$ its loss rises only 0.006 ± 0.003 nats at $4L$, and it
-# gains nothing from the far context (-0.006 ± 0.003, on a text where chapter 7 finds no far
-# context worth using). Its distance penalty is
+# 0.10 ± 0.02 above Transformer-XL. Past $L$ its loss rises only 0.006 ± 0.003 nats at $4L$, which
+# also says it gains nothing from the far context, on a text where chapter 7 finds no far
+# context worth using. Its distance penalty is
 # the recency prior that makes the clinic's `recency_bias` patient fail `check_reach`: with the
 # content switched off, its head of slope 1/16 gives the first of 64 tokens 0.0012 of its attention,
 # against $0.0156$ for uniform attention (the key to the ward prints it). One cost stays unsettled:
@@ -831,12 +833,10 @@ for name, sick in [("healthy", clinic.make_patient()), ("recency_bias", clinic.m
 #
 # No, and not because no sink formed: the model has one (0.44 of its heads put more than 0.3 of their
 # attention on BOS). Evicting it costs this model little, 0.002 ± 0.003 nats past $L$ and 0.002 ± 0.001
-# inside it (chapter 10, section 7): its sink heads are dormant heads, and the mean of a window's
-# values that they read instead is close to a constant. StreamingLLM's penalty grows with scale, about
-# 0.4 nats at 160M parameters and an explosion at 13B. The positional half shows on a model whose rows
-# are normalised sigmoids: sinks kept at their text positions cost it 0.106 ± 0.021 nats over slot
-# positions. (The softmax control's gaps are printed in section 1; only the rise inside $L$, with
-# token 0 evicted, lies wholly above 0.)
+# inside it (chapter 10, section 7; why so little is chapter 10's explanation, not tested here).
+# StreamingLLM measured about 0.4 nats on a 160M-parameter model. The positional half shows on a
+# model whose rows are normalised sigmoids: sinks kept at their text positions cost it
+# 0.106 ± 0.021 nats over slot positions. (The softmax control's gaps are printed in section 1.)
 # </details>
 
 # %% [markdown]
@@ -847,8 +847,8 @@ for name, sick in [("healthy", clinic.make_patient()), ("recency_bias", clinic.m
 # <details><summary>Answer</summary>
 #
 # In a causal model each position sees a different prefix after a full shuffle, so its output
-# changes even with no position at all: the check passes on `position_ignored`, the bug it is
-# for. Keep the last token in place, shuffle the ones before it, and compare the last position,
+# changes even with no position at all (by 0.35 to 0.72 in section 3): the check passes on
+# `position_ignored`, the bug it is for. Keep the last token in place, shuffle the ones before it, and compare the last position,
 # where a one-layer position-blind model sees the same set either way.
 # </details>
 
@@ -881,9 +881,9 @@ for name, sick in [("healthy", clinic.make_patient()), ("recency_bias", clinic.m
 
 # %% [markdown]
 # **6.** A reader's `check_cache` compares the greedy tokens (the argmax of the logits) of the
-# cached and the full run, since generation only keeps those. The grader calls it weak: the
-# position-reset patient gets past it. How can a reset that breaks every decode step leave the
-# greedy tokens alone?
+# cached and the full run, since generation only keeps those. The grader calls it weak: on the
+# grader's one sequence of 10 tokens, the position-reset patient gets past it. How can a reset that
+# moves the decoded logits leave the greedy tokens nearly alone?
 
 # %% tags=["answer", "nbval-check-output"]
 def generated(model, ids, prefill=4):
@@ -910,8 +910,9 @@ for name, sick in [("healthy", clinic.make_patient()), ("position_reset", clinic
 # %% [markdown] tags=["answer"]
 # <details><summary>Answer</summary>
 #
-# The reset moves the logits by 0.15, more than half their size (up to 0.25), yet the greedy
-# token changes at one position of 32. The argmax is a coarse summary: a change can be large and
+# On the cell's two sequences the reset moves the logits by up to 0.15, more than half their size
+# (up to 0.25), yet the greedy token changes at one position of 32: a greedy check on these
+# sequences catches it, on the grader's it does not. The argmax is a coarse summary: a change can be large and
 # still leave the largest logit on top. The table's symptom, generation that degrades, is what
 # this does to a trained model over many steps; a check has to see the cause on any weights, so
 # compare the logits themselves, to `1e-9`.
@@ -922,7 +923,8 @@ for name, sick in [("healthy", clinic.make_patient()), ("position_reset", clinic
 #
 # The planted patients are untrained, so two of the table's checks are replaced by a check of
 # their cause: row 2's loss at 1x, 1.5x and 2x the training length by the angles, row 4's needle
-# search by the positional mechanism with the content switched off. On trained models the
+# search by the positional mechanism with the content switched off, which sees a recency penalty
+# but not over-interpolated frequencies. On trained models the
 # behavioural checks are the ones to run, and chapter 9 runs them; here a bug must show on any
 # weights. And the grid's multiple failures are real: a check is a test of a property, and
 # several bugs can break one property.
@@ -949,18 +951,18 @@ for name, sick in [("healthy", clinic.make_patient()), ("position_reset", clinic
 # | C3b | T5's bias generalises past $L$ on text: its rise at $4L$ is no larger than a model's with no position at all, paired by seed (book §4) | T5's rise minus no position's: 0.118 ± 0.081 nats over 5 seeds (§1; chapter 7, C7a) | result short_long_seeds/t5_generalises_vs_none | does not reproduce |
 # | C3c | ... modestly: its rise stays over the 0.05 nats that "runs long" allows (book §4) | rise 0.216 ± 0.051 nats over 5 seeds; with `max_distance` = $L$ 0.181 ± 0.049 (§1; chapter 7, C7b) | result short_long_seeds/breaks_t5 | reproduces |
 # | C4a | train short, run longer with ALiBi: the rise past $L$ at $4L$ is under 0.05 nats (book §4, §2.5) | rise 0.006 ± 0.003 nats over 5 seeds; it pays at $L$, 0.06 ± 0.02 nats above RoPE (§1; chapter 7, C5) | result short_long_seeds/runs_long_alibi | reproduces |
-# | C4b | "when perplexity is the metric": past $L$ its retrieval collapses, the share of keys found falls by at least 0.5 from $L$ to $8L$ (book §4, §6) | fall 0.08 ± 0.22 over 5 seeds of 64 keys a cell: seed 0 fell by 0.39, seeds 1 to 4 did not; farthest keys at $8L$ 0.83 ± 0.40 (§1, §3; chapter 9, C3b). Missing condition: a context long enough for ALiBi's recency penalty to bite; at $8L$ = 256 the flattest head (slope 1/256) penalises a key by at most $255/256$ of a nat | result long_context/C3b | not tested here (the interval's own verdict: does not reproduce) |
+# | C4b | "when perplexity is the metric": past $L$ its retrieval collapses, the share of keys found falls by at least 0.5 from $L$ to $8L$ (book §4, §6) | fall 0.08 ± 0.22 over 5 seeds of 64 keys a cell: seed 0 fell by 0.39, seeds 1 to 4 did not; farthest keys at $8L$ 0.83 ± 0.40 (§1, §3; chapter 9, C3b). Missing condition: a context long enough for ALiBi's recency penalty to bite; at $8L$ = 256 the flattest head (slope 1/256) penalises a key by at most $255/256$ of a nat, an argument not run here (the steeper heads penalise far more, and seed 0 lost most of its farthest keys within 256 tokens) | result long_context/C3b | not tested here (the interval's own verdict: does not reproduce) |
 # | C5a | to extend RoPE 4x, YaRN (per band) beats PI (one factor) at $4L$ (book §4, §5) | zero-shot, PI minus YaRN at $4L$: 0.95 ± 0.19 nats over 3 seeds (§1; chapter 8, C9a) | result context_extension/C9a | reproduces |
 # | C5b | PI alone helps: better than unscaled past $L$ (book §4, Ex. 3) | zero-shot, unscaled minus PI on the positions past $L$: 0.30 ± 0.22 nats over 3 seeds (§1; chapter 8, C7b) | result context_extension/C7b | reproduces |
 # | C5c | plus fine-tuning: a short fine-tune repairs the rest (book §2.6, §4) | "the rest" needs a model trained at $4L$ as the reference, and none is trained; beside it, after 150 steps the worst method at $4L$ minus the unextended model at $L$: 0.05 ± 0.14 nats over 3 seeds (§1; chapter 8, C10a) | result context_extension/C10a | not tested here |
 # | C5d | the fine-tune repairs PI better than plain RoPE (book §4, after Chen et al.) | Chen et al.'s fine-tunes are a sliver of pre-training, the one here is 20% of it; beside it, after the fine-tune, unscaled minus PI at $4L$: -0.09 ± 0.02 nats over 3 seeds (the interval's verdict: does not reproduce) (§1; chapter 8, C10b) | result context_extension/C10b | not tested here |
-# | C6a | streaming: the first token becomes an attention sink, in over 0.1 of the heads (book §4, §2.6) | chapter 10's control: a seed's share of heads over 0.3 on BOS 0.44 ± 0.10 over 5 seeds (35 of 80 pooled) (§1; chapter 10, C4a) | result sink_control/C4_softmax | reproduces |
+# | C6a | streaming: a softmax model trained where most queries have nothing to read makes the first token an attention sink, over 0.1 of the heads putting over 0.3 on it (book §4, §2.6) | chapter 10's control: a seed's share of heads over 0.3 on BOS 0.44 ± 0.10 over 5 seeds (35 of 80 pooled) (§1; chapter 10, C4a). Not on text (chapter 10, C4c: not tested here, far less data than the literature's) nor in the book's exercise-6 setting (chapter 10, C4d: not established) | result sink_control/C4_softmax | reproduces |
 # | C6b | a window without its sinks breaks: its loss rises by more than 0.05 nats (book §4, §2.6) | past $L$, window of 32 without sinks minus with 4: 0.002 ± 0.003 nats over 5 seeds, wholly below 0.05, but no positive control: no arm was trained in which evicting the first tokens is known to cost more than 0.05; StreamingLLM's 160M model lost about 0.4 (§1; chapter 10, C5a) | result sink_control/C5_breaks_softmax | not tested here |
 # | C6c | ... and keeping sinks prevents it: window + 4 sinks within 0.05 nats of recomputing the window (book §4, §2.6) | -0.002 ± 0.003 nats over 5 seeds, but the window without sinks is as close: nothing broke (C6b), so the test could not fail (§1; chapter 10, C5b) | result sink_control/C5b_restores_softmax | not tested here |
 # | C6d | positions within the cache, not in the text (book §4, §2.6) | chapter 10's normalised-sigmoid model, which fails past $L$ (full attention minus recomputing the window, chapter 10 §7: 0.1227 ± 0.0191): sinks at text minus slot positions 0.106 ± 0.021 nats over 5 seeds, wholly above 0; the softmax control's failure past $L$ is not established (full attention 2.509, recomputing the window 2.504), so its 0.004 ± 0.004 settles nothing (§1; chapter 10, C3b) | result sink_control/C3_sigmoid_normalised | reproduces |
 # | C7 | RoPE costs a few multiplies per element of $q$ and $k$ (book §4, "Cost") | the bench measures bytes, not operations: RoPE's positional bytes grow x4 (like $T$) when the tokens grow 4x (§2) | exact §2 | not tested here |
-# | C8a | each of rows 1 to 5 of the failure table has a check that catches its bug (book §4) | each of the five checks passes on the healthy patient and fails on its own bug; rows 2 and 4 through their cause, not their symptom (§5) | exact §5 | reproduces |
-# | C8b | ... and row 6's check as written, shuffle the input, outputs must change, catches its bug in a decoder (book §4) | it does not: the mask alone changes a decoder's outputs, so the check passes with the bug in (chapter 1, C8c). `check_shuffle` is the workbook's own variant, shuffling the tokens before the last and comparing the last position: it catches the bug in one layer (the patients have one), not in two (§5) | exact §5 | does not reproduce |
+# | C8a | each of rows 1 to 5 of the failure table has a check that catches its bug (book §4) | each of the five checks passes on the healthy patient and fails on its own bug; rows 2 and 4 through a cause, not their symptom (row 4 through the recency penalty only) (§5) | exact §5 | reproduces |
+# | C8b | ... and row 6's check as written, shuffle the input, outputs must change, catches its bug in a decoder (book §4) | it does not: the mask alone changes a decoder's outputs, by 0.35 to 0.72 with no position at all (§3), so the check passes with the bug in (chapter 1, C8c). `check_shuffle` is the workbook's own variant, shuffling the tokens before the last and comparing the last position: it catches the bug in the one-layer patients (§5), not in two layers (chapter 1, §7) | exact §3 | does not reproduce |
 #
 # ## 9. Where next
 #
