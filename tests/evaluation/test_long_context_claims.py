@@ -12,9 +12,12 @@ from mini_transformer.evaluation.experiments import long_context as lc
 
 def fake_run(seed, inside_beyond=(1.0, 1.5), text=(1.8, 1.9, 2.0, 1.85), last_row=(0, 32, 32, 64, 64),
              ctx=(2.4, 1.9, 1.8), n=64):
-    """A run dict with the fields the claims read: 4 lengths (L = 32), 5 depths, ``n`` keys a cell."""
+    """A run dict with the fields the claims read: 4 lengths (L = 32), 5 depths, ``n`` keys a cell; its loss by
+    position is flat on each side of L, so that it agrees with ``inside_beyond``."""
+    inside, beyond = inside_beyond
     rows = [[n] * 5, [n] * 5, [n] * 5, list(last_row)]
-    return {"seed": seed, "inside_beyond": list(inside_beyond), "text_loss_on_passkey_rows": list(text),
+    return {"seed": seed, "inside_beyond": list(inside_beyond), "loss_by_position": [inside] * 32 + [beyond] * 224,
+            "text_loss_on_passkey_rows": list(text),
             "passkey_successes": rows, "passkey_trials": n,
             "passkey_accuracy": [[k / n for k in row] for row in rows],
             "loss_given_context": {"1": ctx[0], "4": ctx[1], "32": ctx[2]}}
@@ -23,6 +26,7 @@ def fake_run(seed, inside_beyond=(1.0, 1.5), text=(1.8, 1.9, 2.0, 1.85), last_ro
 def test_effects_by_hand():
     e = lc.effects(fake_run(0), 32)
     assert e["beyond_minus_inside"] == pytest.approx(0.5)          # 1.5 - 1.0
+    assert e["beyond_minus_matched"] == pytest.approx(0.5)         # positions 3 to 31 are 1.0 too
     assert e["text_rise"] == pytest.approx(0.05)                   # 1.85 - 1.8
     assert e["retrieval_drop"] == pytest.approx(1 - 0.6)           # all found at L; (0 + .5 + .5 + 1 + 1) / 5 at 8L
     assert e["local_share"] == pytest.approx(0.5 / 0.6)            # (2.4 - 1.9) / (2.4 - 1.8)
@@ -64,6 +68,7 @@ def test_claims_follow_the_rule_on_hand_made_seeds():
     assert claims["C1b"]["values"] == [0.0, 0.0, 0.0] and claims["C1b"]["kind"] == "t"
     assert claims["C1b_control"]["values"] == [0.9375] * 3
     assert claims["C1b"]["verdict"] == "reproduces" and claims["C1b_control"]["verdict"] == "reproduces"
+    assert claims["C1c"]["values"] == [0.0, 0.0, 0.0] and claims["C1c"]["positive_control"] == "C1b_control"
     # ALiBi's loss beyond L minus inside: 1.5 - 1.0 = 0.5 on every seed, over the 0.05 of "does not rise past L"
     assert claims["C2b"]["threshold"] == lc.RUNS_LONG == 0.05 and claims["C2b"]["verdict"] == "does not reproduce"
     # keys found at L 1, at 8L (0 + 32 + 32 + 64 + 64) / 320 = 0.6 on every seed: a fall of 0.4, under the 0.5
@@ -71,7 +76,7 @@ def test_claims_follow_the_rule_on_hand_made_seeds():
     assert claims["C3b"]["values"] == pytest.approx([0.4] * 3) and claims["C3b"]["threshold"] == lc.COLLAPSE == 0.5
     # the interval says "does not reproduce", but a fall over 256 tokens is not the book's long-document collapse
     assert claims["C3b"]["interval_verdict"] == "does not reproduce" and claims["C3b"]["verdict"] == "not tested here"
-    assert "1000 tokens" in claims["C3b"]["not_tested"] and claims["C3b"]["positive_control"] == "C3b_control"
+    assert "255/256" in claims["C3b"]["not_tested"] and claims["C3b"]["positive_control"] == "C3b_control"
     assert claims["C3b_control"]["values"] == pytest.approx([0.4] * 3)
     assert claims["C3b_control"]["verdict"] == "reproduces"
     # 4 bytes give (2.4 - 1.9) / (2.4 - 1.8) = 0.833 of the drop on every seed, over 3/4; but the curve stops at
@@ -82,6 +87,23 @@ def test_claims_follow_the_rule_on_hand_made_seeds():
     for key, rec in claims.items():                                 # every control named exists
         assert rec.get("positive_control", key) in claims
         assert stats.recompute(rec)["verdict"] == rec["verdict"]
+
+
+def test_runs_long_is_settled_without_the_first_positions():
+    # ALiBi, three seeds: positions 0 to 2 at 2.0 (little context), 3 to 31 at 1.0, beyond at 1.00, 1.02, 1.04.
+    # The whole inside mean is (3 * 2.0 + 29 * 1.0) / 32 = 1.09375, so beyond minus it is -0.09375, -0.07375,
+    # -0.05375, wholly under 0.05 (half-width 4.3027 * 0.02 / sqrt(3) = 0.0497). From position 3 the inside is
+    # 1.0: the rises are 0.00, 0.02, 0.04, mean 0.02, [-0.0297, 0.0697], which contains 0.05.
+    alibi = [dict(fake_run(s), inside_beyond=[1.09375, 1.0 + 0.02 * s],
+                  loss_by_position=[2.0] * 3 + [1.0] * 29 + [1.0 + 0.02 * s] * 224) for s in (0, 1, 2)]
+    res = {"train_len": 32, "seeds": [0, 1, 2], "control_seeds": [0, 1, 2],
+           "runs": {"alibi": alibi, "rope": [fake_run(s) for s in (0, 1, 2)], lc.CONTROL: [fake_run(0)] * 3}}
+    c2b = lc.make_claims(res)["C2b"]
+    assert c2b["values"] == pytest.approx([0.0, 0.02, 0.04]) and lc.MATCHED_FROM == 3
+    assert c2b["interval"] == pytest.approx([0.02 - 0.049684, 0.02 + 0.049684], abs=1e-5)
+    assert c2b["verdict"] == "not established"
+    whole = [lc.effects(r, 32)["beyond_minus_inside"] for r in alibi]
+    assert whole == pytest.approx([-0.09375, -0.07375, -0.05375])     # the split over 0 .. 31 would say "reproduces"
 
 
 def test_explodes_is_a_rise_over_ln_2_not_over_0():
