@@ -89,6 +89,7 @@ class Number:
 
     def __init__(self, text, value, places=None, significant=None, percent=False):
         self.text, self.value, self.places, self.significant, self.percent = text, value, places, significant, percent
+        self.half = None  # for the mean of a quoted "m ± h": the Number h
 
     def rounds_from(self, x, printed_places=None):
         """Whether ``x`` (a printed or stored value) is this number at the digits quoted."""
@@ -144,7 +145,9 @@ def measured_numbers(text):
         taken.append(m.span())
     for m in PM.finditer(text):
         if free(m):
-            found += [_decimal(m.group(1)), _decimal(m.group(2))]
+            mean, half = _decimal(m.group(1)), _decimal(m.group(2))
+            mean.half = half  # a pair is one quotation: its two numbers must come from one place
+            found += [mean, half]
             taken.append(m.span())
     for m in PERCENT.finditer(text):
         if free(m):
@@ -268,13 +271,20 @@ def unsupported(text, printed, results=None, root=ROOT):
     for start, unit in units(clean):
         raw_unit = "\n".join(raw_lines[start:start + unit.count("\n") + 1])
         quoted_sources = source_spans(raw_unit)
-        shown, values = None, None
+        shown, values, pairs, named = None, None, None, set()
         for number, where in _with_positions(unit):
             if any(a <= where < b for a, b in quoted_sources) or is_label(number, raw_unit, unit, where):
                 continue
             if shown is None:
                 named = {chapter_of(n) for n in CHAPTER_NAMED.findall(raw_unit)} - {None}
                 shown = printed_values(printed(start) + "\n".join(outputs_text(c, root) for c in sorted(named)))
+            if number.half is not None:  # "m ± h": printed together, or one cited record's mean and half-width
+                if pairs is None:
+                    pairs = printed_pairs(printed(start) + "\n".join(outputs_text(c, root) for c in sorted(named)))
+                    pairs += cited_pairs(raw_unit, results)
+                if not any(number.rounds_from(m, mp) and number.half.rounds_from(h, hp) for m, mp, h, hp in pairs):
+                    bad.append((start + unit[:where].count("\n"), f"{number.text} ± {number.half.text}"))
+                continue
             if any(number.rounds_from(x, places) for x, places in shown):
                 continue
             if values is None:
@@ -283,6 +293,27 @@ def unsupported(text, printed, results=None, root=ROOT):
                 continue
             bad.append((start + unit[:where].count("\n"), number.text))
     return bad
+
+
+def printed_pairs(text):
+    """``(mean, places, half, places)`` for every ``m ± h`` in printed output."""
+    out = []
+    for m in PM.finditer(text):
+        a, b = m.group(1).replace(",", ""), m.group(2).replace(",", "")
+        sign = -1 if re.match(r"\s*[-−]", m.group(0)) else 1
+        out.append((sign * float(a), len(a.partition(".")[2]), float(b), len(b.partition(".")[2])))
+    return out
+
+
+def cited_pairs(unit, results=None):
+    """``(mean, None, half-width, None)`` of every claim record ``unit`` cites."""
+    out = []
+    for m in CITATION.finditer(unit):
+        record = (result_file(m.group(1), results) or {}).get("claims", {}).get(m.group(2).rstrip("."))
+        if record is not None and "mean" in record and "interval" in record:
+            lo, hi = record["interval"]
+            out.append((record["mean"], None, (hi - lo) / 2, None))
+    return out
 
 
 def is_label(number, raw_unit, unit, where):
@@ -440,7 +471,7 @@ def test_a_changed_digit_in_a_chapters_prose_fails(tmp_path):
                       "# (`result short_long_seeds/runs_long_alibi`).", "", "# %%", "x = 0.5", ""])
     assert chapter_problems("07_alibi", text, root=tmp_path) == []
     changed = _changed_digit(text, "0.006", "0.007")
-    assert chapter_problems("07_alibi", changed, root=tmp_path) == ["chapters/07_alibi.py:2: 0.007"]
+    assert chapter_problems("07_alibi", changed, root=tmp_path) == ["chapters/07_alibi.py:2: 0.007 ± 0.003"]
     # a value in a code cell, math, inline code or a source quote is not read
     marked = text + "# %% [markdown]\n# $e = 0.777$, `lr = 0.777`, and 0.777 of the mass (book §2.5).\n"
     assert chapter_problems("07_alibi", marked, root=tmp_path) == []
@@ -477,7 +508,7 @@ def test_a_changed_digit_in_a_card_fails(tmp_path):
             "(`short_long_seeds/breaks_rope`).\n")
     assert card_problems("07_alibi.md", card, root=tmp_path) == []
     assert card_problems("07_alibi.md", _changed_digit(card, "0.47", "0.41"), root=tmp_path) == \
-        ["chapters/cards/07_alibi.md:7: 0.41"]
+        ["chapters/cards/07_alibi.md:7: 0.41 ± 0.12"]
 
 
 def test_a_changed_digit_in_the_readme_table_fails(tmp_path):
@@ -490,6 +521,14 @@ def test_a_changed_digit_in_the_readme_table_fails(tmp_path):
     changed = _changed_digit(readme, "0.060 ± 0.016", f"0.060 ± {wrong}")
     line = readme.split("\n").index(next(l for l in readme.split("\n") if "0.060 ± 0.016" in l)) + 1
     assert f"README.md:{line}: {wrong}" in readme_problems(changed, root=tmp_path)
+
+
+def test_a_pair_is_quoted_from_one_place():
+    # each number of "m ± h" is printed somewhere, but not together: the pair is not supported
+    printed = "arm a: 0.25 ± 0.10 (5 seeds)\narm b: 0.40 ± 0.02 (5 seeds)\n"
+    assert unsupported("Arm a's rise is 0.25 ± 0.10 nats.", lambda i: printed) == []
+    assert unsupported("Arm a's rise is 0.25 ± 0.02 nats.", lambda i: printed) == [(0, "0.25 ± 0.02")]
+    assert unsupported("Arm a's rise is 0.3 ± 0.1 nats.", lambda i: printed) == []  # fewer digits than printed
 
 
 def test_rounding_supports_fewer_digits_never_more():
