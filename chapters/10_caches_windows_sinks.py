@@ -49,16 +49,16 @@
 # | # | claim (source) | your prediction | settled in |
 # | --- | --- | --- | --- |
 # | C1a | Prefill, decode and padding must give a token the same logical position: padding, in a model with an absolute table (learned, sinusoidal) (survey §5.4; §11, item 4) | | §2 |
-# | C1b | ... and so must sequence packing (survey §5.4; §11, item 4) | | §3 |
-# | C1c | ... and when they do not, nothing crashes (survey §5.4; §11, item 4) | | §2, §3 |
-# | C1d | ... and so must the sliding window: renumbering its tokens costs more than keeping their logical positions (survey §5.4) | | §7 |
+# | C1b | ... and so must sequence packing, in a model with an absolute table (survey §5.4; §11, item 4) | | §3 |
+# | C1c | ... and when they do not, nothing crashes, in any of the five schemes (survey §5.4; §11, item 4) | | §2, §3 |
+# | C1d | ... and so must the sliding window, read here on RoPE models as: renumbering its tokens costs more than keeping their logical positions (survey §5.4) | | §7 |
 # | C1e | Padding must give a token the same logical position: for relative schemes (RoPE, ALiBi, T5) (survey §5.4; §11, item 4) | | §2 |
 # | C1f | Prefill and decode must give a token the same logical position (survey §5.4; §11, item 4) | | §1 |
 # | C2 | Cached decoding, with each RoPE key rotated once at write time, equals the full forward pass at every step (book §4, the failure table; survey §5.4) | | §1 |
 # | C3a | Positions by slot in the cache keep every rotation inside the trained range (book §2.6) | | §5 |
 # | C3b | ... and positions by place in the text bring extrapolation back (book §2.6; book §6, the sinks follow-up) | | §7 |
 # | C4a | A softmax model trained where most queries have nothing to read puts large attention mass on the first token (book §2.6; Guo et al., 2024) | | §7 |
-# | C4b | That mass grows with depth (book exercise 6) | | §7 |
+# | C4b | That mass grows with depth, substantial in mid-to-late layers (book exercise 6) | | §7 |
 # | C4c | A sink forms on text under the literature's conditions (Gu et al., 2024) | | §7 |
 # | C4d | In book exercise 6's own setting, a tiny GPT trained on a repetitive corpus, the first token takes large mass (book exercise 6) | | §7 |
 # | C5a | A sliding window that evicts the first tokens breaks: its loss rises by more than 0.05 nats (book §2.6, §4, §5) | | §7 |
@@ -250,7 +250,7 @@ assert all(v < 1e-10 for v in far_shift.values())
 # at all (to rounding): their scores depend only on distances, and a shift of the whole row keeps
 # every distance. Nor does a shift that carries every position far past the trained length: a
 # uniform shift moves no distance, so it never shows these schemes a distance they did not train
-# on (the last line: under 1e-12, rounding, for all three; chapter 11, C1e, finds the same). For
+# on (the last line: under 1e-12, rounding, for all three; chapter 11, C1e, finds the same for RoPE). For
 # them this bug is harmless; what breaks them is a key they should not see (a packed row
 # without its block mask, section 3) or a distance they did not train on (for RoPE and T5, a row
 # longer than the trained length: chapter 7's §7; ALiBi's loss rises by less than 0.05 nats there). Under padding, then, the survey's
@@ -534,8 +534,8 @@ assert max(query_positions["slot"]) == 4 + 8 and max(query_positions["text"]) ==
 # from the library). What slot positions keep is the distances the model trained on: once the
 # middle of a stream is evicted, logical positions put the sinks further from the query than any
 # trained distance. For a cache with every token present (sections 1 to 3) the two rules agree.
-# For a window with sinks, the survey's rule (C1d) and the book's (C3b) are two sides of one
-# comparison, which section 7 makes. Slot positions cost a rotation of every kept key at every step.
+# For a window with sinks, section 7 compares the two numberings (C3b; the survey's rule, C1d,
+# predicts nothing about which costs less). Slot positions cost a rotation of every kept key at every step.
 #
 # One more property, and its limit. With one layer, a cached window with slot positions
 # computes exactly what a full forward pass over the kept tokens computes: a layer's keys and
@@ -683,8 +683,8 @@ assert all(st["sink_heads"] == 0 and max(max(h) for h in st["mass_on_position_0"
 # holds the bar of 0.1, as each 4-layer run's [0.00, 0.19] does. So C4d is not established: too
 # few seeds and heads to settle it. Nor can these runs settle C4b, the mass growing with depth: last
 # layer minus first is +0.010, +0.002, -0.011 and -0.037, four settings of one seed each with mixed
-# signs, and no interval. C4b, like the eviction claim C6, is settled below on models that form a
-# sink. No layer reaches
+# signs, and no interval; nor can the models below that form a sink, which have 2 layers (C4b is
+# not tested here). No layer reaches
 # substantial mass: every layer mean stays below uniform attention's 0.127. The literature names conditions these runs did not
 # meet, though none of them isolates why these runs formed none: Gu et al. report that a sink
 # emerges only after training on enough data (their runs used 5B tokens; each run here saw
@@ -704,8 +704,7 @@ assert all(st["sink_heads"] == 0 and max(max(h) for h in st["mass_on_position_0"
 # below); every other query predicts
 # from its own token alone, and a head that must still spend its softmax row needs somewhere
 # harmless to put it. `experiments/sink_control.py` writes the task (64 tokens plus BOS, 16 of
-# them triggers, 32 successors a token: copying is worth enough that the copy head forms in a few
-# hundred steps) and trains a RoPE `TinyGPT` (2 layers, 8 heads, d_model 64, L = 64; AdamW at 1e-2,
+# them triggers, 32 successors a token) and trains a RoPE `TinyGPT` (2 layers, 8 heads, d_model 64, L = 64; AdamW at 1e-2,
 # weight decay 0.1; 600 steps of 16 rows) with four attentions, five seeds each (the rule's count
 # where the gaps compared are under 0.05 nats):
 #
@@ -747,16 +746,17 @@ for arm in ("softmax", "sigmoid, normalised", "sigmoid", "relu"):
 assert arm_heads["softmax"]["interval"][0] > 0.1 and arm_heads["sigmoid, normalised"]["interval"][0] > 0.1  # both form a sink
 assert arm_heads["sigmoid"]["interval"][1] < 0.1 and arm_heads["relu"]["interval"][1] < 0.1  # neither unnormalised arm does
 print("softmax, attention on position 0, last layer minus first:", stats.format_record(control["claims"]["C4_depth_softmax"]))
-assert control["claims"]["C4_depth_softmax"]["verdict"] == "does not reproduce"    # the mass falls with depth here
+assert control["claims"]["C4_depth_softmax"]["verdict"] == "not tested here"      # 2 layers: no mid-to-late layers
 
 # %% [markdown]
 # **A sink forms where rows must sum to 1.** In the softmax models a seed's share of
 # heads putting more than 0.3 of their attention on BOS is 0.44 ± 0.10 over 5 seeds (35 of the 80
 # heads pooled): its first layer's mean is 0.35 to 0.51 against 0.074 for uniform attention, while
 # the second layer stays at 0.08 to 0.10: last layer minus first, -0.37 ± 0.07 over 5 seeds, wholly
-# below 0. Here the mass falls with depth, so C4b does not reproduce. A share here is of a seed's 16
-# heads, 8 a layer. The normalised sigmoid forms
-# one as strongly (0.49 ± 0.03 over 5 seeds, 39 of 80 pooled). In the two
+# below 0. Two layers cannot tell growth with depth, substantial in mid-to-late layers as the book
+# says, from a sink held in one layer, so C4b is not tested here. A share here is of a seed's 16
+# heads, 8 a layer. The normalised sigmoid also forms
+# one (0.49 ± 0.03 over 5 seeds, 39 of 80 pooled). In the two
 # unnormalised arms no head puts 0.3 of raw weight on BOS (all 5 seeds: 0.00): their layer means are
 # 0.00 to 0.02; that a head with nothing to look up then puts (almost) no weight anywhere is the
 # reading, not a measured split of the queries. BOS's share of a row's own sum, Gu et al.'s reading,
@@ -877,7 +877,7 @@ c6 = claims["C6_softmax"]
 print("C6_softmax per seed:", ", ".join(f"{v:.4f}" for v in c6["values"]),
       f"; interval [{c6['interval'][0]:.4f}, {c6['interval'][1]:.4f}]")
 assert all(v > 0 for v in c6["values"]) and c6["interval"][0] > 0 and c6["verdict"] == "reproduces"
-print(f"StreamingLLM's 160M model, a window of 1024 without and with 4 initial tokens: ln(27.87 / 18.05) = "
+print(f"StreamingLLM's 160M model, 0+1024 against 4+1020: ln(27.87 / 18.05) = "
       f"{math.log(27.87 / 18.05):.2f} nats")
 assert claims["C5_breaks_softmax"]["interval_verdict"] == "does not reproduce"         # under 0.05 nats, but ...
 assert claims["C5_breaks_softmax"]["verdict"] == claims["C5b_restores_softmax"]["verdict"] == "not tested here"
@@ -933,6 +933,9 @@ for key in ("C3_fails_past_L_softmax", "C3_fails_past_L_sigmoid_normalised"):
     print(f"full attention minus recomputing the window, {key[16:]}: {stats.format_record(control['claims'][key], 4)}")
 for key in ("C3_softmax", "C3_sigmoid_normalised"):
     print(f"4 sinks at text minus at slot positions, {key[3:]}: {stats.format_record(control['claims'][key], 3)}")
+c3 = control["claims"]["C3_softmax"]
+print("  softmax per seed:", ", ".join(f"{v:.4f}" for v in c3["values"]),
+      f"; interval [{c3['interval'][0]:.4f}, {c3['interval'][1]:.4f}]")
 for arm in ("sigmoid", "relu"):                 # no head over 0.3 of raw weight: per seed, and a t interval over seeds
     gaps = [r["stream_past_L"]["window + 4 sinks (text positions)"] - r["stream_past_L"]["window + 4 sinks (slot)"]
             for r in control["runs"] if r["arm"] == arm]
@@ -945,26 +948,26 @@ for key in ("C1_window_logical_softmax", "C1_window_logical_sigmoid_normalised")
 # %%
 claims = control["claims"]
 assert claims["C3_sigmoid_normalised"]["verdict"] == "reproduces"     # text positions drift past L and cost
-assert claims["C1_window_logical_sigmoid_normalised"]["verdict"] == "does not reproduce"   # the same gap, read the survey's way
+assert claims["C1_window_logical_sigmoid_normalised"]["verdict"] == "not tested here"   # the survey predicts no such gap
 assert claims["C3_fails_past_L_sigmoid_normalised"]["verdict"] == "reproduces"   # ... in a model that fails past L
 assert claims["C3_fails_past_L_softmax"]["verdict"] == "not established"         # the softmax model does not
 assert claims["C3_softmax"]["verdict"] == claims["C1_window_logical_softmax"]["verdict"] == "not tested here"
+assert all(v > 0 for v in claims["C3_softmax"]["values"])     # a small cost of text positions on every seed
+assert claims["C1_window_logical_sigmoid_normalised"]["interval_verdict"] == "does not reproduce"
 assert abs(past["softmax"]["window (slot)"] - past["softmax"]["recompute window"]) < 0.001
 
 # %% [markdown]
 # The normalised-sigmoid model fails past L: full attention costs it 0.1227 ± 0.0191 nats more than
 # recomputing the window. So it meets the claims' condition, and sinks kept at their text positions
 # cost it 0.106 ± 0.021 nats over slot positions, wholly above 0: text positions bring extrapolation
-# back, as the book says (C3b reproduces), and renumbering the window costs less than keeping each
-# token's logical position, against the survey's rule (C1d: slot minus logical -0.106 ± 0.021, does
-# not reproduce). The softmax model's failure past L is not established: full attention minus
+# back, as the book says (C3b reproduces). The same gap read the other way, slot minus logical
+# -0.106 ± 0.021, is C1d, and C1d is not tested here: the survey's rule asks every path to give a
+# token the same position id, and predicts nothing about which numbering costs less past L. The
+# softmax model's failure past L is not established: full attention minus
 # recomputing the window is 0.0049 ± 0.0085 (an interval holding 0), so neither numbering has an
-# established failure to cause or prevent, and its text minus slot positions, 0.004 ± 0.004, settles
-# nothing. Of the two arms with no raw-weight sink, the unnormalised sigmoid notices text positions a little
-# on every seed (0.006 ± 0.003, [0.0033, 0.0095], wholly above 0), ReLU's interval holds 0
-# (0.037 ± 0.056). Why the softmax model is so indifferent is an explanation not tested here: its
-# heads may find BOS and the previous token by content rather than by distance, which the drift
-# would not touch; no run isolates it.
+# established failure to cause or prevent. Its text positions still cost a little on every seed
+# (0.004 ± 0.004, [0.0006, 0.0080]), about the unnormalised sigmoid's size (0.006 ± 0.003,
+# [0.0033, 0.0095], wholly above 0); ReLU's interval holds 0 (0.037 ± 0.056).
 #
 # The first runs ("What did not make one" above), five softmax settings at L = 32 with one seed each,
 # were streamed the same way, with a window of 16:
@@ -1156,16 +1159,16 @@ assert abs((evicted - kept) - (seed0["token 0 evicted"] - seed0["kept"])) < 1e-5
 # | # | claim (source) | what this model did | evidence | verdict |
 # | --- | --- | --- | --- | --- |
 # | C1a | padding must give a token one logical position, in a model with an absolute table (learned, sinusoidal) (survey §5.4, §11) | on the model, a left-padded batch with your position ids equals each prompt run alone to rounding in all five schemes tried, and `generate` continues each padded row as alone; positions counted from the padding change the learned and sinusoidal outputs (section 2) | exact §2 | reproduces |
-# | C1b | ... and so must sequence packing (survey §5.4, §11) | a packed row with your reset positions and the block mask equals each document run alone to rounding in all five schemes; positions not reset change only the learned and sinusoidal outputs (section 3) | exact §3 | reproduces |
-# | C1c | ... and when they do not, nothing crashes (survey §5.4, §11) | positions counted from the padding change the padded rows' learned and sinusoidal logits and leave RoPE, ALiBi and T5 unchanged at any shift in exact arithmetic (float64 here, padding of 3 and 5, and a shift of 1000; a uniform shift moves no distance); positions not reset in a packed row do the same; a missing block mask changes every scheme; none of the 15 wrong layouts raises an error (sections 2, 3; both counted at the end of section 3) | exact §3 | reproduces |
-# | C1d | ... and so must the sliding window: slot positions cost more than logical ones (survey §5.4) | control, streams of 4L, window 32 + 4 sinks, the normalised-sigmoid model, which fails past L (full attention minus recomputing the window 0.1227 ± 0.0191): slot minus logical (text) positions -0.106 ± 0.021 nats over 5 seeds, wholly below 0; the softmax model's failure past L is not established (0.0049 ± 0.0085), so its -0.004 ± 0.004 settles nothing; the first runs' five softmax settings (L = 32), which fail past L, also cost less with slot positions (text minus slot +0.31 to +0.73), one seed a setting, no interval (section 7) | result sink_control/C1_window_logical_sigmoid_normalised | does not reproduce |
+# | C1b | ... and so must sequence packing, in a model with an absolute table (survey §5.4, §11) | a packed row with your reset positions and the block mask equals each document run alone to rounding in all five schemes; positions not reset change only the learned and sinusoidal outputs (section 3) | exact §3 | reproduces |
+# | C1c | ... and when they do not, nothing crashes, in any of the five schemes (survey §5.4, §11) | positions counted from the padding change the padded rows' learned and sinusoidal logits and leave RoPE, ALiBi and T5 unchanged at any shift in exact arithmetic (float64 here, padding of 3 and 5, and a shift of 1000; a uniform shift moves no distance); positions not reset in a packed row do the same; a missing block mask changes every scheme; none of the 15 wrong layouts raises an error (sections 2, 3; both counted at the end of section 3) | exact §3 | reproduces |
+# | C1d | ... and so must the sliding window, read here on RoPE models as: slot positions cost more than logical ones (survey §5.4) | control, streams of 4L, window 32 + 4 sinks, the normalised-sigmoid model, which fails past L (full attention minus recomputing the window 0.1227 ± 0.0191): slot minus logical (text) positions -0.106 ± 0.021 nats over 5 seeds, wholly below 0; but the survey's rule asks every path to give a token the same position id, against hidden misalignment (§11, item 4), and predicts nothing about which numbering costs less past L, the quantity measured (section 7) | result sink_control/C1_window_logical_sigmoid_normalised | not tested here |
 # | C1e | padding must give a token one logical position, for relative schemes (RoPE, ALiBi, T5) (survey §5.4, §11) | positions counted from the padding leave RoPE, ALiBi and T5 unchanged, under 1e-12 even with a shift of 1000: padding shifts every position of a row alike, which moves no distance, so under padding these schemes do not need it (section 2) | exact §2 | does not reproduce |
 # | C1f | prefill and decode must give a token one logical position (survey §5.4, §11) | a prefill numbered 0 .. 3, then decode positions restarting at 0: the cached logits leave the full pass in all five schemes, by 1.1e+00 (learned) down to 2.4e-02 (ALiBi) (section 1) | exact §1 | reproduces |
 # | C2 | cached decoding, with each RoPE key rotated once at write time, equals the full pass (book §4; survey §5.4) | learned, RoPE and ALiBi: cached and full logits agree to below 1e-12 over 24 steps in float64 (section 1); rotating at write time is how this cache is built, a condition of the claim, not something the run compares | exact §1 | reproduces |
 # | C3a | slot positions keep rotations in range (book §2.6) | a query's position never passes sinks + window (12 for 4 + 8) over a stream of 40, where text positions reach 39 (section 5) | exact §5 | reproduces |
-# | C3b | ... and text positions bring extrapolation back (book §2.6, §6) | control, streams of 4L, window 32 + 4 sinks, the normalised-sigmoid model, which fails past L (full attention minus recomputing the window 0.1227 ± 0.0191, the record's positive control): text minus slot positions 0.106 ± 0.021 nats over 5 seeds, wholly above 0; the softmax model's failure past L is not established (0.0049 ± 0.0085), so its 0.004 ± 0.004 settles nothing; the first runs' five softmax settings (L = 32), which fail past L, also cost more with text positions (+0.31 to +0.73), one seed a setting, no interval (section 7) | result sink_control/C3_sigmoid_normalised | reproduces |
+# | C3b | ... and text positions bring extrapolation back (book §2.6, §6) | control, streams of 4L, window 32 + 4 sinks, the normalised-sigmoid model, which fails past L (full attention minus recomputing the window 0.1227 ± 0.0191, the record's positive control): text minus slot positions 0.106 ± 0.021 nats over 5 seeds, wholly above 0; the softmax model's failure past L is not established (0.0049 ± 0.0085), so its 0.004 ± 0.004, above 0 on every seed, settles nothing; the first runs' five softmax settings (L = 32), which fail past L, also cost more with text positions (+0.31 to +0.73), one seed a setting, no interval (section 7) | result sink_control/C3_sigmoid_normalised | reproduces |
 # | C4a | a softmax model trained where most queries have nothing to read puts large mass on the first token: over 0.1 of the heads put over 0.3 on it (book §2.6; Guo et al., 2024) | Bigram-Backcopy, softmax: a seed's share of heads over 0.3 on BOS 0.44 ± 0.10 over 5 seeds (35 of 80 pooled); the committed model measured live (section 7) | result sink_control/C4_softmax | reproduces |
-# | C4b | that mass grows with depth: last layer above the first (book exercise 6) | Bigram-Backcopy, softmax, where a sink forms (C6 is settled on the same models): last layer minus first -0.37 ± 0.07 over 5 seeds, wholly below 0: the first layer holds the sink; exercise 6's own setting formed none, and its four settings of one seed each (last minus first +0.010 with 2 layers, +0.002, -0.011, -0.037 with 4) give no interval, so they cannot settle it (section 7) | result sink_control/C4_depth_softmax | does not reproduce |
+# | C4b | that mass grows with depth, substantial in mid-to-late layers (book exercise 6) | Bigram-Backcopy, softmax, where a sink forms: last layer minus first -0.37 ± 0.07 over 5 seeds, wholly below 0; but these models have 2 layers, where last minus first cannot tell growth with depth from a sink held in one layer, and no sink-forming model with more layers was trained; exercise 6's own setting formed none, and its four settings of one seed each (last minus first +0.010 with 2 layers, +0.002, -0.011, -0.037 with 4) give no interval, so they cannot settle it (section 7) | result sink_control/C4_depth_softmax | not tested here |
 # | C4c | a sink forms on text, over 0.1 of the heads, under the literature's conditions (Gu et al., 2024) | L = 256, BOS, AdamW with weight decay 0.5, lr 1e-3, 3e-3, 1e-2, 3 seeds each: all 9 runs: 0.000 (0 of 72 heads); but 614,400 bytes a run against the 5B tokens Gu et al. trained on, about 8,000 times less, a condition out of this run's reach | result sink_text/C4_all | not tested here |
 # | C4d | in exercise 6's own setting, a tiny GPT trained on a repetitive corpus, over 0.1 of the heads put over 0.3 on the first token (book exercise 6) | the tiny GPT (2 layers) on the repetitive corpus at L = 32, one seed: 0 of 8 heads, 0.00 [0.00, 0.32], which holds 0.1: one seed and 8 heads, short of the rule's 3 seeds and 64 heads a cell; the three other softmax settings on that corpus (4 layers, with BOS, with BOS and 4x the steps), one seed each: 0 of 16 heads each, each [0.00, 0.19]; largest head 0.12 to 0.14 against 0.127 for uniform attention; four settings of one seed, not seeds of one setting, so no interval over seeds (section 7) | result sink_control/C4_exercise_setting | not established |
 # | C5a | a window that evicts the first tokens breaks: its loss rises by more than 0.05 nats (book §2.6, §4, §5) | control, past L: window of 32 without sinks minus with 4 (32 tokens cached against 36), 0.002 ± 0.003 nats over 5 seeds, below 0.05; but no positive control: no arm was trained in which evicting the first tokens is known to cost more than 0.05; StreamingLLM's 160M model lost 0.43 with 1024 cached in both arms (section 7) | result sink_control/C5_breaks_softmax | not tested here |

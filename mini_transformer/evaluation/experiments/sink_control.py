@@ -344,6 +344,11 @@ NO_FAILURE_PAST_L = ("the softmax model's failure past L is not established (ful
                      "a model that fails at distances past L, is not met: neither numbering has an established failure "
                      "to cause or prevent")
 
+SURVEY_RULE = ("the survey's rule (§5.4) asks prefill, decode, padding, packing, the prefix cache and the sliding "
+               "window to give a token the same position id, against hidden misalignment between them (its §11, "
+               "item 4); it predicts nothing about which numbering costs less for a window with sinks streamed past "
+               "L, the quantity measured here")
+
 
 def claims_from(runs):
     """The claim records the chapters cite: t intervals over seeds, of the per-seed shares of sink heads (the
@@ -366,11 +371,14 @@ def claims_from(runs):
     out["C7_sigmoid"]["positive_control"] = out["C7_relu"]["positive_control"] = "C4_softmax"
     vals, seeds = per_seed("softmax", lambda r: sum(r["position0"][-1]) / len(r["position0"][-1])
                            - sum(r["position0"][0]) / len(r["position0"][0]))
-    # book exercise 6's claim, settled where a sink forms, as its eviction claim (C6_softmax) is: its own setting
-    # formed none, in four settings of one seed each (attention_sinks_settings), which give no interval over seeds
+    # book exercise 6's claim: its own setting formed no sink (attention_sinks_settings), and the models here that
+    # form one have 2 layers, so the claim's mid-to-late layers are out of reach
     out["C4_depth_softmax"] = stats.claim_record(
         "mean attention on position 0, last layer minus first layer, softmax, Bigram-Backcopy (a share of attention)",
-        "above", 0.0, values=vals, seeds=seeds)
+        "above", 0.0, values=vals, seeds=seeds,
+        not_tested="the book says the mass grows with depth and is substantial in mid-to-late layers; the models "
+                   "that form a sink here have 2 layers, where last minus first cannot tell growth with depth from "
+                   "a sink held in one layer, and no sink-forming model with more layers was trained")
     out["C4_exercise_setting"] = exercise_setting_record()
     gap = lambda a, b: (lambda r: r["stream_past_L"][a] - r["stream_past_L"][b])
     for key, arm in (("C5_sigmoid_normalised", "sigmoid, normalised"), ("C5_sigmoid", "sigmoid")):
@@ -403,7 +411,7 @@ def claims_from(runs):
         out["C1_window_logical_" + key] = stats.claim_record(
             f"loss past L, window + 4 sinks at slot positions minus at logical (text) positions, {arm} (nats per "
             f"token): renumbering the window costs more than keeping each token's logical position",
-            "above", 0.0, values=vals, seeds=seeds, not_tested=NO_FAILURE_PAST_L if arm == "softmax" else "")
+            "above", 0.0, values=vals, seeds=seeds, not_tested=SURVEY_RULE)
         vals, seeds = per_seed(arm, gap("full (text positions)", "recompute window"))
         out["C3_fails_past_L_" + key] = stats.claim_record(
             f"loss past L, full attention over the stream minus recomputing the window, {arm} (nats per token): the "
