@@ -13,19 +13,20 @@
 # # Chapter 11. Positions in real checkpoints
 #
 # A checkpoint is a pile of numbers. What a position means to those numbers is not in them: it
-# lives in a handful of settings (the base, the rotary width, which channels pair up, the length
-# the model was trained at, the scaling it was extended with). Lose one on the way from the
-# training run to the serving code and nothing crashes; the model just computes something
-# else. This chapter reads those settings off real checkpoints and published configs, ports
-# weights between the two RoPE conventions, and looks at what partial rotary, decoupled RoPE
-# and models that mix NoPE and RoPE layers do with the channels of a head.
+# lives in a handful of settings (the base, the rotary width, which channels pair up, the scaling
+# it was extended with, and the length the model was trained at, which this library's RoPE reads
+# only under a scaling block). Lose one on the way from the training run to the serving code and
+# nothing crashes; the model just computes something else. This chapter reads those settings off
+# real checkpoints and published configs, ports weights between the two RoPE conventions, and
+# looks at what partial rotary, decoupled RoPE and models that mix NoPE and RoPE layers do with
+# the channels of a head.
 #
 # **By the end you can**
 #
 # * read a checkpoint's positional signature, show which settings change what its weights
 #   compute, and make the library refuse a model that reads positions differently;
 # * port a model's query and key weights from interleaved to rotate-half RoPE, and write the
-#   test that catches every wrong port;
+#   test that catches each of the grader's wrong ports;
 # * say which channels partial rotary and decoupled RoPE turn, and what an MLA cache stores per
 #   token;
 # * build a model whose layers mix NoPE and RoPE from the scheme hooks, and measure where order
@@ -41,7 +42,7 @@
 # | --- | --- | --- | --- |
 # | C1 | The base, the rotary dimension, the scaling, the training length and what a position id means each change how a model behaves (survey, Table 4's closing paragraph) | | §1 |
 # | C2 | The two pairing conventions are the same model up to a fixed permutation of channels, and weights are not interchangeable between them (book §2.4, survey §5.3) | | §3 |
-# | C3 | Values are not rotated (survey §5.3), so a port leaves them alone | | §3 |
+# | C3 | Values are usually not rotated (survey §5.3), so a port leaves them alone | | §3 |
 # | C4 | Decoupling the rotary subspace is what keeps MLA compatible with low-rank KV compression (survey Table 4, DeepSeek-V2/V3) | | §5 |
 # | C5 | An attention layer without any position encoding can still be order-sensitive when another layer supplies position (survey Table 4: Kimi K3's NoPE attention and its Delta Attention layers) | | §6 |
 # | C6 | For Llama 2 ($d_h = 128$, $T_{train} = 4096$) $d_{extra} = 92$: the last 36 dimensions never see a full period (survey §6.2) | | §7 |
@@ -175,8 +176,9 @@ print(f"the same six changes on the weights before sharpen: largest logit change
 assert max(as_drawn.values()) < 1e-3
 
 # %% [markdown]
-# The base, the rotary width, the pairing and the scaling each change the logits by 0.20 to
-# 0.30, as much as the logits themselves (at most 0.32): the same weights, a different model.
+# On this one draw of sharpened weights, the base, the rotary width, the pairing and the scaling
+# each change the logits by 0.20 to 0.30, as much as the logits themselves (at most 0.32): the
+# same weights, a different model.
 # Two results are subtler than the survey's list.
 #
 # * The `max_len` field matters through the scaling. With no scaling block, `max_len` changes
@@ -288,15 +290,15 @@ assert split_score(3, 1)[1] == split_score(3, 2)[1] == split_score(103, 101)[1]
 # and so is everything after it (claim C2). Values are not rotated (survey §5.3: "usually";
 # in this library, never), so they keep their order (claim C3).
 #
-# First the bug. A model trained with interleaved RoPE, its weights loaded as they are into the
-# same model with rotate-half code:
+# First the bug. A model built with interleaved RoPE (untrained, its weights sharpened as in
+# section 1), its weights loaded as they are into the same model with rotate-half code:
 
 # %%
-trained = sharpen(TinyGPT(replace(cfg, extra={"rope_interleaved": True})), seed=1)
-checkpoint = trained.state_dict()
+original = sharpen(TinyGPT(replace(cfg, extra={"rope_interleaved": True})), seed=1)
+checkpoint = original.state_dict()
 served = TinyGPT(cfg).to_dtype("float64")
 served.load_state_dict(checkpoint)  # shapes match, nothing complains
-naive = float(xp.abs(logits(served, ids) - logits(trained, ids)).max())
+naive = float(xp.abs(logits(served, ids) - logits(original, ids)).max())
 
 # %% tags=["nbval-check-output"]
 print(f"weights loaded as they are: largest logit change {naive:.3f}")
@@ -360,13 +362,13 @@ def port_state(state, n_heads, d_head, rotary_dim=None):
 
 
 served.load_state_dict(port_state(checkpoint, cfg.n_heads, cfg.d_head))
-ported = float(xp.abs(logits(served, ids) - logits(trained, ids)).max())
+ported = float(xp.abs(logits(served, ids) - logits(original, ids)).max())
 
 qkv_order = to_numpy(port_qk_weights(xp.arange(3.0 * cfg.d_model), cfg.n_heads, cfg.d_head)).astype(int)
 values_too = list(qkv_order[:2 * cfg.d_model]) + [2 * cfg.d_model + c for c in qkv_order[:cfg.d_model]]  # P on v too
 values_port = TinyGPT(cfg).to_dtype("float64")
 values_port.load_state_dict({n: v[..., values_too] if ".W_qkv." in n else v for n, v in checkpoint.items()})
-values_permuted = float(xp.abs(logits(values_port, ids) - logits(trained, ids)).max())
+values_permuted = float(xp.abs(logits(values_port, ids) - logits(original, ids)).max())
 
 partial_cfg = replace(cfg, extra={"partial_rotary_factor": 0.5})
 trained_partial = sharpen(TinyGPT(replace(cfg, extra={"rope_interleaved": True, "partial_rotary_factor": 0.5})), seed=2)
@@ -554,7 +556,7 @@ def rotated_queries(model, ids, layer=0):
 
 
 P = to_numpy(port_qk_weights(xp.arange(3.0 * cfg.d_model), cfg.n_heads, cfg.d_head)).astype(int)[:cfg.d_head]
-q_old = rotated_queries(trained, ids)            # interleaved code, old channel order
+q_old = rotated_queries(original, ids)           # interleaved code, old channel order
 q_new = rotated_queries(served, ids)             # rotate-half code, ported weights
 q_naive = TinyGPT(cfg).to_dtype("float64")
 q_naive.load_state_dict(checkpoint)
@@ -803,7 +805,9 @@ assert nope_attention > 0.1
 #
 # `model_configs.MODELS` stores the positional settings of published models with the keys of
 # their own `config.json`, each with its source; `describe_model(name)` turns one into numbers.
-# Here they are together, with chapter 8's model (two heads of 32, trained at 64) for scale. $r$ is
+# One row departs from the survey: its Table 4 puts Falcon under ALiBi, but the released Falcon-7B
+# rotates (its model card: rotary; its `config.json`: `"alibi": false`), and only the Falcon-RW
+# research models, stored here as Falcon-RW-1B, use ALiBi. Here they are together, with chapter 8's model (two heads of 32, trained at 64) for scale. $r$ is
 # the rotary width, $L$ the length the config names (`original_max_position_embeddings` where it
 # has one, else `max_position_embeddings`), not always a pretraining length: for Code Llama and
 # Qwen2 (survey Table 4) and Qwen3 (its report's long-context stage) it is already a length they
@@ -893,8 +897,8 @@ fig.tight_layout()
 # state the rotary width three different ways.
 #
 # Write `rope_frequencies(config)`: the `(r/2,)` float64 frequencies
-# $\theta_i = \mathrm{rope\_theta}^{-2i/r}$ a model was pretrained with, from a dict with the keys
-# of its `config.json`. The rotary width $r$ is `qk_rope_head_dim` when present (decoupled RoPE);
+# $\theta_i = \mathrm{rope\_theta}^{-2i/r}$ a model was trained with, before any `rope_scaling`,
+# from a dict with the keys of its `config.json`. The rotary width $r$ is `qk_rope_head_dim` when present (decoupled RoPE);
 # otherwise the head size (`head_dim` when present, else `hidden_size // num_attention_heads`)
 # times `partial_rotary_factor` (default 1), rounded down. `rope_theta` defaults to 10000; leave
 # any `rope_scaling` out. Grade it alone: `python -m exercises grade checkpoints --exercise 11.3`.
@@ -1002,7 +1006,7 @@ assert all(critical_pair(MODELS[name]) == describe_model(name)["critical_dimensi
 # (the slow pairs slow down further, so more of them never finish a turn in training), and a
 # longer $L$ lowers it. And six of the entries carry a scaling block, printed with its own factor (Phi-3's
 # LongRoPE block has per-pair factor lists instead, not stored here), and a port must carry it along
-# (section 1): dropping it is the "angles past the trained range" bug of chapter 12's clinic. The two
+# (section 1): dropping it is the `angles_out_of_range` bug planted in chapter 12's clinic. The two
 # Qwen blocks are opt-in: the shipped `config.json` has none, and the block is added by hand for long
 # inputs (`model_configs` notes say so). Qwen3-0.6B's own card gives a context length of 32,768 and no
 # YaRN setting: its block is the one Qwen documents for the Qwen3 family (chapter 8, §10).
@@ -1085,21 +1089,21 @@ assert all(critical_pair(MODELS[name]) == describe_model(name)["critical_dimensi
 # Every claim here is settled by a computation without sampling: an identity checked on numbers
 # (a port, a cache, a shuffle) or a count read from configs. None is a claim about a trained
 # model, so none needs seeds; where a claim says a setting *changes* what weights compute, one
-# set of weights that changes is the proof, and where it says a setting changes *nothing*, the
+# set of weights that changes is the proof (the sizes printed are those of one draw), and where it says a setting changes *nothing*, the
 # change is exactly zero or rounding ($10^{-16}$), as the derivation says. Evidence `exact §N` names the
 # section whose cell asserts it (the verdict rule: [chapters/README.md](README.md#Evidence-and-the-verdict-rule)).
 #
 # | # | claim (source) | what this model did | evidence | verdict |
 # | --- | --- | --- | --- | --- |
-# | C1a | the base, the rotary dimension and the scaling each change how a model behaves (survey, Table 4's closing paragraph) | on the same weights, each changes the logits by 0.20 to 0.30, as much as the logits themselves (at most 0.32) | exact §1 | reproduces |
+# | C1a | the base, the rotary dimension and the scaling each change how a model behaves (survey, Table 4's closing paragraph) | on one draw of sharpened weights, each changes the logits by 0.20 to 0.30, as much as that draw's logits themselves (at most 0.32) | exact §1 | reproduces |
 # | C1b | the training length changes how a model behaves (survey, Table 4's closing paragraph), under a scaling block | not the length the weights trained at: only the config field `max_len`, 32 to 64 under YaRN x4 on fixed weights, moves the logits by 0.16 | exact §1 | not tested here |
 # | C1c | the same, without a scaling block | the config field alone, 32 to 64: 0.0 exactly, nothing RoPE computes reads it | exact §1 | not tested here |
 # | C1d | what a position id means changes how a model behaves (survey, Table 4's closing paragraph), for a learned table, under packing | a packed document whose ids do not restart at 0 (every id shifted by 5, chapter 10's C1c case) moves the logits by 0.35; prefix caches and windows not run | exact §1 | reproduces |
 # | C1e | the same, for RoPE, in the one packing case run here: a packed document's ids all shifted by 5, with its block mask | the shift moves the logits by 3.3e-16, since RoPE sees differences of ids only (as chapter 10's C1c finds); ids whose differences change (chapter 10's C1f), prefix caches and windows not run here | exact §1 | does not reproduce |
 # | C2a | the two pairings are one model up to a fixed channel permutation (book §2.4, survey §5.3) | ported per head: 3.3e-16 (4.4e-16 with partial rotary, 3.1e-16 grouped-query); ported as if every channel turned: 0.30; keys permuted by the query head count: 0.35; layer 0's rotated queries agree after $P$ to 0.0e+00 (§4) | exact §3 | reproduces |
 # | C2b | ... and the weights are not interchangeable (book §2.4, survey §5.3) | loaded as they are, without the permutation: logits off by 0.37 (§3) | exact §3 | reproduces |
-# | C3 | values are not rotated, so a port leaves them alone (survey §5.3) | the port that leaves the value block matches to 3.3e-16; the same port with the values permuted too moves the logits by 0.45 | exact §3 | reproduces |
-# | C4 | decoupling the rotary subspace keeps MLA compatible with low-rank KV compression (survey Table 4) | content scores from cached latents: error 3e-15; with RoPE on the keys the matrix between query and latent changes with $j - i$ (the derivation of §5); the rotary key is one $(d_{rope})$ vector per token that depends on its own token only, so it can be rotated and cached once: 576 numbers instead of 40 960 at DeepSeek-V3's size | exact §5 | reproduces (a derivation on numbers; no MLA model was trained, and this library's scheme does not reproduce the memory saving) |
+# | C3 | values are usually not rotated, so a port leaves them alone (survey §5.3) | the port that leaves the value block matches to 3.3e-16; the same port with the values permuted too moves the logits by 0.45 | exact §3 | reproduces |
+# | C4 | decoupling the rotary subspace keeps MLA compatible with low-rank KV compression (survey Table 4) | content scores from cached latents: error 3e-15; with RoPE on the keys the matrix between query and latent changes with $j - i$ (the derivation of §5); no cell scores from a latent-only cache plus a cached rotary key (this library's `decoupled_rope` caches content keys), and 576 numbers instead of 40 960 at DeepSeek-V3's size is arithmetic on its config | exact §5 | not tested here |
 # | C5 | a NoPE attention layer is order-sensitive when another layer supplies position (survey Table 4, Kimi K3) | in a two-layer encoder, the NoPE layer's attention output above a RoPE layer changes by 0.60 under a shuffle; the NoPE layer below it by 3.2e-16 | exact §6 | reproduces (the supplier here is a RoPE layer: the survey's, Kimi Delta Attention, is not in this library) |
 # | C6 | Llama 2: $d_{extra} = 92$, the last 36 dimensions never see a full period (survey §6.2) | the survey's formula gives 92; the critical pair is 46, so 36 dimensions never complete a turn | exact §7 | reproduces |
 # | C7 | "uses RoPE" is not a complete configuration (survey, Table 4's closing paragraph) | 14 published RoPE models: critical pairs from 11 to 100, shares of pairs with no full turn from 22% to 45%, six with a scaling block as stored here (factors 4 to 40 where it has one; the two Qwen blocks are opt-in, not in the shipped `config.json`, and Qwen3-0.6B's is documented for the Qwen3 family, not on its own card) and eight without | exact §7 | reproduces |
