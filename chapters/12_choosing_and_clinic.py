@@ -245,7 +245,7 @@ assert max(streams.values()) - min(streams.values()) < 0.01              # every
 #   it scored 1.61 against 1.50 to 1.55 for all four (one seed, no verdict). This is a decoder on text; the book's row is
 #   about encoders, which nothing here trains on text.
 # * **Variable lengths: T5** (C3a to C3c). On the look-3-back task trained at length 8, T5 is right at
-#   every position of length 16 on every seed (all 10 seeds: 1.00), the learned table 0.45 ± 0.04 on
+#   every scored position of length 16 on every seed (all 10 seeds: 1.00), the learned table 0.45 ± 0.04 on
 #   the positions it never trained. On text it does not generalise by chapter 7's bar: its rise past
 #   $L$ at $4L$ is 0.118 ± 0.081 nats above a model's with no position at all, paired by seed. At
 #   0.216 ± 0.051 nats it is over the 0.05 that "runs long" allows; with `max_distance` = $L$ (every
@@ -874,8 +874,8 @@ for name, sick in [("healthy", clinic.make_patient()), ("recency_bias", clinic.m
 #
 # T5's bias is one number per head and pair of positions, $(H, T_q, T_k)$, built from bucket
 # indices of shape $(T_q, T_k)$: both grow with $T^2$, 16-fold for 4x the tokens (why section 2
-# measures a little less is not tested here). A fused kernel that never forms the score matrix cannot take such a tensor as
-# an input at all; ALiBi's bias can be computed inside one from the indices, and RoPE never
+# measures a little less is not tested here). A fused kernel need not form it: it can look T5's table up inside each tile
+# (section 2; chapter 7, §5); a dense bias passed in costs $BHT^2$ memory traffic. ALiBi's bias can be computed inside one from the indices, and RoPE never
 # touches the scores.
 # </details>
 
