@@ -458,8 +458,8 @@ for bug, (symptom, cause, check) in clinic.FAILURE_TABLE.items():
 # config that lost its `rope_scaling`, weights run by the other pairing convention, a recency
 # penalty on the scores, a cache that ignores `n_sink`, rotations that receive position 0. None
 # of them crashes, and on these patients none shows in a loss: they are untrained. So each check
-# looks at what the bug breaks on any weights. Two rows need a stand-in for the table's check,
-# and the text says which.
+# looks at what the bug breaks on any weights. Only row 1's check is the table's as written;
+# each exercise says how the others differ.
 
 # %%
 patient = clinic.make_patient()
@@ -927,10 +927,13 @@ for name, sick in [("healthy", clinic.make_patient()), ("position_reset", clinic
 # %% [markdown]
 # ## 7. What the clinic could not show
 #
-# The planted patients are untrained, so two of the table's checks are replaced by a check of
-# their cause: row 2's loss at 1x, 1.5x and 2x the training length by the angles, row 4's needle
-# search by the positional mechanism with the content switched off, which sees a recency penalty
-# but not over-interpolated frequencies. On trained models the
+# Only row 1's check is the table's. The planted patients are untrained, so two are replaced by a
+# check of their cause: row 2's loss at 1x, 1.5x and 2x the training length by the angles, row 4's
+# needle search by the positional mechanism with the content switched off, which sees a recency
+# penalty but not over-interpolated frequencies. Row 3's compares the whole model's logits, not one
+# layer's rotated queries, so it fails on four patients, `recency_bias` among them, which rotates
+# exactly as the healthy patient does: the table's check would pass it. Row 5's entry, keep the first 4 tokens, is a fix, so its check is this
+# workbook's; row 6's keeps the last token in place. On trained models the
 # behavioural checks are the ones to run, and chapter 9 runs them; here a bug must show on any
 # weights. And the grid's multiple failures are real: a check is a test of a property, and
 # several bugs can break one property.
@@ -967,7 +970,7 @@ for name, sick in [("healthy", clinic.make_patient()), ("position_reset", clinic
 # | C6c | ... and keeping sinks prevents it: window + 4 sinks within 0.05 nats of recomputing the window (book §4, §2.6) | -0.002 ± 0.003 nats over 5 seeds, but the window without sinks is as close: nothing broke (C6b), so the test could not fail (§1; chapter 10, C5b) | result sink_control/C5b_restores_softmax | not tested here |
 # | C6d | positions within the cache, not in the text (book §4, §2.6) | chapter 10's normalised-sigmoid model, which fails past $L$ (full attention minus recomputing the window, chapter 10 §7: 0.1227 ± 0.0191): sinks at text minus slot positions 0.106 ± 0.021 nats over 5 seeds, wholly above 0; the softmax control's failure past $L$ is not established (full attention 2.509, recomputing the window 2.504), so its 0.004 ± 0.004 settles nothing (§1; chapter 10, C3b) | result sink_control/C3_sigmoid_normalised | reproduces |
 # | C7 | RoPE costs a few multiplies per element of $q$ and $k$ (book §4, "Cost") | the bench measures bytes, not operations: RoPE's positional bytes grow x4 (like $T$) when the tokens grow 4x (§2) | exact §2 | not tested here |
-# | C8a | each of rows 1 to 5 of the failure table has a check that catches its bug (book §4) | each of the five checks passes on the healthy patient and fails on its own bug; rows 2 and 4 through a cause, not their symptom (row 4 through the recency penalty only) (§5) | exact §5 | reproduces |
+# | C8a | each of rows 1 to 5 of the failure table has a check that catches its bug (book §4) | each of the five checks passes on the healthy patient and fails on its own bug; rows 2 and 4 through a cause, not their symptom (row 4 through the recency penalty only), row 3 through the whole model's logits, row 5 through this workbook's check (§5) | exact §5 | reproduces |
 # | C8b | ... and row 6's check as written, shuffle the input, outputs must change, catches its bug in a decoder (book §4) | it does not: the mask alone changes a decoder's outputs, by 0.35 to 0.72 with no position at all (§3), so the check passes with the bug in (chapter 1, C8c). `check_shuffle` is the workbook's own variant, shuffling the tokens before the last and comparing the last position: it catches the bug in the one-layer patients (§5), not in two layers (chapter 1, §7) | exact §3 | does not reproduce |
 #
 # ## 9. Where next
