@@ -70,7 +70,10 @@ def test_claims_follow_the_rule_on_hand_made_seeds():
     assert claims["C1b"]["verdict"] == "reproduces" and claims["C1b_control"]["verdict"] == "reproduces"
     assert claims["C1c"]["values"] == [0.0, 0.0, 0.0] and claims["C1c"]["positive_control"] == "C1b_control"
     # ALiBi's loss beyond L minus inside: 1.5 - 1.0 = 0.5 on every seed, over the 0.05 of "does not rise past L"
-    assert claims["C2b"]["threshold"] == lc.RUNS_LONG == 0.05 and claims["C2b"]["verdict"] == "does not reproduce"
+    assert claims["C2b"]["threshold"] == lc.RUNS_LONG == 0.05
+    assert claims["C2b"]["interval_verdict"] == "does not reproduce"
+    # a split of positions within one window is not the same-token rise that settles the book's sentence (chapter 7)
+    assert claims["C2b"]["verdict"] == "not tested here" and "runs_long_alibi" in claims["C2b"]["not_tested"]
     # keys found at L 1, at 8L (0 + 32 + 32 + 64 + 64) / 320 = 0.6 on every seed: a fall of 0.4, under the 0.5
     # of "collapses"; the same fall in RoPE's rows is above 0, its positive control
     assert claims["C3b"]["values"] == pytest.approx([0.4] * 3) and claims["C3b"]["threshold"] == lc.COLLAPSE == 0.5
@@ -101,7 +104,7 @@ def test_runs_long_is_settled_without_the_first_positions():
     c2b = lc.make_claims(res)["C2b"]
     assert c2b["values"] == pytest.approx([0.0, 0.02, 0.04]) and lc.MATCHED_FROM == 3
     assert c2b["interval"] == pytest.approx([0.02 - 0.049684, 0.02 + 0.049684], abs=1e-5)
-    assert c2b["verdict"] == "not established"
+    assert c2b["interval_verdict"] == "not established" and c2b["verdict"] == "not tested here"
     whole = [lc.effects(r, 32)["beyond_minus_inside"] for r in alibi]
     assert whole == pytest.approx([-0.09375, -0.07375, -0.05375])     # the split over 0 .. 31 would say "reproduces"
 
