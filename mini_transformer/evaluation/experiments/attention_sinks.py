@@ -23,9 +23,9 @@ model again, trained four times longer (Gu et al. saw sinks emerge only after en
 
     python -m mini_transformer.evaluation.experiments.attention_sinks [--quick]
 
-writes ``results/attention_sinks_settings.json`` and ``.png``. No setting formed a sink: each is one the
-literature reports as preventing it (a context of 32, a repetitive corpus, an unnormalised sigmoid, a few
-million training bytes). ``sink_control`` makes the conditions that form one, and ``sink_text`` tries text at
+writes ``results/attention_sinks_settings.json`` and ``.png``. No setting formed a sink. Which of their
+conditions kept one from forming (a context of 32, a repetitive corpus, an unnormalised sigmoid, a few million
+training bytes; Gu et al. report the last two as preventing one) is not tested here. ``sink_control`` makes the conditions that form one, and ``sink_text`` tries text at
 L = 256 with a BOS; chapter 10 reads all three. This module also holds what they share: the unnormalised
 sigmoid attention, BOS batches, held-out windows, and ``DropToken``.
 """
