@@ -12,13 +12,14 @@
 # %% [markdown]
 # # Appendix (chapter 13). The interview cards
 #
-# The sources end with interview questions. This book answers each one on a card, from its own
-# derivations and measurements, and points back to the section that derives the answer. Below are
-# all of them, chapter by chapter: read the question, answer it aloud with the number the book
-# measured, then open the answer.
+# The cards answer the book chapter's six interview questions and their follow-ups, and other questions
+# from both sources (the book's failure table and exercises, the survey's common misunderstandings), each
+# from this workbook's own derivations and measurements, with a pointer back to the section that derives
+# the answer. Below are all of them, chapter by chapter: read the question, answer it aloud with the
+# number this workbook measured, then open the answer.
 #
 # Drill them from a terminal, in a random order a seed replays:
-# `python -m exercises cards 5 --chapter 6` (five cards of chapter 6; `--all --seed 3` for every card,
+# `python -m exercises cards 5 --chapter 6` (five of the cards that point at chapter 6; `--all --seed 3` for every card,
 # `--list` for the questions only).
 
 # %% tags=["nbval-check-output"]
@@ -45,7 +46,7 @@ for chapter, path in cards.chapter_files().items():
 # %% [markdown]
 # ## Where next
 #
-# * The timed retyping drills: `python -m exercises drill` (README, "Drilling").
+# * The timed retyping drills: `python -m exercises drill` ([../README.md](../README.md), "Drilling").
 # * To add a card, write it in `chapters/cards/NN_name.md` of the chapter that derives the answer
 #   (the format is in [README.md](README.md), "Interview cards"), then run
 #   `python -m pytest tests/grading/test_cards.py`.
