@@ -40,11 +40,11 @@
 #
 # | # | claim (source) | your prediction | settled in |
 # | --- | --- | --- | --- |
-# | C1 | The base, the rotary dimension, the scaling, the training length and what a position id means each change how a model behaves (survey, Table 4's closing paragraph) | | §1 |
+# | C1 | The base, the rotary dimension, the scaling, the training length and what a position id means each change how a RoPE model behaves (survey, Table 4's closing paragraph) | | §1 |
 # | C2 | The two pairing conventions are the same model up to a fixed permutation of channels, and weights are not interchangeable between them (book §2.4, survey §5.3) | | §3 |
 # | C3 | Values are usually not rotated (survey §5.3), so a port leaves them alone | | §3 |
 # | C4 | Decoupling the rotary subspace is what keeps MLA compatible with low-rank KV compression (survey Table 4, DeepSeek-V2/V3) | | §5 |
-# | C5 | An attention layer without any position encoding can still be order-sensitive when another layer supplies position (survey Table 4: Kimi K3's NoPE attention and its Delta Attention layers) | | §6 |
+# | C5 | An attention layer without any position encoding can be order-sensitive when another layer supplies position (survey Table 4: Kimi K3's NoPE attention and its Delta Attention layers) | | §6 |
 # | C6 | For Llama 2 ($d_h = 128$, $T_{train} = 4096$) $d_{extra} = 92$: the last 36 dimensions never see a full period (survey §6.2) | | §7 |
 # | C7 | "Uses RoPE" is not a complete configuration (survey, Table 4's closing paragraph) | | §7 |
 #
@@ -130,7 +130,7 @@ for key, value in signature.items():
 # | what a position id means | `position_ids`: one fixed sentence, no policy |
 #
 # The survey's Table 4 closes by saying that the base, the rotary dimension, the scaling, the
-# training length and what a position id means all change how a model behaves (claim C1). The
+# training length and what a position id means all change how a RoPE model behaves (claim C1). The
 # models of this chapter are untrained, and on the weights as the library draws them the six
 # setting changes below move the logits by at most 7.7e-04 (the cell's last line);
 # `clinic.sharpen(model)` redraws `W_qkv` at standard deviation `0.5` and the biases at `0.1`, so
@@ -177,7 +177,7 @@ assert max(as_drawn.values()) < 1e-3
 
 # %% [markdown]
 # On this one draw of sharpened weights, the base, the rotary width, the pairing and the scaling
-# each change the logits by 0.20 to 0.30, as much as the logits themselves (at most 0.32): the
+# each change the logits by 0.20 to 0.30, of the same order as the logits themselves (at most 0.32): the
 # same weights, a different model.
 # Two results are subtler than the survey's list.
 #
@@ -799,7 +799,9 @@ assert nope_attention > 0.1
 # Above a RoPE layer, the NoPE layer's own attention output is order-sensitive (0.60); below the
 # RoPE layer, the NoPE layer is equivariant to rounding (3.2e-16). Kimi K3's recipe, per the survey, relies on the first fact
 # with a different supplier of order (a gated recurrence instead of a rotation), which this
-# library does not have; the measurement here is the mechanism, not that model.
+# library does not have; the measurement here is the mechanism, not that model. Attention
+# without position is permutation-equivariant in its own input, so all of that 0.60 reaches the
+# NoPE layer through its input, layer 0's order-dependent output.
 #
 # ## 7. Published models, side by side
 #
@@ -1095,16 +1097,16 @@ assert all(critical_pair(MODELS[name]) == describe_model(name)["critical_dimensi
 #
 # | # | claim (source) | what this model did | evidence | verdict |
 # | --- | --- | --- | --- | --- |
-# | C1a | the base, the rotary dimension and the scaling each change how a model behaves (survey, Table 4's closing paragraph) | on one draw of sharpened weights, each changes the logits by 0.20 to 0.30, as much as that draw's logits themselves (at most 0.32) | exact §1 | reproduces |
+# | C1a | the base, the rotary dimension and the scaling each change how a model behaves (survey, Table 4's closing paragraph) | on one draw of sharpened weights, each changes the logits by 0.20 to 0.30, of the same order as that draw's logits themselves (at most 0.32) | exact §1 | reproduces |
 # | C1b | the training length changes how a model behaves (survey, Table 4's closing paragraph), under a scaling block | not the length the weights trained at: only the config field `max_len`, 32 to 64 under YaRN x4 on fixed weights, moves the logits by 0.16 | exact §1 | not tested here |
 # | C1c | the same, without a scaling block | the config field alone, 32 to 64: 0.0 exactly, nothing RoPE computes reads it | exact §1 | not tested here |
-# | C1d | what a position id means changes how a model behaves (survey, Table 4's closing paragraph), for a learned table, under packing | a packed document whose ids do not restart at 0 (every id shifted by 5, chapter 10's C1c case) moves the logits by 0.35; prefix caches and windows not run | exact §1 | reproduces |
-# | C1e | the same, for RoPE, in the one packing case run here: a packed document's ids all shifted by 5, with its block mask | the shift moves the logits by 3.3e-16, since RoPE sees differences of ids only (as chapter 10's C1c finds); ids whose differences change (chapter 10's C1f), prefix caches and windows not run here | exact §1 | does not reproduce |
+# | C1d | what a position id means changes how a model behaves, for a learned table, under packing (this workbook: the survey's sentence, Table 4's closing paragraph, is about RoPE) | a packed document whose ids do not restart at 0 (every id shifted by 5, chapter 10's C1c case) moves the logits by 0.35; prefix caches and windows not run | exact §1 | reproduces |
+# | C1e | the same, for RoPE (survey, Table 4's closing paragraph), in the one packing case run here: a packed document's ids all shifted by 5, with its block mask, a shift that moves no difference of ids | the shift moves the logits by 3.3e-16, since RoPE sees differences of ids only (as chapter 10's C1c finds); this row tests only that invariant case: ids whose differences change move RoPE's logits (chapter 10's C1f, decode positions restarting at 0: reproduces); prefix caches and windows not run here | exact §1 | does not reproduce |
 # | C2a | the two pairings are one model up to a fixed channel permutation (book §2.4, survey §5.3) | ported per head: 3.3e-16 (4.4e-16 with partial rotary, 3.1e-16 grouped-query); ported as if every channel turned: 0.30; keys permuted by the query head count: 0.35; layer 0's rotated queries agree after $P$ to 0.0e+00 (§4) | exact §3 | reproduces |
 # | C2b | ... and the weights are not interchangeable (book §2.4, survey §5.3) | loaded as they are, without the permutation: logits off by 0.37 (§3) | exact §3 | reproduces |
 # | C3 | values are usually not rotated, so a port leaves them alone (survey §5.3) | the port that leaves the value block matches to 3.3e-16; the same port with the values permuted too moves the logits by 0.45 | exact §3 | reproduces |
 # | C4 | decoupling the rotary subspace keeps MLA compatible with low-rank KV compression (survey Table 4) | content scores from cached latents: error 3e-15; with RoPE on the keys the matrix between query and latent changes with $j - i$ (the derivation of §5); no cell scores from a latent-only cache plus a cached rotary key (this library's `decoupled_rope` caches content keys), and 576 numbers instead of 40 960 at DeepSeek-V3's size is arithmetic on its config | exact §5 | not tested here |
-# | C5 | a NoPE attention layer is order-sensitive when another layer supplies position (survey Table 4, Kimi K3) | in a two-layer encoder, the NoPE layer's attention output above a RoPE layer changes by 0.60 under a shuffle; the NoPE layer below it by 3.2e-16 | exact §6 | reproduces (the supplier here is a RoPE layer: the survey's, Kimi Delta Attention, is not in this library) |
+# | C5 | a NoPE attention layer can be order-sensitive when another layer supplies position (survey Table 4, Kimi K3) | in a two-layer encoder, the NoPE layer's attention output above a RoPE layer changes by 0.60 under a shuffle, order reaching it only through its input; the NoPE layer below it by 3.2e-16 | exact §6 | reproduces (the supplier here is a RoPE layer: the survey's, Kimi Delta Attention, is not in this library) |
 # | C6 | Llama 2: $d_{extra} = 92$, the last 36 dimensions never see a full period (survey §6.2) | the survey's formula gives 92; the critical pair is 46, so 36 dimensions never complete a turn | exact §7 | reproduces |
 # | C7 | "uses RoPE" is not a complete configuration (survey, Table 4's closing paragraph) | 14 published RoPE models: critical pairs from 11 to 100, shares of pairs with no full turn from 22% to 45%, six with a scaling block as stored here (factors 4 to 40 where it has one; the two Qwen blocks are opt-in, not in the shipped `config.json`, and Qwen3-0.6B's is documented for the Qwen3 family, not on its own card) and eight without | exact §7 | reproduces |
 #
