@@ -741,7 +741,8 @@ assert lost < 1e-12
 #
 # `clinic.ward()` hands out seven patients under the letters A to G: the healthy one and the six
 # bugs, in a shuffled order. Run your six checks on every patient. `answer_key` is in your hands
-# too: nothing grades the diagnosis, so read it only after you have written yours down.
+# too, so a course can only grade the diagnosis formatively (its grader compares your `answers/12.md`
+# with this same key): read it only after you have written yours down.
 
 # %%
 makers, answer_key = clinic.ward()
