@@ -51,7 +51,7 @@
 # | C1a | Prefill, decode and padding must give a token the same logical position: padding, in a model with an absolute table (learned, sinusoidal) (survey §5.4; §11, item 4) | | §2 |
 # | C1b | ... and so must sequence packing, in a model with an absolute table (survey §5.4; §11, item 4) | | §3 |
 # | C1c | ... and when they do not, nothing crashes, in any of the five schemes (survey §5.4; §11, item 4) | | §2, §3 |
-# | C1d | ... and so must the sliding window, read here on RoPE models as: renumbering its tokens costs more than keeping their logical positions (survey §5.4) | | §7 |
+# | C1d | ... and so must the sliding window, against hidden position-id misalignment (survey §5.4; §11, item 4) | | §7 |
 # | C1e | Padding must give a token the same logical position: for relative schemes (RoPE, ALiBi, T5) (survey §5.4; §11, item 4) | | §2 |
 # | C1f | Prefill and decode must give a token the same logical position (survey §5.4; §11, item 4) | | §1 |
 # | C2 | Cached decoding, with each RoPE key rotated once at write time, equals the full forward pass at every step (book §4, the failure table; survey §5.4) | | §1 |
@@ -250,7 +250,7 @@ assert all(v < 1e-10 for v in far_shift.values())
 # at all (to rounding): their scores depend only on distances, and a shift of the whole row keeps
 # every distance. Nor does a shift that carries every position far past the trained length: a
 # uniform shift moves no distance, so it never shows these schemes a distance they did not train
-# on (the last line: under 1e-12, rounding, for all three; chapter 11, C1e, finds the same for RoPE). For
+# on (the last line: under 1e-12, rounding, for all three; chapter 11, C1e, finds the same for RoPE with a shift of 5). For
 # them this bug is harmless; what breaks them is a key they should not see (a packed row
 # without its block mask, section 3) or a distance they did not train on (for RoPE and T5, a row
 # longer than the trained length: chapter 7's §7; ALiBi's loss rises by less than 0.05 nats there). Under padding, then, the survey's
@@ -520,7 +520,7 @@ assert max(query_positions["slot"]) == 4 + 8 and max(query_positions["text"]) ==
 # With a plain window, RoPE does not care which numbering runs: a window keeps distances, and
 # RoPE scores depend only on distances. With sinks it cares: at text positions the sinks drift
 # ever further from the query. Slot positions keep everything inside the trained range; which
-# numbering costs less in a trained model, section 7 measures once it has built one (C1d, C3b).
+# numbering costs less in a trained model, section 7 measures once it has built one (C3b).
 #
 # **Two rules that disagree.** Section 2 followed the survey (§5.4): prefill, decode, padding,
 # packing, the prefix cache *and the sliding window* must give a token the same logical position.
@@ -704,7 +704,7 @@ assert all(st["sink_heads"] == 0 and max(max(h) for h in st["mass_on_position_0"
 # below); every other query predicts
 # from its own token alone, and a head that must still spend its softmax row needs somewhere
 # harmless to put it. `experiments/sink_control.py` writes the task (64 tokens plus BOS, 16 of
-# them triggers, 32 successors a token) and trains a RoPE `TinyGPT` (2 layers, 8 heads, d_model 64, L = 64; AdamW at 1e-2,
+# them triggers where Guo et al. use 3, 32 successors a token) and trains a RoPE `TinyGPT` (2 layers, 8 heads, d_model 64, L = 64; AdamW at 1e-2,
 # weight decay 0.1; 600 steps of 16 rows) with four attentions, five seeds each (the rule's count
 # where the gaps compared are under 0.05 nats):
 #
@@ -716,7 +716,7 @@ assert all(st["sink_heads"] == 0 and max(max(h) for h in st["mass_on_position_0"
 #
 # Gu et al.'s metric per arm, read on the raw weights (the same thing where rows sum to 1; Gu et al.
 # divide an unnormalised row by its sum first, which is not done here): the share of each seed's 16 heads, with a 95% t interval over the 5
-# seeds (seeds differ more than one seed's heads; the Wilson interval of the 80 heads pooled is
+# seeds (the workbook's rule for shares over seeds: a seed's heads are not independent draws; the Wilson interval of the 80 heads pooled is
 # printed beside it, for reading only); the mean attention on position 0 of each layer, per seed; the training loss (the true
 # process's loss far from the start printed first) and the share of trigger queries whose next token the model
 # gets right:
@@ -893,8 +893,9 @@ assert claims["C5_breaks_softmax"]["verdict"] == claims["C5b_restores_softmax"][
 # both). The book says such a window *breaks*: its perplexity explodes. That names no number,
 # so C5a reads "breaks" as a rise of more than 0.05 nats, the workbook's bar for a rise too small
 # to call a break (a trained model "runs long" when its loss rises by less than that, chapter 7),
-# a generous bar next to the 0.43 nats of StreamingLLM's 160M model. The whole interval lies below
-# it, but C5a is not tested here: a claim about the first token needs a positive control, an arm in
+# a generous bar next to the 0.43 nats of StreamingLLM's 160M model. Chapter 7 reads the same
+# phrase, for RoPE past L, as a rise over $\ln 2 = 0.693$; "breaks" here is the complement of "runs
+# long", and the whole interval lies below both bars, but C5a is not tested here: a claim about the first token needs a positive control, an arm in
 # which evicting the first tokens is known to cost more than the bar, and none was trained. Then C5b, "keeping sinks restores it", cannot be tested: the
 # window with 4 sinks, the book's count, is no worse than recomputing the window (-0.002 ± 0.003), but neither is the
 # window without any, so the test could not have failed. StreamingLLM's 160M model lost 0.43 nats
@@ -961,8 +962,9 @@ assert abs(past["softmax"]["window (slot)"] - past["softmax"]["recompute window"
 # recomputing the window. So it meets the claims' condition, and sinks kept at their text positions
 # cost it 0.106 ± 0.021 nats over slot positions, wholly above 0: text positions bring extrapolation
 # back, as the book says (C3b reproduces). The same gap read the other way, slot minus logical
-# -0.106 ± 0.021, is C1d, and C1d is not tested here: the survey's rule asks every path to give a
-# token the same position id, and predicts nothing about which numbering costs less past L. The
+# -0.106 ± 0.021, is a different quantity from C1d: the survey's rule asks every path to give a
+# token the same position id, against hidden misalignment, and predicts nothing about which
+# numbering costs less past L, so C1d is not tested here. The
 # softmax model's failure past L is not established: full attention minus
 # recomputing the window is 0.0049 ± 0.0085 (an interval holding 0), so neither numbering has an
 # established failure to cause or prevent. Its text positions still cost a little on every seed
@@ -1004,7 +1006,7 @@ assert len(first_gaps) == 5 and all(fails > 1 and costs > 0.3 for fails, costs i
 # not trained. So C7a shows that the divided sigmoid forms a sink where the undivided one puts no
 # large raw weight on BOS, not that any rule whose rows sum to 1 forms one.
 #
-# ### On text, under the literature's conditions
+# ### On text, far from the literature's conditions
 #
 # The control settles what a sink is and what it costs on a task built to need one. Does one form
 # on text, given what the literature asks for? `experiments/sink_text.py` trains the text model at
@@ -1161,7 +1163,7 @@ assert abs((evicted - kept) - (seed0["token 0 evicted"] - seed0["kept"])) < 1e-5
 # | C1a | padding must give a token one logical position, in a model with an absolute table (learned, sinusoidal) (survey §5.4, §11) | on the model, a left-padded batch with your position ids equals each prompt run alone to rounding in all five schemes tried, and `generate` continues each padded row as alone; positions counted from the padding change the learned and sinusoidal outputs (section 2) | exact §2 | reproduces |
 # | C1b | ... and so must sequence packing, in a model with an absolute table (survey §5.4, §11) | a packed row with your reset positions and the block mask equals each document run alone to rounding in all five schemes; positions not reset change only the learned and sinusoidal outputs (section 3) | exact §3 | reproduces |
 # | C1c | ... and when they do not, nothing crashes, in any of the five schemes (survey §5.4, §11) | positions counted from the padding change the padded rows' learned and sinusoidal logits and leave RoPE, ALiBi and T5 unchanged at any shift in exact arithmetic (float64 here, padding of 3 and 5, and a shift of 1000; a uniform shift moves no distance); positions not reset in a packed row do the same; a missing block mask changes every scheme; none of the 15 wrong layouts raises an error (sections 2, 3; both counted at the end of section 3) | exact §3 | reproduces |
-# | C1d | ... and so must the sliding window, read here on RoPE models as: slot positions cost more than logical ones (survey §5.4) | control, streams of 4L, window 32 + 4 sinks, the normalised-sigmoid model, which fails past L (full attention minus recomputing the window 0.1227 ± 0.0191): slot minus logical (text) positions -0.106 ± 0.021 nats over 5 seeds, wholly below 0; but the survey's rule asks every path to give a token the same position id, against hidden misalignment (§11, item 4), and predicts nothing about which numbering costs less past L, the quantity measured (section 7) | result sink_control/C1_window_logical_sigmoid_normalised | not tested here |
+# | C1d | ... and so must the sliding window, against hidden position-id misalignment (survey §5.4, §11) | the rule asks every path to give a token the same position id and predicts nothing about a loss, so no run tests it; measured beside it, a different quantity: control, streams of 4L, window 32 + 4 sinks, the normalised-sigmoid model, which fails past L (full attention minus recomputing the window 0.1227 ± 0.0191): slot minus logical (text) positions -0.106 ± 0.021 nats over 5 seeds, wholly below 0 (section 7) | result sink_control/C1_window_logical_sigmoid_normalised | not tested here |
 # | C1e | padding must give a token one logical position, for relative schemes (RoPE, ALiBi, T5) (survey §5.4, §11) | positions counted from the padding leave RoPE, ALiBi and T5 unchanged, under 1e-12 even with a shift of 1000: padding shifts every position of a row alike, which moves no distance, so under padding these schemes do not need it (section 2) | exact §2 | does not reproduce |
 # | C1f | prefill and decode must give a token one logical position (survey §5.4, §11) | a prefill numbered 0 .. 3, then decode positions restarting at 0: the cached logits leave the full pass in all five schemes, by 1.1e+00 (learned) down to 2.4e-02 (ALiBi) (section 1) | exact §1 | reproduces |
 # | C2 | cached decoding, with each RoPE key rotated once at write time, equals the full pass (book §4; survey §5.4) | learned, RoPE and ALiBi: cached and full logits agree to below 1e-12 over 24 steps in float64 (section 1); rotating at write time is how this cache is built, a condition of the claim, not something the run compares | exact §1 | reproduces |

@@ -410,7 +410,8 @@ def claims_from(runs):
         vals, seeds = per_seed(arm, gap("window + 4 sinks (slot)", "window + 4 sinks (text positions)"))
         out["C1_window_logical_" + key] = stats.claim_record(
             f"loss past L, window + 4 sinks at slot positions minus at logical (text) positions, {arm} (nats per "
-            f"token): renumbering the window costs more than keeping each token's logical position",
+            f"token), measured beside the survey's rule that the window give a token the same position id, a different "
+            f"quantity from that rule",
             "above", 0.0, values=vals, seeds=seeds, not_tested=SURVEY_RULE)
         vals, seeds = per_seed(arm, gap("full (text positions)", "recompute window"))
         out["C3_fails_past_L_" + key] = stats.claim_record(
