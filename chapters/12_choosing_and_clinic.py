@@ -254,7 +254,7 @@ assert max(streams.values()) - min(streams.values()) < 0.01              # every
 #   buckets are not the whole cause (chapter 7, §7.1).
 # * **Train short, run longer: ALiBi** (C4a, C4b). Its loss past $L$ rises by only 0.006 ± 0.003
 #   nats at $4L$: read the other way, the same numbers say it gains nothing from the far context, on a
-#   text where chapter 7 finds no far context worth using (its C8a is not tested here). It
+#   text where no arm shows that far context pays (chapter 7, §8.1; its C8a is not tested here). It
 #   pays at $L$ itself, 0.06 ± 0.02 nats above RoPE and 0.10 ± 0.02 above Transformer-XL. The book's
 #   qualifier, "when perplexity is the metric", warns that retrieval fails past $L$; chapter 9's
 #   models do not test it (C4b): the book places the failure far back in a long context, and these
@@ -825,13 +825,14 @@ for name, sick in [("healthy", clinic.make_patient()), ("recency_bias", clinic.m
 #
 # Its loss at the training length: at $L = 32$, over 5 seeds, 0.06 ± 0.02 nats above RoPE and
 # 0.10 ± 0.02 above Transformer-XL. Past $L$ its loss rises only 0.006 ± 0.003 nats at $4L$, which
-# also says it gains nothing from the far context, on a text where chapter 7 finds no far
-# context worth using. Its distance penalty is
+# also says it gains nothing from the far context, on a text where no arm shows that far
+# context pays (chapter 7, §8.1). Its distance penalty is
 # the recency prior that makes the clinic's `recency_bias` patient fail `check_reach`: with the
 # content switched off, its head of slope 1/16 gives the first of 64 tokens 0.0012 of its attention,
 # against $0.0156$ for uniform attention (the key to the ward prints it). One cost stays unsettled:
 # whether that penalty keeps ALiBi from far context (chapter 7's C8a and C8b: not tested
-# here, since this text shows no far context worth using). Whether its retrieval fails far back
+# here; at $8L$ = 256 the flattest head charges a key at most $255/256$ of a nat, an argument not
+# run, and no scheme without a penalty was trained on passkeys). Whether its retrieval fails far back
 # in a long context is not tested either: chapter 9's models reach 256 tokens (C4b).
 # </details>
 
