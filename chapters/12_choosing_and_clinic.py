@@ -511,8 +511,8 @@ print("check_cache passes on the healthy patient")
 # %% [markdown]
 # ### Exercise 12.2: `check_angles`   ★★ · 15 min
 #
-# *Why it matters:* dropping a checkpoint's scaling block is the most common way a long-context
-# model loses its long context, and the config it was rebuilt from looks fine.
+# *Why it matters:* dropping a checkpoint's scaling block is one way a long-context model loses
+# its long context, and the config it was rebuilt from looks fine.
 #
 # Row 2: *the loss explodes past the training length* (out-of-range RoPE angles). The table's
 # check is to evaluate the loss at 1x, 1.5x and 2x the training length; on a trained model that
