@@ -216,7 +216,7 @@ assert verdicts == {"C1b": "reproduces", "C2a": "not tested here", "C2b": "not t
                     "C5c": "not tested here", "C5d": "not tested here", "C6a": "reproduces",
                     "C6b": "not tested here", "C6c": "not tested here", "C6d": "reproduces"}, verdicts
 assert paired_at_L("rope", "transformer_xl")[1] > 0 and paired_at_L("rope", "t5")[2] < 0   # behind XL, ahead of T5
-assert paired_at_L("rope", "shaw")[1] < 0 < paired_at_L("rope", "shaw")[2]                   # level with Shaw
+assert paired_at_L("rope", "shaw")[1] < 0 < paired_at_L("rope", "shaw")[2]                   # not distinguishable from Shaw
 assert record("short_long_seeds/runs_long_t5_max_L")["verdict"] == "does not reproduce"     # not the empty buckets
 assert record("short_long_seeds/alibi_pays_at_L_vs_rope")["verdict"] == "reproduces"
 assert [record(f"pi_head_width/{k}")["verdict"] for k in ("zero_shot_d16", "zero_shot_d64", "finetuned_d16", "finetuned_d64")] \
@@ -234,7 +234,7 @@ assert max(streams.values()) - min(streams.values()) < 0.01              # every
 #   rotated once stays valid in the cache (section 5's `check_cache` passes on a RoPE model, to
 #   `1e-9`), its positional memory grows like $T$ (section 2), and it is extendable: NTK's larger base,
 #   with no training, lowers its loss at $4L$ by 0.58 ± 0.02 nats (C1b). Its loss does not single it
-#   out: at $L$ (5 seeds, $L = 32$) it is level with Shaw's (0.002 ± 0.018), behind Transformer-XL's
+#   out: at $L$ (5 seeds, $L = 32$) it is not distinguishable from Shaw's (0.002 ± 0.018), behind Transformer-XL's
 #   by 0.038 ± 0.010 and ahead of T5's by 0.074 ± 0.013; unscaled past $L$ it rises 0.472 ± 0.118
 #   nats at $4L$ (in chapter 8's run, $L = 64$ and 2 heads: 1.48 at $L$, 2.61 at $4L$, means over 3 seeds).
 # * **Fixed-length encoder: learned absolute** (C2a, C2b). At $L$, after 600 steps, the learned table
@@ -951,7 +951,7 @@ for name, sick in [("healthy", clinic.make_patient()), ("position_reset", clinic
 # experiment cites for the same claim), printed in section 1 or 3; `exact §N` is a computation
 # without sampling asserted in section N. The verdicts follow the rule in `chapters/README.md`.
 # Two parts of the guide leave the ledger without a row: "RoPE for a new LM" is a recommendation, and
-# of its reasons only the ones below can be measured here (its loss at $L$, level with Shaw's and
+# of its reasons only the ones below can be measured here (its loss at $L$, not distinguishable from Shaw's and
 # 0.038 ± 0.010 behind Transformer-XL's, is this workbook's observation, not a claim of the book);
 # the windowed 2-D bias has no measurement here at all. The cost paragraph's T5 half, that its bias
 # must be materialised, is settled in chapter 7 (C4b; section 2 here).
