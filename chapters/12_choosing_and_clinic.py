@@ -54,7 +54,7 @@
 # | C6c | ... and keeping sinks prevents that (book §4, §2.6) | | §1 |
 # | C6d | ... with positions within the cache, not in the text (book §4, §2.6) | | §1 |
 # | C7 | RoPE costs a few multiplies per element of q and k (book §4, "Cost") | | §2 |
-# | C8a | Each of rows 1 to 5 of the failure table has a check that catches its bug (book §4) | | §5 |
+# | C8a | This chapter's checks, one for each of rows 1 to 5 of the failure table, each catch their planted bug (this workbook, on book §4's table) | | §5 |
 # | C8b | ... and row 6's check as written, shuffle the input, outputs must change, catches its bug in a decoder (book §4) | | §3, §5 |
 #
 # ## The exercises
@@ -976,7 +976,7 @@ for name, sick in [("healthy", clinic.make_patient()), ("position_reset", clinic
 # | C6c | ... and keeping sinks prevents it: window + 4 sinks within 0.05 nats of recomputing the window (book §4, §2.6) | -0.002 ± 0.003 nats over 5 seeds, but the window without sinks is as close: nothing broke (C6b), so the test could not fail (§1; chapter 10, C5b) | result sink_control/C5b_restores_softmax | not tested here |
 # | C6d | positions within the cache, not in the text (book §4, §2.6) | chapter 10's normalised-sigmoid model, which fails past $L$ (full attention minus recomputing the window, chapter 10 §7: 0.123 ± 0.019): sinks at text minus slot positions 0.106 ± 0.021 nats over 5 seeds, wholly above 0; the softmax control's failure past $L$ is not established (full attention 2.509, recomputing the window 2.504), so its 0.004 ± 0.004 settles nothing (§1; chapter 10, C3b) | result sink_control/C3_sigmoid_normalised | reproduces |
 # | C7 | RoPE costs a few multiplies per element of $q$ and $k$ (book §4, "Cost") | the bench measures bytes, not operations: RoPE's positional bytes grow x4 (like $T$) when the tokens grow 4x (§2) | exact §2 | not tested here |
-# | C8a | each of rows 1 to 5 of the failure table has a check that catches its bug (book §4) | each of the five checks passes on the healthy patient and fails on its own bug; rows 2 and 4 through a cause, not their symptom (row 4 through the recency penalty only), row 3 through the whole model's logits, row 5 through this workbook's check (§5) | exact §5 | reproduces |
+# | C8a | this chapter's checks, one for each of rows 1 to 5 of the failure table, each catch their planted bug (this workbook, on book §4's table) | each of the five checks passes on the healthy patient and fails on its own bug; rows 2 and 4 through a cause, not their symptom (row 4 through the recency penalty only), row 3 through the whole model's logits, row 5 through this workbook's check (§5). Only row 1's check is the table's own: the table's checks for rows 2 to 5 are not run here (§7) | exact §5 | reproduces |
 # | C8b | ... and row 6's check as written, shuffle the input, outputs must change, catches its bug in a decoder (book §4) | it does not: the mask alone changes a decoder's outputs, by 0.35 to 0.72 with no position at all (§3), so the check passes with the bug in (chapter 1, C8c). `check_shuffle` is the workbook's own variant, shuffling the tokens before the last and comparing the last position: it catches the bug in the one-layer patients (§5), not in two layers (chapter 1, §7) | exact §3 | does not reproduce |
 #
 # ## 9. Where next
