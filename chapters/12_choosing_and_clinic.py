@@ -288,8 +288,8 @@ assert max(streams.values()) - min(streams.values()) < 0.01              # every
 #   not tested here: a dormant head that loses BOS spreads its mass over the window.
 #   A model whose rows are normalised sigmoids does fail past $L$, and it pays 0.106 ± 0.021 nats for
 #   text positions: C6d reproduces on it.
-#   The window plus sinks is the book's cheap policy. Evicting the first tokens cost 0.4 nats at 160M
-#   parameters in StreamingLLM; here it costs 0.002 ± 0.003 nats (C6b), so whether keeping sinks
+#   The window plus sinks is the book's choice for unbounded streaming. Evicting the first tokens cost
+#   0.4 nats at 160M parameters in StreamingLLM; here it costs 0.002 ± 0.003 nats (C6b), so whether keeping sinks
 #   prevents a break is not tested here: nothing broke (C6c).
 #
 # ## 2. What each scheme costs
