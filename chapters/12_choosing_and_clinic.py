@@ -451,9 +451,10 @@ for bug, (symptom, cause, check) in clinic.FAILURE_TABLE.items():
 #
 # * `model`: the served `TinyGPT`, one layer, two heads of 8 channels, RoPE, float64, untrained
 #   but with query and key weights large enough that attention is far from uniform;
-# * `source`: the checkpoint it was loaded from, run by the code it was trained with;
+# * `source`: the checkpoint it was loaded from, run by the code it was trained with; the
+#   checkpoint was extended with position interpolation and ships with its `rope_scaling`;
 # * `train_len` = 16 and `serve_len` = 64: trained at 16 tokens, served at 64 with position
-#   interpolation by 4 (`rope_scaling={"rope_type": "linear", "factor": 4}`);
+#   interpolation by 4 (`rope_scaling={"rope_type": "linear", "factor": 4}`, in both);
 # * `window` = 8 and `n_sink` = 4: how it streams, positions by slot in the cache.
 #
 # `clinic.plant(patient, bug)` returns the same patient with one bug in its serving path, the way
