@@ -415,7 +415,8 @@ assert m["6. NTK (a larger base) at 4L, means over 3 seeds: zero-shot, after 150
 # loss past $L$ rises 0.47 ± 0.12 nats at $4L$ (5 seeds) and 1.27 ± 0.34 beyond $L$ in windows of
 # $8L$ (chapter 9, 5 seeds); the score of a vector against itself goes *up* at 66 of 199 steps (53.5
 # at distance 0, 43.3 at 10, 24 at 50); and NTK's larger base leaves 2.02 nats at $4L$ (mean of 3
-# seeds) until a fine-tune brings it to 1.44. For ALiBi, whose loss barely rises at $4L$ (section 1),
+# seeds) until a fine-tune brings it to 1.44, where the same fine-tune brings plain RoPE too (1.44,
+# section 1). For ALiBi, whose loss barely rises at $4L$ (section 1),
 # whether it can *use* a longer context is not established here: its farthest keys at $8L$ are
 # found 0.83 ± 0.40 of the time over 5 seeds (seed 0: 0.25; seeds 1 to 4: 0.94 to 1.00).
 #
