@@ -243,7 +243,7 @@ assert max(streams.values()) - min(streams.values()) < 0.01              # every
 #   lead lasts once trained, and whether it is only "marginally", is not tested (chapter 3, C5b, C5c):
 #   C2a and C2b are not tested here, though C2a's interval alone says "reproduces".
 #   Whether it also beats the relative schemes has no seeds here: in chapter 7's one-seed bake-off
-#   it scored 1.61 against 1.50 to 1.55 for all four (one seed, no verdict). This is a decoder on text; the book's row is
+#   its loss was 1.61 against 1.50 to 1.55 for all four: on that seed it did worse (one seed, no verdict). This is a decoder on text; the book's row is
 #   about encoders, which nothing here trains on text.
 # * **Variable lengths: T5** (C3a to C3c). On the look-3-back task trained at length 8, T5 is right at
 #   every scored position of length 16 on every seed (all 10 seeds: 1.00), the learned table 0.45 ± 0.04 on
