@@ -58,8 +58,9 @@ MATCHED_FROM = 3              # C2b's inside baseline starts at position 3, the 
                               # see fewer, and their higher loss would pull the inside mean up (a bias toward "no rise")
 # Claims whose conditions these runs do not meet: the verdict is "not tested here", the interval's kept beside it.
 COLLAPSE_NOT_TESTED = ("the book's collapse is on long documents, and its ALiBi mechanism a recency penalty far back "
-                       "in a long context (book §2.5); at 8L = 256 the flattest head here (slope 1/256) penalises "
-                       "any key by at most 255/256 of a nat")
+                       "in a long context (book §2.5, §4); these runs reach 8L = 256 bytes, not a long document "
+                       "(that the flattest head here, slope 1/256, penalises a key by at most 255/256 of a nat "
+                       "there is an explanation not tested here)")
 LOCAL_NOT_TESTED = ("the context curve stops at w = L bytes, inside the training length, so it does not measure what "
                     "bytes past L add to a long text's loss; and no arm shows this curve gaining from far context "
                     "(a positive control in the same measurement)")
