@@ -17,7 +17,8 @@ def alibi_slopes(n_heads):
     For ``H`` a power of two they are the geometric sequence :math:`2^{-8h/H}`,
     ``h = 1 .. H``: for 8 heads, ``1/2, 1/4, ..., 1/256``.
 
-    For other ``H`` the paper's rule: take the ``c`` slopes of the largest power of two
+    For other ``H`` the authors' reference code (a workaround: the paper trains only powers of
+    two): take the ``c`` slopes of the largest power of two
     ``c < H``, then append every other slope of the ``2c`` sequence (its 1st, 3rd, 5th,
     ...) until there are ``H``. For 6 heads: ``1/4, 1/16, 1/64, 1/256, 1/2, 1/8``.
 

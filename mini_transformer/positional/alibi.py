@@ -4,8 +4,9 @@ r"""ALiBi (Press et al., 2022): no position embedding at all, a fixed linear pen
 
 For H a power of two the slopes are the geometric sequence
 m_h = 2^{-8h/H}, h = 1..H (1/2, 1/4, ..., 1/256 for H = 8). For other H the
-paper takes the slopes of the closest power of two below H, then every other
-slope of twice that many heads until there are H. A bidirectional encoder
+authors' reference code (``get_slopes``, a workaround: the paper trains only powers of two) takes
+the slopes of the closest power of two below H, then every other slope of twice that many heads
+until there are H. A bidirectional encoder
 uses the symmetric form -m_h |i - j|. Nothing is learned and nothing is added
 to the input. No ``GPTConfig.extra`` keys: the form (causal or symmetric)
 follows the model.
@@ -18,7 +19,7 @@ from .base import PositionalScheme, key_minus_query, per_head
 
 
 def alibi_slopes(n_heads):
-    r"""The H slopes m_h, float64 ``(H,)``: 2^{-8h/H} for H a power of two, the paper's interleave otherwise."""
+    r"""The H slopes m_h, float64 ``(H,)``: 2^{-8h/H} for H a power of two, the authors' interleave otherwise."""
     check_int("alibi_slopes: n_heads", n_heads, minimum=1)
     return asarray(_slopes(n_heads), dtype="float64")
 

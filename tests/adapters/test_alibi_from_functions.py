@@ -12,7 +12,7 @@ from exercises.adapters.side_by_side import train_side_by_side
 from solutions import alibi as reference
 
 CFG = GPTConfig(vocab_size=16, d_model=24, n_layers=1, n_heads=6, max_len=8, positional="alibi")  # 6 heads: the
-# paper's rule for a head count that is not a power of two is inside the model too
+# authors' rule for a head count that is not a power of two is inside the model too
 
 
 def batches(g):
