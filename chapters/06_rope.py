@@ -37,7 +37,7 @@
 # | C1 | Adding a position vector to $q$ and $k$ cannot make the score depend on the offset alone, unless every position gets the same vector (the premise of book §2.4's goal and of survey §5) | | §1 |
 # | C2 | With RoPE, $\langle R_m q, R_n k\rangle$ depends only on $n - m$ (book §2.4, survey §5.1) | | §4 |
 # | C3 | With text positions and fixed frequencies, a key rotated once, when it enters the KV cache, stays valid for every later query (book §2.4, §5) | | §7 |
-# | C4 | With RoPE a decoder learns to copy at a fixed offset (which absolute positions could also do) better than the same decoder without position, which has only the causal mask's signal (book §6) | | §8 |
+# | C4 | With RoPE a decoder learns to copy at a fixed offset (which absolute positions could also do) better than the same decoder without position, which has only the causal mask's signal (book §6, which names no task: read here as this copy task) | | §8 |
 #
 # Past the training length, linear and NTK scaling are chapter 8's claims (C6 to C8, settled in
 # [chapter 8, §11](08_stretching_rope.py#11.-The-sources'-Exercise-3,-on-a-tiny-model)).
@@ -903,9 +903,10 @@ assert perm_gap < 1e-12
 #
 # $$\tilde k_n = R_n k_n \text{ is written once, when token } n \text{ arrives;}\qquad \tilde q_t = R_t\, q_t \text{ at step } t.$$
 #
-# The one thing to get right is $t$: the new token's position is the number of tokens already
-# in the cache, not 0. Below, the full pass over 8 tokens rotates every query and key and attends
-# once (`causal_attention`, given in `exercises/rope.py`, is softmax attention with the causal mask).
+# The one thing to get right is $t$: the new token's position is the number of this row's tokens
+# before it (the cache length here, with no padding and no eviction), not 0. Below, the full pass
+# over 8 tokens rotates every query and key and attends once (`causal_attention`, given in
+# `exercises/rope.py`, is softmax attention with the causal mask).
 
 # %%
 from exercises.rope import causal_attention
@@ -920,7 +921,7 @@ full = causal_attention(apply_rotary(q, cos, sin), apply_rotary(k, cos, sin), v,
 # %% [markdown]
 # ### Exercise 6.10: `decode`   ★★ · 20 min
 #
-# *Why it matters:* the position of a cached token is the first row of the sources' failure
+# *Why it matters:* the position of a cached token is the first row of the book's failure
 # table, and the bug only shows after the prompt.
 #
 # Write `decode(q, k, v, prefill, rotary)`: the same attention computed as generation computes
@@ -957,7 +958,7 @@ reveal("rope", "decode")
 # The check for the positions of a plain cache: cached outputs must equal the full pass, at every
 # position. Beside yours, the same loop with the classic mistake, every decoded token's
 # position reset to 0. It runs a batch of two rows of the same length ($B = 2$), with no padding, so
-# it cannot see the other offset bugs the survey lists (§5.4: padding, packing, a prefix cache);
+# it cannot see the other offset bugs the survey lists (§5.4: padding, packing, a prefix cache, a sliding window);
 # those need cases of their own (question 3 of section 9).
 
 # %%
@@ -1014,7 +1015,7 @@ assert all(good) and all(bad[:4]) and not any(bad[4:])
 #
 # Now put RoPE in a real model, and make it *your* RoPE. `TinyGPT`'s attention calls the scheme's
 # `rotate` hook on every query and key; the library's runs the whole rotation of
-# `mini_transformer/positional/rope.py`. The model runs the reference kernels (the fast ones: [chapter 0's appendix](00_tiny_transformer.py#Appendix:-the-fast-kernels)).
+# `mini_transformer/positional/rope.py`. The model runs the reference kernels (the fast set, and how to choose it: [chapter 0's appendix](00_tiny_transformer.py#Appendix:-the-fast-kernels)).
 # `from_functions.rope(RotaryEmbedding(d_head), apply_rotary)` is the same scheme computed by your
 # two functions; its backward is your `apply_rotary` again with $-\sin$, a rotation's transpose.
 #
@@ -1326,7 +1327,7 @@ assert on_offset[layer_best][head_best] > 0.5
 # | C1 | adding a position vector to $q$ and $k$ cannot make the score depend on the offset alone, unless every position gets the same vector (the premise of book §2.4's goal and of survey §5) | derived in §1: an offset-only score forces $p_{m+s} = p_m$ for every $m$ and $s$; on numbers, the same offset scored +2.5874 at (3, 1) and -0.5940 at (103, 101) with added sinusoids, and the largest spread along a diagonal of their 32 x 32 score matrix was 14.864 (§1, §4) | exact §1 | reproduces |
 # | C2 | with RoPE, $\langle R_m q, R_n k\rangle$ depends only on $n - m$ (book §2.4, survey §5.1) | all 63 diagonals of the 32 x 32 score matrix constant to `1e-9` (§4) | exact §4 | reproduces |
 # | C3 | with text positions and fixed frequencies, a key rotated once, when it enters the KV cache, stays valid for every later query (book §2.4, §5) | your `decode` matched the full forward at every position (§7); slot positions with pinned sinks (chapter 10) and dynamic NTK (chapter 8, §5) are the settings where it fails, and the library re-rotates cached keys for both | exact §7 | reproduces |
-# | C4 | with RoPE a decoder learns to copy at a fixed offset (which absolute positions could also do) better than the same decoder without position, which has only the causal mask's signal (book §6) | held-out copy accuracy 100% with RoPE in every seed; RoPE minus no position 0.63 ± 0.04 over 5 seeds, 0.71 ± 0.04 without the first copied position; without position the first copied symbol is right in 81% to 96% of rows, against 0.300 for the best guess without order on these 1024 rows, so a "cannot" would not hold (§8) | result rope_copy/C4 | reproduces |
+# | C4 | with RoPE a decoder learns to copy at a fixed offset (which absolute positions could also do) better than the same decoder without position, which has only the causal mask's signal (book §6, which names no task: read here as this copy task) | held-out copy accuracy 100% with RoPE in every seed; RoPE minus no position 0.63 ± 0.04 over 5 seeds, 0.71 ± 0.04 without the first copied position; without position the first copied symbol is right in 81% to 96% of rows, against 0.300 for the best guess without order on these 1024 rows, so a "cannot" would not hold (§8) | result rope_copy/C4 | reproduces |
 #
 # ## 11. Where next
 #
@@ -1340,4 +1341,4 @@ assert on_offset[layer_best][head_best] > 0.5
 # * The interview questions on RoPE, with answers from this chapter's numbers:
 #   [`chapters/cards/06_rope.md`](cards/06_rope.md).
 # * Chapter 7 (ALiBi) puts position in the scores instead; chapter 8 stretches RoPE past its
-#   training length with every method of the family.
+#   training length with the family's main methods.
