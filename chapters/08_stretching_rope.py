@@ -12,7 +12,7 @@
 # %% [markdown]
 # # Chapter 8. Stretching RoPE
 #
-# The RoPE model of section 11, trained on $L$ tokens, falls apart at $4L$ (chapter 7's smaller one does not). Many open
+# The RoPE model of section 11, trained on $L$ tokens, falls apart at $4L$ (chapter 7's shorter run does not; which difference decides it is not tested). Many open
 # long-context models of the last years are such a model, stretched: Llama 3.1 from 8k to 128k,
 # Qwen from 32k to 128k, Phi-3 from 4k to 128k (not all: some use ALiBi or no positional encoding). This chapter takes the stretching methods
 # apart one at a time, each a different answer to one question: which pairs of channels meet
@@ -48,7 +48,7 @@
 # | C4 | NTK-aware scaling, $\mathrm{base}' = \mathrm{base}\cdot s^{d/(d-2)}$, leaves $\theta_0$ untouched and stretches the lowest frequency by $s$ (book §2.6; survey §6.4) | | §4 |
 # | C5 | Dynamic NTK conflicts with a cache of rotated keys (survey §6.5) | | §5 |
 # | C6 | Unscaled RoPE degrades sharply past its training length: its loss past $L$ rises by more than $\ln 2 = 0.693$ nats, the perplexity more than doubled (book Exercise 3) | | §11 |
-# | C7a | Position interpolation costs only a little loss at the training length (book Exercise 3) | | §11 |
+# | C7a | Position interpolation "costs a little loss" at the training length (book Exercise 3) | | §11 |
 # | C7b | ... and does better than unscaled RoPE past $L$ (book Exercise 3) | | §11 |
 # | C7c | ... and is stable at all lengths: its loss past $L$ rises less than 0.05 nats above its loss at $L$ (book Exercise 3) | | §11 |
 # | C8a | NTK-aware scaling sits between: close to unscaled at the training length (book Exercise 3) | | §11 |
@@ -784,8 +784,8 @@ assert math.isclose(frame["YaRN"][1], 0.1 * math.log(4.0) + 1, rel_tol=1e-12)   
 # ### Why a temperature: the entropy of the scores
 #
 # A softmax over more keys is flatter. With $T$ keys of equal score its entropy is $\ln T$, and
-# scores that vary still spread over more keys as $T$ grows. A model run at $sL$ meets query rows
-# of up to $sL$ keys, flatter than any row it was trained on. The book (§2.6) says the temperature
+# scores that vary still spread over more keys as $T$ grows. The book's premise, shown below only on random
+# scores: a model run at $sL$ meets query rows of up to $sL$ keys, flatter than any row it was trained on. The book (§2.6) says the temperature
 # is there because changing the position scaling changes the distribution of the scores and
 # therefore the attention entropy (the survey, §6.7, the same); sharpening the logits by $1/t$
 # pulls the entropy back toward what the model saw. The cause is not isolated by a run here (no run
@@ -1157,8 +1157,8 @@ assert {k: r["verdict"] for k, r in claims.items()} == expected
 # C7a is the clearest non-reproduction: PI costs 1.20 ± 0.09 nats at $L$ where the book says "a
 # little", and the book's Exercise 3 is zero-shot ("without fine-tuning", in its words), so this is
 # a failure of the book's claim as written. Two differences from the sources' models are worth
-# measuring. Their heads have 128 channels, 64 pairs, where ours have 32 channels, 16 pairs, so
-# PI's compression of the fast pairs might matter less there; and Chen et al. report PI's small
+# measuring. Chen et al.'s fine-tuned LLaMA heads have 128 channels, 64 pairs (the book's exercise names no
+# width), where ours have 32 channels, 16 pairs, so PI's compression of the fast pairs might matter less there; and Chen et al. report PI's small
 # cost after a fine-tune (they fine-tune PI models, 1000 steps at most). The experiment `python -m mini_transformer.evaluation.experiments.pi_head_width`
 # separates the two at a fixed model size ($d_{model}$ 64, 2 layers): one head of 64 channels and
 # four of 16, trained exactly as above on the same three seeds, beside this section's two heads of
@@ -1207,7 +1207,7 @@ fig.tight_layout()
 # 0.08 ± 0.01 and 0.06 ± 0.03, both under the 0.1 of "a little" (at 32, 0.09 ± 0.01, not
 # established: its interval reaches just past 0.1). That is C10c, this workbook's question about
 # PI after a fine-tune; it does not rescue the book's zero-shot claim, which fails at every width
-# tried here. What this chase does not reach: the sources' $d_{head} = 128$ (a head of 128
+# tried here. What this chase does not reach: Chen et al.'s $d_{head} = 128$ (a head of 128
 # channels cannot exist at $d_{model} = 64$: it needs a larger model).
 
 # %% [markdown]
@@ -1293,14 +1293,14 @@ fig.tight_layout()
 #
 # | # | claim (source) | what this model did | evidence | verdict |
 # | --- | --- | --- | --- | --- |
-# | C1 | $d_{extra} = 92$ for $d_{head}$ 128 at 4096 (survey §6.2) | 92, by formula and by counting wavelengths; the tiny model's is 10 (§2) | exact §2 | reproduces |
+# | C1 | $d_{extra} = 92$ for $d_{head}$ 128 at 4096 (survey §6.2) | 92, by formula (§2) and by counting wavelengths (§4); the tiny model's is 10 (§2) | exact §2 | reproduces |
 # | C2 | a larger base moves the limit to $T_{extra} = 2\pi\beta^{d_{extra}/d}$ (survey §6.2, eq. 42): base $10^6$ reaches past Code Llama's 100K (Table 4) | the law gives 129,027 tokens for Llama 2's $d_{extra} = 92$ at base $10^6$, past 100K; that only evaluates the law's formula: the survey states no $T_{extra}$ of its own, and no model here is trained at a base or a length that could check it (§2) | exact §2 | not tested here |
 # | C3a | interpolation far more stable than extrapolation, by ten times or more (book §2.6, §5) | the largest absolute score past $L$ over its distance from the line between integers, each draw's smallest ratio over three ridges: 54 to 100, log10 1.85 ± 0.13 over 5 seeds (the interval's verdict: reproduces); but a score no larger past $L$ than inside passes that ratio, and like for like, the largest absolute score past $L$ against inside, the answer follows the ridge, a stand-in for training: for seed 0, 23.26 against 0.37 at ridge 0.001, 0.73 against 0.37 at ridge 10 (§3) | seeds §3 | not tested here |
 # | C3b | ... about 600 times more stable (book §5, after Chen et al.) | Chen et al.'s "about 600" is $2 \cdot 32\ln 10^4 = 589.5$, a ratio of two bounds (the extrapolation bound with $B(s) \ge d$ taken from a plot for LLaMA's heads), not this fit's quantity (§3) | exact §3 | not tested here |
 # | C4 | NTK keeps $\theta_0$, slows the last pair by $s$ (book §2.6; survey §6.4) | $\theta_0 = 1$ and the last pair slowed by exactly $s$ for every $d$ tried; side by side with the library's NTK model, the largest loss difference over 30 steps is 0.0e+00 (§4) | exact §4 | reproduces |
 # | C5 | dynamic NTK conflicts with a rotated-key cache (survey §6.5) | naive cache off by up to 0.133 in the logits; a planned length matches the full pass to 1.3e-15 (§5) | exact §5 | reproduces |
-# | C6 | unscaled RoPE degrades sharply past $L$: the loss past $L$ rises by more than $\ln 2 = 0.693$ nats, the perplexity more than doubled (book Ex. 3) | loss past $L$ minus loss at $L$ on the same windows: 1.50 ± 0.29 nats over 3 seeds (§11), this run's verdict. Chapter 7's smaller model (4 heads, $L = 32$, 500 steps), with and without the far prefix: 0.472 ± 0.118 over 5 seeds, under $\ln 2$ (short_long_seeds/explodes_rope) | result context_extension/C6 | reproduces |
-# | C7a | PI costs only a little at $L$, under 0.1 nats (book Ex. 3) | PI minus unscaled at $L$: 1.20 ± 0.09 nats over 3 seeds: about a nat, at every head width tried (§11) | result context_extension/C7a | does not reproduce |
+# | C6 | unscaled RoPE degrades sharply past $L$: the loss past $L$ rises by more than $\ln 2 = 0.693$ nats, the perplexity more than doubled (book Ex. 3) | loss past $L$ minus loss at $L$ on the same windows: 1.50 ± 0.29 nats over 3 seeds (§11), this run's verdict. Chapter 7's shorter run (4 heads, $L = 32$, 500 steps, batch 8), with and without the far prefix: 0.472 ± 0.118 over 5 seeds, under $\ln 2$ (short_long_seeds/explodes_rope) | result context_extension/C6 | reproduces |
+# | C7a | PI "costs a little loss" at $L$, under 0.1 nats (book Ex. 3) | PI minus unscaled at $L$: 1.20 ± 0.09 nats over 3 seeds: about a nat, at every head width tried (§11) | result context_extension/C7a | does not reproduce |
 # | C7b | PI is better than unscaled past $L$ (book Ex. 3) | unscaled minus PI on the positions past $L$: 0.30 ± 0.22 nats over 3 seeds (§11) | result context_extension/C7b | reproduces |
 # | C7c | PI is stable at all lengths: its rise past $L$ under 0.05 nats (book Ex. 3) | PI past $L$ minus PI at $L$, chapter 7's bar on a split of one window's positions, not chapter 7's measure: -0.00 ± 0.08 nats over 3 seeds, fewer than the rule's 5 for a gap this small (§11) | result context_extension/C7c | not established |
 # | C8a | NTK close to unscaled at $L$, within 0.1 nats (book Ex. 3) | NTK minus unscaled at $L$: 0.06 ± 0.05 nats over 3 seeds, its top just past 0.1 (§11) | result context_extension/C8a | not established |
@@ -1309,7 +1309,7 @@ fig.tight_layout()
 # | C9b | per-pair (searched, LongRoPE) beats one factor (PI) at $4L$ (survey §6.8) | PI minus searched factors at $4L$: 1.05 ± 0.30 nats over 3 seeds (§11) | result context_extension/C9b | reproduces |
 # | C10a | PI needs only brief fine-tuning, LLaMA to 32k within 1000 steps (book §2.6) | the book's "brief" is a sliver of LLaMA's pre-training; the one fine-tune here is 20% of the pre-training tokens, none shorter was run, and no model is trained at $4L$ as the reference; beside it, after 150 steps the worst method at $4L$ minus the unextended model at $L$: 0.05 ± 0.14 nats over 3 seeds, fewer than the rule's 5 for a gap this small (§11) | result context_extension/C10a | not tested here |
 # | C10b | the fine-tune repairs PI better than unscaled RoPE (Chen et al.) | Chen et al.'s fine-tunes are a sliver of pre-training, the one here is 20% of it, and their 2048 to 2560 is an effective window (passkey), not loss at $4L$; beside it, after the fine-tune, unscaled minus PI at $4L$: -0.09 ± 0.02 nats over 3 seeds (the interval's verdict: does not reproduce) (§11) | result context_extension/C10b | not tested here |
-# | C10c | after the fine-tune PI costs only a little at $L$, under 0.1 nats (this workbook's question, after Chen et al.'s fine-tune) | PI minus unscaled at $L$, both fine-tuned: 0.09 ± 0.01 nats over 3 seeds (§11) | result context_extension/C10c | not established |
+# | C10c | after the fine-tune PI "costs a little loss" at $L$, under 0.1 nats (this workbook's question, after Chen et al.'s fine-tune) | PI minus unscaled at $L$, both fine-tuned: 0.09 ± 0.01 nats over 3 seeds (§11) | result context_extension/C10c | not established |
 #
 # ## 14. Where next
 #
