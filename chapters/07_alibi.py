@@ -996,7 +996,7 @@ assert lc["C1b"]["verdict"] == 'not established'
 # paired by seed, is 0.002 ± 0.003 nats. The book's claim is about retrieval far back in a long
 # context. [Chapter 9](09_measuring_long_context.py) probes retrieval with passkeys: ALiBi trained
 # at $L = 32$ finds the farthest keys at $8L$ on 4 seeds of 5 (0.94 to 1.00; seed 0, 0.25), 0.83 ±
-# 0.40 over 5 seeds, and the share found falls from $L$ to $8L$ by 0.08 ± 0.22. Whether the
+# 0.40 over 5 seeds, and the share found at $L$ minus at $8L$ is 0.08 ± 0.22, an interval that holds 0. Whether the
 # penalty *hurts* that retrieval needs a scheme without one that runs past $L$, trained on the
 # passkeys alike, to compare, and chapter 9 trained none: C8a is not tested here, and neither is C8b.
 #
