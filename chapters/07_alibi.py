@@ -173,7 +173,7 @@ assert float(max(alibi_slopes(6))) == 2.0 ** -1 and float(max(alibi_slopes(12)))
 # $\log_2$ from $-8/H$ to $-8$. For 6 and 12 heads the extra heads (red) never land on top of
 # one of the others, and they are all steep: one of them is steeper than every other head
 # ($2^{-1}$ for 6 heads, $2^{-0.5}$ for 12), and the rest fall between the steepest of the
-# others. Those models have more local heads than far-looking ones.
+# others.
 
 # %%
 fig, axes = plt.subplots(1, 5, figsize=(13, 3), sharey=True)
@@ -882,9 +882,9 @@ assert verdicts["breaks_sinusoidal_scaled"]["verdict"] == 'reproduces'
 # Scaled to the token rows' size, the table still breaks: its rise is 0.405 ± 0.139 nats over 5 seeds.
 # On every position $t \ge L$ of the $4L$ windows (not the table's sampled ones), paired by seed: unscaled minus no position at all is
 # 0.891 ± 0.364 nats (worse than none); scaled minus none is 0.229 ± 0.128 (still worse); unscaled minus
-# scaled is 0.662 ± 0.319 (the scale makes it worse). So the scale confound is real and is most of the gap: the
-# unscaled table, about 36 times the size of a token row, swamps the tokens at positions it never
-# saw. Without it the table still breaks, and is still worse than no position at all past $L$,
+# scaled is 0.662 ± 0.319 (the scale makes it worse). So the scale confound is real and is most of the gap. The
+# unscaled table is about 36 times the size of a token row; that it swamps the tokens at positions
+# it never saw is an explanation not tested here. Without it the table still breaks, and is still worse than no position at all past $L$,
 # by less. Why, this run does not isolate; one explanation, not tested here: positions past $L$
 # are input vectors the model never saw, at any scale.
 #
@@ -940,7 +940,8 @@ plt.show()
 # %% [markdown]
 # On this one seed, ALiBi and Transformer-XL score about the same with the whole prefix as with
 # the last 64 tokens only (1.58 against 1.58, 1.42 against 1.41), and RoPE scores 3.38 with the
-# whole prefix and 1.45 with the last 64 only: a window of $L$ rescues it completely. The window
+# whole prefix and 1.45 with the last 64 only: a window of $L$ brings it within the other two schemes'
+# 1.41 to 1.58. The window
 # removes both the distances RoPE never saw and the extra keys; which of the two breaks it is not
 # tested here. A difference of a few thousandths on one seed is no verdict, and "no difference"
 # says nothing unless the measurement can see a difference where one exists.
@@ -1109,7 +1110,7 @@ assert round(penalty(float(min(alibi_slopes(4))), 8 * L - 1), 2) == 2.00     # t
 # it. It also meets up to eight times as many keys. The window removes both, and keeps every offset
 # below 64; which of the two hurts RoPE is not tested here. The window gives up every token
 # further back than 63. Whether they are worth anything on this text, section 8.1 cannot tell:
-# ALiBi trained with them in view gains -0.001 ± 0.007 nats (at $L = 32$), and no scheme without a
+# ALiBi trained with them in view gains -0.001 ± 0.007 nats (trained at $4L$, with $L = 32$), and no scheme without a
 # penalty was trained that way. Chapter 8 stretches
 # RoPE and measures its loss at $4L$; whether a stretched RoPE reads the far tokens, it does not test.
 # </details>
