@@ -74,8 +74,8 @@
 # | 12.5 | `check_sinks(make_patient)` | sliding-window attention collapses | ★★★ | 20 |
 # | 12.6 | `check_shuffle(make_patient)` | the model ignores position entirely | ★★ | 15 |
 #
-# Grade one with `python -m exercises grade clinic --exercise 12.N`. Every model in this chapter
-# runs the reference kernels ([chapter 0's appendix](00_tiny_transformer.py#Appendix:-the-fast-kernels)).
+# Grade one with `python -m exercises grade clinic --exercise 12.N`. Every model this chapter
+# builds runs the reference kernels ([chapter 0's appendix](00_tiny_transformer.py#Appendix:-the-fast-kernels)).
 
 # %%
 import math
@@ -426,7 +426,7 @@ assert m["6. NTK (a larger base) at 4L, means over 3 seeds: zero-shot, after 150
 # | --- | --- |
 # | nominal length is not effective length | RoPE's loss climbs past $L$ (1.27 ± 0.34 nats beyond $L$ in windows of $8L$); ALiBi's barely rises at $4L$ (section 1), and whether it also finds keys at $8L$ is not established: the farthest keys at $8L$, 0.83 ± 0.40 over 5 seeds of 64 keys a cell, seed 0 a quarter, seeds 1 to 4 nearly all (chapter 9, §6) |
 # | periodicity brings aliasing | one pair with $\theta = 1$ barely tells offset 44 from offset 0: cos 0.9998 and sin 0.0177 against 1 and 0 (section 3; chapter 6) |
-# | extension fights short-range ability | PI zero-shot: 2.68 nats at $L$ against 1.48 unscaled, a cost of 1.20 ± 0.09; after a fine-tune 1.57 against plain RoPE's 1.47 fine-tuned alike, a cost of 0.09 ± 0.01, and whether it is under 0.1 nats is not established (chapter 8, C10c, 3 seeds) |
+# | extension fights short-range ability | PI zero-shot: 2.68 nats at $L$ against 1.48 unscaled, a cost of 1.20 ± 0.09; after a fine-tune 1.57 against plain RoPE's 1.47 fine-tuned alike (the printed losses are rounded), a cost of 0.09 ± 0.01, and whether it is under 0.1 nats is not established (chapter 8, C10c, 3 seeds) |
 # | system implementations break position semantics | the clinic below: six bugs, none of which crashes |
 # | one-dimensional distance cannot express structure | only the 2-D window bias (chapter 5); nothing measured beyond it |
 # | position encoding and efficient attention lack a joint design | the bias schemes' $T^2$ bytes (section 2) |
@@ -844,7 +844,8 @@ for name, sick in [("healthy", clinic.make_patient()), ("recency_bias", clinic.m
 # %% [markdown] tags=["answer"]
 # <details><summary>Answer</summary>
 #
-# No, and not because no sink formed: the model has one (0.44 of its heads put more than 0.3 of their
+# No: with no positive control (no arm known to break when its first tokens are evicted), C6b is not
+# tested here. And not because no sink formed: the model has one (0.44 of its heads put more than 0.3 of their
 # attention on BOS). Evicting it costs this model little, 0.002 ± 0.003 nats past $L$ and 0.002 ± 0.001
 # inside it (chapter 10, section 7; why so little is chapter 10's explanation, not tested here).
 # Evicting it cost about 0.4 nats on a 160M-parameter model (StreamingLLM). The positional half shows on a
@@ -964,7 +965,7 @@ for name, sick in [("healthy", clinic.make_patient()), ("position_reset", clinic
 # | C2a | learned absolute positions are better in-distribution (book §4) | a gap between trained models, and the arms are still learning at 600 steps; learned minus sinusoidal scaled to the token rows at $L = 64$: -0.099 ± 0.012 nats over 3 seeds, so the interval alone says reproduces (§1; chapter 3, C5b); a decoder on text, not an encoder | result input_schemes_at_train_len/learned_minus_sinusoidal_scaled | not tested here |
 # | C2b | ... but only marginally: by under 0.05 nats, the size under which this workbook calls a change in loss small, as for "runs long" (book §4) | a size of the gap between trained models, and the arms are still learning at 600 steps; the learned table's gain, 0.099 ± 0.012 nats over 3 seeds, is over 0.05 in every seed, so the interval alone says does not reproduce (§1; chapter 3, C5c) | result input_schemes_at_train_len/sinusoidal_scaled_minus_learned | not tested here |
 # | C3a | T5's bias generalises past the training length on a task: accuracy at 16 after training at 8 above 0.9 (book §4, §7 ex. 4) | look-3-back: all 10 seeds: 1.00; the learned table 0.45 ± 0.04 on the positions it never trained (§1; chapter 5, C5a) | result relative_bias_generalisation/t5_sensible_at_16 | reproduces |
-# | C3b | T5's bias generalises past $L$ on text: its rise at $4L$ is no larger than a model's with no position at all, paired by seed (book §4) | T5's rise minus no position's: 0.118 ± 0.081 nats over 5 seeds (§1; chapter 7, C7a) | result short_long_seeds/t5_generalises_vs_none | does not reproduce |
+# | C3b | T5's bias generalises past $L$ on text: its rise at $4L$ is no larger than a model's with no position at all, paired by seed (book §4, whose row is about encoder-decoders, tested here on a causal decoder) | T5's rise minus no position's: 0.118 ± 0.081 nats over 5 seeds (§1; chapter 7, C7a) | result short_long_seeds/t5_generalises_vs_none | does not reproduce |
 # | C3c | ... modestly: its rise stays over the 0.05 nats that "runs long" allows (book §4) | rise 0.216 ± 0.051 nats over 5 seeds; with `max_distance` = $L$ 0.181 ± 0.049 (§1; chapter 7, C7b). Any scheme that breaks meets this bar, no position too: with C3b failing, it says only that T5 does not run long | result short_long_seeds/breaks_t5 | reproduces |
 # | C4a | train short, run longer with ALiBi: the rise past $L$ at $4L$ is under 0.05 nats (book §4, §2.5) | rise 0.006 ± 0.003 nats over 5 seeds; it pays at $L$, 0.06 ± 0.02 nats above RoPE (§1; chapter 7, C5) | result short_long_seeds/runs_long_alibi | reproduces |
 # | C4b | "when perplexity is the metric": on long documents its retrieval far back in the context collapses, the share of keys found falling by at least 0.5 (book §4, §6) | fall 0.08 ± 0.22 over 5 seeds of 64 keys a cell: seed 0 fell by 0.39, seeds 1 to 4 did not; farthest keys at $8L$ 0.83 ± 0.40 (§1, §3; chapter 9, C3b). Missing condition: long documents, retrieval far back in a long context (book §4); these runs reach $8L$ = 256 tokens. That the flattest head (slope 1/256) penalises a key by at most $255/256$ of a nat there is an explanation not tested here (the steeper heads penalise far more, and seed 0 lost most of its farthest keys within 256 tokens) | result long_context/C3b | not tested here (the interval's own verdict: does not reproduce) |
