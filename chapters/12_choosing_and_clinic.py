@@ -41,7 +41,7 @@
 # | C2a | Learned absolute positions are better in-distribution, for fixed-length inputs (book §4) | | §1 |
 # | C2b | ... but only marginally: by under 0.05 nats (book §4) | | §1 |
 # | C3a | T5's relative bias generalises past the training length: sensible at 16 after training at 8 (book §4, §7 ex. 4) | | §1 |
-# | C3b | ... and on text: its rise past $L$ is no larger than a model's with no position at all (book §4) | | §1 |
+# | C3b | ... and on text: its rise past $L$ is no larger than a model's with no position at all (book §4, whose row is about encoder-decoders, tested here on a causal decoder) | | §1 |
 # | C3c | ... but only modestly: more than "runs long" allows (book §4) | | §1 |
 # | C4a | Train short and run longer with ALiBi: its loss barely rises past $L$ (book §4, §2.5) | | §1 |
 # | C4b | ... "when perplexity is the metric": its retrieval fails far back in a long context, on long documents (book §4, §6) | | §1 |
