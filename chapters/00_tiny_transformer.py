@@ -289,7 +289,7 @@ assert xp.allclose(hand, xp.asarray([0.25, -0.25]))
 #
 # The symmetric form cancels the $h$ term, so it is accurate to $O(h^2)$. Smaller $h$ is not always
 # better: $L$ is known only to about $10^{-16}$ relative, so the difference quotient carries a
-# rounding error of about $10^{-16}/h$. The best $h$ balances the two.
+# rounding error of about $10^{-16}/h$ (the standard explanation, not tested here). The best $h$ balances the two.
 #
 # For the loss take $L(x) = \sum_j w_j\,\mathrm{softmax}(x)_j$ with **random** weights $w$. (Why not
 # plain $\sum_j \mathrm{softmax}(x)_j$? It is 1 for every $x$, so its gradient is 0, and a backward
@@ -322,7 +322,7 @@ fig, ax = plt.subplots(figsize=(6, 3.6))
 for kind, marker in [("central", "o"), ("forward", "s")]:
     ax.loglog(steps, errors[kind], marker=marker, label=f"{kind} difference")
 ax.set(xlabel="step h", ylabel="largest error against softmax_backward",
-       title="Difference quotients: rounding (left) against truncation (right)")
+       title="Difference quotients: small h (left) and large h (right)")
 ax.legend()
 plt.show()
 for kind in errors:
@@ -715,7 +715,7 @@ plt.show()
 # Claim C5a holds: the model uses every place on the book's list. Claim C5b, that the list is
 # complete, does not reproduce: Shaw's relative *values* are added to the attention's output, through
 # a fourth hook. Transformer-XL, T5, ALiBi, the 2-D bias
-# and MLA-style decoupled RoPE all act on the scores (decoupled RoPE computes its rotary part as a
+# and MLA-style decoupled RoPE all act on the scores (in MLA decoupled RoPE is a rotation of part of $q$ and $k$, computed here as a
 # score term), and `none` touches nothing. With `none`, what is left is the mask, and chapter 1
 # measures what the mask alone can do.
 #
@@ -966,7 +966,7 @@ assert score_grad < 1e-3 * param_grad and flat_gap < 1e-5
 # | C2a | Central differences are $O(h^2)$ (this workbook, §4) | from $h = 10^{-1}$ to $10^{-3}$ the central error falls 2.0 decades per decade of $h$ (§4) | exact §4 | reproduces |
 # | C2b | One-sided differences are $O(h)$ (this workbook, §4) | from $h = 10^{-1}$ to $10^{-3}$ the forward error falls 1.0 decade per decade of $h$ (§4) | exact §4 | reproduces |
 # | C2c | Both errors rise again as $h$ shrinks past their best (this workbook, §4; rounding is the explanation, not tested here) | at $h = 10^{-13}$ each error is over 1000 times its smallest (§4) | exact §4 | reproduces |
-# | C3 | On average over initialisations, this chapter's untrained `TinyGPT` ($V = 16$, $d_{model} = 16$) starts within $0.02$ nats of $\ln V$ (this workbook) | over 5 seeds, the mean distance from $\ln 16 = 2.773$ is 0.005 ± 0.007 nats (2.772 to 2.785) (§7) | seeds §7 | reproduces |
+# | C3 | On average over initialisations, this chapter's untrained `TinyGPT` ($V = 16$, $d_{model} = 16$) starts within $0.02$ nats of $\ln V$ (this workbook) | over 5 seeds, all scored on one fixed batch, the mean distance from $\ln 16 = 2.773$ is 0.005 ± 0.007 nats (2.772 to 2.785) (§7) | seeds §7 | reproduces |
 # | C4 | In float64, the fast kernels give the reference's numbers and gradients to $10^{-10}$ (README) | attention outputs and input gradients at 8 and 256 keys (the whole-matrix and the blocked kernel), and a whole `TinyGPT`'s logits, loss, parameter gradients and parameters after one clipped AdamW step, differ by less than $10^{-14}$ in float64 (appendix, §13, below); this row covers only what §13 runs (no score bias, no fast `rms_norm`: those are in `tests/engine/test_kernels.py`) | exact §13 | reproduces |
 # | C5a | Position enters through the input, the scores, a rotation of $q$ and $k$, or the causal mask (book, TL;DR; survey §8) | the model calls `embed`, `rotate` and `score_bias` and applies the mask; every scheme but `none` overrides at least one hook (§8) | exact §8 | reproduces |
 # | C5b | ... and only there (the same list, read as complete) | Shaw's relative values enter through a fourth hook, `output_term`, added to the attention's output (§8) | exact §8 | does not reproduce |
