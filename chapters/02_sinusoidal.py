@@ -538,8 +538,8 @@ assert all(r["reference"]["result"] == "passed" for r in runs.values())
 # The encoding is *added* to the token embedding, $x_t = e_{\mathrm{tok}(t)} + PE_t$, so content
 # and position share the same $d_{model}$ channels. The alternative is to concatenate, giving
 # each its own channels. The book says adding "looks like it should cause interference and
-# mostly does not" (§2.1). Two things decide how much they interfere: the directions the two
-# summands take, and their sizes. Start with the sizes, in the model you train below, `TinyGPT`
+# mostly does not" (§2.1). Two things that plausibly matter to how much they interfere: the directions
+# the two summands take, and their sizes. Start with the sizes, in the model you train below, `TinyGPT`
 # with its default `kernels="reference"` ([chapter 0's appendix](00_tiny_transformer.py#Appendix:-the-fast-kernels)):
 # token rows are drawn with standard deviation 0.02, as in GPT-2, and every row of the table has
 # norm $\sqrt{d_{model}/2}$.
@@ -722,18 +722,18 @@ fig.tight_layout()
 # * **Adding against concatenating, at a tenth of the scale: not tested here.** The claim needs a
 #   size, since "mostly does not interfere" allows some cost; the bar, here and at full size, is
 #   0.05 nats, a convention borrowed from the bar chapter 7 uses for "runs long", not a size the
-#   book's words give (C6b's "not established" depends on it). Neither reading measures interference in a
+#   book's words give (C6b's interval verdict depends on it). Neither reading measures interference in a
 #   trained model away from a floor. At step 600 both arms sit at their floor (held-out accuracy
 #   0.998 or more, loss 0.003 to 0.017 nats), so the end-of-training difference, 0.006 ± 0.007,
 #   cannot show a cost. At step 100 (1.07 to 1.47 nats) the training loss measures learning speed:
 #   adding minus concatenating is -0.084 ± 0.144 nats, from -0.229 to +0.060. The two arms also
 #   leave chance within about 5 steps of each other: 1.6 ± 3.6 steps apart.
-# * **The same at full size.** On the held-out loss at the end, -0.03 ± 0.74 nats, not established:
+# * **The same at full size: not tested here.** On the held-out loss at the end, -0.03 ± 0.74 nats (the interval alone: not established):
 #   per seed -0.95, -0.32, +0.45, +0.39, +0.27, so concatenating ends better in 3 of the 5 seeds.
 #   The end losses scatter (0.67 to 1.62), and not in step with the exits (seed 2's added run leaves
 #   chance first, at step 157, and ends at 1.258; seed 0's leaves at 191 and ends best, at 0.672).
 #   At 0.67 to 1.62 these arms are still learning, far from the floor, so by the reason given for the
-#   tenth-size arms this difference too may measure learning speed rather than interference.
+#   tenth-size arms this difference too may measure learning speed rather than interference, so C6b, like C6a, is not tested here.
 #   The exits themselves do differ: concatenating leaves chance later than adding in every seed,
 #   by 121 ± 39 steps.
 # * **The full-size table is a delayed start, not a wall.** The 100-step cell made it look stuck at
@@ -987,7 +987,7 @@ assert at_64["claims"]["none_minus_sinusoidal_scaled"]["verdict"] == "reproduces
 # Two fast clocks turn back up at once. Pair 0 turns one radian per token, so its term $\cos k$
 # climbs back towards 1 as $k$ nears $2\pi \approx 6.3$: +0.677 from 5 to 6. Pair 1 turns 0.750 rad
 # per token, so at $k = 5$ it is already past $\pi$ (3.75 rad) and climbing too: +0.609. The slower
-# pairs 2 to 5 are still on their way down (-0.027, -0.307, -0.310, -0.228); with the remaining pairs the
+# pairs 2 to 5 still fall, by 0.027, 0.307, 0.310 and 0.228; with the remaining pairs the
 # net is +0.055; take away either fast pair and the step is a fall (section 3's cell). The sum of cosines falls as a
 # trend (block means 22.9 down to 12.2, C4c, the book's claim) but every single term is periodic,
 # which is why a stricter reading, "falls at every step", fails at 82 of 199 steps (C4b). The book's
@@ -1079,7 +1079,7 @@ assert at_64["claims"]["none_minus_sinusoidal_scaled"]["verdict"] == "reproduces
 # | C5a | The shortest wavelength is $2\pi \approx 6.3$ tokens (book §2.1) | $2\pi$ at every $d_{model}$ (§2) | exact §2 | reproduces |
 # | C5b | The longest is about $2\pi\cdot 10000 \approx 63\,000$ tokens, read at $d_{model} = 512$, within 5% (book §2.1) | $2\pi\cdot\mathrm{base}^{(d-2)/d}$: 60 611 at $d_{model} = 512$, the paper's width; only 47 117 at 64 (§2) | exact §2 | reproduces |
 # | C6a | Adding the table instead of concatenating "mostly does not" interfere, read as: adding costs under 0.05 nats, the bar chapter 7 uses for "runs long" (book §2.1) | table at a tenth; neither reading measures interference in a trained model away from a floor: at step 600 both arms sit at their floor (accuracy 0.998 or more), end of training 0.006 ± 0.007 nats; at step 100 the training loss measures learning speed, -0.084 ± 0.144 nats over 5 seeds (§7) | result chapter02_adding/added_minus_concatenated_x0.1_at_100 | not tested here |
-# | C6b | ... also with the table at full size: under the same 0.05 nats (book §2.1) | held-out loss at step 600, not C6a's step-100 training loss, at which both full-size arms are still at chance (2.40 to 2.41 nats in every seed): -0.03 ± 0.74 nats over 5 seeds, per seed -0.95 to +0.45: concatenating ends better in 3 of 5; the arms are still learning here, so this may measure learning speed too (§7) | result chapter02_adding/added_minus_concatenated | not established |
+# | C6b | ... also with the table at full size: under the same 0.05 nats (book §2.1) | held-out loss at step 600, not C6a's step-100 training loss, at which both full-size arms are still at chance (2.40 to 2.41 nats in every seed): -0.03 ± 0.74 nats over 5 seeds, per seed -0.95 to +0.45: concatenating ends better in 3 of 5; the arms are still learning here (0.67 to 1.62 nats), so this may measure learning speed, not interference; the interval alone says not established (§7) | result chapter02_adding/added_minus_concatenated | not tested here |
 # | C6c | A full-size table added to GPT-2-sized token rows (35 times their norm) costs loss early on (this chapter, §7) | 1.19 ± 0.14 nats above the tenth-size table at step 100, over 5 seeds; it leaves chance at step 192 ± 43, not 48 ± 5 (§7) | result chapter02_adding/full_minus_tenth_at_100 | reproduces |
 # | C6d | ... and the cost lasts to step 600 (this chapter, §7) | still 1.20 ± 0.41 nats above the tenth at step 600, over 5 seeds (§7) | result chapter02_adding/full_minus_tenth_at_end | reproduces |
 # | C6e | On text at $L = 64$, 600 steps, the full-size table costs loss at the training length against one scaled to the token rows (this chapter, §9) | 0.15 ± 0.18 nats at $L = 64$, 3 seeds of 600 steps (§9) | result input_schemes_at_train_len/sinusoidal_minus_scaled | not established |

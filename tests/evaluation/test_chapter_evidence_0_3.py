@@ -68,9 +68,12 @@ def test_the_claims_follow_hand_made_per_seed_values():
     per_seed = {"none": rows([2.2, 2.3, 2.1]), "sinusoidal": rows([2.0, 2.1, 2.0]),
                 "sinusoidal_scaled": rows([2.0, 2.1, 2.0]), "learned": rows([1.9, 2.0, 1.9])}
     claims = input_schemes_at_train_len.claims(per_seed, [0, 1, 2])
-    # none - learned: 0.3, 0.3, 0.2 -> mean 0.2667 > 0, spread small -> reproduces
-    assert claims["none_minus_learned"]["values"] == pytest.approx([0.3, 0.3, 0.2])
-    assert claims["none_minus_learned"]["verdict"] == "reproduces"
+    # none - learned: 0.3, 0.3, 0.2 -> mean 0.2667 > 0, spread small -> the interval reproduces; but the book's
+    # "underperform" compares trained models and the arms are still learning at 600 steps: not tested here
+    nope = claims["none_minus_learned"]
+    assert nope["values"] == pytest.approx([0.3, 0.3, 0.2])
+    assert (nope["interval_verdict"], nope["verdict"]) == ("reproduces", "not tested here")
+    assert "still learning" in nope["not_tested"]
     # sinusoidal - scaled: exactly 0 in every seed -> an interval [0, 0] that contains the threshold 0
     assert claims["sinusoidal_minus_scaled"]["verdict"] == "not established"
     # "only slightly better": scaled - learned is 0.1 in every seed, over the 0.05 nats "slightly" allows; the
@@ -117,7 +120,9 @@ def test_the_adding_claim_at_step_100_compares_the_two_tenth_size_arms():
     # one sentence of the book, one verdict: both tenth-size records carry the same reason
     tenth = [claims[k] for k in ("added_minus_concatenated_x0.1", "added_minus_concatenated_x0.1_at_100")]
     assert {r["verdict"] for r in tenth} == {"not tested here"} and tenth[0]["not_tested"] == tenth[1]["not_tested"]
-    assert claims["added_minus_concatenated"]["verdict"] != "not tested here"
+    # the full-size arms end still learning: the same sentence of the book, not tested here either
+    assert claims["added_minus_concatenated"]["verdict"] == "not tested here"
+    assert "learning speed" in claims["added_minus_concatenated"]["not_tested"]
     # one bar for one sentence of the book: every adding-against-concatenating record reads "below 0.05"
     bars = {k: (r["claimed"], r["threshold"]) for k, r in chapter02_adding.claims(per_seed, [0, 1, 2]).items()
             if k.startswith("added_minus_concatenated")}

@@ -109,6 +109,9 @@ def left_chance_at(losses, level=CHANCE_EXIT, window=10):
 FLOOR_OR_SPEED = ("neither reading measures interference in a trained model away from a floor: at step 600 both arms "
                   "sit at their floor (held-out accuracy 0.998 or more, loss 0.003 to 0.017 nats), so the end-of-training "
                   "difference cannot show a cost; at step 100 the training loss measures learning speed")
+# Why the full-size record cannot settle it either: its arms end far from the floor, still learning.
+STILL_LEARNING = ("at step 600 both full-size arms are still learning, far from the floor (held-out loss 0.67 to 1.62 "
+                  "nats), so the difference may measure learning speed rather than interference")
 
 
 def claims(per_seed, seeds):
@@ -129,7 +132,8 @@ def claims(per_seed, seeds):
             not_tested=FLOOR_OR_SPEED),
         "added_minus_concatenated": stats.claim_record(
             "held-out loss at the end, added minus concatenated, full-size table (nats); the claim: adding costs "
-            "under 0.05 nats", "below", 0.05, values=diff("added", "concatenated", "held_out_loss"), seeds=seeds),
+            "under 0.05 nats", "below", 0.05, values=diff("added", "concatenated", "held_out_loss"), seeds=seeds,
+            not_tested=STILL_LEARNING),
         "full_minus_tenth_at_100": stats.claim_record(
             "training loss at step 100 (mean of steps 90..99), full-size added table minus the tenth (nats); "
             "the claim: the full-size table costs", "above", 0.0,
