@@ -2,7 +2,8 @@ r"""Input schemes at the training length, over seeds: none, sinusoidal (as is an
 
 The claims of chapters 1 and 3 about text at the training length rest on this run:
 
-* chapter 1, C6: a decoder with no positional scheme (``none``) underperforms one with a scheme;
+* chapter 1, C6b: a decoder with no positional scheme (``none``) underperforms one with a learned table
+  (``none_minus_learned``), not tested here, since the arms are still learning at 600 steps;
 * chapter 3, C5: a learned table is "slightly better in-distribution" than the sinusoids (C5a and C5b, better:
   ``learned_minus_sinusoidal`` and ``learned_minus_sinusoidal_scaled``; C5c, only slightly, by under 0.05 nats:
   ``sinusoidal_scaled_minus_learned``), all three not tested here, since the arms are still learning at 600 steps;
@@ -48,6 +49,9 @@ STILL_LEARNING = ("'slightly' (book TL;DR) and 'marginally' (book §4, for fixed
 BETTER_STILL_LEARNING = ("'better in-distribution' (book TL;DR, §4) compares trained models; at 600 steps the arms are "
                          "still learning (the two that chapter 7's bake-off trains for 1500 steps, learned and "
                          "sinusoidal, end far lower there), so this gap measures learning speed too")
+NOPE_STILL_LEARNING = ("'underperform' (book, interview question 2) compares trained models; at 600 steps the arms are "
+                       "still learning (none and learned both end lower in chapter 7's bake-off, which trains them for "
+                       "1500 steps), so this gap measures learning speed too")
 
 SIZES = {
     True: dict(seeds=(0, 1), steps=40, train_len=32, eval_batches=2, eval_batch_size=8),
@@ -84,7 +88,7 @@ def claims(per_seed, seeds):
     return {
         "none_minus_learned": stats.claim_record(
             "loss at L of none minus learned (nats); the claim: none is worse", "above", 0.0,
-            values=diff("none", "learned"), seeds=seeds),
+            values=diff("none", "learned"), seeds=seeds, not_tested=NOPE_STILL_LEARNING),
         "none_minus_sinusoidal_scaled": stats.claim_record(
             "loss at L of none minus sinusoidal scaled to the token rows (nats); the claim: none is worse", "above",
             0.0, values=diff("none", "sinusoidal_scaled"), seeds=seeds),
