@@ -46,7 +46,7 @@ for chapter, path in cards.chapter_files().items():
 # %% [markdown]
 # ## Where next
 #
-# * The timed retyping drills: `python -m exercises drill` ([../README.md](../README.md), "Drilling").
+# * The timed retyping drills: `python -m exercises drill` (the repository's `README.md`, section "Drilling").
 # * To add a card, write it in `chapters/cards/NN_name.md` of the chapter that derives the answer
 #   (the format is in [README.md](README.md), "Interview cards"), then run
 #   `python -m pytest tests/grading/test_cards.py`.
