@@ -362,18 +362,18 @@ assert spread == 0 and fb[5, 2] != pictures[True][5, 2]
 from mini_transformer.evaluation import bench_positional
 
 cost = bench_positional.run(["none", "t5", "alibi", "rope"], Ts=(64, 256), repeats=1)
-print(f"{'scheme':<8}{'extra params':>13}{'hook KiB, T=64':>16}{'hook KiB, T=256':>17}{'ratio':>8}")
+print(f"{'scheme':<8}{'extra params':>13}{'hook MiB, T=64':>16}{'hook MiB, T=256':>17}{'ratio':>8}")  # MiB: the bytes move by a KiB run to run
 growth = {}
 for row in cost["rows"][1:]:
-    kib = [row["T"][T]["hook_bytes"] / 1024 for T in (64, 256)]
-    growth[row["scheme"]] = kib[1] / kib[0]
-    print(f"{row['scheme']:<8}{row['extra_params']:>13}{kib[0]:>16.0f}{kib[1]:>17.0f}{growth[row['scheme']]:>8.1f}")
+    mib = [row["T"][T]["hook_bytes"] / 2**20 for T in (64, 256)]
+    growth[row["scheme"]] = mib[1] / mib[0]
+    print(f"{row['scheme']:<8}{row['extra_params']:>13}{mib[0]:>16.2f}{mib[1]:>17.1f}{growth[row['scheme']]:>8.1f}")
 assert growth["t5"] > 12 and growth["rope"] < 5
 
 # %% [markdown]
 # The bias grows with $T^2$ (about sixteen times the bytes for four times the length), RoPE's
 # bytes with $T$ (its hooks make the rotated q and k, `(B, H, T, d_head)` each). Be careful with
-# the ALiBi row: in this library ALiBi's bias is materialised too, and costs about as much as T5's (3587 against 4111 KiB at $T = 256$). The difference the
+# the ALiBi row: in this library ALiBi's bias is materialised too, and costs about as much as T5's (3.5 against 4.0 MiB at $T = 256$). The difference the
 # book names is not in the bytes but in what a fused kernel can do: ALiBi's bias is $-m_h (i - j)$, a formula of the indices that a
 # kernel computes on the fly (FlashAttention supports it), while T5's needs a table lookup per
 # pair. This workbook's fast kernels (`mini_transformer/engine/kernels/attention.py`, and `blocked_attention.py` for long contexts) take a bias array
