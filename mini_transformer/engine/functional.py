@@ -161,7 +161,7 @@ def dropout(x, p, rng, training=True):
     return op(x.data * scale, (x,), backward)
 
 
-def scaled_dot_product_attention(q, k, v, bias=None, mask=None, scale=None, return_weights=False):
+def scaled_dot_product_attention(q, k, v, bias=None, mask=None, scale=None, return_weights=False, sinks=None):
     r"""y = P V,  P = \mathrm{softmax}(S),  S = s\, Q K^\top + \text{bias},  masked where ``mask`` is False.
 
     Shapes: q ``(B, H, T_q, d_head)``, k ``(B, H, T_k, d_head)``, v ``(B, H, T_k, d_v)``
@@ -171,17 +171,31 @@ def scaled_dot_product_attention(q, k, v, bias=None, mask=None, scale=None, retu
     ``validate.check_mask``). s defaults to 1/\sqrt{d_head}.
     Composed from elementary ops, so its backward is theirs. With
     ``return_weights`` it also returns P, a ``(B, H, T_q, T_k)`` array.
+
+    ``sinks``, a Tensor ``(H,)`` (H = q.shape[-3]), gives each head a learned sink
+    logit s_h (GPT-OSS): a column that joins every row's softmax and takes no value,
+
+    .. math:: P_{ij} = \frac{e^{S_{ij}}}{e^{s_h} + \sum_{j'} e^{S_{ij'}}},
+
+    so a row's weights sum to 1 - p_{\text{sink}}, and a row masked on every key
+    puts all its weight on the sink: y = 0 there, not NaN.
     """
     check_attention_shapes(q, k, v)
-    p = attention_weights(q, k, bias, mask, scale)      # (B, H, T_q, T_k)
+    p = attention_weights(q, k, bias, mask, scale, sinks)  # (B, H, T_q, T_k)
     y = p @ v                                           # (B, H, T_q, d_v)
     return (y, p.data) if return_weights else y
 
 
-def attention_weights(q, k, bias=None, mask=None, scale=None):
-    r"""P = \mathrm{softmax}(s\, Q K^\top + \text{bias}), masked where ``mask`` is False: ``(B, H, T_q, T_k)``."""
+def attention_weights(q, k, bias=None, mask=None, scale=None, sinks=None):
+    r"""P = \mathrm{softmax}(s\, Q K^\top + \text{bias}), masked where ``mask`` is False: ``(B, H, T_q, T_k)``.
+
+    With ``sinks`` ``(H,)``, the softmax runs over T_k + 1 columns, the last one
+    head h's logit s_h in every row, and that column is dropped afterwards.
+    """
     check_attention_shapes(q, k)
     check_mask("scaled_dot_product_attention", mask)
+    if sinks is not None:
+        check_sinks_shape(sinks, q)
     s = (1.0 / q.shape[-1] ** 0.5) if scale is None else scale
     scores = (q @ k.transpose(_swap_last(k.ndim))) * s  # (B, H, T_q, T_k)
     if bias is not None:
@@ -189,7 +203,21 @@ def attention_weights(q, k, bias=None, mask=None, scale=None):
         scores = scores + bias
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
-    return softmax(scores, axis=-1)                     # each row sums to 1
+    if sinks is None:
+        return softmax(scores, axis=-1)                 # each row sums to 1
+    H = q.shape[-3]
+    column = (as_tensor(sinks).astype(scores.dtype).reshape(H, 1, 1)  # (H, 1, 1) in the scores' dtype
+              + xp.zeros(scores.shape[:-1] + (1,), dtype=scores.dtype))  # (B, H, T_q, 1) one per row
+    p = softmax(concat([scores, column], axis=-1), axis=-1)  # (B, H, T_q, T_k + 1) the max taken over both
+    return p[..., :-1]                                  # the sink takes no value: rows sum to 1 - p_sink
+
+
+def check_sinks_shape(sinks, q):
+    """Raise a sentence unless ``sinks`` holds one logit per head of q, shape ``(H,)`` with H = q.shape[-3]."""
+    H = q.shape[-3]
+    if tuple(sinks.shape) != (H,):
+        raise ValueError(f"scaled_dot_product_attention: sinks has shape {tuple(sinks.shape)}, but it needs one "
+                         f"logit per head, shape ({H},): H = q.shape[-3] = {H} for q of shape {tuple(q.shape)}.")
 
 
 def _swap_last(ndim):

@@ -24,10 +24,24 @@ Backward: gV = P^\top gy; gP = gy V^\top; gS = P \odot (gP - D) with
 D_i = \sum_j gP_{ij} P_{ij} = gy_i \cdot y_i (the row sum needs only the
 ``(T_q, d_v)`` output, not the ``(T_q, T_k)`` product); gQ = s\, gS K;
 gK = s\, gS^\top Q; g\text{bias} = gS summed to the bias's shape.
+
+**Sinks** (``sinks``, one learned logit s_h per head, GPT-OSS): the softmax runs
+over z_i = (S_{i1}, \dots, S_{iT_k}, s_h), its max taken over the scores and the
+sink together; \tilde P_i = \mathrm{softmax}(z_i) and P_i is \tilde P_i without its last
+entry p_{\text{sink}, i} = e^{s_h} / (e^{s_h} + \sum_j e^{S_{ij}}), so y = P V. The loss
+reaches \tilde P only through P: g\tilde P_i = (gP_i, 0). Softmax's backward,
+gz_{ij} = \tilde P_{ij} (g\tilde P_{ij} - \sum_{j'} g\tilde P_{ij'} \tilde P_{ij'}), then gives
+
+.. math::
+    gS = P \odot (gP - D), \quad D_i = \sum_{j \le T_k} gP_{ij} P_{ij} = gy_i \cdot y_i, \qquad
+    g s_h = \sum_{b, i} p_{\text{sink}, bhi} (0 - D_{bhi}) = -\sum_{b, i} p_{\text{sink}, bhi}\, gy_{bhi} \cdot y_{bhi}:
+
+gS is the formula above unchanged (D already omits the sink, whose value is 0), and
+the sink's gradient needs only p_sink, ``(B, H, T_q)``, kept from the forward.
 """
 from ..autograd import op, as_tensor, sum_to
 from ..backend import xp
-from ..functional import check_attention_shapes, check_bias_shape
+from ..functional import check_attention_shapes, check_bias_shape, check_sinks_shape
 from ..validate import check_mask
 from .layout import contiguous, empty_like_layout, sum_of_products
 from .threads import parallel_rows
@@ -45,10 +59,25 @@ def _batch_block(a, i, j):
     return a[:, i:j] if a.shape[1] != 1 else a
 
 
-def scaled_dot_product_attention(q, k, v, bias=None, mask=None, scale=None, return_weights=False):
+def sink_rows(sinks, q):
+    """Each query's sink logit ``(..., H, T_q)`` in q's dtype: head h's s_h in every row of head h (a broadcast view)."""
+    check_sinks_shape(sinks, q)
+    return xp.broadcast_to(sinks.data.astype(q.dtype).reshape(q.shape[-3], 1), q.shape[:-1])
+
+
+def sink_gradient(p_sink, D, sinks):
+    r"""g s_h = -\sum_{b, i} p_{\text{sink}, bhi} D_{bhi} (the module docstring), summed to ``(H,)`` in the sinks' dtype."""
+    H = sinks.shape[0]
+    return -(p_sink * D).sum(axis=-1).reshape(-1, H).sum(axis=0).astype(sinks.dtype)
+
+
+def scaled_dot_product_attention(q, k, v, bias=None, mask=None, scale=None, return_weights=False, sinks=None):
     r"""``functional.scaled_dot_product_attention`` as one node (see the module docstring)."""
     check_attention_shapes(q, k, v)
     check_mask("scaled_dot_product_attention", mask)
+    sinks = as_tensor(sinks) if sinks is not None else None
+    sink = sink_rows(sinks, q) if sinks is not None else None          # (B, H, T_q)
+    p_sink = xp.empty(q.shape[:-1], dtype=q.dtype) if sinks is not None else None   # (B, H, T_q) kept
     d_head = q.shape[-1]
     s = (1.0 / d_head ** 0.5) if scale is None else scale
     qd, kd, vd = q.data, k.data, v.data
@@ -73,9 +102,17 @@ def scaled_dot_product_attention(q, k, v, bias=None, mask=None, scale=None, retu
             block += _batch_block(bias_km, i, j)
         if additive is not None:
             block += _batch_block(additive, i, j)
-        block -= block.max(axis=0)                      # softmax over the keys, in place
+        top = block.max(axis=0)                         # (j - i, H, T_q) each query's max over its keys
+        if sink is not None:
+            top = xp.maximum(top, sink[i:j])            # over the keys and the sink together, as GPT-OSS takes it
+        block -= top                                    # softmax over the keys, in place
         xp.exp(block, out=block)
-        block *= 1.0 / block.sum(axis=0)                # one division per query, then products
+        total = block.sum(axis=0)
+        if sink is not None:
+            e_sink = xp.exp(sink[i:j] - top)            # the sink's column, never stored in buf: it takes no value
+            total += e_sink
+            p_sink[i:j] = e_sink / total
+        block *= 1.0 / total                            # one division per query, then products
         xp.matmul(p[i:j], vd[i:j], out=y[i:j])
     parallel_rows(forward_rows, p.shape[0], p.size)
 
@@ -99,7 +136,9 @@ def scaled_dot_product_attention(q, k, v, bias=None, mask=None, scale=None, retu
         parallel_rows(backward_rows, p.shape[0], p.size)
         gq *= s
         gk *= s
-        return gq, gk, gv, (sum_to(gs_all.transpose(to_scores), bias.shape) if bias_grad else None)
-    parents = (q, k, v, bias) if bias is not None else (q, k, v)
+        gb = sum_to(gs_all.transpose(to_scores), bias.shape) if bias_grad else None
+        g_sinks = sink_gradient(p_sink, D, sinks) if sinks is not None and sinks.requires_grad else None
+        return (gq, gk, gv) + ((gb,) if bias is not None else ()) + ((g_sinks,) if sinks is not None else ())
+    parents = (q, k, v) + ((bias,) if bias is not None else ()) + ((sinks,) if sinks is not None else ())
     out = op(y, parents, backward)
     return (out, p) if return_weights else out

@@ -37,6 +37,13 @@ update unchanged (times e^0 = 1, plus 0), and its share of every gradient would
 be 0, so skipping it changes no number. A tile whose rows may all see all of its
 keys skips the mask.
 
+With ``sinks`` (one logit s_h per head, ``kernels/attention.py`` derives its
+gradient) the sink is a key that every query sees before the first tile, with
+score s_h and value 0: the running state starts at m = s_h, \ell = e^{s_h - m} = 1,
+o = 0 instead of m = -\infty, \ell = 0, o = 0, and the tiles run unchanged. A
+row masked on every key then ends with y = 0 / 1 = 0, all its weight on the
+sink. Its share p_{\text{sink}} = e^{s_h - m} / \ell is kept for g s_h.
+
 ``return_weights=True`` needs P whole, which blocks cannot give: that call goes
 to ``kernels/attention.py``. ``attention`` below is the entry of the fast set:
 this kernel from ``BLOCKED_FROM`` keys on, the whole-matrix kernel below it.
@@ -52,7 +59,7 @@ BLOCK = 128           # keys per tile (see ``attention`` for how it and BLOCKED_
 BLOCKED_FROM = 256    # the fast set runs this kernel when T_k is at least this
 
 
-def attention(q, k, v, bias=None, mask=None, scale=None, return_weights=False):
+def attention(q, k, v, bias=None, mask=None, scale=None, return_weights=False, sinks=None):
     r"""The fast set's attention: in blocks of keys (this file) from ``BLOCKED_FROM`` keys on, else whole.
 
     How the two constants were chosen (2-core machine, float32, B = 4, H = 4, d_head = 32, causal): one
@@ -73,8 +80,8 @@ def attention(q, k, v, bias=None, mask=None, scale=None, return_weights=False):
     [1.00, 1.10] and 256 took 1.06 [1.02, 1.09] times as long (``ab_blocked_long.txt``).
     """
     if k.shape[-2] >= BLOCKED_FROM and not return_weights:
-        return scaled_dot_product_attention(q, k, v, bias, mask, scale)
-    return whole.scaled_dot_product_attention(q, k, v, bias, mask, scale, return_weights)
+        return scaled_dot_product_attention(q, k, v, bias, mask, scale, sinks=sinks)
+    return whole.scaled_dot_product_attention(q, k, v, bias, mask, scale, return_weights, sinks=sinks)
 
 
 def _padded(a, ndim):
@@ -115,12 +122,14 @@ def _tiles(mask, T_q, T_k, block):
     return tiles
 
 
-def scaled_dot_product_attention(q, k, v, bias=None, mask=None, scale=None, return_weights=False):
+def scaled_dot_product_attention(q, k, v, bias=None, mask=None, scale=None, return_weights=False, sinks=None):
     r"""``functional.scaled_dot_product_attention`` over blocks of ``BLOCK`` keys (see the module docstring)."""
     if return_weights:
-        return whole.scaled_dot_product_attention(q, k, v, bias, mask, scale, return_weights=True)
+        return whole.scaled_dot_product_attention(q, k, v, bias, mask, scale, return_weights=True, sinks=sinks)
     check_attention_shapes(q, k, v)
     check_mask("scaled_dot_product_attention", mask)
+    sinks = as_tensor(sinks) if sinks is not None else None
+    sink = whole.sink_rows(sinks, q) if sinks is not None else None    # (B, H, T_q)
     s = (1.0 / q.shape[-1] ** 0.5) if scale is None else scale
     qd, kd, vd = q.data, k.data, v.data
     nd, T_q, T_k, dt = qd.ndim, qd.shape[-2], kd.shape[-2], qd.dtype
@@ -146,8 +155,10 @@ def scaled_dot_product_attention(q, k, v, bias=None, mask=None, scale=None, retu
         return st
 
     m = xp.full(rows, -xp.inf, dtype=dt)                 # running max
-    m_safe = xp.zeros(rows, dtype=dt)                    # m, with 0 where every key so far is masked
-    l = xp.zeros(rows, dtype=dt)                         # running sum of e^{S - m}
+    if sink is not None:
+        m[...] = sink                                    # the sink is the key seen first, with value 0
+    m_safe = xp.where(m == -xp.inf, 0.0, m).astype(dt)   # m, with 0 where every key so far is masked
+    l = xp.exp(m - m_safe)                               # running sum of e^{S - m}: the sink's 1 (0 without)
     o = xp.zeros(rows + vd.shape[-1:], dtype=dt)         # running sum of e^{S - m} v
     for j0, j1, i0, i1, full in tiles:
         st = scores(j0, j1, i0, i1, full)
@@ -164,6 +175,7 @@ def scaled_dot_product_attention(q, k, v, bias=None, mask=None, scale=None, retu
         m[..., i0:i1], m_safe[..., i0:i1] = m_new, m_new_safe
         del st, p                                        # the next tile is made before the old one is dropped
     inv_l = 1.0 / l                                      # inf for a row masked on every key: y = 0 * inf = NaN
+    p_sink = xp.exp(sink - m_safe) * inv_l if sink is not None else None   # (B, H, T_q) the sink's share
     y = empty_like_layout(qd, rows + vd.shape[-1:])      # laid out like q
     xp.multiply(o, inv_l[..., None], out=y)
     del o
@@ -201,6 +213,8 @@ def scaled_dot_product_attention(q, k, v, bias=None, mask=None, scale=None, retu
             del st, p, gs
         gq *= s
         gk *= s
-        return gq, gk, gv, (gb.reshape(bias.shape) if bias_grad else None)
-    parents = (q, k, v, bias) if bias is not None else (q, k, v)
+        gb = gb.reshape(bias.shape) if bias_grad else None
+        g_sinks = whole.sink_gradient(p_sink, D, sinks) if sinks is not None and sinks.requires_grad else None
+        return (gq, gk, gv) + ((gb,) if bias is not None else ()) + ((g_sinks,) if sinks is not None else ())
+    parents = (q, k, v) + ((bias,) if bias is not None else ()) + ((sinks,) if sinks is not None else ())
     return op(y, parents, backward)
