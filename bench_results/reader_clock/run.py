@@ -89,11 +89,14 @@ def timed(clone, chapter, env, timeout, busy):
             **({} if ok else {"error_tail": tail})}
 
 
+def cell(run):
+    return "not run" if run is None else f"{run['seconds']:.1f}" + ("" if run["ok"] else " (FAILED)")
+
+
 def table(rows):
     lines = ["| chapter | seconds quiet | seconds busy | under 25 s? |", "| --- | --- | --- | --- |"]
     for name, r in rows.items():
         q, b = r.get("quiet"), r.get("busy")
-        cell = lambda x: "not run" if x is None else f"{x['seconds']:.1f}" + ("" if x["ok"] else " (FAILED)")  # noqa: E731
         good = all(x["ok"] and x["seconds"] <= BUDGET_S for x in (q, b) if x is not None)
         verdict = ("yes" if good else "no") + ("" if b is not None else " (quiet only)")
         lines.append(f"| {name} | {cell(q)} | {cell(b)} | {verdict} |")

@@ -212,3 +212,79 @@ def test_report_gives_the_choice_the_expected_step_time_the_switches_and_the_set
     run(g, fake, 6)
     assert g.report() == {"threads_now": 1, "expected_step_s": 1.0, "switches": 1,
                           "probe": 3, "period": 50, "patience": 1.5}
+
+
+# ---------------------------------------------------------------------------
+# chapter_threads: the one visible line a chapter's first cell runs
+# ---------------------------------------------------------------------------
+
+class FakeOpenBLAS:
+    """blas_threads as OpenBLAS answers it: reads the count, sets it when given one."""
+
+    def __init__(self, n):
+        self.n, self.calls = n, []
+
+    def __call__(self, n=None):
+        self.calls.append(n)
+        if n is not None:
+            self.n = n
+        return self.n
+
+
+@pytest.fixture
+def kernel_threads():
+    previous = threads.threads()
+    yield
+    threads.set_threads(previous)
+
+
+def test_chapter_threads_puts_blas_and_the_kernels_on_one_thread_and_says_what_they_had(
+        monkeypatch, capsys, kernel_threads):
+    blas = FakeOpenBLAS(2)                      # OpenBLAS's default on a 2-core machine
+    monkeypatch.setattr(tuning, "blas_threads", blas)
+    threads.set_threads(3)
+    got = tuning.chapter_threads()
+    assert blas.n == 1 and blas.calls == [None, 1] and threads.threads() == 1
+    assert got == {"blas_threads": 1, "blas_threads_before": 2, "threads": 1, "threads_before": 3}
+    assert capsys.readouterr().out == ("chapter_threads: BLAS 1 thread (it had 2); "
+                                       "fast kernels 1 thread (they had 3).\n")
+
+
+def test_chapter_threads_sets_the_count_it_is_given(monkeypatch, capsys, kernel_threads):
+    blas = FakeOpenBLAS(1)
+    monkeypatch.setattr(tuning, "blas_threads", blas)
+    threads.set_threads(1)
+    got = tuning.chapter_threads(2)
+    assert blas.n == 2 and threads.threads() == 2
+    assert got == {"blas_threads": 2, "blas_threads_before": 1, "threads": 2, "threads_before": 1}
+    assert capsys.readouterr().out == ("chapter_threads: BLAS 2 threads (it had 1); "
+                                       "fast kernels 2 threads (they had 1).\n")
+
+
+def test_chapter_threads_without_openblas_leaves_blas_alone_and_says_so(monkeypatch, capsys, kernel_threads):
+    calls = []
+    monkeypatch.setattr(tuning, "blas_threads", lambda n=None: calls.append(n) or None)
+    got = tuning.chapter_threads()
+    assert calls == [None] and threads.threads() == 1     # never asked to set what it cannot read
+    assert got == {"blas_threads": None, "blas_threads_before": None, "threads": 1,
+                   "threads_before": got["threads_before"]}
+    assert "BLAS left as it is" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("n", [0, -1, 1.5, True, "1"])
+def test_chapter_threads_refuses_a_count_that_is_not_a_positive_integer(n, kernel_threads):
+    before = threads.threads()
+    with pytest.raises(ValueError, match=rf"chapter_threads: n must be an integer >= 1, got {n!r}"):
+        tuning.chapter_threads(n)
+    assert threads.threads() == before                  # nothing half-set
+
+
+def test_chapter_threads_really_sets_openblas(capsys, kernel_threads):
+    before = tuning.blas_threads()
+    if before is None:
+        pytest.skip("NumPy's BLAS here is not an OpenBLAS whose thread count can be set")
+    try:
+        tuning.chapter_threads()
+        assert tuning.blas_threads() == 1 and threads.threads() == 1
+    finally:
+        tuning.blas_threads(before)

@@ -1,7 +1,8 @@
 r"""Tuning the process for speed: one explicit call, never an import.
 
 ``tune()`` is what the bench, the experiments and a long training run call
-before they start; a chapter never does. It changes three things:
+before they start; a chapter never does (a chapter calls ``chapter_threads()``,
+below, in its first cell, where the reader sees it). It changes three things:
 
 * **Threads for the fast kernels** (``threads.set_threads``): the fast GELU,
   softmax and attention spread blocks of rows over one thread per core.
@@ -37,6 +38,7 @@ import sys
 import time
 
 from . import threads
+from ..validate import check_int
 
 BLAS_SPIN = {"OPENBLAS_THREAD_TIMEOUT": "22"}
 
@@ -64,6 +66,29 @@ def state():  # pragma: no mutate block
     return dict(_state, threads=threads.threads(), blas_threads=blas,
                 governor=g.report() if g is not None else None,
                 openblas_thread_timeout=os.environ.get("OPENBLAS_THREAD_TIMEOUT"))
+
+
+def chapter_threads(n=1):
+    r"""Run BLAS and the fast kernels on ``n`` threads (one by default) in this process, print what changed, return it.
+
+    A chapter's models are tiny: their matrix products take microseconds, too
+    little to share between threads, and OpenBLAS's default (a thread per core)
+    makes every product wait for the slowest of its threads. When another program
+    holds a core, that wait is the scheduler's: one training cell of chapter 6
+    took 46 s on the default threads beside other work and 6 s on one thread
+    (issue 36; every chapter's time both ways is in ``bench_results/reader_clock/``).
+    A chapter calls this in its first cell, in view; delete the line to run on
+    your machine's defaults.
+    """
+    n = check_int("chapter_threads: n", n, minimum=1, why="1 runs every matrix product on the calling thread")
+    blas_before = blas_threads()
+    blas_now = blas_threads(n) if blas_before is not None else None
+    kernels_before = threads.set_threads(n)
+    blas = (f"BLAS {blas_now} thread{'s' * (blas_now != 1)} (it had {blas_before})" if blas_now is not None
+            else "BLAS left as it is (NumPy's BLAS is not OpenBLAS, whose threads this can set)")
+    print(f"chapter_threads: {blas}; fast kernels {n} thread{'s' * (n != 1)} (they had {kernels_before}).")
+    return {"blas_threads": blas_now, "blas_threads_before": blas_before,
+            "threads": n, "threads_before": kernels_before}
 
 
 def step_done():
