@@ -20,7 +20,6 @@ r"""``python -m exercises COMMAND``: the workbook's reader and instructor comman
     capstone --rubric | --reference         the capstone's rubric, or its reference solution (instructors)
     syllabus [-v]                           every chapter's exercises, stars and minutes (instructors)
     cards [COUNT] [--chapter N ...] [--seed S] [--all] [--list]   drill the interview cards
-    site --out DIR [--student] [--chapters CH ...]   the book as a website, executed, offline
 """
 import argparse
 
@@ -130,16 +129,6 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=None, help="draw the same cards again")
     p.add_argument("--all", action="store_true", help="every card (of the chapter), in a random order")
     p.add_argument("--list", action="store_true", help="list every question, by chapter, and stop")
-
-    p = sub.add_parser("site", help="the book as a static website: every chapter executed, searchable, offline")
-    p.add_argument("--out", required=True, help="the site's folder, e.g. site/ (open its index.html)")
-    p.add_argument("--student", action="store_true", help="leave out hints and reference solutions, as the "
-                                                          "student release does")
-    p.add_argument("--chapters", nargs="+", default=None, metavar="CHAPTER",
-                   help="only these chapters, e.g. 02_sinusoidal 07_alibi (default: every chapter)")
-    p.add_argument("--work", default=None, help="the build's own folder: source, Sphinx state "
-                                                "(default build/site/full or build/site/student)")
-    p.add_argument("-q", "--quiet", action="store_true", help="print only warnings, errors and the summary")
 
     args = parser.parse_args(argv)
     from exercises.grading.grader import DEFAULT_TIMEOUT
@@ -329,8 +318,4 @@ def _run(parser, args, timeout):
             parser.error(f"COUNT is how many cards to draw, 1 or more; got {args.count}.")
         return cards.main(count=args.count, chapter=args.chapter, seed=args.seed, every=args.all,
                           list_only=args.list)
-    if args.command == "site":
-        from exercises.grading import site
-        return site.main(args.out, chapters=args.chapters, student=args.student, work=args.work,
-                         quiet=args.quiet)
     return 2

@@ -1,4 +1,4 @@
-r"""The book's website (``python -m exercises site``), built and opened in headless Chromium.
+r"""The book's website (``python -m book``), built and opened in headless Chromium.
 
 The site is built once per run of this module: two chapters (``02_sinusoidal`` and ``07_alibi``, a
 heatmap chapter and the chapter that search must find), or, where ``PE_SITE_DIR`` names a built site,
@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from exercises.grading import notebooks, site
+from book import site
+from exercises.grading import notebooks
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICK = ["02_sinusoidal", "07_alibi"]
@@ -31,7 +32,7 @@ DRIVER_NAMES = ("chromedriver", "chromium-driver")
 
 
 def _build(out, work, cache, chapters):
-    code = ("import json, sys; from exercises.grading import site; "
+    code = ("import json, sys; from book import site; "
             "r = site.build(sys.argv[1], chapters=json.loads(sys.argv[2]), work=sys.argv[3], cache=sys.argv[4]); "
             "print('RESULT', json.dumps(r))")
     run = subprocess.run([sys.executable, "-c", code, str(out), json.dumps(chapters), str(work), str(cache)],
@@ -117,7 +118,7 @@ def test_each_chapter_page_offers_its_downloads_and_command(tmp_path):
 
 def _sphinx(folder):
     r"""Sphinx with the book's configuration on ``folder/src`` into ``folder/html``, in its own process."""
-    code = ("import sys; from exercises.grading import site; s = sys.argv[1]; "
+    code = ("import sys; from book import site; s = sys.argv[1]; "
             "sys.exit(site.sphinx(s + '/src', s + '/html', s + '/doctrees', s + '/cache', quiet=True))")
     return subprocess.run([sys.executable, "-c", code, str(folder)], capture_output=True, text=True, cwd=ROOT)
 
@@ -393,5 +394,5 @@ def test_the_readme_names_the_site_command():
     working = readme[readme.index("## Working through a chapter"):readme.index("## Grading yourself")]
     intro = readme[:readme.index("## The chapters")]
     for part in (intro, working):
-        assert "python -m exercises site --out site/" in part
+        assert "python -m book --out site/" in part
     assert "/site/" in (ROOT / ".gitignore").read_text().splitlines()

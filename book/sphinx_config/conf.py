@@ -1,8 +1,8 @@
-r"""Sphinx configuration of the book's website; the source folder it reads is written by ``exercises/site.py``.
+r"""Sphinx configuration of the book's website; the source folder it reads is written by ``book/site.py``.
 
-``python -m exercises site --out site/`` writes the pages' source (the README's chapter table as the landing
+``python -m book --out site/`` writes the pages' source (the README's chapter table as the landing
 page, every chapter as a notebook, the instructor guide and the cards) and runs Sphinx with this file
-(``-c site_src``). Everything the built pages load lies in the site's own folder: the book theme's assets,
+(``-c book/sphinx_config``). Everything the built pages load lies in the site's own folder: the book theme's assets,
 Sphinx's search, and MathJax 3 from the ``sphinx-mathjax-offline`` package (PyPI), so the site needs no network.
 """
 project = "Positional encodings in Transformers: a workbook"
@@ -54,7 +54,7 @@ def _alt_from_output(render_image):
     r"""myst-nb's image renderer, taking the ``alt`` text a figure's output carries in its metadata.
 
     The build's kernels send each matplotlib figure with ``{"image/png": {"alt": ...}}`` (the figure's titles,
-    ``exercises.site.figure_alt``); myst-nb honours only ``width`` and ``height`` there, so this adds ``alt``.
+    ``book.site.figure_alt``); myst-nb honours only ``width`` and ``height`` there, so this adds ``alt``.
     """
     def render(self, data):
         image_nodes = render_image(self, data)

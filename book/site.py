@@ -1,8 +1,8 @@
 r"""The book as a static website, executed, searchable and readable offline.
 
-    python -m exercises site --out site/                  # the whole book; open site/index.html
-    python -m exercises site --out site/ --student        # without hints and reference solutions
-    python -m exercises site --out DIR --chapters 02_sinusoidal 07_alibi   # a few chapters (a quick look)
+    python -m book --out site/                  # the whole book; open site/index.html
+    python -m book --out site/ --student        # without hints and reference solutions
+    python -m book --out DIR --chapters 02_sinusoidal 07_alibi   # a few chapters (a quick look)
 
 Two steps, both here:
 
@@ -19,7 +19,7 @@ Two steps, both here:
    of the repository (``../exercises/rope.py``) becomes a download of it (MyST's ``path:`` link, which keeps
    the link's text as it is written, a code span included); a link inside a code span is text and stays.
    A file is rewritten only when its text changed, so Sphinx rereads only what changed.
-2. ``build`` runs Sphinx with ``site_src/conf.py`` and warnings as errors (``-W``): a broken link, a
+2. ``build`` runs Sphinx with ``book/sphinx_config/conf.py`` and warnings as errors (``-W``): a broken link, a
    missing figure or a chapter that raises fails the build. myst-nb executes each chapter in a kernel
    (the reference stands in for every exercise, one BLAS thread, as under the tests) and caches the
    outputs with jupyter-cache in ``build/site/jupyter_cache``, keyed by the chapter's code: a second
@@ -36,9 +36,10 @@ import unittest.mock
 from pathlib import Path
 
 from exercises.grading import notebooks
+from exercises.grading.errors import CommandError
 from exercises.grading.paths import CHAPTERS, ROOT
 
-CONF_DIR = ROOT / "site_src"
+CONF_DIR = Path(__file__).resolve().parent / "sphinx_config"
 WORK = ROOT / "build" / "site"
 #: the pages beside the chapters: the instructor guide, the chapter pattern, the PyTorch map, the errata
 EXTRA_PAGES = ("TEACHING.md", "README.md", "numpy_to_pytorch.md", "ERRATA.md")
@@ -48,11 +49,11 @@ BUILD_SETTINGS = {**{k: v for k, v in notebooks.RUN_SETTINGS.items() if k != "MP
 
 #: the first cell of every chapter page, removed from the page (tag ``remove-cell``): figures carry alt text
 ALT_CELL = """\
-# The site's build: every inline figure is sent with alt text made from its titles (exercises.grading.site).
+# The site's build: every inline figure is sent with alt text made from its titles (book.site).
 import matplotlib.pyplot as plt
 from IPython import get_ipython
 from matplotlib.figure import Figure
-from exercises.grading.site import figure_alt
+from book.site import figure_alt
 plt.close(plt.figure())  # loads the inline backend, which registers its PNG printer for figures
 _png = get_ipython().display_formatter.formatters["image/png"]
 _png.for_type(Figure, (lambda base: lambda fig: (base(fig), {"alt": figure_alt(fig)}))(_png.lookup_by_type(Figure)))
@@ -215,7 +216,7 @@ def write_source(src, chapters=None, student=False):
     r"""Write the site's source for ``chapters`` (names; every chapter when None) into ``src``; the chapter names."""
     names = notebooks.chapter_names() if chapters is None else [notebooks.chapter_path(c).stem for c in chapters]
     if len(set(names)) != len(names):
-        raise SystemExit(f"chapters={list(chapters)!r} names a chapter twice; give each chapter once.")
+        raise CommandError(f"chapters={list(chapters)!r} names a chapter twice; give each chapter once.")
     source = _Source(src, sorted(names), student)
     for name in source.chapters:
         source.chapter(name)
@@ -230,7 +231,7 @@ def write_source(src, chapters=None, student=False):
 # ---------------------------------------------------------------------------
 
 def sphinx(src, html, doctrees, cache, quiet=False):
-    r"""Run Sphinx on ``src`` into ``html`` with ``site_src/conf.py``, warnings as errors; its exit status."""
+    r"""Run Sphinx on ``src`` into ``html`` with ``sphinx_config/conf.py``, warnings as errors; its exit status."""
     from sphinx.cmd.build import build_main
     args = ["-W", "--keep-going", "-b", "html", "-c", str(CONF_DIR), "-d", str(doctrees),
             "-D", f"nb_execution_cache_path={Path(cache).resolve()}", str(src), str(html)]
@@ -249,14 +250,14 @@ def build(out, chapters=None, student=False, work=None, cache=None, quiet=False)
     cache = Path(cache) if cache else WORK / "jupyter_cache"
     out = Path(out).resolve()
     if out == ROOT or out in ROOT.parents or out == CHAPTERS:
-        raise SystemExit(f"--out {out} would write the site over the workbook; give a folder of its own, e.g. site/.")
+        raise CommandError(f"--out {out} would write the site over the workbook; give a folder of its own, e.g. site/.")
     if out.exists() and any(out.iterdir()) and not (out / ".buildinfo").is_file():
-        raise SystemExit(f"--out {out} holds files that are not a site built here; give an empty or new folder.")
+        raise CommandError(f"--out {out} holds files that are not a site built here; give an empty or new folder.")
     write_source(work / "src", chapters, student)
     # Sphinx writes into work/html (myst-nb keeps the executed notebooks beside it, in work/jupyter_execute)
     status = sphinx(work / "src", work / "html", work / "doctrees", cache, quiet)
     if status != 0:
-        raise SystemExit(f"The site's build failed (Sphinx exit status {status}); its warnings are above.")
+        raise CommandError(f"The site's build failed (Sphinx exit status {status}); its warnings are above.")
     _mirror(work / "html", out)
     return {"seconds": time.monotonic() - start, **count(out)}
 
