@@ -12,7 +12,7 @@ r"""Grade the reader's code: run it in a box, judge what it returned here.
 Every job (one exercise of one file) runs in a fresh worker process (``worker.py``, started by
 ``subprocess.run(..., timeout=...)``) in the box of ``sandbox.py``, so nothing one job leaves behind
 reaches the next and an infinite loop costs one timeout. The worker sends back facts and outputs;
-this process, which alone holds the reference's outputs, judges them (``checking.judge``,
+this process, which alone holds the reference's outputs, judges them (``judging.judge``,
 ``reader_tests.judge``). A file's first job runs alone (a file that does not load fails every job
 the same way, and the others are not run); the rest run side by side.
 """
@@ -68,7 +68,7 @@ def exercise_module_names():
 # ---------------------------------------------------------------------------
 
 def _fail(c, kind, message):
-    from exercises.grading.checking import result
+    from exercises.grading.judging import result
     return result(c, "fail", kind, message)
 
 
@@ -94,11 +94,11 @@ def _job(job, own, language="numpy"):
 
 
 def _judge(c, report):
-    from exercises.grading import checking, reader_tests
+    from exercises.grading import judging, reader_tests
     if "crashed" in report:
         return _fail(c, "crashed", str(report["crashed"]))
     try:
-        return reader_tests.judge(c, report) if c.kind == "reader_test" else checking.judge(c, report)
+        return reader_tests.judge(c, report) if c.kind == "reader_test" else judging.judge(c, report)
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
         return _fail(c, "crashed", f"the graded process sent back something the grader cannot read "
                                    f"({type(e).__name__}); did your code write into the grader's channel?")

@@ -63,7 +63,7 @@ class Knowledge:
     r"""Compiled checks and reader tests of one module, in exercise order, read from its stored form."""
 
     def __init__(self, data):
-        from exercises.grading.checking import Compiled
+        from exercises.grading.compiled import Compiled
         from exercises.grading.reader_tests import CompiledTest
         self.module = data["module"]
         self.labels = data["labels"]  # {name: "Exercise 6.1"}
@@ -93,7 +93,7 @@ def compile_module(module, reference=True):
 
     ``reference=False`` leaves out the reference's source and the held-out cases (what a release stores).
     """
-    from exercises.grading.checking import compile_target, signatures
+    from exercises.grading.compiled import compile_target, signatures
     from exercises.grading.generate import region_labels
     from exercises.grading.reader_tests import CompiledTest
     text = (SOLUTIONS / f"{module}.py").read_text()

@@ -142,7 +142,7 @@ class CompiledTest:
 
 def judge(c, report):
     r"""Pass, not attempted, or a failure: fails the reference, weak test, or an earlier problem."""
-    from exercises.grading.checking import judge_problems, result
+    from exercises.grading.judging import judge_problems, result
 
     early = judge_problems(c, report)
     if early:

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def describe(obj, name, methods):
     r"""The facts the grader judges before any call: what ``obj`` is, whether it is a stub, its signature."""
-    from exercises.grading.checking import signatures
+    from exercises.grading.compiled import signatures
     from exercises.grading.generate import function_is_stub
     from exercises.grading.wire import type_name
     found = "missing" if obj is None else "class" if isinstance(obj, type) else "function" if callable(obj) else "other"
@@ -40,7 +40,7 @@ def run_cases(obj, methods, cases, where=lambda e: "", boundary=None):
     r"""Call ``obj`` on every case, up to the first raise: ``{"calls", "after"}`` (outputs, inputs afterwards).
 
     ``boundary`` (``torch_boundary()``) converts each case's inputs before the call and the outputs after it."""
-    from exercises.grading.checking import arrays_in, invoke
+    from exercises.grading.targets import arrays_in, invoke
     from exercises.grading.reader_tests import text
     from exercises.grading.wire import plain
     inward, outward = boundary or (lambda case: case, lambda value: value)
@@ -72,7 +72,7 @@ def torch_boundary():
     import numpy as np
     import torch
 
-    from exercises.grading.checking import Case
+    from exercises.grading.targets import Case
     from exercises.grading.wire import Opaque
 
     def each(convert, case):  # every argument of a case, converted
@@ -126,7 +126,7 @@ def load(path, display):
 
 
 def target(module, job, where, boundary=None):
-    from exercises.grading.checking import Case
+    from exercises.grading.targets import Case
     methods = tuple(job["methods"])
     report = dict(describe(module.__dict__.get(job["attr"]), job["name"], methods), calls=[], after=[])
     if report["found"] not in ("function", "class") or any(report["stubs"].values()):
@@ -171,7 +171,8 @@ def main():
     # Everything the grader's side of this process needs is imported before the reader's code runs.
     from mini_transformer.engine import backend
     backend.set_backend("numpy")
-    import exercises.grading.checking  # noqa: F401
+    import exercises.grading.compiled  # noqa: F401
+    import exercises.grading.targets  # noqa: F401
     import exercises.grading.generate  # noqa: F401
     from exercises.grading import reader_tests, sandbox
     from exercises.grading.knowledge import mutants_of

@@ -303,7 +303,7 @@ def test_every_mutant_is_wrong_in_the_way_it_says(module, test, mutant):
     """Wrap the reference, grade the result with the wrapped exercise's own checks: it must fail, as named."""
     import importlib
 
-    from exercises.grading.checking import judge
+    from exercises.grading.judging import judge
     from exercises.grading.knowledge import knowledge
     from exercises.grading.worker import describe, run_cases
     reference = importlib.import_module(f"solutions.{module}")

@@ -89,7 +89,7 @@ raise RuntimeError('secret: ' + os.environ.get('PE_TEST_SECRET', 'none here'))""
         # edits the grader's own files on disk
         "tamperer": _correct_with(top="""
 try:
-    open(os.path.join(os.path.dirname(sys.modules["exercises.grading.wire"].__file__), "checking.py"), "a").write("#")
+    open(os.path.join(os.path.dirname(sys.modules["exercises.grading.wire"].__file__), "judging.py"), "a").write("#")
 except OSError:
     pass
 """),
@@ -98,15 +98,15 @@ except OSError:
         (class_dir / f"{name}.py").write_text(text)
     (class_dir / "liar").mkdir()
     os.symlink(SOLUTIONS / "rope.py", class_dir / "liar" / "rope.py")  # hands in a link to the reference
-    checking = GRADING / "checking.py"
-    before = hashlib.sha256(checking.read_bytes()).hexdigest()
+    judging = GRADING / "judging.py"
+    before = hashlib.sha256(judging.read_bytes()).hexdigest()
     os.environ["PE_TEST_SECRET"] = "the grader's token"
     try:
         report = grade_folder(class_dir, root / "report", timeout=TIMEOUT, limits=Limits(memory_mb=600))
     finally:
         del os.environ["PE_TEST_SECRET"]
     return {"report": report, "root": root, "outside": outside, "keep": keep,
-            "checking_unchanged": hashlib.sha256(checking.read_bytes()).hexdigest() == before}
+            "judging_unchanged": hashlib.sha256(judging.read_bytes()).hexdigest() == before}
 
 
 def _row(graded, name):
@@ -120,7 +120,7 @@ def _kinds(graded, name):
 def test_nothing_outside_the_submissions_changed(graded):
     assert graded["outside"].read_text() == "the teacher's notes\n"
     assert graded["keep"].read_text() == "another file\n"
-    assert graded["checking_unchanged"]
+    assert graded["judging_unchanged"]
 
 
 def test_the_other_students_rows_are_right(graded):
@@ -172,7 +172,7 @@ def test_patching_the_grader_gains_nothing(graded):
     assert "the grader's token" not in json.dumps(patcher)  # the environment was scrubbed
     tamperer = _row(graded, "tamperer")["results"]
     assert {r["kind"] for r in tamperer.values()} == {"sandbox"}
-    assert "checking.py (outside its own folder)" in tamperer[_col("rotate_half")]["message"]
+    assert "judging.py (outside its own folder)" in tamperer[_col("rotate_half")]["message"]
 
 
 def test_the_gradebook_is_complete(graded):

@@ -2,7 +2,7 @@ r"""Everything the grader knows about each exercise module, one folder a module,
 
 ``modules/rope/`` is the grading folder of ``solutions/rope.py``:
 
-* ``checks.py``: a list ``TARGETS`` of ``exercises.grading.checking.Target``, one per function or
+* ``checks.py``: a list ``TARGETS`` of ``exercises.grading.targets.Target``, one per function or
   class the reader writes (cases and misconceptions), and optionally ``DRILL``, the module's timed
   drill (``exercises.grading.drill_target.Drill``);
 * ``mutants.py`` (only where the reader writes a test): ``READER_TESTS``, the mutants each test

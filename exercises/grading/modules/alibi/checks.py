@@ -1,8 +1,8 @@
 r"""Checks of ``solutions/alibi.py`` (chapter 7, and the alibi drill): ALiBi slopes and biases, and their known mistakes."""
 import numpy as np
 
-from exercises.grading.checking import Case, Misconception, Target
 from exercises.grading.drill_target import Drill
+from exercises.grading.targets import Case, Misconception, Target
 
 
 def _slopes_rule(n, first_power=1, pick=0):

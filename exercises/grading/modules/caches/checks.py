@@ -1,7 +1,7 @@
 r"""Checks of ``solutions/caches.py`` (chapter 10): position ids of padded and packed rows, and eviction."""
 import numpy as np  # host NumPy: cases and misconceptions live on the host
 
-from exercises.grading.checking import Case, Misconception, Target, show
+from exercises.grading.targets import Case, Misconception, Target, show
 
 
 # ---------------------------------------------------------------------------

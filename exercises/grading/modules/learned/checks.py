@@ -1,7 +1,7 @@
 r"""Checks of ``solutions/learned.py`` (chapter 3): the table lookup, cached decoding, their known mistakes."""
 import numpy as np  # host NumPy: cases and misconceptions live on the host
 
-from exercises.grading.checking import Case, Misconception, Target, normal, show
+from exercises.grading.targets import Case, Misconception, Target, normal, show
 
 
 # ---------------------------------------------------------------------------

@@ -3,7 +3,7 @@ import math
 
 import numpy as np  # host NumPy: cases and misconceptions live on the host
 
-from exercises.grading.checking import Case, Misconception, Target, normal, show
+from exercises.grading.targets import Case, Misconception, Target, normal, show
 
 
 # ---------------------------------------------------------------------------

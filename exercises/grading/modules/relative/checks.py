@@ -1,7 +1,7 @@
 r"""Checks of ``solutions/relative.py`` (chapter 4): Shaw's clipped index, Transformer-XL's relative shift."""
 import numpy as np  # host NumPy: cases and misconceptions live on the host
 
-from exercises.grading.checking import Case, Misconception, Target, normal, show
+from exercises.grading.targets import Case, Misconception, Target, normal, show
 
 # ---------------------------------------------------------------------------
 # Exercise 4.1: clipped_relative_index

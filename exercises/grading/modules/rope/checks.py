@@ -3,8 +3,9 @@ import math
 
 import numpy as np  # host NumPy: cases and misconceptions live on the host
 
-from exercises.grading.checking import Case, Misconception, Recorded, Target, normal, show
 from exercises.grading.drill_target import Drill
+from exercises.grading.targets import Case, Misconception, Target, normal, show
+from exercises.grading.wire import Recorded
 
 
 # ---------------------------------------------------------------------------

@@ -1,8 +1,8 @@
 r"""Checks of ``solutions/sinusoidal.py`` (chapter 2): the sinusoidal table, the shift matrix, their known mistakes."""
 import numpy as np
 
-from exercises.grading.checking import Case, Misconception, Target
 from exercises.grading.drill_target import Drill
+from exercises.grading.targets import Case, Misconception, Target
 
 
 def _omega(d, base, omega_exp=None):

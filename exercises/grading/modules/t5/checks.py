@@ -3,8 +3,8 @@ import math
 
 import numpy as np
 
-from exercises.grading.checking import Case, Misconception, Target, show
 from exercises.grading.drill_target import Drill
+from exercises.grading.targets import Case, Misconception, Target, show
 
 
 def _bucket_with(slip):
