@@ -164,13 +164,6 @@ def function_is_stub(fn):
     return isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and body_is_stub(node)
 
 
-def stub_methods(obj, methods):
-    """For a class: ``{method: is_stub}``; for a function: ``{name: is_stub}``."""
-    if isinstance(obj, type):
-        return {m: function_is_stub(obj.__dict__[m]) for m in methods if m in obj.__dict__}
-    return {getattr(obj, "__name__", "?"): function_is_stub(obj)}
-
-
 # ---------------------------------------------------------------------------
 # Drift: does exercises/ still say what solutions/ would generate?
 # ---------------------------------------------------------------------------
