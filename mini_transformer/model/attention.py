@@ -7,19 +7,23 @@ input hook ``embed`` is called once by the model, before the first block.
 Attention never asks which scheme it has.
 """
 from ..engine import functional as F, kernels
-from ..engine.nn import Linear, Module
+from ..engine.backend import xp
+from ..engine.nn import Linear, Module, Parameter
 
 
 class MultiHeadAttention(Module):
     r"""y = \mathrm{softmax}(Q K^\top / \sqrt{d_{head}} + \text{bias}) V, per head, then W_o."""
 
-    def __init__(self, d_model, n_heads, rng, layer, out_std=0.02):
+    def __init__(self, d_model, n_heads, rng, layer, out_std=0.02, sinks=False):
         if d_model % n_heads:
             raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}; each head needs "
                              f"d_model / n_heads channels.")
         self.n_heads, self.d_head, self.layer = n_heads, d_model // n_heads, layer
         self.W_qkv = Linear(d_model, 3 * d_model, rng)
         self.W_o = Linear(d_model, d_model, rng, std=out_std)
+        # GPT-OSS's learned sink: one logit per head in every row's softmax, taking no value. At 0 a row of n
+        # keys starts by giving the sink 1 / (n + 1) of its weight; training moves it.
+        self.sinks = Parameter(xp.zeros(n_heads, dtype="float32")) if sinks else None   # (H,)
         self.record_attention = False   # set True to keep the last attention probabilities
         self.last_attention = None      # (B, H, T_q, T_k) backend array when recorded
 
@@ -40,7 +44,9 @@ class MultiHeadAttention(Module):
         if scheme.needs_probs:
             y = self._attend_with_output_term(q, k, v, bias, mask, scheme, q_pos, k_pos)
         else:
-            y = kernels.active().attention(q, k, v, bias=bias, mask=mask, return_weights=self.record_attention)
+            sinks = {"sinks": self.sinks} if self.sinks is not None else {}   # a kernel set without sinks still runs
+            y = kernels.active().attention(q, k, v, bias=bias, mask=mask, return_weights=self.record_attention,
+                                           **sinks)
             if self.record_attention:
                 y, self.last_attention = y
         y = y.transpose(0, 2, 1, 3).reshape(B, T, D)            # (B, T, d_model)
@@ -48,7 +54,7 @@ class MultiHeadAttention(Module):
 
     def _attend_with_output_term(self, q, k, v, bias, mask, scheme, q_pos, k_pos):
         """The reference attention with its probabilities kept, for a term computed from them (Shaw's values)."""
-        probs = F.attention_weights(q, k, bias, mask)           # (B, H, T, T_k)
+        probs = F.attention_weights(q, k, bias, mask, sinks=self.sinks)   # (B, H, T, T_k)
         if self.record_attention:
             self.last_attention = probs.data
         y = probs @ v                                           # (B, H, T, d_head)

@@ -32,6 +32,7 @@ class GPTConfig:
     seed: int = 0                   # seeds the weight initialisation
     extra: dict = field(default_factory=dict)  # scheme-specific settings: the keys of the scheme's `settings`
     kernels: str = "reference"      # "reference" (the textbook ops) or "fast" (kernels/, same numbers, faster)
+    attention_sinks: bool = False   # a learned sink logit per head in every softmax (GPT-OSS), initialised at 0
 
     def __post_init__(self):
         for name in ("vocab_size", "d_model", "n_layers", "n_heads", "max_len"):
@@ -50,6 +51,8 @@ class GPTConfig:
             raise ValueError(f"GPTConfig.norm must be 'layer' or 'rms', got {self.norm!r}.")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"GPTConfig.dropout must lie in [0, 1), got {self.dropout}.")
+        if not isinstance(self.attention_sinks, bool):
+            raise ValueError(f"GPTConfig.attention_sinks must be True or False, got {self.attention_sinks!r}.")
 
     @property
     def d_head(self):
@@ -69,7 +72,8 @@ class Block(Module):
     def __init__(self, cfg, rng, layer):
         out_std = 0.02 / (2 * cfg.n_layers) ** 0.5   # GPT-2: residual writes shrink with depth
         self.norm1 = _norm(cfg)
-        self.attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, rng, layer, out_std=out_std)
+        self.attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, rng, layer, out_std=out_std,
+                                       sinks=cfg.attention_sinks)
         self.norm2 = _norm(cfg)
         self.mlp = MLP(cfg.d_model, rng, dropout=cfg.dropout, out_std=out_std)
         self.drop = Dropout(cfg.dropout, rng)
@@ -120,7 +124,7 @@ class Transformer(Module):
         """``_run`` for a padded or packed batch: ``mask`` ``(B, 1, T, T_k)`` from ``batch_mask``, and positions
         ``(B, T)`` per row or ``(T,)`` shared; the input hook gets the per-row array, or the shared offset."""
         self.positional.check_positions(int(q_pos.max()))
-        offset = q_pos if q_pos.ndim == 2 else int(q_pos[0])
+        offset = q_pos if q_pos.ndim >= 2 else int(q_pos[0])
         return self._stack(idx, offset, q_pos, k_pos, mask, cache)
 
     def loss(self, idx, targets, ignore_index=-1):
@@ -227,7 +231,8 @@ class TinyGPT(Transformer):
         i may see key j (a packed row: ``document_mask(document_ids)``);
         ``position_ids`` ``(B, T)`` each token's position in its own row
         (``left_padded_positions(attention_mask)``, or restarting at 0 at each packed
-        document). Without ``position_ids`` the positions are shared, ``offset ..
+        document), or, for the ``"mrope"`` scheme, ``(3, B, T)`` time, height and
+        width ids (``positional.mrope_position_ids``). Without ``position_ids`` the positions are shared, ``offset ..
         offset+T-1``, as in Hugging Face's forward. Padding keys get no attention;
         a padding query's output is finite and meaningless.
         """
@@ -265,18 +270,23 @@ class TinyGPT(Transformer):
             n_cached = len(cache)
         if position_ids is not None:
             q_pos = backend.asarray(position_ids)
-            if q_pos.shape != (B, T) or q_pos.dtype.kind not in "iu":
-                raise ValueError(f"position_ids must be integers of shape (B, T) = ({B}, {T}) like the ids, got "
-                                 f"shape {tuple(q_pos.shape)} and dtype {q_pos.dtype}.")
+            axes = type(scheme).position_axes        # M-RoPE also takes (3, B, T): time, height, width
+            if q_pos.shape not in ((B, T), (axes, B, T)) or q_pos.dtype.kind not in "iu":
+                also = f" or ({axes}, {B}, {T}), one row per axis," if axes > 1 else ""
+                raise ValueError(f"position_ids must be integers of shape (B, T) = ({B}, {T}){also} like the ids, "
+                                 f"got shape {tuple(q_pos.shape)} and dtype {q_pos.dtype}.")
             q_pos = q_pos.astype("int64")
             if q_pos.size and int(q_pos.min()) < 0:
                 raise ValueError(f"position_ids must be at least 0, got {int(q_pos.min())}.")
+        elif cache is not None and cache.row_pos is not None and cache.row_pos.ndim == 3:
+            # M-RoPE ids: text continues one past the largest id of the row, equal on all three axes
+            q_pos = xp.broadcast_to(cache.row_pos.max(axis=(0, 2))[:, None] + 1 + xp.arange(T)[None, :], (3, B, T))
         elif cache is not None and cache.row_pos is not None:
             q_pos = cache.row_pos[:, -1:] + 1 + xp.arange(T)[None, :]        # (B, T) each row continues
         else:
             start = cache.seen if cache is not None else (0 if offset is None else offset)
             q_pos = xp.arange(start, start + T)                              # (T,) shared, as without a mask
-        if q_pos.ndim == 2:
+        if q_pos.ndim >= 2:
             if not type(scheme).takes_row_positions():
                 raise ValueError(f"position_ids: the {self.cfg.positional!r} scheme ({type(scheme).__name__}) "
                                  "does not declare per-row positions (per_row_positions), so it cannot take "
@@ -284,7 +294,9 @@ class TinyGPT(Transformer):
                                  "scheme that takes them.")
             if n_cached:
                 cached = cache.row_pos if cache.row_pos is not None else xp.broadcast_to(cache.pos, (B, n_cached))
-                k_pos = xp.concatenate([cached, q_pos], axis=1)              # (B, T_k)
+                if cached.ndim != q_pos.ndim:                                # one side M-RoPE ids: the other is text,
+                    cached, q_pos = (xp.broadcast_to(a, (3,) + a.shape[-2:]) for a in (cached, q_pos))  # equal ids
+                k_pos = xp.concatenate([cached, q_pos], axis=-1)             # ([3,] B, T_k)
             else:
                 k_pos = q_pos
         else:
@@ -294,7 +306,7 @@ class TinyGPT(Transformer):
         logits = self._run_batch(idx, q_pos, k_pos, mask, cache)
         if cache is not None:
             cache.key_mask = key_real
-            cache.advance(T, k_pos if q_pos.ndim == 2 else None)        # every key's row position, cached first
+            cache.advance(T, k_pos if q_pos.ndim >= 2 else None)        # every key's row position, cached first
         return logits
 
     def generate(self, prompt, max_new_tokens, temperature=1.0, top_k=None, greedy=False, seed=0,

@@ -105,6 +105,14 @@ CASES = {
         lambda ops, i: [ops.attention(i.t(0, 2, 2, 4, 4), i.t(1, 2, 2, 6, 4), i.t(2, 2, 2, 6, 4),
                                       bias=i.a(np.array([0.0, -1000.0, 500.0, -2000.0])[:, None]),
                                       mask=i.a(causal(4, 6)))],
+    "attention: a sink logit per head, a bias and a causal mask":
+        lambda ops, i: [ops.attention(i.t(0, 2, 3, 5, 4), i.t(1, 2, 3, 5, 4), i.t(2, 2, 3, 5, 4), bias=i.t(3, 1, 3, 5, 5),
+                                      mask=i.a(causal(5, 5)), sinks=i.t(4, 3))],
+    "attention: sinks, head views, fewer queries than keys, a row masked on every key (all its weight on the sink)":
+        lambda ops, i: [ops.attention(i.t(0, 2, 2, 3, 4, view=True), i.t(1, 2, 2, 6, 4, view=True),
+                                      i.t(2, 2, 2, 6, 4, view=True),
+                                      mask=i.a(causal(3, 6) & np.array([True, False, True])[:, None]),
+                                      sinks=i.t(3, 2, scale=3.0))],
     "apply_rotary: rotate-half":
         lambda ops, i: [rotary(ops)(i.t(0, 2, 3, 5, 8), *i.tables(1, 5, 8))],
     "apply_rotary: interleaved":
@@ -702,6 +710,15 @@ BLOCKED_CASES = {
     "the same padding under a causal mask, (B, 1, T_q, T_k)": lambda f, i: f(
         i.t(0, 2, 2, 11, 4), i.t(1, 2, 2, 11, 4), i.t(2, 2, 2, 11, 4),
         mask=i.a(key_padding(11, [0, 8]) & causal(11, 11) | padding_queries(11, [0, 8]))),
+    "sinks: odd T, causal, tiles split the keys unevenly": lambda f, i: f(
+        i.t(0, 2, 2, 11, 4), i.t(1, 2, 2, 11, 4), i.t(2, 2, 2, 11, 4), mask=i.a(causal(11, 11)), sinks=i.t(3, 2)),
+    "sinks, a bias, keys 4 to 7 that no query may see, a row masked on every key": lambda f, i: f(
+        i.t(0, 1, 2, 6, 4), i.t(1, 1, 2, 10, 4), i.t(2, 1, 2, 10, 4), bias=i.t(3, 1, 2, 6, 10),
+        mask=i.a(causal(6, 10) & ((np.arange(10) < 4) | (np.arange(10) >= 8))[None, :]
+                 & (np.arange(6) != 3)[:, None]), sinks=i.t(4, 2, scale=3.0)),
+    "sinks, key padding past the first tile, two batch axes": lambda f, i: f(
+        i.t(0, 2, 2, 2, 5, 4), i.t(1, 2, 2, 2, 11, 4), i.t(2, 2, 2, 2, 11, 3),
+        mask=i.a(key_padding(11, [0, 8])[:, None]), sinks=i.t(3, 2)),
 }
 
 
