@@ -44,13 +44,17 @@ def log_softmax(x, axis=-1):
     Backward: \partial y_i/\partial x_j = \delta_{ij} - \mathrm{softmax}(x)_j, so
     gx = gy - \mathrm{softmax}(x) \sum_i gy_i.
     """
-    a = x.data
-    shifted = a - a.max(axis=axis, keepdims=True)
-    y = shifted - xp.log(xp.exp(shifted).sum(axis=axis, keepdims=True))
+    y = _log_softmax(x.data, axis)
 
     def backward(gy):
         return (gy - xp.exp(y) * gy.sum(axis=axis, keepdims=True),)
     return op(y, (x,), backward)
+
+
+def _log_softmax(a, axis):
+    """``log_softmax`` on a plain array: the one place the engine's ops compute it (``cross_entropy``, ``token_nll``)."""
+    shifted = a - a.max(axis=axis, keepdims=True)        # subtracting the max changes nothing but overflow
+    return shifted - xp.log(xp.exp(shifted).sum(axis=axis, keepdims=True))
 
 
 def cross_entropy(logits, targets, ignore_index=None):
@@ -61,8 +65,7 @@ def cross_entropy(logits, targets, ignore_index=None):
     """
     a, safe_t, w = cross_entropy_rows(logits, targets, ignore_index)
     rows = xp.arange(a.shape[0])
-    shifted = a - a.max(axis=1, keepdims=True)           # (N, V) subtracting the max changes nothing but overflow
-    log_p = shifted - xp.log(xp.exp(shifted).sum(axis=1, keepdims=True))   # (N, V) log softmax
+    log_p = _log_softmax(a, axis=1)                      # (N, V)
     loss = -(log_p[rows, safe_t] * w).sum()
 
     def backward(gy):
@@ -102,11 +105,8 @@ def token_nll(logits, targets):
     ``logits`` is an array ``(..., V)``, ``targets`` integers ``(...)``; the result has the
     targets' shape. \ln \mathrm{softmax}(z)_v = z_v - m - \ln \sum_u e^{z_u - m} with m = \max_u z_u.
     """
-    z = logits.astype("float64")
-    z = z - z.max(axis=-1, keepdims=True)
-    lse = xp.log(xp.exp(z).sum(axis=-1, keepdims=True))
-    picked = xp.take_along_axis(z, targets[..., None], axis=-1)
-    return (lse - picked)[..., 0]
+    log_p = _log_softmax(logits.astype("float64"), axis=-1)             # (..., V)
+    return -xp.take_along_axis(log_p, targets[..., None], axis=-1)[..., 0]
 
 
 def layer_norm(x, weight, bias, eps=1e-5):
