@@ -26,11 +26,9 @@ A length the model refuses (a learned table asked for a position past
 ``max_len`` raises ``ValueError``) is recorded as NaN with the model's message
 in ``reasons``: a refusal is a result, not a crash.
 
-Benchmark: ``passkey_grid(model, [64, 96, 128, 256, 512], n_trials=8)`` (5
-default depths) plus ``extrapolation_curve(model, stdlib_corpus(1_000_000),
-64)`` (1x..8x, 2 batches of 8) for a RoPE TinyGPT with vocab 256, d_model 64,
-2 layers, 4 heads, train_len 64, NumPy on 2 CPU cores: 0.9 s on idle cores,
-5.4 s (median of 5) with the cores shared at load 3. The target is a minute.
+Cost: a passkey grid over five lengths and an extrapolation curve to 8x, on a
+chapter-sized model, should take well under a minute on two CPU cores; the
+calls and what they took are in ``bench_results/cpu_2026-11-30_measures/``.
 """
 import contextlib
 import math

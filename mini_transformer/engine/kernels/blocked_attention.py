@@ -62,22 +62,11 @@ BLOCKED_FROM = 256    # the fast set runs this kernel when T_k is at least this
 def attention(q, k, v, bias=None, mask=None, scale=None, return_weights=False, sinks=None):
     r"""The fast set's attention: in blocks of keys (this file) from ``BLOCKED_FROM`` keys on, else whole.
 
-    How the two constants were chosen (2-core machine, float32, B = 4, H = 4, d_head = 32, causal): one
-    forward and backward of attention alone took, whole against blocked, 0.53 / 0.72 ms at T = 64, 1.4 / 1.9
-    at 128, 6.6 / 8.5 at 256, 15 / 16 at 384 and 30 / 26 at 512: the whole kernel runs on two threads and
-    wins while P is small, so the blocks start at 512 keys. One step of the bench's ``long`` config
-    (T = 512) took 95 to 103 ms with blocks of 64, 128 or 256 keys, within the noise of one another, and
-    peaked at 70.7, 71.6 and 79.6 MB; 128 keeps most of the memory saved at no cost in time (the whole
-    kernel: 110 to 130 ms, 98.4 MB).
-
-    Then the tiles learned to skip the queries that see none of their keys (``_tiles``), and the blocks
-    paid from fewer keys. Whole training steps of the ``long`` config at other lengths, taking turns
-    (``bench_results/cpu_2026-12-03_after/ab.py``, ``ab_blocked_from.txt``; the median of the per-turn ratios, with
-    its 95 % interval): the whole kernel took 1.14 [1.06, 1.32] times the blocked one's time at T = 256 and
-    1.15 [1.13, 1.16] at 384; at 192, blocks of 128 took 0.98 [0.95, 1.01] of the whole kernel's time, a tie
-    (blocks of 64: 0.93 [0.89, 0.96]); on ``larger`` (T = 128) blocks of 64 or 32 took 1.16 and 1.19 times as
-    long. So the blocks start at 256 keys. At T = 512 blocks of 128 keys still win: 64 took 1.06
-    [1.00, 1.10] and 256 took 1.06 [1.02, 1.09] times as long (``ab_blocked_long.txt``).
+    The rule: while P is small the whole-matrix kernel, which spreads its rows over the kernel threads, is the
+    faster one; from ``BLOCKED_FROM`` (256) keys on the blocks of ``BLOCK`` (128) keys win, since each tile runs
+    only the queries that see one of its keys and the scores held are T x block instead of T^2.
+    ``return_weights=True`` always takes the whole kernel, the only one that has P whole. The paired trials
+    that chose both constants, and the command that ran them, are in ``bench_results/cpu_2026-12-03_after/``.
     """
     if k.shape[-2] >= BLOCKED_FROM and not return_weights:
         return scaled_dot_product_attention(q, k, v, bias, mask, scale, sinks=sinks)

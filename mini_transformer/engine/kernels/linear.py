@@ -5,9 +5,8 @@ The reference writes y = x W + b as ``x @ W + b``: the product makes one
 broadcast add over short rows. Here the bias is added into the product's own
 array. In the backward the bias gradient, a sum over the rows, is a
 vector-matrix product with a vector of ones, which BLAS does in a fraction of
-the time of ``sum(axis=0)``. Measured in whole training steps, taking turns
-with the reference's ``functional.linear``: 1.6 % faster on the bench's
-*workbook* model, a tie on *larger* (``bench_results/cpu_2026-12-03_after/``).
+the time of ``sum(axis=0)``. Whole training steps against the reference's
+``functional.linear``, taking turns, are in ``bench_results/cpu_2026-12-03_after/``.
 
 Backward: gx = gy W^\top,  gW = x^\top gy,  gb = \mathbf{1}^\top gy.
 """
