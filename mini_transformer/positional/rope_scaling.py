@@ -23,6 +23,7 @@ ntk_by_parts    keep fast pairs, divide slow pairs by $s$, ramp in between (YaRN
 yarn            ntk_by_parts, plus the attention factor $0.1\ln s + 1$
 longrope        $\theta_i / \lambda_i$ with searched per-pair factors $\lambda_i$
 llama3          by parts again, but the bands are set by wavelength (Llama 3.1)
+proportional    the first pairs keep $\theta_i$ over the full head, the rest stop (Gemma 4)
 ==============  ================================================================
 
 The second value returned, ``attention_factor``, multiplies cos and sin, so it scales both q
@@ -39,7 +40,7 @@ from typing import NamedTuple
 from ..engine.backend import asarray, to_numpy, xp
 from ..engine.validate import check_int
 
-ROPE_TYPES = ("default", "linear", "ntk", "dynamic", "ntk_by_parts", "yarn", "longrope", "llama3")
+ROPE_TYPES = ("default", "linear", "ntk", "dynamic", "ntk_by_parts", "yarn", "longrope", "llama3", "proportional")
 
 # Every key a published rope_scaling block uses for the methods above. Others draw a warning.
 KNOWN_KEYS = frozenset({
@@ -323,6 +324,26 @@ def _llama3(d, base, cfg):
     return xp.where(lam < train_len / high, theta, xp.where(lam > train_len / low, theta / s, blended))
 
 
+def proportional_inv_freq(head_dim, base, partial_rotary_factor=1.0, factor=1.0):
+    r"""Proportional RoPE (p-RoPE, Barbero et al. 2024; Gemma 4): $d/2$ frequencies, the slowest ones zero.
+
+    The first $n = \lfloor p\,d / 2 \rfloor$ pairs keep $\theta_i = \text{base}^{-2i/d}$ with $d$ the FULL
+    head width, the other $d/2 - n$ pairs turn at frequency 0 (they carry content, no position), and
+    ``factor`` divides every one. NeoX partial rotary is not this: it turns the first $p\,d$ channels
+    with $\text{base}^{-2i/(p d)}$, so pair 1 there is pair $1/p$ here. $n$ is computed as Hugging
+    Face's ``_compute_proportional_rope_parameters`` does, ``int(p * d // 2)``, rounding included.
+    """
+    _check_even(head_dim)
+    p = partial_rotary_factor
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p <= 1:
+        raise ValueError(f"partial_rotary_factor is {partial_rotary_factor!r}; proportional RoPE keeps that "
+                         "fraction of the pairs turning, so it must lie in [0, 1].")
+    n_rotated = int(partial_rotary_factor * head_dim // 2)
+    theta = thetas(head_dim, base)                                             # (d/2,) over the full width
+    keep = xp.arange(head_dim // 2) < n_rotated                                # (d/2,) True for the turning pairs
+    return xp.where(keep, theta, 0.0) / _check_factor(factor)
+
+
 # ---------------------------------------------------------------------------
 # The entry point
 # ---------------------------------------------------------------------------
@@ -345,11 +366,18 @@ def rope_inv_freq(head_dim, rope_theta=10000.0, rope_scaling=None, seq_len=None,
     Where ``yarn``'s dict has no ``original_max_position_embeddings`` we fall back to
     ``max_position_embeddings``, as transformers does (some other frameworks use
     ``max_position_embeddings / factor``; the two differ, so give the key when you can).
+
+    ``proportional`` is the exception to the length: it returns ``head_dim // 2`` frequencies, the
+    pairs past ``partial_rotary_factor`` of them at 0 (``proportional_inv_freq``).
     """
-    d = _rotary_dim(head_dim, partial_rotary_factor)
     check_rope_theta(rope_theta)
     cfg = _read_rope_scaling(rope_scaling)
     rope_type = cfg["_type"]
+    if rope_type == "proportional":
+        check_int("head_dim", head_dim, minimum=1)
+        factor = _number(cfg, "factor", 1.0)
+        return proportional_inv_freq(head_dim, rope_theta, partial_rotary_factor, factor), 1.0
+    d = _rotary_dim(head_dim, partial_rotary_factor)
     if rope_type == "default":
         return thetas(d, rope_theta), 1.0
     if rope_type == "linear":

@@ -89,6 +89,10 @@ HAND_CASES = {
         dict(rope_scaling={"rope_type": "llama3", "factor": 2.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                                "original_max_position_embeddings": 1000}),
         [1.0, 0.1, 0.005 * (1 + LLAMA3_G), 0.0005], 1.0),
+    # int(0.5 * 8 // 2) = 2 pairs keep 10^(-i) over the full width 8, the other 2 stop; the factor halves all
+    "proportional": (
+        dict(rope_scaling={"rope_type": "proportional", "factor": 2.0}, partial_rotary_factor=0.5),
+        [0.5, 0.05, 0.0, 0.0], 1.0),
 }
 
 
