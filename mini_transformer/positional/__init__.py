@@ -15,6 +15,7 @@ name                where position enters  file
 ``alibi``           scores                 ``alibi.py``
 ``relative_2d``     scores (2-D window)    ``relative_2d.py``
 ``decoupled_rope``  scores (rotary part)   ``decoupled_rope.py``
+``temperature``     scores (q scaled)      ``temperature.py``
 ==================  =====================  ===========================================
 """
 from .alibi import ALiBi, alibi_bias, alibi_slopes  # noqa: F401
@@ -28,6 +29,7 @@ from .rope import (RoPE, RotaryEmbedding, apply_rotary, apply_rotary_complex, ro
 from .shaw import ShawRelativePosition, clipped_distance_index  # noqa: F401
 from .sinusoidal import SinusoidalPositionalEncoding, sinusoidal_positional_encoding, sinusoidal_table  # noqa: F401
 from .t5 import RelativePositionBias, relative_position_bucket  # noqa: F401
+from .temperature import NoPETemperature, llama4_attention_scales  # noqa: F401
 from .transformer_xl import TransformerXLRelative
 
 SCHEMES = {
@@ -41,6 +43,7 @@ SCHEMES = {
     "alibi": ALiBi,
     "relative_2d": RelativePositionBias2D,
     "decoupled_rope": DecoupledRoPE,
+    "temperature": NoPETemperature,
 }
 
 

@@ -10,7 +10,7 @@ from mini_transformer.positional.base import PositionalScheme
 # a value of the right type, different from the default, for every declared setting
 OTHER_VALUE = {"shaw_k": 3, "shaw_values": False, "mem_len": 5, "num_buckets": 8, "max_distance": 64,
                "bidirectional": True, "rope_interleaved": True, "partial_rotary_factor": 0.5, "window_size": 4,
-               "d_rope": 2}
+               "d_rope": 2, "floor_scale": 16, "attn_scale": 0.5}
 
 
 def config(positional, **extra):

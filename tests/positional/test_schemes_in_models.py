@@ -23,6 +23,7 @@ EXTRA = {
     "relative_2d": {"window_size": 4},
     "transformer_xl": {"mem_len": 4},
     "decoupled_rope": {"d_rope": 4},
+    "temperature": {"floor_scale": 2, "attn_scale": 0.5},   # tau steps at positions 1, 3, 5, ...
 }
 VARIANTS = [(name, EXTRA.get(name, {})) for name in SCHEMES] + [
     ("rope", {"rope_interleaved": True, "partial_rotary_factor": 0.5}),
