@@ -15,13 +15,17 @@ name                where position enters  file
 ``alibi``           scores                 ``alibi.py``
 ``relative_2d``     scores (2-D window)    ``relative_2d.py``
 ``decoupled_rope``  scores (rotary part)   ``decoupled_rope.py``
+``mrope``           q and k rotated (3-D)  ``mrope.py``
+``fire``            scores (learned f)     ``fire.py``
 ``temperature``     scores (q scaled)      ``temperature.py``
 ==================  =====================  ===========================================
 """
 from .alibi import ALiBi, alibi_bias, alibi_slopes  # noqa: F401
 from .base import PositionalScheme  # noqa: F401
 from .decoupled_rope import DecoupledRoPE
+from .fire import FIRE
 from .learned import LearnedPositionalEmbedding
+from .mrope import MRoPE, mrope_cos_sin, mrope_position_ids  # noqa: F401
 from .none import NoPositionalEncoding
 from .relative_2d import RelativePositionBias2D, relative_2d_index  # noqa: F401
 from .rope import (RoPE, RotaryEmbedding, apply_rotary, apply_rotary_complex, rope_channel_permutation,  # noqa: F401
@@ -43,6 +47,8 @@ SCHEMES = {
     "alibi": ALiBi,
     "relative_2d": RelativePositionBias2D,
     "decoupled_rope": DecoupledRoPE,
+    "mrope": MRoPE,
+    "fire": FIRE,
     "temperature": NoPETemperature,
 }
 

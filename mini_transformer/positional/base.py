@@ -25,7 +25,9 @@ evicting window gets the right positions without special cases.
 integer ``offset``. A scheme whose hooks take these sets ``per_row_positions =
 True`` in its own class body; the flag is not inherited (``takes_row_positions``),
 so a subclass that overrides a hook for 1-D positions only is refused by the
-model with a sentence instead of computing nonsense.
+model with a sentence instead of computing nonsense. A scheme with
+``position_axes = 3`` (M-RoPE) also takes ids ``(3, B, T)``, one row per axis,
+and then gets ``q_pos`` ``(3, B, T_q)`` and ``k_pos`` ``(3, B, T_k)``.
 
 A scheme is one object per model, shared by all layers, so it can keep state
 that spans layers (one bias table for the whole stack) or per-layer state
@@ -87,6 +89,10 @@ class PositionalScheme(Module):
     rerotate_keys = False
     #: True (in the class's own body) if every hook also takes per-row positions (B, T); see the docstring
     per_row_positions = False
+    #: position ids per token: 1, or 3 for M-RoPE's (time, height, width), whose rows arrive as (3, B, T)
+    position_axes = 1
+    #: True if the scheme only has a causal form, so ``TinyEncoder`` refuses it (FIRE)
+    causal_only = False
 
     @classmethod
     def takes_row_positions(cls):

@@ -298,7 +298,8 @@ def test_the_crash_helpers_really_crash_inside_the_write(tmp_path, monkeypatch):
 CHANGED = {"shaw_k": 3, "shaw_values": False, "mem_len": 5, "num_buckets": 8, "max_distance": 64,
            "bidirectional": True, "rope_interleaved": True, "partial_rotary_factor": 0.5, "window_size": 4,
            "d_rope": 4, "rope_base": 500.0, "sinusoidal_base": 100.0, "max_len": 12,
-           "rope_scaling": {"rope_type": "linear", "factor": 2.0}}
+           "rope_scaling": {"rope_type": "linear", "factor": 2.0}, "mrope_section_t": 0, "mrope_section_h": 0,
+           "mrope_interleaved": True, "fire_width": 16, "fire_L": 4.0}
 FIELDS = {f.name for f in dataclasses.fields(GPTConfig)}
 BINDINGS = [(name, key) for name, cls in SCHEMES.items() for key in cls.declared()]
 

@@ -10,7 +10,8 @@ from mini_transformer.positional.base import PositionalScheme
 # a value of the right type, different from the default, for every declared setting
 OTHER_VALUE = {"shaw_k": 3, "shaw_values": False, "mem_len": 5, "num_buckets": 8, "max_distance": 64,
                "bidirectional": True, "rope_interleaved": True, "partial_rotary_factor": 0.5, "window_size": 4,
-               "d_rope": 2, "floor_scale": 16, "attn_scale": 0.5}
+               "d_rope": 2, "floor_scale": 16, "attn_scale": 0.5, "mrope_section_t": 0, "mrope_section_h": 0,
+               "mrope_interleaved": True, "fire_width": 16, "fire_L": 4.0}
 
 
 def config(positional, **extra):
