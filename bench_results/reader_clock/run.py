@@ -14,8 +14,8 @@ whatever thread settings their machine has: none. So this script
    held, killed after each chapter).
 
 It writes ``<label>.md`` (chapter, seconds quiet, seconds busy, under 25 s?) and ``<label>.json``
-(the commit, the date, the machine: nproc and load average at the start and before every run, and
-the command). The chapter processes are never niced: a reader's are not.
+(the commit, the date, the machine: nproc and load average at the start and before every run, each
+run's three slowest cells, and the command). The chapter processes are never niced: a reader's are not.
 
     python bench_results/reader_clock/run.py --label before
     python bench_results/reader_clock/run.py --label after --busy-slowest 5   # busy only for the 5 slowest
@@ -70,7 +70,22 @@ def run_chapter(clone, chapter, env, timeout):
         ok, tail = out.returncode == 0, out.stderr[-1500:]
     except subprocess.TimeoutExpired:
         ok, tail = False, f"killed after {timeout} s"
-    return time.monotonic() - start, ok, tail
+    return time.monotonic() - start, ok, tail, slowest_cells(notebook.with_name(f"{chapter}.executed.ipynb"))
+
+
+def slowest_cells(executed, n=3):
+    """The ``n`` slowest code cells of an executed notebook (nbclient's timestamps): where a chapter's time goes."""
+    if not executed.is_file():
+        return []
+    cells = []
+    for i, c in enumerate(json.loads(executed.read_text())["cells"]):
+        t = c.get("metadata", {}).get("execution", {})
+        if c["cell_type"] == "code" and "iopub.execute_input" in t and "shell.execute_reply" in t:
+            seconds = (datetime.datetime.fromisoformat(t["shell.execute_reply"].replace("Z", "+00:00"))
+                       - datetime.datetime.fromisoformat(t["iopub.execute_input"].replace("Z", "+00:00")))
+            first = next((line for line in "".join(c["source"]).splitlines() if line.strip()), "")
+            cells.append({"cell": i, "seconds": round(seconds.total_seconds(), 1), "first_line": first[:80]})
+    return sorted(cells, key=lambda c: -c["seconds"])[:n]
 
 
 def timed(clone, chapter, env, timeout, busy):
@@ -80,12 +95,12 @@ def timed(clone, chapter, env, timeout, busy):
     try:
         if spinner:
             time.sleep(0.5)   # let the spinner take its core before the chapter starts
-        seconds, ok, tail = run_chapter(clone, chapter, env, timeout)
+        seconds, ok, tail, cells = run_chapter(clone, chapter, env, timeout)
     finally:
         if spinner:
             spinner.kill()
             spinner.wait()
-    return {"seconds": round(seconds, 1), "ok": ok, "load_before": [round(x, 2) for x in load],
+    return {"seconds": round(seconds, 1), "ok": ok, "load_before": [round(x, 2) for x in load], "slowest_cells": cells,
             **({} if ok else {"error_tail": tail})}
 
 
