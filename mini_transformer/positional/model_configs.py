@@ -291,8 +291,11 @@ MODELS = {
                   "int((i + 1) % 4 != 0): 1 turns, 0 is a NoPE layer.",
         "notes": "Every fourth layer (3, 7, ..., 47) has no RoPE and scales its queries by "
                  "1 + 0.1 log(floor((pos + 1) / 8192) + 1) (positional.temperature). The llama3 rope_scaling "
-                 "block of the released config could not be read from a copy that could be checked, so it is "
-                 "named under absent and the RoPE layers here are unscaled.",
+                 "block is named under absent because its copies disagree: AI-Hypercomputer/torchprime "
+                 "torchprime/torch_xla_models/configs/model/llama-4-text-only-dummy.yaml, 'modelled by a scaled "
+                 "down version of' this config.json, gives factor 16, high_freq_factor 1, low_freq_factor 1; a "
+                 "printed Llama4Config of the same name seen in a public note gives factor 8, high 4, low 1. "
+                 "The RoPE layers here are unscaled.",
     },
     "GPT-OSS-20B": {
         "mechanism": "per_layer_rope",
@@ -321,12 +324,16 @@ MODELS = {
         "rope_theta": 1000000.0,
         "max_position_embeddings": 128000,
         "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]},
-        "source": "Qwen/Qwen2.5-VL-7B-Instruct config.json (hidden_size 3584, num_attention_heads 28, so "
-                  "head_dim 128; num_hidden_layers 28; rope_theta 1000000.0; max_position_embeddings 128000; "
-                  "rope_scaling {type mrope, mrope_section [16, 24, 24]}), the values the Qwen2-VL paper's "
-                  "M-RoPE uses; transformers reads type mrope as default frequencies.",
+        "source": "Qwen/Qwen2.5-VL-7B-Instruct config.json as copied in NVIDIA/TensorRT-LLM "
+                  "tests/unittest/_torch/modeling/test_modeling_qwen2_5vl.py, QWEN2_5_VL_7B_CONFIG (hidden_size "
+                  "3584, num_attention_heads 28, so head_dim 128; max_position_embeddings 128000; rope_theta "
+                  "1000000.0; rope_scaling {type mrope, mrope_section [16, 24, 24]}; num_hidden_layers cut to 2 "
+                  "there, its comment giving 28 for the full model); mrope_section [16, 24, 24] again in "
+                  "QwenLM/Qwen2.5-VL README.md, 'Processing Long Texts'. transformers reads type mrope as "
+                  "default frequencies.",
         "notes": "The 64 pairs are split 16 / 24 / 24 among the time, height and width position ids "
-                 "(positional.mrope). Not fetched from the model repository itself.",
+                 "(positional.mrope). The same README says the shipped config.json 'is set for context length "
+                 "up to 32,768 tokens': 128000 is the config's field, 32,768 the length Qwen vouches for.",
     },
     "Qwen3-VL-8B": {
         "mechanism": "mrope",
@@ -334,14 +341,21 @@ MODELS = {
         "head_dim": 128,
         "rope_theta": 5000000.0,
         "max_position_embeddings": 262144,
-        "rope_scaling": {"rope_type": "default", "mrope_section": [24, 20, 20], "mrope_interleaved": True},
-        "source": "Qwen/Qwen3-VL-8B-Instruct config.json text_config (head_dim 128, num_hidden_layers 36, "
-                  "rope_theta 5000000, max_position_embeddings 262144, rope_scaling {rope_type default, "
-                  "mrope_section [24, 20, 20], mrope_interleaved true}); transformers 5.18 Qwen3VLTextConfig "
-                  "ignores mrope_section and mrope_interleaved when it validates RoPE, and its default_theta "
-                  "is 5e5, so the base must come from the config.",
+        "rope_scaling": {"mrope_section": [24, 20, 20], "mrope_interleaved": True},
+        "absent": ["rope_scaling.rope_type"],
+        "source": "Qwen/Qwen3-VL-8B-Instruct as loaded by pytorch/torchtitan "
+                  "torchtitan/experiments/qwen3_vl/__init__.py, qwen3_vl_configs['8B'] (n_layers 36, head_dim "
+                  "128, RoPE theta 5000000.0, mrope_section [24, 20, 20]; config_registry.py points it at "
+                  "Qwen3-VL-8B-Instruct); NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/models/qwen_vl/"
+                  "qwen3_vl_provider.py (rotary_base 5000000.0 'from HuggingFace config', mrope_section "
+                  "[24, 20, 20], citing the 8B config.json); QwenLM/Qwen3-VL README.md, 'Processing Long Texts' "
+                  "('The current config.json is set for context length up to 256K tokens'; its rope_scaling "
+                  "carries mrope_section [24, 20, 20] and mrope_interleaved true, original length 262144).",
         "notes": "Interleaved M-RoPE: the time, height and width ids take turns across the frequencies "
-                 "instead of holding three blocks. Not fetched from the model repository itself.",
+                 "instead of holding three blocks. rope_type is left out: no copy tied to the 8B model shows "
+                 "it; read without one, rope_scaling gives the default frequencies (in transformers and here). "
+                 "transformers 5.18's Qwen3VLTextConfig has default_theta 5e5, so the base must come from "
+                 "the config.",
     },
     "Kimi-K3": {
         "mechanism": "nope",
