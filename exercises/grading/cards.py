@@ -31,6 +31,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from exercises.grading.errors import CommandError
 from exercises.grading.paths import CHAPTERS, ROOT
 
 CARDS = CHAPTERS / "cards"
@@ -232,12 +233,12 @@ def main(count=None, chapter=None, seed=None, every=False, list_only=False):
     try:
         cards = load()
     except CardError as e:
-        raise SystemExit(f"The interview cards do not parse: {e}") from None
+        raise CommandError(f"The interview cards do not parse: {e}") from None
     chosen = select(cards, chapter)
     if not chosen:
         decks = sorted({c.deck for c in cards} | {n for c in cards for n in c.chapters})
         asked = chapter if isinstance(chapter, int) else " or ".join(map(str, chapter))
-        raise SystemExit(f"No card points at chapter {asked}; chapters with cards: "
+        raise CommandError(f"No card points at chapter {asked}; chapters with cards: "
                          f"{', '.join(map(str, decks))}.")
     if list_only:
         print(listing(chosen))

@@ -23,12 +23,12 @@ import importlib.util
 import json
 import os
 import re
-import sys
 import time
 from pathlib import Path
 
 from mini_transformer.model.checkpoint import atomic_write
 from exercises.grading.drill_target import Drill
+from exercises.grading.errors import CommandError
 from exercises.grading.generate import TORCH_MARKER, drill_text, torch_drill_text
 from exercises.grading.grader import DEFAULT_TIMEOUT, format_results, grade_file
 from exercises.grading.paths import ROOT
@@ -79,10 +79,9 @@ def torch_available():
 
 
 def need_torch():
-    r"""Print how to install PyTorch and stop with exit code 2 when it is not installed."""
+    r"""Refuse, saying how to install PyTorch, with exit code 2 when it is not installed."""
     if not torch_available():
-        print(INSTALL_TORCH, file=sys.stderr)
-        raise SystemExit(2)
+        raise CommandError(INSTALL_TORCH, code=2)
 
 
 def language_of(path):
@@ -132,7 +131,7 @@ def load_history(path):
     try:
         return json.loads(path.read_text())["attempts"]
     except (ValueError, KeyError) as e:
-        raise SystemExit(f"The drill history {path} is not valid JSON ({e}); move it aside and try again.")
+        raise CommandError(f"The drill history {path} is not valid JSON ({e}); move it aside and try again.")
 
 
 def _runs(history, name, language):
@@ -148,7 +147,7 @@ def best_time(history, name, language="numpy"):
 def _get(name):
     found = drills()
     if name not in found:
-        raise SystemExit(f"There is no drill called {name!r}. The drills are: {', '.join(found)}.")
+        raise CommandError(f"There is no drill called {name!r}. The drills are: {', '.join(found)}.")
     return found[name]
 
 
@@ -191,7 +190,7 @@ def grade(name, attempts=None, history=None, timeout=DEFAULT_TIMEOUT, language="
     stem = _stem(name, language)
     path = folder / f"{stem}.py"
     if not path.exists():
-        raise SystemExit(f"No attempt at {path}. Start one with: python -m exercises drill {name}{_flag(language)}")
+        raise CommandError(f"No attempt at {path}. Start one with: python -m exercises drill {name}{_flag(language)}")
     if language_of(path) == "torch":  # a PyTorch blank, whichever name it has
         language = "torch"
         need_torch()
@@ -266,7 +265,7 @@ def plot_history(name, history=None, out=None, attempts=None, language="numpy"):
     drill = _get(name)
     runs = _runs(load_history(history_path(history)), name, language)
     if not runs:
-        raise SystemExit(f"No recorded attempts at '{name}'{_in(language)} in {history_path(history)} yet.")
+        raise CommandError(f"No recorded attempts at '{name}'{_in(language)} in {history_path(history)} yet.")
     out = Path(out) if out else attempts_dir(attempts) / f"{_stem(name, language)}_history.png"
     out.parent.mkdir(parents=True, exist_ok=True)
     fig = history_figure(drill, runs, language)

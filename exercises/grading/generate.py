@@ -21,6 +21,7 @@ import re
 import textwrap
 
 from exercises.grading import stored
+from exercises.grading.errors import CommandError
 from exercises.grading.paths import EXERCISES, SOLUTIONS
 
 _BEGIN = re.compile(r"^(?P<indent>[ \t]*)# BEGIN SOLUTION(?: (?P<label>\S.*?))?[ \t]*$")
@@ -278,7 +279,7 @@ def generate(force=False, check=False):
     Returns a list of sentences describing what was done or what is wrong.
     """
     if not SOLUTIONS.is_dir():
-        raise SystemExit("There is no solutions/ folder here (a student copy has none), so there is nothing to "
+        raise CommandError("There is no solutions/ folder here (a student copy has none), so there is nothing to "
                          "generate exercises/ from.")
     report = []
     for name in exercise_modules():
@@ -300,7 +301,7 @@ def drill_text(module, names, title, minutes):
     if not (SOLUTIONS / f"{module}.py").is_file():
         text = ((stored.read(module) or {}).get("drill") or {}).get("text")
         if text is None:
-            raise SystemExit(f"No solutions/{module}.py and no stored blank file for the drill {title!r}.")
+            raise CommandError(f"No solutions/{module}.py and no stored blank file for the drill {title!r}.")
         return text
     src = stub_source(_solution_text(module), f"solutions/{module}.py")
     tree, lines = ast.parse(src), src.splitlines(keepends=True)

@@ -48,6 +48,7 @@ import sys
 import time
 from pathlib import Path
 
+from exercises.grading.errors import CommandError
 from exercises.grading.grader import DEFAULT_TIMEOUT
 from exercises.grading.paths import ROOT
 from mini_transformer.model.checkpoint import atomic_write
@@ -151,12 +152,12 @@ def bundle(out_dir, modules, timeout=DEFAULT_TIMEOUT, visibility="visible", poin
     from exercises.grading.release import tracked_files
     table = pts.load(points, modules)  # the chapters' stars are read here: the bundle has no chapters
     if visibility not in VISIBILITIES:
-        raise SystemExit(f"visibility {visibility!r} is not one of Gradescope's: {', '.join(VISIBILITIES)}.")
+        raise CommandError(f"visibility {visibility!r} is not one of Gradescope's: {', '.join(VISIBILITIES)}.")
     out = Path(out_dir).resolve()
     if out.exists() and any(out.iterdir()):
-        raise SystemExit(f"{out} is not empty; give a new folder for the autograder bundle.")
+        raise CommandError(f"{out} is not empty; give a new folder for the autograder bundle.")
     if out == ROOT or ROOT in out.parents:
-        raise SystemExit(f"{out} is inside the workbook; write the bundle elsewhere (it holds solutions/).")
+        raise CommandError(f"{out} is inside the workbook; write the bundle elsewhere (it holds solutions/).")
     for rel in tracked_files():
         if (rel.startswith(BUNDLED) or rel in BUNDLED) and not rel.startswith(LEFT_OUT):
             dst = out / "workbook" / rel
@@ -194,13 +195,13 @@ def run_as(user):
     import pwd
     from exercises.grading import grader
     if os.geteuid() != 0:
-        raise SystemExit(f"--run-as {user}: only root can run code as another user; this runs as uid {os.geteuid()}.")
+        raise CommandError(f"--run-as {user}: only root can run code as another user; this runs as uid {os.geteuid()}.")
     try:
         entry = pwd.getpwnam(user)
     except KeyError:
-        raise SystemExit(f"--run-as {user}: no such user; create it (useradd --system {user}) first.") from None
+        raise CommandError(f"--run-as {user}: no such user; create it (useradd --system {user}) first.") from None
     if entry.pw_uid == 0:
-        raise SystemExit(f"--run-as {user}: that user is root; give an unprivileged one.")
+        raise CommandError(f"--run-as {user}: that user is root; give an unprivileged one.")
     lock_down()
     grader.RUN_AS = (entry.pw_uid, entry.pw_gid)
 
@@ -217,10 +218,14 @@ def main(argv=None):
     p.add_argument("--level", default="formative", choices=("formative", "summative"))
     p.add_argument("--run-as", default=None, help="run the student's code as this unprivileged user (needs root)")
     args = p.parse_args(argv)
-    if args.run_as:
-        run_as(args.run_as)
-    data = grade_submission(args.submission, args.results, args.module, args.timeout, args.visibility,
-                            args.points, args.level)
+    try:
+        if args.run_as:
+            run_as(args.run_as)
+        data = grade_submission(args.submission, args.results, args.module, args.timeout, args.visibility,
+                                args.points, args.level)
+    except CommandError as e:  # its own command line, as cli.main does: the sentence, not a traceback
+        print(e, file=sys.stderr)
+        return e.code
     print(data["output"])
     for t in data["tests"]:
         print(f"{t['name']:<48} {t['score']:g} / {t['max_score']:g}")

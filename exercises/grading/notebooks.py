@@ -31,6 +31,7 @@ import subprocess
 import unittest.mock
 from pathlib import Path
 
+from exercises.grading.errors import CommandError
 from exercises.grading.paths import CHAPTERS, ROOT
 
 EXPECTED = CHAPTERS / "expected_outputs"
@@ -50,7 +51,7 @@ def chapter_path(name):
     for candidate in (p, ROOT / p, CHAPTERS / p.name, CHAPTERS / f"{p.name}.py"):
         if candidate.suffix == ".py" and candidate.is_file():
             return candidate.resolve()
-    raise SystemExit(f"No chapter {name!r}; the chapters are: {', '.join(chapter_names())}.")
+    raise CommandError(f"No chapter {name!r}; the chapters are: {', '.join(chapter_names())}.")
 
 
 def expected_path(name):

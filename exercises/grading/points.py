@@ -22,6 +22,7 @@ import json
 from pathlib import Path
 
 from mini_transformer.model.checkpoint import atomic_write
+from exercises.grading.errors import CommandError
 
 
 def stars_by_number():
@@ -55,23 +56,23 @@ def load(path, modules):
     try:
         given = json.loads(Path(path).read_text())
     except (OSError, ValueError) as e:
-        raise SystemExit(f"--points {path}: cannot read it as JSON ({type(e).__name__}: {e}).") from None
+        raise CommandError(f"--points {path}: cannot read it as JSON ({type(e).__name__}: {e}).") from None
     if not isinstance(given, dict):
-        raise SystemExit(f"--points {path}: expected an object of modules, got {type(given).__name__}.")
+        raise CommandError(f"--points {path}: expected an object of modules, got {type(given).__name__}.")
     for m, numbers in given.items():
         if m not in table:
             continue  # a table for the whole course serves every session's gradebook
         if not isinstance(numbers, dict):
-            raise SystemExit(f"--points {path}: {m!r} must map exercise numbers to points, got {numbers!r}.")
+            raise CommandError(f"--points {path}: {m!r} must map exercise numbers to points, got {numbers!r}.")
         for number, value in numbers.items():
             if number not in table[m]:
-                raise SystemExit(f"--points {path}: {m} has no exercise {number!r}; its exercises are "
+                raise CommandError(f"--points {path}: {m} has no exercise {number!r}; its exercises are "
                                  f"{', '.join(table[m])}.")
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1000:
-                raise SystemExit(f"--points {path}: {m} exercise {number} is worth {value!r}; give a number "
+                raise CommandError(f"--points {path}: {m} exercise {number} is worth {value!r}; give a number "
                                  "from 0 to 1000.")
             if round(value, 2) != value:  # the gradebook keeps 0.01 of a point: more would be cut silently
-                raise SystemExit(f"--points {path}: {m} exercise {number} is worth {value!r}; give at most two "
+                raise CommandError(f"--points {path}: {m} exercise {number} is worth {value!r}; give at most two "
                                  "decimal places (points are kept to 0.01).")
             table[m][number] = value
     return table

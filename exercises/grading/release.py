@@ -41,6 +41,7 @@ from pathlib import Path
 
 from exercises.grading import notebooks
 from mini_transformer.model.checkpoint import atomic_write
+from exercises.grading.errors import CommandError
 from exercises.grading.paths import ROOT, SHIPPED, is_answer_import
 
 
@@ -78,10 +79,10 @@ def notebooks_for(names, out_dir):
     half-written release behind.
     """
     names = notebooks.chapter_names() if names is None else list(names)
-    stems = [notebooks.chapter_path(n).stem for n in names]  # SystemExit naming the chapters on a bad name
+    stems = [notebooks.chapter_path(n).stem for n in names]  # CommandError naming the chapters on a bad name
     repeated = sorted({s for s in stems if stems.count(s) > 1})
     if repeated:
-        raise SystemExit(f"{', '.join(repeated)} is named twice; give each chapter once.")
+        raise CommandError(f"{', '.join(repeated)} is named twice; give each chapter once.")
     return [notebook(stem, out_dir) for stem in stems]
 
 
@@ -145,15 +146,15 @@ def repository(out_dir):
     from exercises.grading.knowledge import graded_modules
     out = Path(out_dir).resolve()
     if out.exists() and any(out.iterdir()):
-        raise SystemExit(f"{out} is not empty; give a new folder for the student copy.")
+        raise CommandError(f"{out} is not empty; give a new folder for the student copy.")
     if out == ROOT or ROOT in out.parents and not _ignored(out):
-        raise SystemExit(f"{out} is inside the workbook and not ignored by git; write the copy elsewhere "
+        raise CommandError(f"{out} is inside the workbook and not ignored by git; write the copy elsewhere "
                          "(or under student_release/, which .gitignore lists).")
     for name in notebooks.chapter_names():  # a chapter that imports the reference would die in the copy
         nb = notebooks.for_students(notebooks.read_chapter(name))
         bad = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and answer_imports(c.source)]
         if bad:
-            raise SystemExit(f"chapters/{name}.py imports {answer_imports(nb.cells[bad[0]].source)[0]} in a cell that "
+            raise CommandError(f"chapters/{name}.py imports {answer_imports(nb.cells[bad[0]].source)[0]} in a cell that "
                              f"students keep (cell {bad[0]} of the student notebook); a student copy has no "
                              "solutions/ and no checks. Load "
                              "exercises with use(...) and anything else from mini_transformer.")
@@ -161,7 +162,7 @@ def repository(out_dir):
     stubs = {f"exercises/{m}.py" for m in exercise_modules()}  # written afresh below
     shipped = [rel for rel in tracked_files() if ships(rel) and rel not in stubs]
     for rel, name in refused_tests(ROOT, shipped):  # it would fail in the copy: say which, write nothing
-        raise SystemExit(f"{rel} imports {name}, which a student copy does not hold; move the test to a folder "
+        raise CommandError(f"{rel} imports {name}, which a student copy does not hold; move the test to a folder "
                          "that does not ship (tests/grading/, say) or make it work without the answers.")
     for rel in shipped:
         src = ROOT / rel

@@ -6,6 +6,7 @@ r"""A student copy's stored knowledge: ``exercises/grading/stored/<module>.npz``
 import os
 
 from exercises.grading import wire
+from exercises.grading.errors import CommandError
 from exercises.grading.paths import STORED
 
 
@@ -21,7 +22,7 @@ def read(module):
     try:
         return wire.loads(path.read_bytes())
     except Exception as e:  # a damaged or foreign file: a sentence, not a traceback
-        raise SystemExit(f"{path} cannot be read ({type(e).__name__}: {e}); rebuild the student copy with "
+        raise CommandError(f"{path} cannot be read ({type(e).__name__}: {e}); rebuild the student copy with "
                          "`python -m exercises release --repo`.") from None
 
 

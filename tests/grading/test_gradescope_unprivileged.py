@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from exercises.grading import gradescope
+from exercises.grading.errors import CommandError
 from exercises.grading.modules.exercise_text import reference_body
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -127,7 +128,7 @@ def test_run_autograder_as_root_runs_student_code_unprivileged(unprivileged):
 
 
 def test_run_as_refuses_root_and_unknown_users(monkeypatch):
-    with pytest.raises(SystemExit, match="that user is root"):
+    with pytest.raises(CommandError, match="that user is root"):
         gradescope.run_as("root")
-    with pytest.raises(SystemExit, match="no such user"):
+    with pytest.raises(CommandError, match="no such user"):
         gradescope.run_as(f"nobody_{uuid.uuid4().hex[:8]}")

@@ -8,6 +8,7 @@ import nbformat
 import pytest
 
 from exercises.grading import generate, knowledge, notebooks, release
+from exercises.grading.errors import CommandError
 
 
 @pytest.mark.parametrize("rel, shipped", [
@@ -78,7 +79,7 @@ def test_notebooks_for_none_means_every_chapter(tmp_path, monkeypatch):
 
 
 def test_notebooks_for_refuses_a_chapter_named_twice_and_writes_nothing(tmp_path):
-    with pytest.raises(SystemExit) as e:
+    with pytest.raises(CommandError) as e:
         release.notebooks_for(["06_rope", "07_alibi", "chapters/06_rope.py"], tmp_path / "out")
     assert str(e.value) == "06_rope is named twice; give each chapter once."
     assert not (tmp_path / "out").exists()
@@ -185,7 +186,7 @@ def test_repository_refuses_a_full_folder_or_one_git_would_list(repo, tmp_path, 
     if where == "root":
         for p in list(repo.iterdir()):  # the workbook's root, emptied, is still the workbook
             subprocess.run(["rm", "-rf", str(p)], check=True)
-    with pytest.raises(SystemExit) as e:
+    with pytest.raises(CommandError) as e:
         release.repository(out)
     assert message in str(e.value)
     assert not (out / "STUDENT_COPY").exists()
@@ -193,7 +194,7 @@ def test_repository_refuses_a_full_folder_or_one_git_would_list(repo, tmp_path, 
 
 def test_repository_refuses_a_shipped_test_that_imports_the_answers(repo, tmp_path):
     (repo / "tests/reader/test_bad.py").write_text("from exercises.grading.modules.alibi import checks\n")
-    with pytest.raises(SystemExit) as e:
+    with pytest.raises(CommandError) as e:
         release.repository(tmp_path / "copy")
     assert str(e.value).startswith("tests/reader/test_bad.py imports exercises.grading.modules.alibi.checks, "
                                    "which a student copy does not hold")
@@ -204,19 +205,19 @@ def test_repository_refuses_a_chapter_cell_that_imports_the_answers(repo, tmp_pa
     bad = tmp_path / "99_bad.py"
     bad.write_text("# %%\nx = 1\n\n# %% tags=[\"answer\"]\nimport solutions\n\n# %%\nfrom solutions.rope import f\n")
     monkeypatch.setattr(notebooks, "chapter_names", lambda: ["06_rope", str(bad)])
-    with pytest.raises(SystemExit) as e:
+    with pytest.raises(CommandError) as e:
         release.repository(tmp_path / "copy")
     assert "imports solutions.rope in a cell that students keep (cell 1 of the student notebook)" in str(e.value)
     assert not (tmp_path / "copy").exists()
 
 
 def test_the_refusals_and_the_marker_read_word_for_word(repo, tmp_path, monkeypatch):
-    with pytest.raises(SystemExit) as e:
+    with pytest.raises(CommandError) as e:
         release.repository(repo / "data" / "copy")
     assert str(e.value) == (f"{repo / 'data' / 'copy'} is inside the workbook and not ignored by git; write the copy "
                             "elsewhere (or under student_release/, which .gitignore lists).")
     (repo / "tests/reader/test_bad.py").write_text("import solutions\n")
-    with pytest.raises(SystemExit) as e:
+    with pytest.raises(CommandError) as e:
         release.repository(tmp_path / "copy")
     assert str(e.value) == ("tests/reader/test_bad.py imports solutions, which a student copy does not hold; move the "
                             "test to a folder that does not ship (tests/grading/, say) or make it work without the answers.")
@@ -224,7 +225,7 @@ def test_the_refusals_and_the_marker_read_word_for_word(repo, tmp_path, monkeypa
     bad = tmp_path / "99_bad.py"
     bad.write_text("# %%\nimport solutions\n")
     monkeypatch.setattr(notebooks, "chapter_names", lambda: [str(bad)])
-    with pytest.raises(SystemExit) as e:
+    with pytest.raises(CommandError) as e:
         release.repository(tmp_path / "copy")
     assert str(e.value) == (f"chapters/{bad}.py imports solutions in a cell that students keep (cell 0 of the student "
                             "notebook); a student copy has no solutions/ and no checks. Load exercises with use(...) "
@@ -253,7 +254,7 @@ def test_refused_tests_reads_a_file_with_bad_bytes(tmp_path):
 
 
 def test_two_chapters_named_twice_are_both_named(tmp_path):
-    with pytest.raises(SystemExit) as e:
+    with pytest.raises(CommandError) as e:
         release.notebooks_for(["07_alibi", "06_rope", "06_rope", "07_alibi.py"], tmp_path)
     assert str(e.value) == "06_rope, 07_alibi is named twice; give each chapter once."
 
