@@ -24,7 +24,7 @@ the fraction of its mutants it caught. Every target that passes its public cases
 held-out cases too, and fails where they fail (``fail (held-out): numbers``). A module whose file is
 missing scores zero for each of its exercises (``fail: missing``), and the other modules are graded
 as usual. ``--written``, ``--manual``, ``--feedback``, ``--level`` and ``--canvas`` add the written
-answers (``written.py``), the per-student feedback files and the Canvas CSV (``feedback.py``).
+answers (``written.py``), the per-student feedback files (``feedback_files.py``) and the Canvas CSV (``class_csv.py``).
 """
 import concurrent.futures
 import csv
@@ -209,15 +209,17 @@ def grade_folder_modules(folder, out, modules, timeout=DEFAULT_TIMEOUT, limits=N
     Markdown and one HTML file per student at ``level``. ``canvas``: a CSV in Canvas's gradebook-import shape
     (``roster``: a CSV naming each student folder's Canvas name, ID and section).
     """
-    from exercises.grading import feedback as fb
+    from exercises.grading.class_csv import canvas_csv, read_roster
+    from exercises.grading.feedback import LEVELS
+    from exercises.grading.feedback_files import write_files
     from exercises.grading import points as pts
     from exercises.grading import written as wr
-    if level not in fb.LEVELS:
-        raise SystemExit(f"--level {level!r} is not one of: {', '.join(fb.LEVELS)}.")
+    if level not in LEVELS:
+        raise SystemExit(f"--level {level!r} is not one of: {', '.join(LEVELS)}.")
     table = pts.load(points, modules)
     chapters = [wr.chapter_name(c).split("_", 1)[0] for c in written]
     scores = wr.read_manual(manual)
-    people = fb.read_roster(roster)
+    people = read_roster(roster)
     folder = Path(folder).resolve()
     if not folder.is_dir():
         raise SystemExit(f"{folder} is not a folder; give the folder that holds one entry per student.")
@@ -274,9 +276,9 @@ def grade_folder_modules(folder, out, modules, timeout=DEFAULT_TIMEOUT, limits=N
         _write(Path(written_files["written"]), wr.sheet(book))
     if canvas:
         written_files["canvas"] = str(Path(canvas))
-        _write(Path(canvas), fb.canvas_csv(book, people))
+        _write(Path(canvas), canvas_csv(book, people))
     if feedback:
-        written_files["feedback"] = [str(p) for p in fb.write_files(book, feedback, level, people)]
+        written_files["feedback"] = [str(p) for p in write_files(book, feedback, level, people)]
     _write(out.with_suffix(".csv"), text.getvalue())
     _write(out.with_suffix(".json"), json.dumps(book, indent=1))
     return dict(book, csv=str(out.with_suffix(".csv")), json=str(out.with_suffix(".json")), **written_files)

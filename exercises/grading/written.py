@@ -24,7 +24,7 @@ import csv
 import io
 import re
 
-from exercises.grading.feedback import read_csv_rows
+from exercises.grading.class_csv import read_csv_rows
 from exercises.grading.handed_in import student_file
 from exercises.grading.paths import INSTRUCTOR_ONLY
 

@@ -165,7 +165,7 @@ def test_held_out_cases_fail_the_student_who_fit_the_public_ones(graded_class):
 
 
 def test_feedback_files_per_student_at_both_levels(graded_class, tmp_path):
-    from exercises.grading import feedback
+    from exercises.grading import feedback_files
     folder, _, _, book = graded_class
     names = sorted(p.name for p in (folder / "feedback").iterdir())
     assert names == sorted(f"{s}.{x}" for s in course_class.EXPECTED_POINTS for x in ("md", "html"))
@@ -176,19 +176,19 @@ def test_feedback_files_per_student_at_both_levels(graded_class, tmp_path):
     html_text = (folder / "feedback" / "erin.html").read_text()
     assert html_text.startswith("<!DOCTYPE html>") and "weak test: 3 of 9 mutants" in html_text
     # the same book at the formative level: the mutants that escaped, and what catches each
-    formative = feedback.write_files(book, tmp_path, "formative")
+    formative = feedback_files.write_files(book, tmp_path, "formative")
     text = (tmp_path / "erin.md").read_text()
     assert len(formative) == 10 and "base_ignored" in text and "What catches it" in text
 
 
 def test_feedback_html_escapes_what_the_student_wrote():
-    from exercises.grading import feedback
+    from exercises.grading import feedback_files
     student = {"student": "mallory", "exercise_points": 0, "exercise_out_of": 1, "points": 0, "out_of": 1,
                "written": {}, "results": {"2.1 sinusoidal_positional_encoding": {
                    "target": "sinusoidal.sinusoidal_positional_encoding", "label": "Exercise 2.1", "status": "fail",
                    "kind": "import", "misconception": None, "points": 0, "possible": 1,
                    "message": "line 3: <script>alert(1)</script>"}}}
-    page = feedback.page(student, "formative")
+    page = feedback_files.page(student, "formative")
     assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
 
 

@@ -6,7 +6,8 @@ import pwd
 
 import pytest
 
-from exercises.grading import feedback, grader, gradescope, instructor
+from exercises.grading import class_csv, feedback, feedback_files, grader, gradescope, instructor
+from exercises.grading.errors import CommandError
 from exercises.grading.grader import DEFAULT_TIMEOUT
 
 MISCONCEPTION = {"target": "rope.rotate_half", "label": "Exercise 6.1", "status": "fail", "kind": "misconception",
@@ -28,7 +29,7 @@ def test_formative_is_the_whole_message_and_summative_names_no_hint_input_or_mut
                                                "sinusoidal_positional_encoding, 1 a wrong shift_rotation).")
     numbers = dict(MISCONCEPTION, kind="numbers", misconception=None, failed_on="held-out")
     assert feedback.text(numbers, "summative") == "fail on the held-out cases: some outputs are wrong."
-    with pytest.raises(SystemExit, match="feedback level 'loud' is not one of: formative, summative"):
+    with pytest.raises(CommandError, match="feedback level 'loud' is not one of: formative, summative"):
         feedback.text(WEAK, "loud")
 
 
@@ -36,19 +37,19 @@ def test_a_roster_names_the_canvas_rows_and_the_feedback_files(tmp_path):
     roster_path = tmp_path / "roster.csv"
     roster_path.write_text("student,name,id,sis_user_id,sis_login_id,section\n"
                            "alice,\"Liddell, Alice\",1001,S1,aliddell,Tuesday\n")
-    roster = feedback.read_roster(roster_path)
+    roster = class_csv.read_roster(roster_path)
     student = {"student": "alice", "exercise_points": 1, "exercise_out_of": 1, "points": 1, "out_of": 1,
                "written": {}, "by_assignment": {"rope exercises": 1},
                "results": {"6.1 rotate_half": dict(MISCONCEPTION, status="pass", kind="pass", points=1, possible=1)}}
     book = {"students": [student], "assignments": [("rope exercises", 1)]}
-    rows = list(csv.reader(io.StringIO(feedback.canvas_csv(book, roster))))
+    rows = list(csv.reader(io.StringIO(class_csv.canvas_csv(book, roster))))
     assert rows[2] == ["Liddell, Alice", "1001", "S1", "aliddell", "Tuesday", "1"]
-    paths = feedback.write_files(book, tmp_path / "fb", "summative", roster)
+    paths = feedback_files.write_files(book, tmp_path / "fb", "summative", roster)
     assert sorted(p.name for p in paths) == ["alice_1001.html", "alice_1001.md"]
     bad = tmp_path / "bad.csv"
     bad.write_text("name,id\nAlice,1\n")
-    with pytest.raises(SystemExit, match="needs a 'student' column"):
-        feedback.read_roster(bad)
+    with pytest.raises(CommandError, match="needs a 'student' column"):
+        class_csv.read_roster(bad)
 
 
 def test_the_canvas_csv_keeps_fractional_points_to_two_decimals_as_the_gradebook_gives_them():
@@ -57,7 +58,7 @@ def test_the_canvas_csv_keeps_fractional_points_to_two_decimals_as_the_gradebook
     assignments = [("rope exercises", 4.5), ("t5 exercises", 0.5), ("chapter 12 written", 12345.67)]
     student = {"student": "alice", "by_assignment": {"rope exercises": 2.67, "t5 exercises": 0.5,
                                                       "chapter 12 written": 1234.25}}
-    rows = list(csv.reader(io.StringIO(feedback.canvas_csv({"students": [student], "assignments": assignments}))))
+    rows = list(csv.reader(io.StringIO(class_csv.canvas_csv({"students": [student], "assignments": assignments}))))
     assert rows[1][5:] == ["4.5", "0.5", "12345.67"]  # Points Possible
     assert rows[2][5:] == ["2.67", "0.5", "1234.25"]  # not 3, 0 and 1234 (whole points), nor 12345.7 (six digits)
 
@@ -170,32 +171,33 @@ Total: 3.67 of 11 points.
 
 
 def test_a_students_feedback_file_by_hand_at_the_summative_level():
-    assert feedback.markdown(ERIN, "summative") == ERIN_SUMMATIVE
-    page = feedback.page(ERIN, "summative")
+    assert feedback_files.markdown(ERIN, "summative") == ERIN_SUMMATIVE
+    page = feedback_files.page(ERIN, "summative")
     assert "<title>Feedback for erin</title>" in page and "<p>Total: 3.67 of 11 points.</p>" in page
     assert ("<h2>2.1 sinusoidal_positional_encoding</h2>\n<p><strong>fail (public cases: pass; held-out cases: "
             "fail)</strong>, 0 of 1 point.</p>\n<pre>fail on the held-out cases: some outputs are wrong.</pre>") in page
     assert "<h2>written 02 Q1</h2>\n<p><strong>not graded yet</strong>, 0 of 2 points.</p>\n</body>" in page
     assert not [s for s in SECRETS if s in page]
     done = dict(ERIN, written={"02": dict(ERIN["written"]["02"], ungraded=0)})
-    assert "Written answers, chapter 02: 1 of 6 points.\n" in feedback.markdown(done, "summative")
-    formative = feedback.markdown(ERIN, "formative")
+    assert "Written answers, chapter 02: 1 of 6 points.\n" in feedback_files.markdown(done, "summative")
+    formative = feedback_files.markdown(ERIN, "formative")
     assert all(s in formative for s in SECRETS)  # the same student at the formative level: the whole message
 
 
 def test_write_files_names_each_student_by_the_roster_and_writes_both_pages(tmp_path):
     roster = {"erin": {"id": "1005"}, "zed": {"name": "Zed"}}
-    paths = feedback.write_files({"students": [ERIN, dict(ERIN, student="zed")]}, tmp_path / "fb", "summative", roster)
+    paths = feedback_files.write_files({"students": [ERIN, dict(ERIN, student="zed")]}, tmp_path / "fb", "summative",
+                                       roster)
     assert [p.name for p in paths] == ["erin_1005.md", "erin_1005.html", "zed.md", "zed.html"]
     assert (tmp_path / "fb" / "erin_1005.md").read_text() == ERIN_SUMMATIVE
-    assert (tmp_path / "fb" / "erin_1005.html").read_text() == feedback.page(ERIN, "summative")
-    assert feedback.write_files({"students": [ERIN]}, tmp_path / "plain", "formative")[0].name == "erin.md"
-    assert feedback.read_roster(None) == {}
+    assert (tmp_path / "fb" / "erin_1005.html").read_text() == feedback_files.page(ERIN, "summative")
+    assert feedback_files.write_files({"students": [ERIN]}, tmp_path / "plain", "formative")[0].name == "erin.md"
+    assert class_csv.read_roster(None) == {}
     empty = tmp_path / "empty.csv"
     empty.write_text("")
-    assert feedback.read_roster(empty) == {}
-    with pytest.raises(SystemExit, match=r"--roster .*missing.csv: cannot read it \(No such file or directory\)\."):
-        feedback.read_roster(tmp_path / "missing.csv")
+    assert class_csv.read_roster(empty) == {}
+    with pytest.raises(CommandError, match=r"--roster .*missing.csv: cannot read it \(No such file or directory\)\."):
+        class_csv.read_roster(tmp_path / "missing.csv")
 
 
 def test_lock_down_leaves_the_answers_to_their_owner_alone(monkeypatch, tmp_path):
@@ -235,7 +237,7 @@ def test_the_canvas_csv_has_canvas_header_and_points_possible_row_and_blank_rost
     book = {"students": [{"student": "bob", "by_assignment": {"rope exercises": 3}}],
             "assignments": [("rope exercises", 4)]}
     for roster in (None, {"bob": {"student": "bob"}}):  # no roster, and a roster row with no other column
-        rows = list(csv.reader(io.StringIO(feedback.canvas_csv(book, roster))))
+        rows = list(csv.reader(io.StringIO(class_csv.canvas_csv(book, roster))))
         assert rows == [["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "rope exercises"],
                         ["    Points Possible", "", "", "", "", "4"],
                         ["bob", "", "", "bob", "", "3"]]
@@ -243,12 +245,12 @@ def test_the_canvas_csv_has_canvas_header_and_points_possible_row_and_blank_rost
 
 def test_a_student_without_written_answers_has_only_the_exercise_and_total_lines():
     plain = {k: v for k, v in ERIN.items() if k != "written"}
-    assert feedback.markdown(plain, "summative").splitlines()[:5] == [
+    assert feedback_files.markdown(plain, "summative").splitlines()[:5] == [
         "# Feedback for erin", "", "Exercises: 2.67 of 5 points.", "Total: 3.67 of 11 points.", ""]
 
 
 def test_the_page_puts_each_summary_line_and_each_section_on_its_own_lines():
-    page = feedback.page(ERIN, "summative")
+    page = feedback_files.page(ERIN, "summative")
     assert ("<h1>Feedback for erin</h1>\n<p>Exercises: 2.67 of 5 points.</p>\n<p>Written answers, chapter 02: 1 "
             "of 6 points (1 items not graded yet).</p>\n<p>Total: 3.67 of 11 points.</p>\n<h2>2.1 ") in page
     assert "some outputs are wrong.</pre>\n<h2>2.3 test_sinusoidal_properties</h2>" in page
@@ -256,8 +258,8 @@ def test_the_page_puts_each_summary_line_and_each_section_on_its_own_lines():
 
 def test_write_files_makes_the_folder_with_its_parents_and_writes_into_it_again(tmp_path):
     folder = tmp_path / "term" / "feedback"  # neither exists yet
-    first = feedback.write_files({"students": [ERIN]}, folder, "summative")
-    again = feedback.write_files({"students": [ERIN]}, folder, "summative")  # a rerun into the same folder
+    first = feedback_files.write_files({"students": [ERIN]}, folder, "summative")
+    again = feedback_files.write_files({"students": [ERIN]}, folder, "summative")  # a rerun into the same folder
     assert first == again == [folder / "erin.md", folder / "erin.html"]
     assert (folder / "erin.md").read_text() == ERIN_SUMMATIVE
 
@@ -266,14 +268,14 @@ def test_an_instructors_csv_keeps_a_line_break_inside_a_quoted_cell_as_written(t
     # csv needs the file opened with newline="": otherwise a \r\n inside a quoted cell becomes \n
     path = tmp_path / "roster.csv"
     path.write_bytes(b'student,name\r\nalice,"Liddell\r\nAlice"\r\n')
-    assert feedback.read_csv_rows(path, "--roster") == [{"student": "alice", "name": "Liddell\r\nAlice"}]
+    assert class_csv.read_csv_rows(path, "--roster") == [{"student": "alice", "name": "Liddell\r\nAlice"}]
 
 
 def test_a_roster_without_a_student_column_is_refused_naming_the_columns_it_has(tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("name,id\nAlice,1\n")
-    with pytest.raises(SystemExit, match=r"it needs a 'student' column \(the folder's name\); it has name, id\.$"):
-        feedback.read_roster(bad)
+    with pytest.raises(CommandError, match=r"it needs a 'student' column \(the folder's name\); it has name, id\.$"):
+        class_csv.read_roster(bad)
 
 
 

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from exercises.grading import points, written
+from exercises.grading.errors import CommandError
 from exercises.grading.handed_in import Problem
 
 CHAPTER = '''# %% [markdown]
@@ -498,7 +499,7 @@ def test_the_manual_sheet_takes_0_and_out_of_keeps_the_comment_and_a_named_chapt
         written.read_manual(sheet)
     assert str(refused.value) == (f"--manual {sheet}: no column item, points; the sheet's columns are student, "
                                   "chapter, item, points, out_of, comment, answer.")
-    with pytest.raises(SystemExit) as refused:
+    with pytest.raises(CommandError) as refused:
         written.read_manual(tmp_path / "absent.csv")
     assert str(refused.value) == f"--manual {tmp_path / 'absent.csv'}: cannot read it (No such file or directory)."
 
