@@ -269,7 +269,7 @@ def answers_template_arguments(p):
 
 def run_answers_template(parser, args):
     from exercises.grading import written
-    from mini_transformer.model.checkpoint import atomic_write
+    from mini_transformer.engine.files import atomic_write
     from pathlib import Path
     name = written.chapter_name(args.chapter)
     path = Path(args.out or Path("answers") / f"{name.split('_', 1)[0]}.md")

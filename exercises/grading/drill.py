@@ -26,7 +26,7 @@ import re
 import time
 from pathlib import Path
 
-from mini_transformer.model.checkpoint import atomic_write
+from mini_transformer.engine.files import atomic_write
 from exercises.grading.drill_target import Drill
 from exercises.grading.errors import CommandError
 from exercises.grading.generate import TORCH_MARKER, drill_text, torch_drill_text

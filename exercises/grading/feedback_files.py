@@ -8,7 +8,7 @@ import html
 from pathlib import Path
 
 from exercises.grading.feedback import text
-from mini_transformer.model.checkpoint import atomic_write
+from mini_transformer.engine.files import atomic_write
 
 
 def student_report(student, level):

@@ -51,7 +51,7 @@ from pathlib import Path
 from exercises.grading.errors import CommandError
 from exercises.grading.grader import DEFAULT_TIMEOUT
 from exercises.grading.paths import ROOT
-from mini_transformer.model.checkpoint import atomic_write
+from mini_transformer.engine.files import atomic_write
 
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 BUNDLED = ("exercises/", "solutions/", "mini_transformer/", "pyproject.toml", "requirements.txt")

@@ -36,7 +36,7 @@ from pathlib import Path
 from exercises.grading.grader import DEFAULT_TIMEOUT, grade_file, summary, targets_of
 from exercises.grading.handed_in import Problem, student_file
 from exercises.grading.knowledge import knowledge
-from mini_transformer.model.checkpoint import atomic_write
+from mini_transformer.engine.files import atomic_write
 
 
 def _write(path, text):

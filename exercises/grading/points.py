@@ -21,7 +21,7 @@ those digits (``fmt``: 2.67, 0.5, 12345.67), never rounded further.
 import json
 from pathlib import Path
 
-from mini_transformer.model.checkpoint import atomic_write
+from mini_transformer.engine.files import atomic_write
 from exercises.grading.errors import CommandError
 
 

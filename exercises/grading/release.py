@@ -40,7 +40,7 @@ import subprocess
 from pathlib import Path
 
 from exercises.grading import notebooks
-from mini_transformer.model.checkpoint import atomic_write
+from mini_transformer.engine.files import atomic_write
 from exercises.grading.errors import CommandError
 from exercises.grading.paths import ROOT, SHIPPED, is_answer_import
 

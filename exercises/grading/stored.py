@@ -27,5 +27,5 @@ def read(module):
 
 
 def write(folder, module, data):
-    from mini_transformer.model.checkpoint import atomic_write  # not in the graded process: it costs an import
+    from mini_transformer.engine.files import atomic_write  # not in the graded process: it costs an import
     atomic_write(os.path.join(folder, f"{module}.npz"), lambda f: f.write(wire.dumps(data)))

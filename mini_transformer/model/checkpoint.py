@@ -9,8 +9,8 @@ one direction, or position ids that mean something else silently produce a
 different model.
 
 Writes go to a temporary file in the same folder, are flushed to disk, and
-only then renamed over the target: an interrupted save leaves the previous
-checkpoint untouched.
+only then renamed over the target (``engine.files.atomic_write``): an
+interrupted save leaves the previous checkpoint untouched.
 
 Reading never unpickles anything. A file that is empty, cut short, altered
 (every array in the archive carries a CRC-32, checked as it is read), or not a
@@ -19,11 +19,11 @@ these it is.
 """
 import json
 import os
-import tempfile
 import zipfile
 import zlib
 
 from ..engine.backend import hostnp as np
+from ..engine.files import atomic_write
 
 FORMAT = 1
 
@@ -45,26 +45,6 @@ def positional_signature(model):
     sig = {"positional": model.cfg.positional, "d_head": model.cfg.d_head, "position_ids": POSITION_IDS}
     sig.update(model.positional.signature())
     return json.loads(json.dumps(sig))  # as it reads back from the file: tuples become lists
-
-
-def atomic_write(path, write):
-    """Call ``write(file_object)`` on a temporary file, fsync it, then rename it to ``path``."""
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=os.path.basename(path), dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes the file private; the result is an ordinary file
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
 
 
 def save_checkpoint(path, model, optimizer=None, step=0, train_state=None):
