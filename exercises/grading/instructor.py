@@ -33,6 +33,7 @@ import json
 import os
 from pathlib import Path
 
+from exercises.grading.errors import CommandError
 from exercises.grading.grader import DEFAULT_TIMEOUT, grade_file, summary, targets_of
 from exercises.grading.handed_in import Problem, student_file
 from exercises.grading.knowledge import knowledge
@@ -89,7 +90,7 @@ def grade_folder(folder, out, module="rope", timeout=DEFAULT_TIMEOUT, limits=Non
     """Grade every student; write ``<out>.csv`` and ``<out>.json``; return the JSON report."""
     folder = Path(folder).resolve()
     if not folder.is_dir():
-        raise SystemExit(f"{folder} is not a folder; give the folder that holds one entry per student.")
+        raise CommandError(f"{folder} is not a folder; give the folder that holds one entry per student.")
     keys = targets_of(module)
     labels = knowledge(module).labels
     columns = [f"{labels[k.split('.', 1)[1]].split()[-1]} {k.split('.', 1)[1]}" for k in keys]
@@ -129,7 +130,7 @@ def modules_named(names):
         return known
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise SystemExit(f"no exercise module {', '.join(unknown)}; the modules are {', '.join(known)} (or `all`).")
+        raise CommandError(f"no exercise module {', '.join(unknown)}; the modules are {', '.join(known)} (or `all`).")
     return list(dict.fromkeys(names))
 
 
@@ -215,14 +216,14 @@ def grade_folder_modules(folder, out, modules, timeout=DEFAULT_TIMEOUT, limits=N
     from exercises.grading import points as pts
     from exercises.grading import written as wr
     if level not in LEVELS:
-        raise SystemExit(f"--level {level!r} is not one of: {', '.join(LEVELS)}.")
+        raise CommandError(f"--level {level!r} is not one of: {', '.join(LEVELS)}.")
     table = pts.load(points, modules)
     chapters = [wr.chapter_name(c).split("_", 1)[0] for c in written]
     scores = wr.read_manual(manual)
     people = read_roster(roster)
     folder = Path(folder).resolve()
     if not folder.is_dir():
-        raise SystemExit(f"{folder} is not a folder; give the folder that holds one entry per student.")
+        raise CommandError(f"{folder} is not a folder; give the folder that holds one entry per student.")
     modules = list(modules)
     exercise_cols, mutant_cols = gradebook_columns(modules)
     found = {m: students(folder, m, single_files=False) for m in modules}

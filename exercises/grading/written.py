@@ -24,6 +24,7 @@ import csv
 import io
 import re
 
+from exercises.grading.errors import CommandError
 from exercises.grading.class_csv import read_csv_rows
 from exercises.grading.handed_in import student_file
 from exercises.grading.paths import INSTRUCTOR_ONLY
@@ -44,7 +45,7 @@ def chapter_name(number):
             return found[0]
     if text in names:
         return text
-    raise SystemExit(f"no chapter {number!r}; give its number, e.g. 12 (the chapters are {', '.join(names)}).")
+    raise CommandError(f"no chapter {number!r}; give its number, e.g. 12 (the chapters are {', '.join(names)}).")
 
 
 def items(number):
@@ -212,16 +213,16 @@ def read_manual(path):
     for n, row in enumerate(rows, start=2):
         missing = [c for c in ("student", "chapter", "item", "points") if c not in row]
         if missing:
-            raise SystemExit(f"--manual {path}: no column {', '.join(missing)}; the sheet's columns are "
+            raise CommandError(f"--manual {path}: no column {', '.join(missing)}; the sheet's columns are "
                              f"{', '.join(SHEET_COLUMNS)}.")
         cell = (row["points"] or "").strip()
         try:
             pts = None if cell == "" else float(cell)
         except ValueError:
-            raise SystemExit(f"--manual {path}, line {n}: points {cell!r} is not a number.") from None
+            raise CommandError(f"--manual {path}, line {n}: points {cell!r} is not a number.") from None
         limit = float(row.get("out_of") or 1000)
         if pts is not None and not 0 <= pts <= limit:
-            raise SystemExit(f"--manual {path}, line {n}: points {cell} is outside 0 to {limit:g} "
+            raise CommandError(f"--manual {path}, line {n}: points {cell} is outside 0 to {limit:g} "
                              f"({row['student']}, {row['chapter']} {row['item']}).")
         chapter = f"{int(row['chapter']):02d}" if row["chapter"].strip().isdigit() else row["chapter"].strip()
         out[row["student"], chapter, row["item"]] = (pts, row.get("comment") or "")
@@ -248,7 +249,7 @@ def rubric(number):
     name = chapter_name(number)
     found = items(number)
     if any(i["kind"] == "question" for i in found) and not any(i["answers"] for i in found):
-        raise SystemExit(f"chapters/{name}.py has no answer cells here (a student copy): the rubric's model answers "
+        raise CommandError(f"chapters/{name}.py has no answer cells here (a student copy): the rubric's model answers "
                          "are in the instructor's copy of the workbook.")
     out = [f"# Rubric, chapter {name}", "", f"Out of {sum(i['out_of'] for i in found)} points.", ""]
     said = set()

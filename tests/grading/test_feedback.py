@@ -124,7 +124,7 @@ def test_the_gradescope_bundle_runs_the_grader_at_its_level_visibility_and_point
     with zipfile.ZipFile(tmp_path / "gs.zip") as z:
         assert {"run_autograder", "setup.sh", "workbook/exercises/grading/feedback.py"} <= set(z.namelist())
     assert not (out / "workbook" / "exercises" / "grading" / "instructor_only").exists()
-    with pytest.raises(SystemExit, match="visibility 'students' is not one of Gradescope's: hidden, after_due_date, "
+    with pytest.raises(CommandError, match="visibility 'students' is not one of Gradescope's: hidden, after_due_date, "
                                          "after_published, visible."):
         gradescope.bundle(tmp_path / "gs2", ["sinusoidal"], visibility="students")
     assert not (tmp_path / "gs2").exists()  # refused before anything is written
@@ -219,14 +219,14 @@ def test_run_as_refuses_what_cannot_run_the_students_code(monkeypatch):
     import os
     from exercises.grading import gradescope
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
-    with pytest.raises(SystemExit, match=r"--run-as pe_student: only root can run code as another user; this runs "
+    with pytest.raises(CommandError, match=r"--run-as pe_student: only root can run code as another user; this runs "
                                          r"as uid 1000\."):
         gradescope.run_as("pe_student")
     monkeypatch.setattr(os, "geteuid", lambda: 0)
-    with pytest.raises(SystemExit, match=r"--run-as no_such_user_kit: no such user; create it \(useradd --system "
+    with pytest.raises(CommandError, match=r"--run-as no_such_user_kit: no such user; create it \(useradd --system "
                                          r"no_such_user_kit\) first\."):
         gradescope.run_as("no_such_user_kit")
-    with pytest.raises(SystemExit, match=r"--run-as root: that user is root; give an unprivileged one\."):
+    with pytest.raises(CommandError, match=r"--run-as root: that user is root; give an unprivileged one\."):
         gradescope.run_as("root")
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from exercises.grading import instructor
+from exercises.grading.errors import CommandError
 from exercises.grading.handed_in import Problem
 
 LABELS = {"toy": {"a": "Exercise 1.1", "b": "Exercise 1.2"}, "two": {"c": "Exercise 2.1"},
@@ -194,7 +195,7 @@ def test_grade_folder_keeps_a_dotted_name_other_than_csv_or_json(klass, calls, t
 
 def test_grade_folder_refuses_a_path_that_is_not_a_folder(tmp_path, calls):
     put(tmp_path, "file.txt")
-    with pytest.raises(SystemExit) as e:
+    with pytest.raises(CommandError) as e:
         instructor.grade_folder(tmp_path / "file.txt", tmp_path / "out")
     assert str(e.value) == (f"{tmp_path.resolve() / 'file.txt'} is not a folder; give the folder that holds "
                             "one entry per student.")
@@ -309,7 +310,7 @@ def test_modules_named(monkeypatch):
     assert instructor.modules_named(["all"]) == ["sinusoidal", "rope", "alibi"]
     assert instructor.modules_named(["rope", "alibi", "rope"]) == ["rope", "alibi"]  # once each, in the order given
     assert instructor.modules_named(("alibi",)) == ["alibi"]
-    with pytest.raises(SystemExit) as e:
+    with pytest.raises(CommandError) as e:
         instructor.modules_named(["rope", "xpos", "all"])
     assert str(e.value) == "no exercise module xpos, all; the modules are sinusoidal, rope, alibi (or `all`)."
 
@@ -702,7 +703,7 @@ def test_grade_folder_modules_feedback_formative_says_everything(course, book_ca
 
 
 def test_grade_folder_modules_refuses_a_bad_level_before_grading(course, book_calls, tmp_path):
-    with pytest.raises(SystemExit) as e:
+    with pytest.raises(CommandError) as e:
         instructor.grade_folder_modules(course, tmp_path / "book", ["toy"], level="final", feedback=tmp_path / "fb")
     assert str(e.value) == "--level 'final' is not one of: formative, summative."
     assert book_calls == [] and sorted(p.name for p in tmp_path.iterdir()) == ["class"]
@@ -710,7 +711,7 @@ def test_grade_folder_modules_refuses_a_bad_level_before_grading(course, book_ca
 
 def test_grade_folder_modules_refuses_a_path_that_is_not_a_folder(tmp_path, book_calls):
     put(tmp_path, "file.txt")
-    with pytest.raises(SystemExit) as e:
+    with pytest.raises(CommandError) as e:
         instructor.grade_folder_modules(tmp_path / "file.txt", tmp_path / "out", ["toy"], canvas=tmp_path / "c.csv")
     assert str(e.value) == (f"{tmp_path.resolve() / 'file.txt'} is not a folder; give the folder that holds "
                             "one entry per student.")

@@ -78,13 +78,13 @@ def test_the_ward_is_graded_against_the_planted_bugs():
 def test_a_bad_manual_sheet_is_refused_with_a_sentence(tmp_path):
     sheet = tmp_path / "s.csv"
     sheet.write_text("student,chapter,item,points,out_of\nalice,02,Q1,three,2\n")
-    with pytest.raises(SystemExit, match=r"line 2: points 'three' is not a number"):
+    with pytest.raises(CommandError, match=r"line 2: points 'three' is not a number"):
         written.read_manual(sheet)
     sheet.write_text("student,chapter,item,points,out_of\nalice,02,Q1,5,2\n")
-    with pytest.raises(SystemExit, match=r"points 5 is outside 0 to 2 \(alice, 02 Q1\)"):
+    with pytest.raises(CommandError, match=r"points 5 is outside 0 to 2 \(alice, 02 Q1\)"):
         written.read_manual(sheet)
     sheet.write_text("student,item,points\nalice,Q1,1\n")
-    with pytest.raises(SystemExit, match="no column chapter"):
+    with pytest.raises(CommandError, match="no column chapter"):
         written.read_manual(sheet)
     sheet.write_text("student,chapter,item,points,out_of\nalice,2,Q1,1.5,2\nbob,02,Q1,,2\n")
     assert written.read_manual(sheet) == {("alice", "02", "Q1"): (1.5, ""), ("bob", "02", "Q1"): (None, "")}
@@ -103,7 +103,7 @@ def test_the_default_points_are_one_a_star_and_the_file_overrides_them(tmp_path)
                         ({"sinusoidal": {"2.1": -1}}, "worth -1; give a number from 0 to 1000"),
                         ({"sinusoidal": {"2.1": "two"}}, "worth 'two'"), ([1, 2], "expected an object")):
         path.write_text(json.dumps(bad))
-        with pytest.raises(SystemExit, match=phrase):
+        with pytest.raises(CommandError, match=phrase):
             points.load(path, ["sinusoidal"])
 
 
@@ -125,7 +125,7 @@ def test_the_points_file_takes_every_value_from_0_to_1000_with_two_decimals(tmp_
 def test_the_points_file_refuses_a_value_outside_0_to_1000_naming_exercise_value_and_range(tmp_path, value, phrase):
     path = tmp_path / "p.json"
     path.write_text(json.dumps({"sinusoidal": {"2.1": value}}))
-    with pytest.raises(SystemExit) as e:
+    with pytest.raises(CommandError) as e:
         points.load(path, ["sinusoidal"])
     assert str(e.value) == f"--points {path}: sinusoidal exercise 2.1 is {phrase}"  # the exercise, the value, the range
 
@@ -239,13 +239,13 @@ def test_a_points_file_naming_another_module_first_still_sets_the_modules_after_
 def test_a_bad_points_file_is_refused_with_a_sentence_naming_the_file_and_what_is_wrong(tmp_path, text, sentence):
     path = tmp_path / "p.json"
     path.write_text(text)
-    with pytest.raises(SystemExit) as refused:
+    with pytest.raises(CommandError) as refused:
         points.load(path, ["t5"])
     assert str(refused.value) == f"--points {path}: {sentence}"
 
 
 def test_a_points_file_that_cannot_be_read_names_the_error(tmp_path):
-    with pytest.raises(SystemExit) as refused:
+    with pytest.raises(CommandError) as refused:
         points.load(tmp_path / "absent.json", ["t5"])
     assert str(refused.value).startswith(f"--points {tmp_path / 'absent.json'}: cannot read it as JSON "
                                          "(FileNotFoundError: ")
@@ -378,7 +378,7 @@ def test_a_rubric_refuses_a_student_copy_but_a_ledger_alone_needs_no_model_answe
     real = notebooks.read_chapter
     student_copy = "\n\n# %%".join(c for c in CHAPTER.split("\n\n# %%") if 'tags=["answer"]' not in c)
     monkeypatch.setattr(notebooks, "read_chapter", lambda name, text=None: real(name, student_copy))
-    with pytest.raises(SystemExit) as refused:
+    with pytest.raises(CommandError) as refused:
         written.rubric("02")
     assert str(refused.value) == ("chapters/02_sinusoidal.py has no answer cells here (a student copy): the rubric's "
                                   "model answers are in the instructor's copy of the workbook.")
@@ -390,7 +390,7 @@ def test_a_rubric_refuses_a_student_copy_but_a_ledger_alone_needs_no_model_answe
 def test_a_chapter_is_named_by_its_number_or_its_whole_name_and_anything_else_is_refused():
     from exercises.grading import notebooks
     assert written.chapter_name("12_choosing_and_clinic") == written.chapter_name(12) == "12_choosing_and_clinic"
-    with pytest.raises(SystemExit) as refused:
+    with pytest.raises(CommandError) as refused:
         written.chapter_name("99")
     assert str(refused.value) == (f"no chapter '99'; give its number, e.g. 12 (the chapters are "
                                   f"{', '.join(notebooks.chapter_names())}).")
@@ -492,10 +492,10 @@ def test_the_manual_sheet_takes_0_and_out_of_keeps_the_comment_and_a_named_chapt
                                           ("bob", "02", "Q1"): (2.0, "full marks"),
                                           ("carol", "ward_extra", "Q9"): (1000.0, "")}  # no out_of: up to 1000
     sheet.write_text("student,chapter,item,points,out_of\ncarol,02,Q1,1000.5,\n")
-    with pytest.raises(SystemExit, match=r"line 2: points 1000.5 is outside 0 to 1000 \(carol, 02 Q1\)\.$"):
+    with pytest.raises(CommandError, match=r"line 2: points 1000.5 is outside 0 to 1000 \(carol, 02 Q1\)\.$"):
         written.read_manual(sheet)
     sheet.write_text("student,chapter\nalice,02\n")
-    with pytest.raises(SystemExit) as refused:
+    with pytest.raises(CommandError) as refused:
         written.read_manual(sheet)
     assert str(refused.value) == (f"--manual {sheet}: no column item, points; the sheet's columns are student, "
                                   "chapter, item, points, out_of, comment, answer.")
