@@ -16,6 +16,7 @@ from mini_transformer.engine import backend
 from mini_transformer.engine.gradcheck import assert_gradcheck
 from mini_transformer.engine.optim import AdamW
 from mini_transformer.model import GPTConfig, TinyEncoder, TinyGPT
+from mini_transformer.positional import SCHEMES
 from mini_transformer.positional.fire import FIRE
 
 from positional_helpers import N, P, qk, set_
@@ -209,5 +210,33 @@ def test_settings_and_refusals():
         small(fire_width=0)
     with pytest.raises(ValueError, match=r"FIRE: fire_L=-1.0 must be a number >= 0"):
         small(fire_L=-1.0)
-    with pytest.raises(ValueError, match=r"positional='fire' is causal only.*use TinyGPT"):
+    with pytest.raises(ValueError, match=r"^positional='fire' is causal only: its distance i - j and its normaliser "
+                                         r"psi\(max\(L, i\)\) read keys at or before the query, so it cannot serve "
+                                         r"TinyEncoder; use TinyGPT, or a bidirectional scheme such as 't5' or 'alibi'\.$"):
         TinyEncoder(GPTConfig(vocab_size=16, d_model=16, n_layers=1, n_heads=2, positional="fire"))
+    with pytest.raises(ValueError, match=r"FIRE: fire_L='3' must be a number >= 0"):
+        FIRE(2, 1, L0="3")
+    assert FIRE(2, 1, L0=0).layers[0].L0 == 0.0 and FIRE(2, 1, L0=0.5).layers[0].L0 == 0.5
+    cfg = GPTConfig(vocab_size=16, d_model=16, n_layers=1, n_heads=2, positional="fire")
+    assert SCHEMES["fire"].from_config(cfg).layers[0].L0 == 64.0          # causal unless told: GPTConfig's max_len
+
+
+def test_it_starts_as_the_paper_s_code_does_and_draws_from_the_model_s_seed():
+    # c = 0.1 and L = L0 (multiplier 1) at the start; f's first layer O(1) slopes, its output near no bias
+    f = FIRE(2, 3).layers
+    assert len(f) == 3 and f[0].W1.shape == (1, 32) and f[0].L0 == 64.0
+    assert float(N(f[0].c.data)[0]) == pytest.approx(0.1) and float(N(f[0].L_multiplier.data)[0]) == 1.0
+    W1 = np.concatenate([N(g.W1.data).ravel() for g in f])                 # 96 draws of N(0, 1)
+    W2 = np.concatenate([N(g.W2.data).ravel() for g in f])                 # 192 draws of N(0, 0.02^2)
+    assert 0.7 < W1.std() < 1.3 and 0.01 < W2.std() < 0.03
+    # without an rng: seed 0, the same weights each time; in a model: GPTConfig.seed's generator
+    assert np.array_equal(N(FIRE(2, 1).layers[0].W1.data), N(FIRE(2, 1, rng=backend.rng(0)).layers[0].W1.data))
+    seeds = [N(TinyGPT(GPTConfig(positional="fire", n_layers=1, seed=s)).positional.layers[0].W1.data) for s in (0, 1)]
+    assert not np.array_equal(seeds[0], seeds[1])
+
+
+def test_c_zero_flattens_every_distance_to_f_of_0():
+    # psi = log(0 x + 1) = 0: every key of every query gets f(0) = W2^T relu(b1); the 1e-6 keeps it finite
+    scheme = fire(width=2, L0=4.0, c=0.0)
+    set_mlp(scheme, [[1.0, 1.0]], [0.5, -1.0], [[2.0, 1.0], [5.0, 5.0]])
+    np.testing.assert_array_equal(bias(scheme, 6), np.ones((2, 6, 6)) * np.array([1.0, 0.5])[:, None, None])

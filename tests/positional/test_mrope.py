@@ -56,7 +56,12 @@ def test_text_image_text_by_hand():
                             [0, 1, 2, 3, 4, 2, 3, 4, 5, 6, 7, 8]]
     assert N(mrope_position_ids([("text", 3)])).tolist() == [[0, 1, 2]] * 3   # text alone: 1-D RoPE's ids
     assert N(mrope_position_ids([("text", 0), ("image", (1, 1, 1))])).tolist() == [[0]] * 3
-    assert N(mrope_position_ids([])).shape == (3, 0)
+    assert N(mrope_position_ids([])).shape == (3, 0) and N(mrope_position_ids([])).dtype == np.int64
+    # a tall image: its largest id is on the height axis (0 + 3 - 1 = 2), so the text resumes at 3
+    assert N(mrope_position_ids([("image", (1, 3, 1)), ("text", 1)])).tolist() == [[0, 0, 0, 3], [0, 1, 2, 3],
+                                                                                   [0, 0, 0, 3]]
+    # Qwen2.5-VL's images: second_per_grid 0 puts every frame at time 0
+    assert N(mrope_position_ids([("video", (2, 1, 1), 0)], tokens_per_second=2))[0].tolist() == [0, 0]
 
 
 @pytest.mark.parametrize("segments, kw, message", [
@@ -64,7 +69,13 @@ def test_text_image_text_by_hand():
     ([("text", 2), ("image", (1, 2))], {}, r"segment 1 \('image'\) has the grid \(1, 2\); it must be three integers"),
     ([("image", (1, 0, 2))], {}, r"segment 0 \('image'\) grid h must be an integer >= 1, got 0"),
     ([("text", -1)], {}, r"segment 0 \('text', n\): n must be an integer >= 0, got -1"),
-    ([("video", (2, 1, 1), 1.0)], {}, r"segment 0 is a video, whose time ids are counted in tokens_per_second"),
+    ([5], {}, r"segment 0 is 5; a segment is"),
+    ([()], {}, r"segment 0 is \(\); a segment is"),
+    ([("image", (1, 2, 3), 1.0)], {}, r"segment 0 is \('image', \(1, 2, 3\), 1.0\); a segment is"),
+    ([("video", (2, 1, 1), 1.0)], {}, r"segment 0 is a video, whose time ids are counted in tokens_per_second "
+                                      r"\(Qwen2.5-VL\); pass tokens_per_second, e.g. 2 as Qwen2.5-VL's config\."),
+    ([("video", (2, 1, 1), 1.0)], {"tokens_per_second": -2}, r"tokens_per_second=-2 \(segment 0\) must be a number"),
+    ([("video", (2, 1, 1), "1")], {"tokens_per_second": 2}, r"second_per_grid='1' \(segment 0\) must be a number"),
     ([("video", (2, 1, 1), -1.0)], {"tokens_per_second": 2}, r"second_per_grid=-1.0 \(segment 0\) must be a number"),
 ])
 def test_bad_segments_are_refused_with_a_sentence(segments, kw, message):
@@ -248,6 +259,9 @@ def test_the_settings_reach_the_scheme_and_their_defaults_fit_any_head():
     assert model("mrope", {"mrope_section_t": 2}).positional.section == [2, 3, 3]
     assert model("mrope", {"mrope_section_t": 2, "mrope_section_h": 1}).positional.section == [2, 1, 5]
     assert model("mrope", {"mrope_interleaved": True}).positional.interleaved
+    assert model("mrope").positional.signature()["mrope_section"] == [3, 3, 2]
+    # P divisible by 3: a third each (3 pairs: 1, 1, 1; 9 pairs: 3, 3, 3)
+    assert MRoPE(6).section == [1, 1, 1] and MRoPE(18).section == [3, 3, 3]
     # the default interleaves for every head size: height's last pair 3 s_h - 2 and width's 3 s_w - 1 fit
     for d_head in range(2, 130, 2):
         MRoPE(d_head, interleaved=True)
