@@ -86,3 +86,22 @@ def test_in_a_model_the_scale_changes_the_logits_only_from_its_first_step_on():
     plain = model_logits(build(TinyGPT, "temperature", {"floor_scale": 3, "attn_scale": 0.0}), x)
     np.testing.assert_allclose(tuned[:, :2], plain[:, :2], rtol=1e-12, atol=1e-12)
     assert np.abs(tuned[:, 2:] - plain[:, 2:]).max() > 1e-3
+
+
+def test_the_score_term_by_hand_with_the_query_count_the_key_count_and_the_width_all_different():
+    # d = 4, so 1/sqrt(d) = 1/2; floor_scale 1, attn_scale 1: tau(0) = 1 + log 2, tau(1) = 1 + log 3
+    # q.k rows: q_0 = e_0 meets k = (e_0, e_1, 3 e_0) as (1, 0, 3); q_1 = 2 e_1 meets them as (0, 2, 0)
+    scheme = NoPETemperature(floor_scale=1, attn_scale=1.0)
+    q = np.zeros((1, 1, 2, 4)); q[0, 0, 0, 0] = 1.0; q[0, 0, 1, 1] = 2.0
+    k = np.zeros((1, 1, 3, 4)); k[0, 0, 0, 0] = 1.0; k[0, 0, 1, 1] = 1.0; k[0, 0, 2, 0] = 3.0
+    got = N(scheme.score_bias(T(q), T(k), P([0, 1]), P([0, 1, 2]), 0))
+    expected = [[math.log(2) * 1 / 2, 0.0, math.log(2) * 3 / 2],                  # (tau_0 - 1) q_0.k_j / 2
+                [0.0, math.log(3) * 2 / 2, 0.0]]                                   # (tau_1 - 1) q_1.k_j / 2
+    np.testing.assert_allclose(got[0, 0], expected, rtol=1e-15, atol=1e-15)
+
+
+def test_the_defaults_are_llama4s():
+    # Llama4TextConfig ships floor_scale 8192 and attn_scale 0.1 (the Llama-4-Scout entry in model_configs)
+    assert NoPETemperature().settings.floor_scale == 8192 and NoPETemperature().settings.attn_scale == 0.1
+    assert N(llama4_attention_scales(P([8190, 8191])))[0] == 1.0
+    assert N(llama4_attention_scales(P([8190, 8191])))[1] == pytest.approx(1 + 0.1 * math.log(2), rel=1e-15)
