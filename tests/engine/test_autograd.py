@@ -119,6 +119,18 @@ def test_log_softmax_of_equal_logits_is_minus_ln_n():
     np.testing.assert_allclose(y.numpy(), np.full((2, 4), -math.log(4)), rtol=1e-12)
 
 
+def test_log_softmax_cross_entropy_and_token_nll_take_each_rows_own_max():
+    # rows 2000 apart, equal within each: -ln 2 everywhere; a max over the whole array would leave e^{-2000} = 0
+    # in row 1's sum and give ln 0
+    z = np.array([[0.0, 0.0], [-2000.0, -2000.0]])
+    np.testing.assert_allclose(F.log_softmax(Tensor(z, dtype="float64")).numpy(), np.full((2, 2), -math.log(2)),
+                               rtol=1e-12)
+    targets = backend.asarray(np.array([0, 1]))
+    assert F.cross_entropy(Tensor(z, dtype="float64"), targets).item() == pytest.approx(math.log(2), rel=1e-12)
+    nll = backend.to_numpy(F.token_nll(backend.asarray(z), targets))
+    np.testing.assert_allclose(nll, [math.log(2)] * 2, rtol=1e-12)
+
+
 def test_cross_entropy_hand_values():
     # uniform logits over 4 classes: -ln(1/4) = ln 4, whatever the target
     loss = F.cross_entropy(Tensor(np.zeros((1, 4)), dtype="float64"), idx([2]))

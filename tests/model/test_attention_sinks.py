@@ -11,6 +11,7 @@ import pytest
 from mini_transformer.engine import backend
 from mini_transformer.engine.nn import Parameter
 from mini_transformer.model import GPTConfig, TinyGPT
+from mini_transformer.model.attention import MultiHeadAttention
 from mini_transformer.model.checkpoint import load_checkpoint, save_checkpoint
 from mini_transformer.model.train import TrainConfig, train
 
@@ -26,6 +27,11 @@ def test_each_layer_has_one_sink_per_head_at_zero_and_the_default_model_has_none
     plain = TinyGPT(tiny())
     assert model.num_parameters() - plain.num_parameters() == 2 * 4
     assert all(b.attn.sinks is None for b in plain.blocks)
+
+
+def test_an_attention_layer_built_without_the_option_has_no_sinks():
+    layer = MultiHeadAttention(16, 2, backend.rng(0), layer=0)
+    assert layer.sinks is None and all(not name.endswith("sinks") for name, _ in layer.named_parameters())
 
 
 def test_attention_sinks_that_is_not_a_bool_is_refused_in_a_sentence():
