@@ -624,7 +624,7 @@ print(f"step 0: {run.losses[0]:.2f} nats, perplexity {math.exp(run.losses[0]):.1
 # %% tags=["nbval-check-output"]
 import os
 
-from mini_transformer.evaluation.experiments.common import load_result
+from experiments.common import load_result
 
 text_runs = load_result("input_schemes_at_train_len")
 at_L = [r["loss_at_L"] for runs in text_runs["per_seed"].values() for r in runs]  # one per scheme and seed

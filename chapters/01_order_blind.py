@@ -505,8 +505,8 @@ assert after[1] < 1e-13 and after[2] > 0.1
 # %%
 import inspect
 
-from mini_transformer.evaluation.experiments import chapter01_nope
-from mini_transformer.evaluation.experiments.chapter01_nope import BOS, V, position_accuracy, position_batches
+from experiments import chapter01_nope
+from experiments.chapter01_nope import BOS, V, position_accuracy, position_batches
 
 assert chapter01_nope.T == T  # the seeded experiment of this section's ledger row trains exactly these models
 print(inspect.getsource(position_batches))
@@ -538,12 +538,12 @@ assert accuracy["TinyGPT, no BOS"].mean() < 0.5
 # %% [markdown]
 # That is one seed of each, and training in float32 is not bit-for-bit the same under every BLAS and
 # thread count, so the cell prints your run but stores nothing. The experiment
-# `python -m mini_transformer.evaluation.experiments.chapter01_nope` trains the same three models
+# `python -m experiments.chapter01_nope` trains the same three models
 # on five seeds and scores each on the same 256 held-out rows. Its committed result:
 
 # %% tags=["nbval-check-output"]
 from mini_transformer.evaluation import stats
-from mini_transformer.evaluation.experiments.common import load_result
+from experiments.common import load_result
 
 nope = load_result("chapter01_nope")
 print(f"{nope['steps']} steps, seeds {nope['seeds']}; mean accuracy per seed, and on positions 1..{T - 1}:")
@@ -603,7 +603,7 @@ for r in nope["per_seed"]["gpt_no_bos"]:
 # [chapter 7, §7](07_alibi.py#7.-The-bake-off:-eight-schemes,-trained-at-L,-run-at-8L); here only the rows this claim needs:
 
 # %%
-from mini_transformer.evaluation.experiments.common import load_result
+from experiments.common import load_result
 
 losses = {name: r["loss"] for name, r in load_result("train_short_test_long")["results"].items()}
 
@@ -615,7 +615,7 @@ assert losses["none"][0] > max(others) + 0.3
 # %% [markdown]
 # In that run, at the training length, `none` is the worst by a wide margin: 2.04 nats against 1.50
 # to 1.69 for every scheme. But it is one seed. The experiment
-# `python -m mini_transformer.evaluation.experiments.input_schemes_at_train_len` trains the same model
+# `python -m experiments.input_schemes_at_train_len` trains the same model
 # (for 600 steps, not 1500) on three seeds with no scheme, with a learned table, and with the
 # sinusoidal table (as the formula gives it, and scaled to the size of a token row), every arm of a
 # seed on the same training batches, and scores each at $L$ on the same held-out windows. The `none`
@@ -668,12 +668,12 @@ assert all(n < min(r, s_) for n, r, s_ in zip(rises["none"], rises["rope"], rise
 # ## 6. The library's schemes break equivariance
 #
 # A positional scheme exists to break exactly this symmetry. The experiment
-# `python -m mini_transformer.evaluation.experiments.permutation` runs the permutation probe on every scheme
+# `python -m experiments.permutation` runs the permutation probe on every scheme
 # of the library but `relative_2d` (a 2-D bias, which needs a square window), in both models, over 5
 # seeds (float64, weights at standard deviation 0.5, $T = 16$); its committed result:
 
 # %%
-from mini_transformer.evaluation.experiments import permutation as permutation_experiment
+from experiments import permutation as permutation_experiment
 
 perm_result = load_result("permutation")
 table = perm_result["relative_change"]
@@ -1003,5 +1003,5 @@ assert caught is not None
 # * The exercises: [`exercises/order.py`](../exercises/order.py), 1.1 to 1.4. Grade them with
 #   `python -m exercises grade order`.
 # * The probe on any model: `mini_transformer.evaluation.measures.permutation_sensitivity(model, ids)` and
-#   `plot_permutation_sensitivity`; the full sweep is `python -m mini_transformer.evaluation.experiments.permutation`.
+#   `plot_permutation_sensitivity`; the full sweep is `python -m experiments.permutation`.
 # * Next, chapter 2: put position back, first by adding it to the input.

@@ -595,7 +595,7 @@ import inspect
 from exercises.adapters import from_functions
 from mini_transformer.model.train import TrainConfig, train
 # the scheme lives beside the seeded run that settles this section's ledger rows, so both train the same one
-from mini_transformer.evaluation.experiments.chapter02_adding import ConcatenatedSinusoids
+from experiments.chapter02_adding import ConcatenatedSinusoids
 
 print(inspect.getsource(ConcatenatedSinusoids))
 
@@ -644,7 +644,7 @@ fig.tight_layout()
 # After 100 steps adding and concatenating end within a tenth of a nat of each other, both at full
 # scale (2.41 and 2.41) and at a tenth (1.71 and 1.79); at full size both sit at chance, at a tenth
 # both learn. That is one seed and 100 steps. The experiment
-# `python -m mini_transformer.evaluation.experiments.chapter02_adding` trains the same four models
+# `python -m experiments.chapter02_adding` trains the same four models
 # (with the fast kernels of
 # [chapter 0's appendix](00_tiny_transformer.py#Appendix:-the-fast-kernels)) for 600 steps on five
 # seeds (every arm of a seed from the same weights and batches) and scores each on 1024 held-out
@@ -655,7 +655,7 @@ fig.tight_layout()
 from mini_transformer.engine.optim import cosine_lr
 from mini_transformer.evaluation import stats
 
-from mini_transformer.evaluation.experiments.common import load_result
+from experiments.common import load_result
 
 adding = load_result("chapter02_adding")
 print(f"{len(adding['seeds'])} seeds, {adding['steps']} steps; per seed:")
@@ -837,7 +837,7 @@ assert flat == 79
 # training position had.
 #
 # What a trained model makes of that is measured over five seeds by
-# `python -m mini_transformer.evaluation.experiments.short_long_seeds`: byte-level `TinyGPT`s
+# `python -m experiments.short_long_seeds`: byte-level `TinyGPT`s
 # ($d_{model} = 64$, 2 layers) trained on the standard library's source at $L = 32$ for 500
 # steps, then run on windows of $4L$. The whole table, with every scheme, is shown and explained
 # in [chapter 7, §7](07_alibi.py#7.-The-bake-off:-eight-schemes,-trained-at-L,-run-at-8L); here
@@ -905,7 +905,7 @@ assert all(sl["claims"][k]["verdict"] == "reproduces" for k in
 # At $L$ itself the full-size table is no help here: it is worse than no position at all in all
 # 5 seeds (0.108 ± 0.090 nats), and worse than the scaled table in all 5 (0.140 ± 0.085 nats).
 # The same comparison at $L = 64$, with 600 steps, batches of 16
-# and three seeds, is `python -m mini_transformer.evaluation.experiments.input_schemes_at_train_len`,
+# and three seeds, is `python -m experiments.input_schemes_at_train_len`,
 # which trains chapter 7's bake-off model with the table as the formula gives it, scaled by
 # $0.02\sqrt 2$, and with no position:
 

@@ -557,16 +557,16 @@ side.plot(yours="your position_rows", title="The same model, two lookups of one 
 # ## 9. The measured record
 #
 # The chapter reads the results of committed experiments. First two on look 3 back.
-# `python -m mini_transformer.evaluation.experiments.relative_bias_generalisation` trains the
+# `python -m experiments.relative_bias_generalisation` trains the
 # look-3-back model of section 3 with a 16-row learned table and, beside it, with T5's bucketed
 # relative bias (chapter 5), at length 8 for 600 steps, and tests both at 16, over ten seeds.
-# `python -m mini_transformer.evaluation.experiments.chapter03_learned` retrains section 3's own model
+# `python -m experiments.chapter03_learned` retrains section 3's own model
 # (150 steps) on five seeds, measures its rows, its accuracy and loss past 8 and its cached generation
 # as in section 6, and settles the claims of both runs:
 
 # %% tags=["nbval-check-output"]
-from mini_transformer.evaluation.experiments import relative_bias_generalisation
-from mini_transformer.evaluation.experiments.common import load_result
+from experiments import relative_bias_generalisation
+from experiments.common import load_result
 
 from mini_transformer.evaluation import stats
 
@@ -669,7 +669,7 @@ assert learned_L < sinusoidal_L and all(math.isnan(v) for v in stl["results"]["l
 # sinusoidal table as the formula gives it, rows of norm $\sqrt{32} = 5.7$ at $d_{model} = 64$,
 # while the learned table starts at the token rows' size (standard deviation 0.02, norm about $0.02\sqrt{64} = 0.16$),
 # 35 times smaller (chapter 2, §7, measured what that mismatch costs on a small task). The
-# experiment `python -m mini_transformer.evaluation.experiments.input_schemes_at_train_len` trains the same
+# experiment `python -m experiments.input_schemes_at_train_len` trains the same
 # model on three seeds (600 steps, not 1500), with the learned table, the sinusoidal table as it is,
 # and the sinusoidal table scaled by $0.02\sqrt 2$ so that its rows start at a token row's norm;
 # every arm of a seed trains on the same batches and starts from the same token rows (the learned

@@ -827,7 +827,7 @@ assert hook["shaw"] > 8 and hook["transformer_xl"] > 8 and hook["rope"] < 5
 # and C6b rest on the run over seeds below.
 
 # %%
-from mini_transformer.evaluation.experiments.relative_bias_generalisation import score
+from experiments.relative_bias_generalisation import score
 from mini_transformer.model.train import TrainConfig, train
 
 
@@ -863,7 +863,7 @@ assert isinstance(long_runs["learned"][1], str)
 
 # %% [markdown]
 # On real text, over seeds. The experiment
-# `python -m mini_transformer.evaluation.experiments.short_long_seeds` trains each scheme on the
+# `python -m experiments.short_long_seeds` trains each scheme on the
 # standard library's source at $L = 32$ for 500 steps, over 5 seeds, and evaluates at $L$
 # and $4L$ (it is a smaller run than chapter 7's one-seed bake-off at $L = 64$, sized so that
 # seeds fit; [chapter 7, §7](07_alibi.py#7.-The-bake-off:-eight-schemes,-trained-at-L,-run-at-8L)
@@ -881,7 +881,7 @@ assert isinstance(long_runs["learned"][1], str)
 
 # %%
 from mini_transformer.evaluation import stats
-from mini_transformer.evaluation.experiments.common import load_result
+from experiments.common import load_result
 
 sl = load_result("short_long_seeds")
 

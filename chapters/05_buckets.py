@@ -390,7 +390,7 @@ assert growth["t5"] > 12 and growth["rope"] < 5
 
 # %%
 from mini_transformer.model.data import IGNORE
-from mini_transformer.evaluation.experiments import relative_bias_generalisation as rbg
+from experiments import relative_bias_generalisation as rbg
 from mini_transformer.model.train import TrainConfig, train
 
 
@@ -434,12 +434,12 @@ ax.legend()
 fig.tight_layout()
 
 # %% [markdown]
-# The full experiment, `python -m mini_transformer.evaluation.experiments.relative_bias_generalisation`,
+# The full experiment, `python -m experiments.relative_bias_generalisation`,
 # runs ten seeds of 600 steps, about six minutes on two cores, so the chapter reads its committed
 # result.
 
 # %% tags=["nbval-check-output"]
-from mini_transformer.evaluation.experiments.common import load_result
+from experiments.common import load_result
 
 rb = load_result("relative_bias_generalisation")
 s = rb["summary"]
@@ -928,7 +928,7 @@ print("test_buckets passes on the functions above")
 # * The library's forms: `mini_transformer/positional/t5.py` (`RelativePositionBias.bias`,
 #   `bias_at`) and `mini_transformer/positional/relative_2d.py`. The bias they make goes into the
 #   attention of `mini_transformer/engine/functional.py`.
-# * The experiment: `python -m mini_transformer.evaluation.experiments.relative_bias_generalisation`
+# * The experiment: `python -m experiments.relative_bias_generalisation`
 #   (`--quick` for three seeds).
 # * The interview questions of this chapter: [`chapters/cards/05_buckets.md`](cards/05_buckets.md).
 # * Next, chapter 6: RoPE, which gets relative behaviour without any bias at all.

@@ -1105,7 +1105,7 @@ fig.tight_layout()
 # though above 1/11 (a fairer bar follows the five seeds), and it gets the *first* copied symbol
 # right (why the first? question 2 of section 9).
 #
-# That is one seed of each. The experiment `python -m mini_transformer.evaluation.experiments.rope_copy`
+# That is one seed of each. The experiment `python -m experiments.rope_copy`
 # repeats the pair for five seeds (weights and batches), with this section's model and steps, and
 # scores both on the same 1024 held-out rows; the effect is RoPE's accuracy minus no position's,
 # paired within a seed, with a 95% t-interval over the seeds (the verdict rule of
@@ -1113,7 +1113,7 @@ fig.tight_layout()
 
 # %% tags=["nbval-check-output"]
 from mini_transformer.evaluation import stats
-from mini_transformer.evaluation.experiments.common import load_result
+from experiments.common import load_result
 
 copy_runs = load_result("rope_copy")
 for s, p in zip(copy_runs["seeds"], copy_runs["per_seed"]):

@@ -665,7 +665,7 @@ assert n_params(alibi_model) == n_params(none_model)
 # %% [markdown]
 # ## 7. The bake-off: eight schemes, trained at L, run at 8L
 #
-# The experiment `python -m mini_transformer.evaluation.experiments.train_short_test_long` trains one
+# The experiment `python -m experiments.train_short_test_long` trains one
 # `TinyGPT` per scheme (d_model 64, 2 layers, 4 heads, so ALiBi's slopes are $1/4, 1/16, 1/64,
 # 1/256$) on the standard library's source at $L = 64$ for 1500 steps, all with the same seed
 # and batches, then measures held-out loss at 1x, 2x, 4x and 8x $L$. It is **one seed**: its table
@@ -675,7 +675,7 @@ assert n_params(alibi_model) == n_params(none_model)
 # per scheme on two cores, so the chapter reads the committed result.
 
 # %%
-from mini_transformer.evaluation.experiments.common import RESULTS
+from experiments.common import RESULTS
 
 with open(os.path.join(RESULTS, "train_short_test_long.json")) as f:
     bake = json.load(f)
@@ -755,7 +755,7 @@ assert loss["alibi"][0] - first > 0.1 > abs(first - res["alibi"]["loss_beyond"][
 # ### 7.1 Over seeds: the verdicts
 #
 # Three seeds of all eight schemes at the bake-off's size do not fit the time a reader (or this
-# workbook's build) has. `python -m mini_transformer.evaluation.experiments.short_long_seeds`
+# workbook's build) has. `python -m experiments.short_long_seeds`
 # repeats only what the verdicts need, at a smaller size: the same model, trained at
 # **$L = 32$ for 500 steps of 8 windows** (not 64 for 1500 steps of 16) and evaluated at
 # **$4L = 128$** (not $8L$), over seeds 0 to 4, every arm in the table below trained at $L$ with its seed's initial
@@ -784,7 +784,7 @@ assert loss["alibi"][0] - first > 0.1 > abs(first - res["alibi"]["loss_beyond"][
 
 # %%
 from mini_transformer.evaluation import stats
-from mini_transformer.evaluation.experiments.common import load_result
+from experiments.common import load_result
 
 sl = load_result("short_long_seeds")
 verdicts = sl["claims"]

@@ -934,7 +934,7 @@ assert never == list(range(35, 64)) and all(math.isclose(float(r), 2.0) for r in
 # seed (three seeds: each its own trained model):
 
 # %%
-from mini_transformer.evaluation.experiments.common import RESULTS
+from experiments.common import RESULTS
 from mini_transformer.evaluation.longrope_search import starting_points
 
 with open(os.path.join(RESULTS, "context_extension.json")) as f:
@@ -1003,7 +1003,7 @@ for name in ("Llama-2-7B", "Code-Llama-7B", "Llama-3.1-8B", "Qwen3-0.6B", "DeepS
 #
 # The book's Exercise 3: train a small RoPE model at one length and measure loss at longer ones
 # with no change, with linear interpolation ($s = 4$) and with NTK scaling ($s = 4$). The
-# experiment `python -m mini_transformer.evaluation.experiments.context_extension` does that and more: a
+# experiment `python -m experiments.context_extension` does that and more: a
 # `TinyGPT` with two heads of 32 channels, trained on the standard library's source at $L = 64$
 # for 1500 steps, run at $4L = 256$ with each method zero-shot, then fine-tuned at $4L$ for 150
 # steps with each and measured again; all of it for three seeds (weights, batches and the search).
@@ -1043,7 +1043,7 @@ print(f"the fine-tune: {tokens['finetune']:,} tokens (150 steps x 8 rows x 256);
 assert tokens == {"finetune": 150 * 8 * 256, "pretrain": 1500 * 16 * 64}
 
 # %%
-from mini_transformer.evaluation.experiments import context_extension
+from experiments import context_extension
 
 fig = context_extension.plot(ext)
 plt.show()
@@ -1159,14 +1159,14 @@ assert {k: r["verdict"] for k, r in claims.items()} == expected
 # a failure of the book's claim as written. Two differences from the sources' models are worth
 # measuring. Chen et al.'s fine-tuned LLaMA heads have 128 channels, 64 pairs (the book's exercise names no
 # width), where ours have 32 channels, 16 pairs, so PI's compression of the fast pairs might matter less there; and Chen et al. report PI's small
-# cost after a fine-tune (they fine-tune PI models, 1000 steps at most). The experiment `python -m mini_transformer.evaluation.experiments.pi_head_width`
+# cost after a fine-tune (they fine-tune PI models, 1000 steps at most). The experiment `python -m experiments.pi_head_width`
 # separates the two at a fixed model size ($d_{model}$ 64, 2 layers): one head of 64 channels and
 # four of 16, trained exactly as above on the same three seeds, beside this section's two heads of
 # 32. For each it measures PI's cost at $L$ zero-shot, and again after the same 150-step fine-tune at
 # $4L$ (PI minus unscaled, both fine-tuned).
 
 # %% tags=["nbval-check-output"]
-from mini_transformer.evaluation.experiments.common import load_result
+from experiments.common import load_result
 
 width = load_result("pi_head_width")
 assert width["seeds"] == ext["seeds"] and width["steps"] == ext["steps"] and width["finetune_steps"] == ext["finetune_steps"]
@@ -1320,6 +1320,6 @@ fig.tight_layout()
 #   it is. The rotation itself is `mini_transformer/positional/rope.py` (`apply_rotary`).
 # * The interview cards on extending 8k to 128k, on base 10000 and on PI against NTK are in
 #   [`cards/08_stretching_rope.md`](cards/08_stretching_rope.md).
-# * To go further: `python -m mini_transformer.evaluation.experiments.context_extension` reruns the
+# * To go further: `python -m experiments.context_extension` reruns the
 #   experiment (three seeds: about 34 minutes on two busy cores), and
-#   `python -m mini_transformer.evaluation.experiments.pi_head_width` the head-width chase (as long); `evaluate.passkey_grid` measures retrieval, which loss does not.
+#   `python -m experiments.pi_head_width` the head-width chase (as long); `evaluate.passkey_grid` measures retrieval, which loss does not.

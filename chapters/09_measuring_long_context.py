@@ -70,10 +70,10 @@ from exercises import reveal, use
 from mini_transformer.model import data
 from mini_transformer.evaluation import measures as evaluate, stats
 from mini_transformer.engine.backend import asarray, hostnp as np, to_numpy, xp
-from mini_transformer.evaluation.experiments.common import RESULTS
+from experiments.common import RESULTS
 
 with open(os.path.join(RESULTS, "long_context.json")) as f:
-    lc = json.load(f)  # the committed run of python -m mini_transformer.evaluation.experiments.long_context
+    lc = json.load(f)  # the committed run of python -m experiments.long_context
 L, runs, claims = lc["train_len"], lc["runs"], lc["claims"]   # runs: per model, one dict per seed
 
 
@@ -168,7 +168,7 @@ assert [float(v) for v in loss_by_position(hand, 1)] == [2.0, 2.0, 2.0, 2.0, 5.0
 assert math.isclose(float(loss_by_position(hand, 99)[0]), 2.6)  # one bucket: the overall mean, 26 / 10
 
 # %% [markdown]
-# Now trained models' numbers. The experiment `python -m mini_transformer.evaluation.experiments.long_context`
+# Now trained models' numbers. The experiment `python -m experiments.long_context`
 # trains byte-level `TinyGPT`s (d_model 64, 2 layers, 4 heads) on the standard library's source at
 # L = 32, one with ALiBi and one with unscaled RoPE, for several seeds, and stores each one's loss at
 # every position of held-out windows of 8L = 256. Every training window hides a passkey (section 4
@@ -929,7 +929,7 @@ assert round(1e3 * weight_bytes / bandwidth, 1) == 4.0 and round(1e3 * cache_byt
 # * The library versions, with plots: `mini_transformer/evaluation/measures.py` (`loss_by_position`,
 #   `extrapolation_curve`, `passkey_grid`, `effective_context_length`, `retention`,
 #   `decode_costs`).
-# * The experiment: `python -m mini_transformer.evaluation.experiments.long_context` (about 25 minutes
+# * The experiment: `python -m experiments.long_context` (about 25 minutes
 #   for 5 seeds and the control on two shared cores; `--parts DIR` resumes a stopped run; `--quick`
 #   in seconds, which only checks that the pieces run).
 # * Next, chapter 10: what the KV cache keeps, where positions sit when it evicts, and whether

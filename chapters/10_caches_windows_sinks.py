@@ -647,7 +647,7 @@ except AssertionError as e:
 
 # %% tags=["nbval-check-output"]
 from mini_transformer.evaluation import stats
-from mini_transformer.evaluation.experiments.common import load_result
+from experiments.common import load_result
 
 control = load_result("sink_control")
 softmax_runs = [r for r in control["runs"] if r["arm"] == "softmax"]
@@ -722,7 +722,7 @@ assert all(st["sink_heads"] == 0 and max(max(h) for h in st["mass_on_position_0"
 # gets right:
 
 # %% tags=["nbval-check-output"]
-from mini_transformer.evaluation.experiments import sink_control
+from experiments import sink_control
 
 task_rows = sink_control.held_out(sink_control.BigramBackcopy(seed=0))                # (32, 64), BOS first
 at_trigger = sink_control.BigramBackcopy(seed=0).is_trigger[task_rows[:, 1:]]       # query positions 1 .. 63
@@ -1056,7 +1056,7 @@ assert text_run["claims"]["C4_all"]["verdict"] == "not tested here"
 # where `streams = sink_control.held_out(sink_control.BigramBackcopy(seed=0), 16, 256, seed=1002)`.
 
 # %% tags=["nbval-check-output"]
-from mini_transformer.evaluation.experiments.attention_sinks import DropToken
+from experiments.attention_sinks import DropToken
 from mini_transformer.evaluation.streaming import stream_loss
 
 per_query = sink_control.by_query_position(checkpoint, held)       # (n_layers, T)
@@ -1192,7 +1192,7 @@ assert abs((evicted - kept) - (seed0["token 0 evicted"] - seed0["kept"])) < 1e-5
 #   72.4 to 186.7 s a run; it also writes the committed checkpoint
 #   `results/sink_control_softmax_seed0.npz`), `sink_text` (text at L = 256 with BOS, three learning
 #   rates, three seeds; about 26 minutes) and `attention_sinks` (the six settings at L = 32 that
-#   formed none): `python -m mini_transformer.evaluation.experiments.sink_control`.
+#   formed none): `python -m experiments.sink_control`.
 # * The papers behind section 7: Gu et al. (2024), "When Attention Sink Emerges in Language Models"
 #   (arXiv 2410.10781), for the metric and the conditions; Guo et al. (2024), "Active-Dormant Attention
 #   Heads" (arXiv 2410.13835), for the task; Xiao et al. (2023), StreamingLLM, for the eviction test.

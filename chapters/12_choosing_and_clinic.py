@@ -85,7 +85,7 @@ import matplotlib.pyplot as plt
 from exercises import reveal, use
 from mini_transformer.engine.autograd import no_grad
 from mini_transformer.engine.backend import rng, xp
-from mini_transformer.evaluation.experiments.common import load_result  # results/NAME.json, as the run saved it
+from experiments.common import load_result  # results/NAME.json, as the run saved it
 
 seeded = load_result("short_long_seeds")             # chapter 7, §7.1: train short, test long, 5 seeds
 short_long = load_result("train_short_test_long")    # chapter 7's larger bake-off: ONE seed, an illustration
@@ -101,7 +101,7 @@ permutation = load_result("permutation")
 # ## 1. The decision guide, with the evidence beside it
 #
 # The book's "When to use what" (§4) in seven rows. Each row below has the committed
-# experiments that speak to it (full runs, minutes each, in `mini_transformer/evaluation/experiments/`;
+# experiments that speak to it (full runs, minutes each, in `experiments/`;
 # the chapter reads their JSON and checks every number it quotes). The models are tiny (2 layers,
 # `d_model` 32 or 64), trained on byte-level text of the standard library or on small synthetic tasks
 # (chapter 5's look-back, chapter 10's sink control), so read the numbers as what *these* models did.
@@ -949,7 +949,7 @@ for name, sick in [("healthy", clinic.make_patient()), ("position_reset", clinic
 # ## 8. The ledger, settled
 #
 # Each row cites its evidence: `result NAME/KEY` is the claim record `KEY` in
-# `mini_transformer/evaluation/experiments/results/NAME.json` (the record the chapter that ran the
+# `experiments/results/NAME.json` (the record the chapter that ran the
 # experiment cites for the same claim), printed in section 1 or 3; `exact §N` is a computation
 # without sampling asserted in section N. The verdicts follow the rule in `chapters/README.md`.
 # Two parts of the guide leave the ledger without a row: "RoPE for a new LM" is a recommendation, and
@@ -988,7 +988,7 @@ for name, sick in [("healthy", clinic.make_patient()), ("position_reset", clinic
 #   run on the healthy patient and on all six planted bugs.
 # * The patients and their bugs: `mini_transformer/evaluation/clinic.py` (`make_patient`, `plant`, `ward`,
 #   `attention_probe`). The cost bench: `mini_transformer/evaluation/bench_positional.py`. The experiments
-#   behind section 1: `mini_transformer/evaluation/experiments/`, each with `--quick` for a short run.
+#   behind section 1: `experiments/`, each with `--quick` for a short run.
 # * The interview questions on choosing a scheme and debugging position bugs, answered from these
 #   numbers: [`chapters/cards/12_choosing_and_clinic.md`](cards/12_choosing_and_clinic.md).
 # * This is the last chapter. The drills (`python -m exercises drill`) keep the implementations in

@@ -3,10 +3,11 @@ r"""The house's floors: no import circle between files or folders, no private na
 ``mini_transformer`` reads as four floors, from the bottom: ``engine`` (arrays, autograd, layers,
 optimiser, kernels), ``positional`` (the schemes and their scaling), ``model`` (attention, the
 Transformer, cache, checkpoints, data, training) and ``evaluation`` (measures, streaming, benches,
-and, for now, the chapters' experiments in ``evaluation/experiments/``).
+the clinic). The chapters' experiments are not in it: they sit in ``experiments/`` at the top of the
+repository and use the library like any reader.
 
 The rest of the house has floors too (STYLE.md, rule 28b). Every import in every file under
-``mini_transformer/``, ``exercises/``, ``solutions/`` and ``site_src/`` (the book's build), the
+``mini_transformer/``, ``exercises/``, ``solutions/``, ``experiments/`` and ``site_src/`` (the book's build), the
 ones inside functions included, is read with ``ast`` and resolved to the module it names:
 
 * no circle between files, and none between folders: in every folder, its entries (each file, and
@@ -17,7 +18,8 @@ ones inside functions included, is read with ``ast`` and resolved to the module 
   a module it imported (``notebooks._stable_ids``): a helper used across modules is public;
 * imports go one way, down the rooms of ``MAY_IMPORT``: chapters use everything (they are not
   read here); the grader and the book's build use the library and the solutions; the solutions,
-  and the reader's files generated from them, use the library only; the library uses none of them.
+  the reader's files generated from them, and the experiments use the library only; the library
+  uses none of them.
 """
 import ast
 from pathlib import Path
@@ -27,14 +29,16 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 LIBRARY = ROOT / "mini_transformer"
 FLOORS = ("engine", "positional", "model", "evaluation")
-TOPS = ("mini_transformer", "exercises", "solutions", "site_src")
+TOPS = ("mini_transformer", "exercises", "solutions", "experiments", "site_src")
 
 #: each room, and the rooms its files may import; a room may always import itself
 MAY_IMPORT = {
     "library": set(),                               # mini_transformer/: nothing of the rest
     "solutions": {"library"},                       # solutions/: the reference answers
     "reader": {"library"},                          # exercises/*.py: the reader's files, generated from solutions/
-    "grader": {"library", "solutions"},             # exercises/grading/: the grader, drills, and the book's build for now
+    "experiments": {"library"},                     # experiments/: the chapters' experiments, measured on the library
+    "grader": {"library", "solutions", "experiments"},  # exercises/grading/: the grader, drills, and the book's build for
+                                                    # now; the capstone's reference trains the experiments' text model
     "build": {"library", "solutions", "grader"},    # site_src/: the website's Sphinx configuration
     "adapters": {"library", "grader"},              # exercises/adapters/: what the chapters use to run the reader's code
     "front door": {"grader"},                       # exercises/__init__.py and __main__.py: `use`, `reveal`, the command line
@@ -133,8 +137,8 @@ def floor_of(module):
 def room_of(module):
     """The room of ``MAY_IMPORT`` that ``module`` sits in."""
     top, _, rest = module.partition(".")
-    if top in ("mini_transformer", "solutions"):
-        return "library" if top == "mini_transformer" else "solutions"
+    if top in ("mini_transformer", "solutions", "experiments"):
+        return {"mini_transformer": "library"}.get(top, top)
     if top == "site_src":
         return "build"
     first = rest.partition(".")[0]
@@ -242,7 +246,7 @@ def test_imports_go_one_way_down_the_rooms():
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if room_of(m) == "library"))
 def test_the_library_never_imports_the_book(module):
-    book = {i for i in imports_of(MODULES[module]) if i.split(".")[0] in ("exercises", "solutions", "chapters", "tests")}
+    book = {i for i in imports_of(MODULES[module]) if i.split(".")[0] in ("exercises", "solutions", "experiments", "chapters", "tests")}
     assert book == set()
 
 
@@ -332,17 +336,21 @@ def test_a_planted_private_import_is_caught_as_a_name_and_as_an_attribute(tmp_pa
     ("solutions/rope.py", "from exercises.grading.grader import grade\n", ("solutions", "grader")),
     ("exercises/rope.py", "import solutions.rope\n", ("reader", "solutions")),
     ("exercises/grading/grader.py", "from exercises.adapters.clinic import make_patient\n", ("grader", "adapters")),
+    ("mini_transformer/engine/nn.py", "from experiments.common import RESULTS\n", ("library", "experiments")),
+    ("experiments/common.py", "from solutions.rope import rotate\n", ("experiments", "solutions")),
 ])
 def test_a_planted_import_against_the_direction_is_caught(tmp_path, importer, source, rooms):
     modules, graph = plant(tmp_path, {**LIBRARY_STUB, "solutions/__init__.py": "", "solutions/rope.py": "",
                                       "exercises/__init__.py": "", "exercises/rope.py": "",
                                       "exercises/grading/__init__.py": "", "exercises/grading/grader.py": "",
                                       "exercises/adapters/__init__.py": "", "exercises/adapters/clinic.py": "",
+                                      "experiments/__init__.py": "", "experiments/common.py": "",
                                       importer: source})
     found = against_the_direction(graph)
     assert [(room, other) for _, room, _, other in found] == [rooms]
     # the same import the other way is allowed where the rooms say so
     allowed = [("exercises/grading/grader.py", "from solutions.rope import rotate\n"),
-               ("solutions/rope.py", "from mini_transformer.engine.autograd import op\n")]
+               ("solutions/rope.py", "from mini_transformer.engine.autograd import op\n"),
+               ("experiments/common.py", "from mini_transformer.engine.autograd import op\n")]
     modules, graph = plant(tmp_path, {importer: "", **dict(allowed)})
     assert against_the_direction(graph) == []

@@ -28,7 +28,7 @@ import pytest
 
 from exercises.grading import notebooks
 from mini_transformer.evaluation import stats
-from mini_transformer.evaluation.experiments.common import RESULTS
+from experiments.common import RESULTS
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = [c for c in notebooks.chapter_names() if not c.startswith("13_")]  # 13 is the cards' appendix

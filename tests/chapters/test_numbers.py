@@ -40,7 +40,7 @@ import nbformat
 import pytest
 
 from exercises.grading import notebooks
-from mini_transformer.evaluation.experiments.common import RESULTS
+from experiments.common import RESULTS
 from test_ledgers import settled_ledger, split_row  # the ledgers' own parsers: one reading of a table
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -656,7 +656,7 @@ def test_attention_mass_normalised_is_the_share_of_each_row():
     # sigmoid attention with zero queries and keys gives every visible key sigma(-ln T) = 1 / (T + 1), so rows do
     # not sum to 1: query i spends (i + 1) / (T + 1) in all. As mass, key 0 gets 1 / (T + 1) from every query; as
     # a share of each row, 1 / (i + 1), and the first T keys hold the whole row.
-    from mini_transformer.evaluation.experiments.attention_sinks import use_sigmoid_attention
+    from experiments.attention_sinks import use_sigmoid_attention
     T = 5
     model = use_sigmoid_attention(zero_query_key(TinyGPT(config("none")).to_dtype("float64")))
     x = random_tokens(T)[None]

@@ -96,7 +96,7 @@ def test_a_checkpoint_is_bound_to_its_rope_configuration(tmp_path):
 
 @pytest.mark.slow
 def test_longrope_search_beats_position_interpolation_on_held_out_text():
-    from mini_transformer.evaluation.experiments.common import corpus, text_model, train_text
+    from experiments.common import corpus, text_model, train_text
     from mini_transformer.evaluation.longrope_search import longrope_scaling, mean_loss, search, with_rope_scaling
     L = 32
     model = text_model("rope", L, seed=0)
@@ -114,7 +114,7 @@ def test_longrope_search_beats_position_interpolation_on_held_out_text():
 
 @pytest.fixture(scope="module")
 def extension_quick():
-    from mini_transformer.evaluation.experiments.context_extension import run
+    from experiments.context_extension import run
     return run(quick=True, seed=0, progress=False)
 
 

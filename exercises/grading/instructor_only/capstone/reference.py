@@ -14,7 +14,7 @@ the numbers are a worked example of the write-up, not evidence (the write-up mus
 import argparse
 import time
 
-from mini_transformer.evaluation.experiments.common import corpus, text_model, train_text
+from experiments.common import corpus, text_model, train_text
 from mini_transformer.evaluation.longrope_search import with_rope_scaling
 from mini_transformer.evaluation.measures import loss_by_position
 from mini_transformer.positional.model_configs import MODELS
