@@ -19,8 +19,15 @@ def ids(B, T, vocab=16, seed=0):
     return np.random.default_rng(seed).integers(0, vocab, (B, T))
 
 
+# settings that make a scheme act within these models' few positions: at Llama 4's floor_scale 8192 the
+# temperature scale is 1 at every position the tests reach, and the scheme would be NoPE
+ACTIVE = {"temperature": {"floor_scale": 2, "attn_scale": 0.5}}      # tau steps at positions 1, 3, 5, ...
+
+
 def model_for(positional, max_len=32, n_layers=2, **kw):
-    """A float64 TinyGPT (vocabulary 16, d_model 16, 2 heads) with every weight drawn from N(0, 0.5^2), seed 1."""
+    """A float64 TinyGPT (vocabulary 16, d_model 16, 2 heads) with every weight drawn from N(0, 0.5^2), seed 1;
+    a scheme in ``ACTIVE`` gets those settings unless ``extra`` is given."""
+    kw.setdefault("extra", dict(ACTIVE.get(positional, {})))
     cfg = GPTConfig(vocab_size=16, d_model=16, n_layers=n_layers, n_heads=2, max_len=max_len, positional=positional,
                     **kw)
     model = TinyGPT(cfg).to_dtype("float64")

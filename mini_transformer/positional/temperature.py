@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from ..engine.backend import asarray, xp
 from ..engine.validate import check_int
-from .base import PositionalScheme, setting
+from .base import PositionalScheme, per_head, setting
 
 
 def llama4_attention_scales(positions, floor_scale=8192, attn_scale=0.1):
@@ -57,6 +57,7 @@ class NoPETemperature(PositionalScheme):
     """NoPE with Llama 4's temperature tuning: query i's scores are multiplied by tau(position of i)."""
 
     Settings = NoPETemperatureSettings
+    per_row_positions = True
 
     def __init__(self, floor_scale=8192, attn_scale=0.1):
         llama4_attention_scales(xp.zeros(0, dtype="int64"), floor_scale, attn_scale)   # check the settings once
@@ -69,6 +70,8 @@ class NoPETemperature(PositionalScheme):
 
     def score_bias(self, q, k, q_pos, k_pos, layer):
         s = self.settings
-        tau = llama4_attention_scales(q_pos, s.floor_scale, s.attn_scale)     # (T_q,) one scale per query
-        extra = ((tau - 1.0) / math.sqrt(q.shape[-1]))[:, None]               # (T_q, 1), over every key
+        # q_pos is (T_q,), or (B, T_q) in a padded or packed batch: each row's scale comes from its own
+        # position ids, not from its index in the row, so a padded row scales as the prompt run alone
+        tau = llama4_attention_scales(q_pos, s.floor_scale, s.attn_scale)     # ([B,] T_q) one scale per query
+        extra = per_head(((tau - 1.0) / math.sqrt(q.shape[-1]))[..., None])   # (1 or B, 1, T_q, 1), every key
         return (q @ k.transpose(0, 1, 3, 2)) * extra.astype(q.dtype)          # (B, H, T_q, T_k)

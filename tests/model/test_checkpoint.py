@@ -299,7 +299,7 @@ CHANGED = {"shaw_k": 3, "shaw_values": False, "mem_len": 5, "num_buckets": 8, "m
            "bidirectional": True, "rope_interleaved": True, "partial_rotary_factor": 0.5, "window_size": 4,
            "d_rope": 4, "rope_base": 500.0, "sinusoidal_base": 100.0, "max_len": 12,
            "rope_scaling": {"rope_type": "linear", "factor": 2.0}, "mrope_section_t": 0, "mrope_section_h": 0,
-           "mrope_interleaved": True, "fire_width": 16, "fire_L": 4.0}
+           "mrope_interleaved": True, "fire_width": 16, "fire_L": 4.0, "floor_scale": 4, "attn_scale": 0.25}
 FIELDS = {f.name for f in dataclasses.fields(GPTConfig)}
 BINDINGS = [(name, key) for name, cls in SCHEMES.items() for key in cls.declared()]
 

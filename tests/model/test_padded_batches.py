@@ -27,8 +27,9 @@ from mini_transformer.positional import SCHEMES
 from mini_transformer.positional.sinusoidal import SinusoidalPositionalEncoding
 
 ALL = sorted(SCHEMES)
-# the logits depend on where the row starts; FIRE's too past its threshold L (model_for draws L = 3.0 and 2.6)
-ABSOLUTE = {"sinusoidal", "learned", "relative_2d", "fire"}
+# the logits depend on where the row starts; FIRE's too past its threshold L (model_for draws L = 3.0 and 2.6),
+# and the temperature scheme's, whose query scale steps with the absolute position (floor_scale 2 in model_for)
+ABSOLUTE = {"sinusoidal", "learned", "relative_2d", "fire", "temperature"}
 TOL = 1e-10
 MARGIN = 1e-3
 KERNELS = ["reference", "fast"]
