@@ -6,6 +6,7 @@ d_head 8, base 10000, so theta = (1, 0.1, 0.01, 0.001) and the wavelengths are 2
 (1, 10, 100, 1000).
 """
 import math
+import re
 import warnings
 
 import numpy as np
@@ -530,7 +531,7 @@ LLAMA3_NEEDS = {"rope_type": "llama3", "factor": 2.0, "high_freq_factor": 4.0, "
     (None, dict(partial_rotary_factor=0), r"partial_rotary_factor must be in \(0, 1\], got 0\.$"),
     (None, dict(partial_rotary_factor=1.5), r"partial_rotary_factor must be in \(0, 1\], got 1\.5\.$"),
     (None, dict(head_dim=2, partial_rotary_factor=0.4), r"head_dim=2 with partial_rotary_factor=0\.4 gives rotary_dim=0"),
-], ids=lambda v: v if isinstance(v, str) else None)
+], ids=lambda v: re.sub(r"\W+", "_", v).strip("_") if isinstance(v, str) else None)   # plain ids: mutmut
 def test_each_refusal_names_the_method_and_the_setting(cfg, extra, message):
     kwargs = {"head_dim": 8, **extra}
     with pytest.raises(ValueError, match=message):
