@@ -75,6 +75,6 @@ def main(argv=None):
     p.add_argument("--steps", type=int, default=150)
     args = p.parse_args(argv)
     if args.steps < 1:
-        raise SystemExit(f"--steps is the number of training steps, 1 or more; got {args.steps}.")
+        p.error(f"--steps is the number of training steps, 1 or more; got {args.steps}.")
     print(report(run(steps=args.steps)))
     return 0
