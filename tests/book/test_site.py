@@ -300,7 +300,7 @@ def test_every_chapter_page_in_chromium(built, browser, tmp_path):
 
 
 #: a page's text as a reader sees it, without the chapters' code cells: their Python source is not MyST, and an
-#: f-string such as ``f"{path.name}`"`` would read as a role (chapter 13 prints its cards that way)
+#: f-string such as ``f"{path.name}`"`` would read as a role (chapter 14 prints its cards that way)
 PAGE_TEXT = """
 const code = [...document.querySelectorAll('.cell_input')];
 code.forEach(e => e.style.setProperty('display', 'none'));

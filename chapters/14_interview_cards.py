@@ -10,7 +10,7 @@
 # ---
 
 # %% [markdown]
-# # Appendix (chapter 13). The interview cards
+# # Appendix (chapter 14). The interview cards
 #
 # The cards answer the book chapter's six interview questions and their follow-ups, and other questions
 # from both sources (the book's failure table and exercises, the survey's common misunderstandings), each
