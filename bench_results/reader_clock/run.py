@@ -13,7 +13,8 @@ whatever thread settings their machine has: none. So this script
    quiet, then with one other busy process beside it (``python -c "while True: pass"``, one core
    held, killed after each chapter).
 
-It writes ``<label>.md`` (chapter, seconds quiet, seconds busy, under 25 s?) and ``<label>.json``
+It writes ``<label>.md`` (chapter, seconds quiet, seconds busy, under 25 s?, the 1-minute load average
+before each run) and ``<label>.json``
 (the commit, the date, the machine: nproc and load average at the start and before every run, each
 run's three slowest cells, and the command). The chapter processes are never niced: a reader's are not.
 
@@ -108,15 +109,20 @@ def cell(run):
     return "not run" if run is None else f"{run['seconds']:.1f}" + ("" if run["ok"] else " (FAILED)")
 
 
+def load(run):
+    return "" if run is None else f"{run['load_before'][0]:.1f}"
+
+
 def table(rows):
-    lines = ["| chapter | seconds quiet | seconds busy | under 25 s? |", "| --- | --- | --- | --- |"]
+    lines = ["| chapter | seconds quiet | seconds busy | under 25 s? | load before, quiet | load before, busy |",
+             "| --- | --- | --- | --- | --- | --- |"]
     for name, r in rows.items():
         q, b = r.get("quiet"), r.get("busy")
         good = all(x["ok"] and x["seconds"] <= BUDGET_S for x in (q, b) if x is not None)
         verdict = ("yes" if good else "no") + ("" if b is not None else " (quiet only)")
-        lines.append(f"| {name} | {cell(q)} | {cell(b)} | {verdict} |")
+        lines.append(f"| {name} | {cell(q)} | {cell(b)} | {verdict} | {load(q)} | {load(b)} |")
     total = lambda k: sum(r[k]["seconds"] for r in rows.values() if r.get(k))  # noqa: E731
-    lines.append(f"| **all** | {total('quiet'):.1f} | {total('busy'):.1f} | |")
+    lines.append(f"| **all** | {total('quiet'):.1f} | {total('busy'):.1f} | | | |")
     return "\n".join(lines) + "\n"
 
 
