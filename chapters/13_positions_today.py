@@ -639,9 +639,9 @@ if os.path.exists(path):
     from experiments.common import load_result
 
     claims = load_result("positions_today")["claims"]
-    for label, key in TRAINED.items():
-        record = claims[key]
-        print(f"{label} {key}: {record['effect']}\n    {stats.format_record(record, 3)}")
+    labels = {key: label for label, key in TRAINED.items()}
+    for key, record in claims.items():                # every record, the five claims and their controls
+        print(f"{labels.get(key, '  ')} {key}: {record['effect']}\n    {stats.format_record(record, 3)}")
 else:
     for label, key in TRAINED.items():
         print(f"{label} {key}: no record yet; experiments/results/positions_today.json is not committed "
