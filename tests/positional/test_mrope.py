@@ -17,7 +17,7 @@ from mini_transformer.model import GPTConfig, TinyGPT
 from mini_transformer.positional import RotaryEmbedding, apply_rotary, mrope_cos_sin, mrope_position_ids
 from mini_transformer.positional.mrope import MRoPE, mrope_axis_of_pair
 
-from positional_helpers import A, N, P
+from positional_helpers import A, N, P, T
 
 pytestmark = pytest.mark.usefixtures("each_backend")
 
@@ -100,10 +100,14 @@ def test_chunked_and_interleaved_sections_by_hand():
 
 @pytest.mark.parametrize("head_dim, section, interleaved, message", [
     (8, [1, 1, 1], False, r"mrope_section=\[1, 1, 1\] sums to 3, but head_dim=8 has 4 pairs"),
-    (8, [1, 2, 1], True, r"cannot be interleaved over 4 pairs: height takes pairs 1, 4, \.\.\. up to 4"),
+    # height's pairs 1, 4 (s_h = 2) run past the last pair 3; width's 2 (s_w = 1) fits: 3 s_h - 2 = 4, 3 s_w - 1 = 2
+    (8, [1, 2, 1], True, r"^mrope: mrope_section=\[1, 2, 1\] cannot be interleaved over 4 pairs: height takes pairs "
+                         r"1, 4, \.\.\. up to 4 and width 2, 5, \.\.\. up to 2, but the last pair is 3; move pairs "
+                         r"from height or width to time\.$"),
     (8, [2, -1, 3], False, r"mrope_section\[1\] \(height\) must be an integer >= 0, got -1"),
     (8, [4, 0], False, r"mrope_section=\[4, 0\] must be three pair counts"),
-    (7, [1, 1, 1], False, r"head_dim must be an integer >= 2 and even, got 7"),
+    (7, [1, 1, 1], False, r"^mrope: head_dim must be an integer >= 2 and even, got 7 \(RoPE turns pairs of "
+                          r"channels\)\.$"),
 ])
 def test_bad_sections_are_refused_with_a_sentence(head_dim, section, interleaved, message):
     with pytest.raises(ValueError, match=message):
@@ -173,11 +177,41 @@ def test_scores_depend_only_on_the_difference_of_ids_per_axis(interleaved):
 # The scheme in the model
 # ---------------------------------------------------------------------------
 
-def model(positional, extra=None, kernels="reference", seed=0):
-    """A float64 TinyGPT (d_head 16: 8 pairs) with O(1) weights; schemes without parameters draw the same weights."""
+@pytest.mark.parametrize("kw, angles", [
+    # chunked (the default): pairs time, time, height, width turn by 1 x 1, 1 x 0.1, 2 x 0.01, 3 x 0.001
+    ({}, [1.0, 0.1, 0.02, 0.003]),
+    # interleaved: height on pair 1, width on pair 2, time on 0 and 3: 1 x 1, 2 x 0.1, 3 x 0.01, 1 x 0.001
+    ({"interleaved": True}, [1.0, 0.2, 0.03, 0.001]),
+])
+def test_the_scheme_turns_each_pair_by_the_id_of_its_axis_by_hand(kw, angles):
+    # d_head 8 at the default base 10000: theta_i = 10000^(-2i/8) = 10^-i; sections [2, 1, 1]; one token with the
+    # ids t 1, h 2, w 3. x = (1, 1, 1, 1, 0, 0, 0, 0): rotate-half turns each pair (x_i, x_{i+4}) = (1, 0) to
+    # (cos a_i, sin a_i)
+    scheme = MRoPE(8, mrope_section=[2, 1, 1], **kw)
+    x = T(np.array([1.0, 1, 1, 1, 0, 0, 0, 0]).reshape(1, 1, 1, 8))              # (B 1, H 1, T 1, d_head)
+    y = N(scheme.rotate(x, P(np.array([1, 2, 3]).reshape(3, 1, 1)), 0).data)      # ids (3, B 1, T 1)
+    np.testing.assert_allclose(y.ravel(), [math.cos(a) for a in angles] + [math.sin(a) for a in angles], rtol=1e-14)
+    assert scheme.signature() == {"mrope_section_t": 2, "mrope_section_h": 1, "mrope_interleaved": bool(kw),
+                                  "rope_base": 10000.0, "mrope_section": [2, 1, 1]}
+
+
+@pytest.mark.parametrize("args, kw, message", [
+    ((7,), {}, r"^MRoPE: d_head must be an integer >= 2 and even, got 7 \(RoPE turns pairs of channels\)\.$"),
+    ((0,), {}, r"^MRoPE: d_head must be an integer >= 2 and even, got 0 \(RoPE turns pairs of channels\)\.$"),
+    ((8, 100.0, [1, 2, 1]), {"interleaved": True}, r"^mrope: mrope_section=\[1, 2, 1\] cannot be interleaved over 4 "
+                                                   r"pairs"),
+])
+def test_the_scheme_refuses_a_bad_head_or_split_as_it_is_built(args, kw, message):
+    with pytest.raises(ValueError, match=message):
+        MRoPE(*args, **kw)
+
+
+def model(positional, extra=None, kernels="reference", seed=0, dtype="float64"):
+    """A TinyGPT (d_head 16: 8 pairs, float64 unless told) with O(1) weights; schemes without parameters draw the
+    same weights."""
     cfg = GPTConfig(vocab_size=16, d_model=32, n_layers=2, n_heads=2, max_len=32, positional=positional,
                     rope_base=100.0, extra=dict(extra or {}), kernels=kernels)
-    m = TinyGPT(cfg).to_dtype("float64").eval()
+    m = TinyGPT(cfg).to_dtype(dtype).eval()
     draw = np.random.default_rng(seed + 1)
     for p in m.parameters():
         p.data[...] = backend.asarray(draw.normal(0, 0.5, p.shape))
@@ -205,6 +239,15 @@ def test_text_alone_gives_the_rope_scheme_s_logits(extra, kernels):
     # positive control: an image's ids change the logits
     ids = np.broadcast_to(N(mrope_position_ids([("text", 3), ("image", (1, 2, 3))])), (2, 3, 9)).transpose(1, 0, 2)
     assert np.abs(logits(m, x, position_ids=ids.copy()) - rope).max() > 1e-3
+
+
+@pytest.mark.parametrize("kernels", ["reference", "fast"])
+def test_in_float32_text_alone_is_bitwise_the_rope_scheme(kernels):
+    # both schemes build float64 tables and cast them to x's dtype before turning, so float32 logits agree exactly
+    x = np.random.default_rng(6).integers(0, 16, (2, 9))
+    rope = logits(model("rope", kernels=kernels, dtype="float32"), x)
+    assert rope.dtype == np.float32
+    assert np.array_equal(logits(model("mrope", kernels=kernels, dtype="float32"), x), rope)
 
 
 @pytest.mark.parametrize("with_ids", [False, True], ids=["decode continues the ids", "decode given the ids"])
