@@ -1,0 +1,195 @@
+r"""positions_today: its per-layer scheme and its measures against cases worked by hand, its claims paired by seed,
+every arm end to end on a few steps, and the committed result against its own rule."""
+import math
+import types
+
+import pytest
+
+from mini_transformer.engine import backend
+from mini_transformer.engine.backend import hostnp as np
+from mini_transformer.engine.backend import xp
+from mini_transformer.evaluation import stats
+from mini_transformer.positional.model_configs import layer_rope
+from experiments import positions_today as pt
+from experiments.common import RESULTS, load_result
+
+
+def per_layer(L=8, d_head=4):
+    config = pt.gemma3_like(L, d_head)
+    return pt.PerLayerRoPE(layer_rope(config), config["sliding_window"])
+
+
+def test_per_layer_rope_turns_each_layer_by_its_own_base():
+    # d_head 4: pairs (0, 2) at theta_0 = 1 and (1, 3) at theta_1 = base^(-2/4): 10000^-0.5 = 0.01 in the sliding
+    # layer 0, 1e6^-0.5 = 0.001 in the global layer 1; a one-hot x turns into (cos m theta, sin m theta) of its pair
+    scheme = per_layer()
+    m = 3
+    x = xp.asarray([[[[0.0, 1.0, 0.0, 0.0]]]])                                   # (1, 1, 1, 4): pair 1 only
+    pos = xp.asarray([m])
+    for layer, theta in ((0, 0.01), (1, 0.001)):
+        y = backend.to_numpy(scheme.rotate(x, pos, layer))[0, 0, 0]
+        np.testing.assert_allclose(y, [0.0, math.cos(m * theta), 0.0, math.sin(m * theta)], atol=1e-15)
+    y = backend.to_numpy(scheme.rotate(xp.asarray([[[[1.0, 0.0, 0.0, 0.0]]]]), pos, 1))[0, 0, 0]
+    np.testing.assert_allclose(y, [math.cos(3.0), 0.0, math.sin(3.0), 0.0], atol=1e-15)   # pair 0: theta_0 = 1
+
+
+def test_per_layer_rope_scores_depend_on_the_distance_only():
+    scheme = per_layer(d_head=8)
+    g = np.random.default_rng(0)
+    q, k = (xp.asarray(g.standard_normal((1, 1, 1, 8))) for _ in range(2))
+    for layer in (0, 1):
+        def score(m, n):
+            return float((scheme.rotate(q, xp.asarray([m]), layer) * scheme.rotate(k, xp.asarray([n]), layer)).sum())
+        assert score(7, 3) == pytest.approx(score(12, 8), abs=1e-12)
+        assert score(7, 3) != pytest.approx(score(7, 4), abs=1e-6)
+
+
+def test_the_sliding_layer_masks_keys_at_the_window_and_past_it():
+    scheme = per_layer(L=4)                                                       # window L/2 = 2
+    assert scheme.window == 2 and scheme.sliding == [True, False]
+    pos = xp.arange(5)
+    q = xp.zeros((1, 1, 5, 4))
+    bias = backend.to_numpy(scheme.score_bias(q, q, pos, pos, 0))[0, 0]          # (5, 5)
+    # by hand: query i sees key j when i - j < 2; keys 2 or more back get -1e9
+    far = [[0, 0, 0, 0, 0],
+           [0, 0, 0, 0, 0],
+           [1, 0, 0, 0, 0],
+           [1, 1, 0, 0, 0],
+           [1, 1, 1, 0, 0]]
+    np.testing.assert_array_equal(bias, np.where(np.array(far, dtype=bool), pt.MASKED, 0.0))
+    assert scheme.score_bias(q, q, pos, pos, 1) is None                         # the global layer: no window
+
+
+def test_per_layer_rope_refuses_a_nope_layer_and_a_bad_window():
+    with pytest.raises(ValueError, match="NoPE layer"):
+        pt.PerLayerRoPE([None], 4)
+    with pytest.raises(ValueError, match="window=0"):
+        pt.PerLayerRoPE(layer_rope(pt.gemma3_like(8, 4)), 0)
+
+
+class _Attention:
+    def __init__(self, probs):
+        self.probs, self.record_attention, self.last_attention = probs, False, None
+
+
+class _Model:
+    """Stands in for a model: each layer records the probabilities it is given."""
+
+    def __init__(self, *probs):
+        self.blocks = [types.SimpleNamespace(attn=_Attention(p)) for p in probs]
+
+    def eval(self):
+        return self
+
+    def __call__(self, x):
+        for b in self.blocks:
+            if b.attn.record_attention:
+                b.attn.last_attention = b.attn.probs
+
+
+def test_attention_entropy_by_hand():
+    # uniform causal rows: query i spreads 1/(i+1) over i+1 keys, entropy ln(i+1); from query 2 on: ln 3 and ln 4
+    p = np.tril(np.ones((4, 4))) / np.arange(1, 5)[:, None]
+    model = _Model(p[None, None], p[None, None])
+    assert pt.attention_entropy(model, np.zeros((1, 4), dtype=np.int64), 2) == pytest.approx(
+        (math.log(3) + math.log(4)) / 2, abs=1e-12)
+    assert model.blocks[0].attn.record_attention is False                        # the flags are put back
+
+
+def test_sink_weight_is_what_the_rows_leave_over():
+    p = np.tril(np.ones((3, 3))) / np.arange(1, 4)[:, None]                      # rows summing to 1
+    model = _Model(0.75 * p[None, None], p[None, None])                          # layer 0 parks 1/4 on the sink
+    np.testing.assert_allclose(pt.sink_weight(model, np.zeros((1, 3), dtype=np.int64)), [[0.25], [0.0]], atol=1e-12)
+
+
+def _seed(s, gap):
+    """One seed's measurements, each effect of C2 to C5 equal to ``gap`` and the sink arms as given below."""
+    text = {arm: {"loss": [2.0, 2.0, 2.0], "beyond": [float("nan"), 2.2, 2.5], "rise": 0.0,
+                  "entropy_past_L": 2.0} for arm in pt.TEXT_ARMS}
+    for arm in ("prope", "per_layer", "fire", "temperature"):
+        text[arm]["beyond"] = [float("nan"), 2.2 - gap, 2.5 - gap]
+        text[arm]["loss"] = [2.0 - gap, 2.0, 2.0]
+    text["temperature"]["entropy_past_L"] = 2.0 - gap
+    text["fire"]["rise"] = gap
+    sink = {"bos": {"sink_heads": 8 + s, "heads": 16, "sink_mass": 0.0, "bos_mass": 0.4, "heldout_loss": 2.5,
+                    "backcopy_accuracy": 1.0},
+            "learned_sink": {"sink_heads": 0, "heads": 16, "sink_mass": 0.5, "bos_mass": 0.05 * s,
+                             "heldout_loss": 2.5 + 0.01 * s, "backcopy_accuracy": 1.0}}
+    return {"text": text, "sink": sink}
+
+
+def test_claims_are_paired_by_seed_and_follow_the_rule():
+    per_seed = {0: _seed(0, 0.10), 1: _seed(1, 0.12), 2: _seed(2, 0.11)}
+    c = pt.claims(per_seed)
+    for key in ("C1_sink", "C2_prope", "C3_per_layer_base", "C4_fire", "C5_temperature"):
+        assert {"interval", "verdict", "seeds", "per_seed", "metric", "arms"} <= set(c[key])
+    # full RoPE minus p-RoPE past L, seed by seed: 0.10, 0.12, 0.11; mean 0.11, half-width t(2) 0.01 / sqrt 3
+    assert c["C2_prope"]["values"] == pytest.approx([0.10, 0.12, 0.11])
+    assert c["C2_prope"]["per_seed"] == pytest.approx({"0": 0.10, "1": 0.12, "2": 0.11})
+    assert c["C2_prope"]["half_width"] == pytest.approx(4.302653 * 0.01 / math.sqrt(3), rel=1e-5)
+    assert c["C2_prope"]["verdict"] == "reproduces" and c["C2_prope"]["arms"] == ["rope", "prope"]
+    assert c["C3_per_layer_base"]["values"] == pytest.approx([0.10, 0.12, 0.11])
+    # per-layer minus one base at L: -0.10, -0.12, -0.11, all under the 0.05 bar of "costs nothing"
+    assert c["C3_per_layer_base_at_L"]["values"] == pytest.approx([-0.10, -0.12, -0.11])
+    assert c["C3_per_layer_base_at_L"]["verdict"] == "reproduces"
+    assert c["C4_fire"]["values"] == pytest.approx([0.10, 0.12, 0.11]) and c["C4_fire"]["arms"] == ["alibi", "fire"]
+    # a rise of 0.10 to 0.12 is over the 0.05 of "runs long"
+    assert c["C4_fire_runs_long"]["verdict"] == "does not reproduce"
+    assert c["C5_temperature"]["values"] == pytest.approx([0.10, 0.12, 0.11])
+    assert c["C5_temperature_entropy"]["values"] == pytest.approx([0.10, 0.12, 0.11])
+    # the sink: 0 of 16 BOS-sink heads with the logit at every seed, 8, 9, 10 of 16 without
+    assert c["C1_sink"]["values"] == [0.0, 0.0, 0.0] and c["C1_sink"]["verdict"] == "reproduces"
+    assert c["C1_control_bos_sink"]["values"] == pytest.approx([0.5, 9 / 16, 10 / 16])
+    assert c["C1_sink"]["positive_control"] == "C1_control_bos_sink"
+    assert c["C1_sink_takes_weight"]["values"] == pytest.approx([0.5, 0.45, 0.4])
+    assert c["C1_sink_loss"]["values"] == pytest.approx([0.0, 0.01, 0.02])
+    for rec in c.values():
+        again = stats.recompute(rec)
+        assert (again["interval"], again["verdict"]) == (rec["interval"], rec["verdict"])
+
+
+def test_every_arm_runs_end_to_end_on_a_few_steps():
+    size = dict(train_len=8, steps=3, eval_batches=1, eval_batch_size=2, use_windows=2, sink_steps=3, sink_rows=2)
+    out = pt.run_seed(0, size)
+    assert set(out["text"]) == set(pt.TEXT_ARMS) and set(out["sink"]) == set(pt.SINK_ARMS)
+    for arm, r in out["text"].items():
+        assert len(r["loss"]) == len(pt.MULTIPLES) and all(math.isfinite(v) for v in r["loss"] + r["beyond"][1:])
+        assert ("rise" in r) == (arm in pt.USE_ARMS) and ("entropy_past_L" in r) == (arm in pt.ENTROPY_ARMS)
+    assert out["sink"]["bos"]["sink_mass"] == pytest.approx(0.0, abs=1e-6)        # no sink, rows sum to 1
+    assert out["sink"]["learned_sink"]["sink_mass"] > 0                           # a logit at 0 takes 1/(n+1)
+    assert out["sink"]["bos"]["sink_logits"] is None and len(out["sink"]["learned_sink"]["sink_logits"]) == 2
+    assert set(pt.directions({0: out})) == set(pt.EFFECTS)
+
+
+@pytest.mark.slow
+def test_quick_run_measures_every_direction():
+    res = pt.run(quick=True, seed=0, progress=False)
+    assert res["seeds"] == [0] and "claims" not in res                           # one seed settles nothing
+    assert all(len(v) == 1 and math.isfinite(v[0]) for v in res["directions"].values())
+
+
+@pytest.fixture(scope="module")
+def result():
+    return load_result(pt.NAME)
+
+
+def test_committed_result_is_the_full_run(result):
+    assert result["seeds"] == list(pt.SEEDS) and result["train_len"] == 32 and result["steps"] == 500
+    assert result["command"].startswith(pt.COMMAND) and "--quick" not in result["command"]
+    assert result["commit"] and result["wall_seconds"] > 0
+    for key in ("C1_sink", "C2_prope", "C3_per_layer_base", "C4_fire", "C5_temperature"):
+        assert key in result["claims"]
+
+
+def test_committed_claims_recompute_and_their_controls_reproduce(result):
+    for key, rec in result["claims"].items():
+        again = stats.recompute(rec)
+        assert again["interval"] == pytest.approx(rec["interval"]) and again["verdict"] == rec["verdict"], key
+        assert rec["seeds"] == list(pt.SEEDS)
+        values, _ = pt.effect_values(result["per_seed"], CLAIM_EFFECT[key])
+        assert rec["values"] == pytest.approx(values), key                     # the record is its seeds' effect
+        if "positive_control" in rec:
+            assert result["claims"][rec["positive_control"]]["verdict"] == "reproduces", key
+
+
+CLAIM_EFFECT = {key: spec[0] for key, spec in pt.CLAIMS.items()}
