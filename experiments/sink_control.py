@@ -451,7 +451,7 @@ def recompute_claims(name="sink_control"):
     return res
 
 
-def run(quick=False, seed=0, progress=True, arms=None):
+def run(quick=False, seed=0, progress=True, arms=None, checkpoint=CHECKPOINT):
     steps = 60 if quick else 600
     probes = {0, 30} if quick else {0, 50, 100, 150, 200, 300, 400, 500}
     W, stream_len, n_rows = (16, 96, 2) if quick else (32, 4 * T, 16)
@@ -464,7 +464,7 @@ def run(quick=False, seed=0, progress=True, arms=None):
         for arm in arms:
             for s in seeds:
                 t0 = time.perf_counter()
-                save = CHECKPOINT if (not quick and arm == "softmax" and s == 0) else None
+                save = checkpoint if (not quick and arm == "softmax" and s == 0) else None
                 r = run_one(arm, s, steps, probes, task, x_eval, W, stream_len, n_rows, save_to=save)
                 r["window"] = W
                 runs.append(r)
@@ -565,6 +565,10 @@ def main(argv=None):
             for ext in (".json", ".png"):
                 os.remove(os.path.join(RESULTS, part + ext))
         return res
+    # the checkpoint goes beside the result (--out), so a run made elsewhere (experiments.remake --check)
+    # leaves the committed one alone
+    out = argv[argv.index("--out") + 1] if "--out" in argv else RESULTS
+    checkpoint = os.path.join(out, os.path.basename(CHECKPOINT))
     if "--arms" in argv:
         i = argv.index("--arms")
         arms = tuple(argv[i + 1].split("+"))
@@ -573,10 +577,11 @@ def main(argv=None):
             raise ValueError(f"--arms names {unknown[0]!r}; the arms are {ARMS}.")
         del argv[i:i + 2]
         name = "sink_control_part_" + "_".join(a.replace(", ", "_") for a in arms)
-        part = lambda quick, seed, progress: dict(run(quick, seed, progress, arms=arms),
+        part = lambda quick, seed, progress: dict(run(quick, seed, progress, arms=arms, checkpoint=checkpoint),
                                                   command=f"{COMMAND} --arms {'+'.join(arms)!r}")
         return common.main(name, __doc__, part, report, plot, argv)
-    return common.main("sink_control", __doc__, run, report, plot, argv)
+    whole = lambda quick, seed, progress: run(quick, seed, progress, checkpoint=checkpoint)
+    return common.main("sink_control", __doc__, whole, report, plot, argv)
 
 
 if __name__ == "__main__":

@@ -161,3 +161,23 @@ def test_normalised_sigmoid_of_a_row_that_underflows_is_zero_not_nan():
     v = np.ones((1, 1, 3, 4), dtype="float32")
     y = sc.sigmoid_normalised(Tensor(q), Tensor(k), Tensor(v)).numpy()
     assert np.isfinite(y).all() and np.abs(y).max() == 0.0
+
+
+def test_the_checkpoint_goes_beside_the_result(tmp_path, monkeypatch):
+    """A full run writes its softmax checkpoint into --out, so a run made elsewhere (experiments.remake --check)
+    leaves the committed one in results/ alone; without --out it is the committed path."""
+    seen = []
+
+    class Stop(Exception):
+        pass
+
+    def run(quick, seed, progress, arms=None, checkpoint=None):
+        seen.append(checkpoint)
+        raise Stop
+
+    monkeypatch.setattr(sc, "run", run)
+    for argv in (["--out", str(tmp_path)], ["--out", str(tmp_path), "--arms", "softmax"], []):
+        with pytest.raises(Stop):
+            sc.main(argv)
+    beside = str(tmp_path / os.path.basename(sc.CHECKPOINT))
+    assert seen == [beside, beside, sc.CHECKPOINT]
