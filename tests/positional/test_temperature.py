@@ -36,17 +36,32 @@ def test_the_scale_keeps_the_shape_of_the_positions(each_backend):
     np.testing.assert_allclose(got, [[1.0, 1 + math.log(2)], [1 + math.log(2), 1 + math.log(3)]], rtol=1e-15)
 
 
-@pytest.mark.parametrize("kwargs,message", [
-    ({"floor_scale": 0}, r"floor_scale must be an integer >= 1, got 0"),
-    ({"floor_scale": 8192.0}, r"floor_scale"),
-    ({"attn_scale": -0.1}, r"attn_scale is -0.1; it must be a number of at least 0"),
-    ({"attn_scale": True}, r"attn_scale is True"),
-    ({"positions": [-1, 0]}, r"positions include -1; .* none may be negative"),
+NEEDS_FLOOR = "llama4_attention_scales: floor_scale must be an integer >= 1, got {} (tokens per step)."
+NEEDS_ATTN = "llama4_attention_scales: attn_scale is {}; it must be a number of at least 0 (Llama 4 uses 0.1)."
+BAD_SETTINGS = [
+    pytest.param({"floor_scale": 0}, NEEDS_FLOOR.format(0), id="floor_scale_0"),
+    pytest.param({"floor_scale": 8192.0}, NEEDS_FLOOR.format(8192.0), id="floor_scale_float"),
+    pytest.param({"attn_scale": -0.1}, NEEDS_ATTN.format(-0.1), id="attn_scale_negative"),
+    pytest.param({"attn_scale": True}, NEEDS_ATTN.format(True), id="attn_scale_bool"),
+]
+
+
+@pytest.mark.parametrize("kwargs,message", BAD_SETTINGS + [
+    pytest.param({"positions": [-1, 0]}, "llama4_attention_scales: positions include -1; positions count tokens from 0, "
+                 "so none may be negative.", id="negative_position"),
 ])
 def test_bad_settings_are_refused_with_a_sentence(kwargs, message):
     args = {"positions": [0, 1], "floor_scale": 8192, "attn_scale": 0.1, **kwargs}
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ValueError) as refused:
         llama4_attention_scales(P(args.pop("positions")), **args)
+    assert str(refused.value) == message
+
+
+@pytest.mark.parametrize("kwargs,message", BAD_SETTINGS)
+def test_the_scheme_refuses_bad_settings_when_built_not_at_its_first_call(kwargs, message):
+    with pytest.raises(ValueError) as refused:
+        NoPETemperature(**kwargs)
+    assert str(refused.value) == message
 
 
 def test_no_scale_is_plain_nope(each_backend):
