@@ -43,7 +43,7 @@ CONF_DIR = Path(__file__).resolve().parent / "sphinx_config"
 WORK = ROOT / "build" / "site"
 #: the pages beside the chapters: the instructor guide, the chapter pattern, the PyTorch map, the errata
 EXTRA_PAGES = ("TEACHING.md", "README.md", "numpy_to_pytorch.md", "ERRATA.md")
-#: the build's kernels: the tests' settings (reference stand-ins, one BLAS thread), figures inline, no tqdm bars
+#: the build's kernels: the tests' settings (reference stand-ins; a chapter sets its threads), figures inline, no tqdm
 BUILD_SETTINGS = {**{k: v for k, v in notebooks.RUN_SETTINGS.items() if k != "MPLBACKEND"},
                   "MPLBACKEND": "module://matplotlib_inline.backend_inline", "TQDM_DISABLE": "1"}
 

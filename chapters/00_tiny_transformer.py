@@ -48,6 +48,12 @@
 # function the reference stands in, so the chapter always runs top to bottom. Hints open one at a
 # time; the reference sits in the box after them. Grade a whole module with
 # `python -m exercises grade engine`.
+#
+# The first code cell of every chapter calls `chapter_threads()`, which puts NumPy's matrix products
+# (BLAS) on one thread and prints what they had. The chapters' models are too small to gain from a
+# second thread, and beside another busy program the threads wait for each other, which made chapters
+# several times slower (`bench_results/reader_clock/` has every chapter's time both ways). Delete the
+# line to run on your machine's defaults.
 
 # %% [markdown]
 # ## The claims this chapter tests
@@ -74,6 +80,9 @@ import matplotlib.pyplot as plt
 
 from exercises import reveal, use
 from mini_transformer.engine.backend import rng, to_numpy, xp
+from mini_transformer.engine.kernels.tuning import chapter_threads
+
+chapter_threads()  # BLAS on one thread, printed; chapter 0, "How to work", says why
 
 g = rng(0)  # one seeded generator for the whole chapter
 

@@ -70,6 +70,9 @@ import matplotlib.pyplot as plt
 
 from exercises import reveal, use
 from mini_transformer.engine.backend import asarray, rng, to_numpy, xp
+from mini_transformer.engine.kernels.tuning import chapter_threads
+
+chapter_threads()  # BLAS on one thread, printed; chapter 0, "How to work", says why
 
 g = rng(0)  # one seeded generator for the whole chapter
 

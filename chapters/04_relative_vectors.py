@@ -80,6 +80,9 @@ from mini_transformer.model import data
 from mini_transformer.engine.autograd import no_grad
 from mini_transformer.engine.backend import asarray, rng, to_numpy, xp
 from mini_transformer.model import GPTConfig, TinyGPT
+from mini_transformer.engine.kernels.tuning import chapter_threads
+
+chapter_threads()  # BLAS on one thread, printed; chapter 0, "How to work", says why
 
 g = rng(0)  # one seeded generator for the whole chapter
 

@@ -79,6 +79,9 @@ from exercises import reveal, use
 from mini_transformer.engine import backend
 from mini_transformer.engine.backend import asarray, hostnp as np, to_numpy, xp
 from mini_transformer.model import GPTConfig, TinyGPT, document_mask
+from mini_transformer.engine.kernels.tuning import chapter_threads
+
+chapter_threads()  # BLAS on one thread, printed; chapter 0, "How to work", says why
 
 
 def show(gap):

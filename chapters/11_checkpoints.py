@@ -78,6 +78,9 @@ from mini_transformer.engine.autograd import Tensor, no_grad
 from mini_transformer.engine.backend import rng, to_numpy, xp
 from mini_transformer.evaluation.clinic import sharpen  # weights whose attention is far from uniform (chapter 12)
 from mini_transformer.model import GPTConfig, TinyEncoder, TinyGPT
+from mini_transformer.engine.kernels.tuning import chapter_threads
+
+chapter_threads()  # BLAS on one thread, printed; chapter 0, "How to work", says why
 
 g = rng(0)  # one seeded generator for the chapter's random draws
 

@@ -86,6 +86,9 @@ from exercises import reveal, use
 from mini_transformer.engine.autograd import no_grad
 from mini_transformer.engine.backend import rng, xp
 from experiments.common import load_result  # results/NAME.json, as the run saved it
+from mini_transformer.engine.kernels.tuning import chapter_threads
+
+chapter_threads()  # BLAS on one thread, printed; chapter 0, "How to work", says why
 
 seeded = load_result("short_long_seeds")             # chapter 7, §7.1: train short, test long, 5 seeds
 short_long = load_result("train_short_test_long")    # chapter 7's larger bake-off: ONE seed, an illustration

@@ -161,10 +161,9 @@ def _tidy_outputs(cell):
 
 
 #: the environment a chapter runs in under the tests and ``refresh-outputs``: the reference stands in for every
-#: exercise, plots go nowhere, and BLAS runs on one thread. The chapters' models are tiny, so extra BLAS threads
-#: gain nothing, and on a busy machine their spinning tripled a chapter's time.
-RUN_SETTINGS = {"PE_USE_REFERENCE": "1", "MPLBACKEND": "Agg", "PYDEVD_DISABLE_FILE_VALIDATION": "1",
-                "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+#: exercise and plots go nowhere. No thread setting: a reader's kernel has none, and each chapter puts BLAS on one
+#: thread itself, in view, in its first cell (``tuning.chapter_threads``).
+RUN_SETTINGS = {"PE_USE_REFERENCE": "1", "MPLBACKEND": "Agg", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
 
 
 def refresh(name, timeout=600):
