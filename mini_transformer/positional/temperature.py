@@ -6,7 +6,8 @@ its NoPE layers, at the query's absolute position $m$ (0-based):
 
 $$\tau(m) = 1 + \text{attn\_scale}\cdot\log\Big(\Big\lfloor \frac{m + 1}{\text{floor\_scale}} \Big\rfloor + 1\Big),$$
 
-so $\tau = 1$ for the first ``floor_scale`` positions (8192 in Llama 4) and it rises by steps after. In
+so $\tau = 1$ for the first ``floor_scale`` $- 1$ positions, $m = 0, \dots, \text{floor\_scale} - 2$ (8191 positions in
+Llama 4, whose ``floor_scale`` is 8192), and it rises by steps after: the first step is at $m + 1 = \text{floor\_scale}$. In
 transformers' ``Llama4TextAttention`` it multiplies the query states only (never the keys), only in the
 layers without RoPE and only when ``attn_temperature_tuning`` is set, before attention's $1/\sqrt{d}$,
 and $m$ counts every token the cache has seen (``past_seen_tokens`` plus the index in the chunk).
