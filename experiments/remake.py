@@ -261,7 +261,8 @@ class Runner:
                     elif all(a in done_names or a not in {u.name for u in todo} for a in unit.after):
                         waiting.remove(unit)
                         self.start(unit)
-                bar.set_postfix_str(", ".join(self.running))
+                if (getattr(bar, "postfix", None) or "") != ", ".join(self.running):   # redrawn only on a change
+                    bar.set_postfix_str(", ".join(self.running))
                 time.sleep(0.2)
                 for name, (unit, proc, *_) in list(self.running.items()):
                     if proc.poll() is not None:
