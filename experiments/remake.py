@@ -224,9 +224,9 @@ class Runner:
             [unit.module, *unit.args, "--out", f"PARTS/{name}", "--no-progress"])
         done = {"name": name, "seconds": round(seconds, 1), "load_average": list(load), "jobs": self.jobs,
                 "command": command, "finished": time.strftime("%Y-%m-%d %H:%M:%S")}
-        atomic_write(os.path.join(folder, "done.json"), lambda f: f.write(json.dumps(done, indent=2).encode()))
-        if self.install_each:
+        if self.install_each:                # before done.json: a unit marked done is in results/ too
             install(unit, self.parts, self.results)
+        atomic_write(os.path.join(folder, "done.json"), lambda f: f.write(json.dumps(done, indent=2).encode()))
         self.say(f"{name}: done in {seconds:.0f} s")
 
     def stop(self):
