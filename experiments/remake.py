@@ -314,8 +314,8 @@ def list_units(units, results, parts):
           f"and never under the longest, {max((known.get(u.name) or 0 for u in units), default=0):.0f} s")
 
 
-def check_report(units, parts, results):
-    """Print the table of what matched and every difference; returns how many units differ."""
+def check_report(units, parts, results, failed=()):
+    """Print the table of what matched and every difference; returns how many units differ or did not finish."""
     rows, lines = [], []
     for unit in units:
         compared, found = check_unit(unit, os.path.join(parts, unit.name), results)
@@ -324,6 +324,8 @@ def check_report(units, parts, results):
     print(f"{'experiment':<30} {'numbers compared':>16} {'differences':>12}  result")
     for name, compared, n in rows:
         print(f"{name:<30} {compared:>16} {n:>12}  {'matches' if n == 0 else 'DIFFERS'}")
+    for name in failed:
+        print(f"{name:<30} {'-':>16} {'-':>12}  DID NOT FINISH (its log: {os.path.join(parts, name, 'log.txt')})")
     report = os.path.join(parts, "check.txt")
     atomic_write(report, lambda f: f.write("".join(line + "\n" for line in lines).encode()))
     for line in lines[:40]:
@@ -332,7 +334,7 @@ def check_report(units, parts, results):
         print(f"... and {len(lines) - 40} more differences")
     if lines:
         print(f"every difference: {report}")
-    return sum(1 for _, _, n in rows if n)
+    return sum(1 for _, _, n in rows if n) + len(failed)
 
 
 def main(argv=None, units=UNITS, results=RESULTS, cost_file=COST_TABLE):
@@ -379,7 +381,7 @@ def main(argv=None, units=UNITS, results=RESULTS, cost_file=COST_TABLE):
         return 130
     ran = [u for u in chosen if finished(u, args.parts)]
     if args.check:
-        differing = check_report(ran, args.parts, results)
+        differing = check_report(ran, args.parts, results, runner.failed)
     else:
         write_cost_table(cost_file, results, {u.name: finished(u, args.parts) for u in units
                                               if finished(u, args.parts)})

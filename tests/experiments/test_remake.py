@@ -103,6 +103,15 @@ def test_a_ctrl_c_keeps_the_finished_experiment_and_a_rerun_reuses_it(room):
     assert "| a |" in table and "| b |" in table and "(experiments.remake, 1 at a time)" in table
 
 
+def test_an_experiment_that_fails_is_named_and_fails_the_check(room, capsys):
+    broken = (remake.Unit("c", "fake_experiment", ("--name", "c", "--value", "not a number")),)
+    assert run_here(room, "--check", units=broken) == 1
+    out = capsys.readouterr().out
+    assert "c                                             -            -  DID NOT FINISH (its log: " in out
+    assert "ValueError: could not convert string to float" in (room / "parts" / "c" / "log.txt").read_text()
+    assert not (room / "parts" / "c" / "done.json").exists()
+
+
 def test_only_runs_the_named_experiments(room, capsys):
     assert run_here(room, "--only", "b") == 0
     assert runs(room) == ["b 1 1"]
