@@ -11,7 +11,7 @@ import platform
 import time
 
 from mini_transformer.engine import backend, kernels
-from mini_transformer.model.checkpoint import atomic_write
+from mini_transformer.engine.files import atomic_write
 from mini_transformer.engine.kernels import tuning
 from mini_transformer.model.data import stdlib_corpus
 from mini_transformer.model import GPTConfig, TinyGPT

@@ -11,7 +11,7 @@ import glob
 import json
 import os
 
-from mini_transformer.model.checkpoint import atomic_write
+from mini_transformer.engine.files import atomic_write
 from .common import RESULTS
 
 
