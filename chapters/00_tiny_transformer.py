@@ -561,12 +561,12 @@ assert math.isclose(cross_entropy(uniform, targets), math.log(V), rel_tol=1e-12)
 # %%
 import dataclasses
 
-from mini_transformer.model import data
+from mini_transformer.model import tasks
 from mini_transformer.model import GPTConfig, TinyGPT
 
 cfg = GPTConfig(vocab_size=16, d_model=16, n_layers=2, n_heads=2, max_len=16)  # small: a step takes milliseconds
 model = TinyGPT(cfg)
-batch = data.copy_task(16, 8, vocab_size=16, seed=0)  # x, y: (16, 16); y is -1 where nothing is scored
+batch = tasks.copy_task(16, 8, vocab_size=16, seed=0)  # x, y: (16, 16); y is -1 where nothing is scored
 print(f"positional = {cfg.positional!r}, kernels = {cfg.kernels!r}; the model runs the {model.kernels.name} set")
 
 # %% tags=["nbval-check-output"]
@@ -605,7 +605,7 @@ from mini_transformer.model.train import TrainConfig, train
 
 
 def copy_batches(gen):
-    b = data.copy_task(16, 8, vocab_size=16, seed=int(gen.host.integers(2**31)))
+    b = tasks.copy_task(16, 8, vocab_size=16, seed=int(gen.host.integers(2**31)))
     return b.x, b.y
 
 
@@ -783,9 +783,9 @@ print(f"diagonal_only: {gaps['diagonal_only'][1]:.0e} from the library at step 1
 print(f"diagonal_only's loss: {curves['diagonal_only'][0]:.2f} nats at step 0, {curves['diagonal_only'][-1]:.2f} "
       f"at step {len(curves['diagonal_only']) - 1}; the library's at step {len(curves['library']) - 1}: "
       f"{curves['library'][-1]:.2f}")
-n_symbols = cfg.vocab_size - data.FIRST_SYMBOL  # the copy task draws its symbols from ids FIRST_SYMBOL..V-1
+n_symbols = cfg.vocab_size - tasks.FIRST_SYMBOL  # the copy task draws its symbols from ids FIRST_SYMBOL..V-1
 print(f"ln {n_symbols} = {math.log(n_symbols):.2f}: the loss of a model that knows only which {n_symbols} symbols "
-      f"appear (ids {data.FIRST_SYMBOL} to {cfg.vocab_size - 1})")
+      f"appear (ids {tasks.FIRST_SYMBOL} to {cfg.vocab_size - 1})")
 assert max(gaps["your softmax_backward"]) < 1e-10 and parts == 1 and gaps["diagonal_only"][largest] < 1e-3
 assert curves["diagonal_only"][-1] < curves["diagonal_only"][0]
 assert n_symbols == 11 and all(curve[-1] > math.log(n_symbols) for curve in curves.values())

@@ -548,7 +548,7 @@ assert all(r["reference"]["result"] == "passed" for r in runs.values())
 # norm $\sqrt{d_{model}/2}$.
 
 # %% tags=["nbval-check-output"]
-from mini_transformer.model import data
+from mini_transformer.model import tasks
 from mini_transformer.model import GPTConfig, TinyGPT
 
 cfg = GPTConfig(vocab_size=16, d_model=32, n_layers=2, n_heads=4, max_len=8, positional="sinusoidal", seed=0)
@@ -572,7 +572,7 @@ assert math.isclose(half_pe_norm, math.sqrt(8)) and 25 < half_pe_norm / half_tok
 
 # %% [markdown]
 # At initialisation the input is almost all position. Does that matter, and does concatenating
-# help? Train four small models on *look 3 back* (`data.lookback_task`: every token repeats the
+# help? Train four small models on *look 3 back* (`tasks.lookback_task`: every token repeats the
 # one three places earlier, so the answer at position $t$ is the token at $t - 2$; chance is
 # $\ln 11 = 2.40$ nats) at length 8, for 100 steps each:
 #
@@ -604,7 +604,7 @@ print(inspect.getsource(ConcatenatedSinusoids))
 
 
 def lookback_batches(g, T=8):
-    b = data.lookback_task(32, T, 3, vocab_size=16, seed=int(g.host.integers(2**31)))
+    b = tasks.lookback_task(32, T, 3, vocab_size=16, seed=int(g.host.integers(2**31)))
     return b.x, b.y
 
 

@@ -165,12 +165,12 @@ except ValueError as e:
 # rows past the training length never receive anything.
 #
 # Train `TinyGPT` (the default `kernels="reference"`, the textbook code: [chapter 0's appendix](00_tiny_transformer.py#Appendix:-the-fast-kernels)) with a 16-row table on
-# sequences of length 8. The task is *look 3 back* (`data.lookback_task`): every token repeats
+# sequences of length 8. The task is *look 3 back* (`tasks.lookback_task`): every token repeats
 # the one three places earlier, so the answer at position $t$ is the token at $t - 2$. First one
 # backward pass, and the largest gradient entry of each row:
 
 # %%
-from mini_transformer.model import data
+from mini_transformer.model import tasks
 from mini_transformer.engine.autograd import no_grad
 from mini_transformer.model import GPTConfig, TinyGPT
 from mini_transformer.engine.optim import cosine_lr
@@ -181,7 +181,7 @@ TRAIN_LEN = 8
 
 
 def lookback_batches(g, T=TRAIN_LEN):
-    b = data.lookback_task(32, T, 3, vocab_size=16, seed=int(g.host.integers(2**31)))
+    b = tasks.lookback_task(32, T, 3, vocab_size=16, seed=int(g.host.integers(2**31)))
     return b.x, b.y
 
 
@@ -242,7 +242,7 @@ fig.tight_layout()
 # A table with 16 rows has no row 16. The model checks before it looks anything up.
 
 # %% tags=["nbval-check-output"]
-too_long = data.lookback_task(1, 17, 3, vocab_size=16, seed=0).x  # (1, 17)
+too_long = tasks.lookback_task(1, 17, 3, vocab_size=16, seed=0).x  # (1, 17)
 try:
     model(too_long)
     raise AssertionError("a 16-row table must refuse position 16")
@@ -260,7 +260,7 @@ except ValueError as e:
 # sequences of length 16:
 
 # %%
-test = data.lookback_task(512, 16, 3, vocab_size=16, seed=10_016)
+test = tasks.lookback_task(512, 16, 3, vocab_size=16, seed=10_016)
 with no_grad():
     z = model(test.x).data  # (512, 16, V) logits
 pred = to_numpy(z.argmax(-1))  # (512, 16)
@@ -439,7 +439,7 @@ assert (error[:4] < 1e-10).all() and (error[4:] > 0.1).all()
 # %%
 from exercises.adapters import from_functions
 
-held_out = data.lookback_task(256, TRAIN_LEN, 3, vocab_size=16, seed=777).x  # (256, 8)
+held_out = tasks.lookback_task(256, TRAIN_LEN, 3, vocab_size=16, seed=777).x  # (256, 8)
 library_scheme = model.positional
 generated = {}
 for name, lookup in [("right offsets", position_rows), ("offset ignored", lambda weight, T, offset=0: weight[None, :T])]:

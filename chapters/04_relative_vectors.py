@@ -76,7 +76,7 @@ import matplotlib.pyplot as plt
 
 from exercises import reveal, use
 from mini_transformer import Tensor
-from mini_transformer.model import data
+from mini_transformer.model import tasks
 from mini_transformer.engine.autograd import no_grad
 from mini_transformer.engine.backend import asarray, rng, to_numpy, xp
 from mini_transformer.model import GPTConfig, TinyGPT
@@ -558,7 +558,7 @@ from exercises.adapters.side_by_side import train_side_by_side
 
 
 def copy_batches(gen):
-    b = data.copy_task(8, 8, vocab_size=16, seed=int(gen.host.integers(2**31)))
+    b = tasks.copy_task(8, 8, vocab_size=16, seed=int(gen.host.integers(2**31)))
     return b.x, b.y
 
 
@@ -841,7 +841,7 @@ def train_short_run_long(positional, extra, steps=150, seed=0, train_len=16, tes
     model = TinyGPT(cfg)
 
     def batches(gen):
-        b = data.lookback_task(32, train_len, 3, 16, seed=int(gen.host.integers(2**31)))
+        b = tasks.lookback_task(32, train_len, 3, 16, seed=int(gen.host.integers(2**31)))
         return b.x, b.y
 
     if steps:
@@ -849,7 +849,7 @@ def train_short_run_long(positional, extra, steps=150, seed=0, train_len=16, tes
     out = []
     for T in (train_len, test_len):
         try:
-            out.append(score(model, data.lookback_task(256, T, 3, 16, seed=10_000 + T))[0])
+            out.append(score(model, tasks.lookback_task(256, T, 3, 16, seed=10_000 + T))[0])
         except ValueError as e:
             out.append(str(e).split(",")[0])
     return out

@@ -72,7 +72,7 @@ import math
 import matplotlib.pyplot as plt
 
 from exercises import reveal, use
-from mini_transformer.model import data
+from mini_transformer.model import tasks
 from mini_transformer.engine.autograd import no_grad
 from mini_transformer.engine.backend import asarray, rng, to_numpy, xp
 from mini_transformer.model import GPTConfig, TinyEncoder, TinyGPT
@@ -304,7 +304,7 @@ from exercises.adapters.side_by_side import train_side_by_side
 
 
 def lookback_batches(gen, T=16):
-    b = data.lookback_task(8, T, 3, vocab_size=16, seed=int(gen.host.integers(2**31)))
+    b = tasks.lookback_task(8, T, 3, vocab_size=16, seed=int(gen.host.integers(2**31)))
     return b.x, b.y
 
 
@@ -392,7 +392,7 @@ assert growth["t5"] > 12 and growth["rope"] < 5
 # experiment below runs ten seeds of 600 steps with the fast kernels, so its seed 0 is not this run.
 
 # %%
-from mini_transformer.model.data import IGNORE
+from mini_transformer.model.tasks import IGNORE
 from experiments import relative_bias_generalisation as rbg
 from mini_transformer.model.train import TrainConfig, train
 
@@ -417,7 +417,7 @@ def train_at_8(positional, steps=300, seed=0):
     return model.eval(), before
 
 
-test16 = data.lookback_task(256, rbg.TEST_LEN, rbg.K, rbg.VOCAB, seed=10_016)
+test16 = tasks.lookback_task(256, rbg.TEST_LEN, rbg.K, rbg.VOCAB, seed=10_016)
 trained = {name: train_at_8(name) for name in ("t5", "learned")}
 for name, (model, _) in trained.items():
     acc, _ = rbg.score(model, test16)
@@ -480,7 +480,7 @@ assert rb["claims"]["learned_garbage_past_8"]["verdict"] == "does not reproduce"
 # current one if there is no other). On the run's own test sequences, positions 8 to 15:
 
 # %% tags=["nbval-check-output"]
-test_run = data.lookback_task(1024, rbg.TEST_LEN, rbg.K, rbg.VOCAB, seed=10_000 + rbg.TEST_LEN)  # the run's test set
+test_run = tasks.lookback_task(1024, rbg.TEST_LEN, rbg.K, rbg.VOCAB, seed=10_000 + rbg.TEST_LEN)  # the run's test set
 right = []
 for xs, ys in zip(to_numpy(test_run.x).tolist(), to_numpy(test_run.y).tolist()):
     for t in range(rbg.TRAIN_LEN, rbg.TEST_LEN):

@@ -1032,7 +1032,7 @@ assert all(good) and all(bad[:4]) and not any(bad[4:])
 # the same weights, in float64: if your functions are right, the two loss curves are one curve.
 
 # %%
-from mini_transformer.model import GPTConfig, TinyGPT, data
+from mini_transformer.model import GPTConfig, TinyGPT, tasks
 from mini_transformer.engine.autograd import no_grad
 from exercises.adapters import from_functions
 from exercises.adapters.side_by_side import train_side_by_side
@@ -1043,7 +1043,7 @@ copy_cfg = GPTConfig(vocab_size=16, d_model=32, n_layers=2, n_heads=4, max_len=2
 
 
 def copy_batches(g):
-    b = data.copy_task(32, N_COPY, vocab_size=16, seed=int(g.host.integers(2**31)))
+    b = tasks.copy_task(32, N_COPY, vocab_size=16, seed=int(g.host.integers(2**31)))
     return b.x, b.y
 
 
@@ -1073,7 +1073,7 @@ side.plot(yours="your RoPE", title="copy task, float64, same batches", log=True)
 # %%
 def copy_accuracy(model, n=N_COPY):
     """Held-out accuracy at each position of the copied half."""
-    test = data.copy_task(256, n, vocab_size=16, seed=10_000)
+    test = tasks.copy_task(256, n, vocab_size=16, seed=10_000)
     with no_grad():
         pred = to_numpy(model(test.x).data).argmax(-1)
     return (pred[:, n:] == to_numpy(test.y)[:, n:]).mean(axis=0)  # (n,)
@@ -1084,12 +1084,12 @@ none_model = TinyGPT(GPTConfig(**{**copy_cfg.to_dict(), "positional": "none"}))
 none_losses = train(none_model, copy_batches, TrainConfig(steps=STEPS, lr=3e-3, warmup=STEPS // 10,
                                                           progress=False)).losses
 acc = {"rope": copy_accuracy(rope_model), "none": copy_accuracy(none_model)}
-chance = 1 / (copy_cfg.vocab_size - data.FIRST_SYMBOL)  # one of the 11 symbols
+chance = 1 / (copy_cfg.vocab_size - tasks.FIRST_SYMBOL)  # one of the 11 symbols
 
 # %% tags=["nbval-check-output"]
 for name, a in acc.items():
     print(f"{name:>5}: copy accuracy {a.mean():.1%}; by position " + " ".join(f"{v:.2f}" for v in a))
-print(f"chance: 1/{copy_cfg.vocab_size - data.FIRST_SYMBOL} = {chance:.3f}")
+print(f"chance: 1/{copy_cfg.vocab_size - tasks.FIRST_SYMBOL} = {chance:.3f}")
 assert acc["rope"].mean() > 0.95 and acc["rope"].mean() > acc["none"].mean() + 0.2
 assert acc["none"][0] > 0.9 > 0.6 > acc["none"][1:].max() and acc["none"].min() > chance
 
@@ -1182,7 +1182,7 @@ def from_all_counts(seen, i):
 
 
 # %% tags=["nbval-check-output"]
-held_out = data.copy_task(copy_runs["test_rows"], N_COPY, vocab_size=16, seed=10_000)  # the rows rope_copy scored
+held_out = tasks.copy_task(copy_runs["test_rows"], N_COPY, vocab_size=16, seed=10_000)  # the rows rope_copy scored
 symbols = held_out.x[:, :N_COPY]  # (R, n): the row's symbols, which the copied half repeats in order
 assert bool((held_out.y[:, N_COPY:] == symbols).all())
 occurs = (symbols[:, :, None] == symbols[:, None, :]).sum(axis=-1)  # (R, n): how often each symbol is in its row
@@ -1242,7 +1242,7 @@ assert f"{all_counts[0]:.3f} {not_yet_copied[0]:.3f}" == "0.300 0.300"  # at pos
 # weight on the key exactly $n$ positions back, a diagonal line offset from the main diagonal.
 
 # %%
-sample = data.copy_task(1, N_COPY, vocab_size=16, seed=7)
+sample = tasks.copy_task(1, N_COPY, vocab_size=16, seed=7)
 for block in rope_model.blocks:
     block.attn.record_attention = True
 with no_grad():

@@ -601,7 +601,7 @@ assert xp.allclose(tiled_t5, dense_t5, atol=1e-12)
 # so the authors' workaround for a head count that is not a power of two runs inside it.
 
 # %%
-from mini_transformer.model import data
+from mini_transformer.model import tasks
 from mini_transformer.model import GPTConfig, TinyGPT
 from exercises.adapters import from_functions
 from exercises.adapters.side_by_side import train_side_by_side
@@ -610,7 +610,7 @@ cfg = GPTConfig(vocab_size=16, d_model=48, n_layers=2, n_heads=6, max_len=16, po
 
 
 def copy_batches(g):
-    b = data.copy_task(16, 8, vocab_size=16, seed=int(g.host.integers(2**31)))
+    b = tasks.copy_task(16, 8, vocab_size=16, seed=int(g.host.integers(2**31)))
     return b.x, b.y
 
 

@@ -508,7 +508,7 @@ fig.tight_layout()
 # from the same weights, and prints both training losses at the first and the last step.
 
 # %% tags=["nbval-check-output"]
-from mini_transformer.model import data
+from mini_transformer.model import tasks
 from mini_transformer.model import GPTConfig, TinyGPT
 from mini_transformer.positional.rope import RoPE
 from exercises.adapters.side_by_side import train_side_by_side
@@ -518,7 +518,7 @@ cfg = GPTConfig(vocab_size=16, d_model=32, n_layers=2, n_heads=2, max_len=16, po
 
 
 def copy_batches(g):
-    b = data.copy_task(16, 8, vocab_size=16, seed=int(g.host.integers(2**31)))
+    b = tasks.copy_task(16, 8, vocab_size=16, seed=int(g.host.integers(2**31)))
     return b.x, b.y
 
 

@@ -67,7 +67,8 @@ import os
 import matplotlib.pyplot as plt
 
 from exercises import reveal, use
-from mini_transformer.model import data
+from mini_transformer.model import tasks
+from mini_transformer.model.corpus import stdlib_corpus
 from mini_transformer.evaluation import measures as evaluate, stats
 from mini_transformer.engine.backend import asarray, hostnp as np, to_numpy, xp
 from experiments.common import RESULTS
@@ -327,23 +328,23 @@ assert early_split[0] > right_split[0] and early_split[1] < right_split[1]
 # ## 4. Retrieval: the passkey probe
 #
 # A passkey probe hides a key in filler and asks for it at the end. In this workbook's layout
-# (`data.passkey_task`), with $H = T - n$ for an n-digit key:
+# (`tasks.passkey_task`), with $H = T - n$ for an n-digit key:
 #
 # * `x[:, :H]`: filler, with `KEY_START d_1 .. d_n KEY_END` at a depth between 0 (the start) and 1 (right before the query);
 # * `x[:, H]`: `QUERY`;
 # * the answer: `y[:, H:] = d_1 .. d_n`, every other target `IGNORE` (-1).
 #
-# The experiment hides the key in real text instead (`data.text_passkey_task`): the filler is
+# The experiment hides the key in real text instead (`tasks.text_passkey_task`): the filler is
 # an unbroken window of source code, so the same rows carry a perplexity and a retrieval score.
 # One row, bytes shown as text (the markers are control bytes, drawn here as `[` `]` and `?`;
 # the text is your Python's own standard library, so the row may differ from machine to machine):
 
 # %%
-corpus = data.stdlib_corpus(max_bytes=300_000)
-row = data.text_passkey_task(1, 64, 0.5, seed=3, n_digits=3, text=corpus.val)
-marks = {data.KEY_START: "[", data.KEY_END: "]", data.QUERY: "?"}
+corpus = stdlib_corpus(max_bytes=300_000)
+row = tasks.text_passkey_task(1, 64, 0.5, seed=3, n_digits=3, text=corpus.val)
+marks = {tasks.KEY_START: "[", tasks.KEY_END: "]", tasks.QUERY: "?"}
 print(repr("".join(marks.get(int(b), chr(int(b))) for b in to_numpy(row.x)[0])))
-print("scored targets:", [int(t) for t in to_numpy(row.y)[0] if t != data.IGNORE][-3:], "(the key, as bytes of '0'..'9')")
+print("scored targets:", [int(t) for t in to_numpy(row.y)[0] if t != tasks.IGNORE][-3:], "(the key, as bytes of '0'..'9')")
 
 # %% [markdown]
 # Score it from the logits of one forward pass (teacher forcing). The prediction at position t
@@ -373,7 +374,7 @@ passkey_accuracy = use("long_context", "passkey_accuracy")
 # %% [markdown] tags=["hint"]
 # <details><summary>Hint 2: alignment</summary>
 #
-# `data.py` already shifted the targets: `y[:, t]` is `x[:, t + 1]`. Compare
+# `tasks.py` already shifted the targets: `y[:, t]` is `x[:, t + 1]`. Compare
 # `logits.argmax(-1)[:, t]` with `targets[:, t]`, and do not shift again.
 # </details>
 
@@ -388,7 +389,7 @@ reveal("long_context", "passkey_accuracy")
 hand_logits = np.zeros((2, 3, 4))
 hand_logits[0, 1, 2] = hand_logits[0, 2, 3] = 1.0  # row 0: 2 then 3
 hand_logits[1, 1, 2] = hand_logits[1, 2, 1] = 1.0  # row 1: 2 then 1
-hand_targets = np.array([[data.IGNORE, 2, 3], [data.IGNORE, 2, 3]])
+hand_targets = np.array([[tasks.IGNORE, 2, 3], [tasks.IGNORE, 2, 3]])
 print("keys retrieved:", passkey_accuracy(asarray(hand_logits), asarray(hand_targets)))
 assert passkey_accuracy(asarray(hand_logits), asarray(hand_targets)) == 0.5  # 3 digits of 4 right, 1 key of 2
 
@@ -411,7 +412,7 @@ def train_passkey_model(L=L_probe, steps=300, seed=0):
     model = TinyGPT(GPTConfig(vocab_size=V, d_model=32, n_layers=2, n_heads=2, max_len=L, positional="rope", seed=seed))
 
     def batches(g):
-        b = data.passkey_task(32, L, float(g.host.random()), vocab_size=V, seed=int(g.host.integers(2**31)),
+        b = tasks.passkey_task(32, L, float(g.host.random()), vocab_size=V, seed=int(g.host.integers(2**31)),
                               n_digits=n_digits)
         return b.x, b.y
 
@@ -432,7 +433,7 @@ print(f"final training loss {probe_losses[-1]:.3f}")
 
 # %%
 for depth in (0.0, 0.5, 1.0):
-    batch = data.passkey_task(64, L_probe, depth, vocab_size=V, seed=7, n_digits=n_digits)
+    batch = tasks.passkey_task(64, L_probe, depth, vocab_size=V, seed=7, n_digits=n_digits)
     with no_grad():
         forced = passkey_accuracy(probe_model(batch.x).data, batch.y)
     greedy = float(evaluate.passkey_grid(probe_model, [L_probe], [depth], n_trials=64, seed=7, n_digits=n_digits,

@@ -17,7 +17,7 @@ import math
 
 from mini_transformer.engine.backend import xp
 
-IGNORE = -1  # a target that is not scored (mini_transformer.model.data.IGNORE)
+IGNORE = -1  # a target that is not scored (mini_transformer.model.tasks.IGNORE)
 
 
 def loss_by_position(token_losses, bucket):

@@ -35,7 +35,7 @@ import os
 
 from mini_transformer.engine import backend
 from mini_transformer.engine.backend import xp
-from mini_transformer.model.data import repetitive_corpus
+from mini_transformer.model.corpus import repetitive_corpus
 from mini_transformer.evaluation.measures import attention_mass
 from mini_transformer.evaluation.streaming import stream_loss
 from mini_transformer.model.train import TrainConfig, train

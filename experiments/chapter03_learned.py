@@ -42,7 +42,7 @@ import sys
 
 from mini_transformer.engine.backend import hostnp as np
 from mini_transformer.engine.backend import to_numpy
-from mini_transformer.model.data import lookback_task
+from mini_transformer.model.tasks import lookback_task
 from mini_transformer.model import GPTConfig, TinyGPT
 from mini_transformer.model.train import TrainConfig, train
 from mini_transformer.positional.learned import LearnedPositionalEmbedding

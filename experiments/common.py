@@ -13,8 +13,8 @@ import time
 from mini_transformer.engine import backend, kernels
 from mini_transformer.engine.files import atomic_write
 from mini_transformer.engine.kernels import tuning
-from mini_transformer.model.data import stdlib_corpus
 from mini_transformer.model import GPTConfig, TinyGPT
+from mini_transformer.model.corpus import stdlib_corpus
 from mini_transformer.model.train import TrainConfig, train
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")

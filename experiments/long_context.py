@@ -37,7 +37,7 @@ import sys
 from mini_transformer.engine import backend
 from mini_transformer.engine.autograd import no_grad
 from mini_transformer.engine.files import atomic_write
-from mini_transformer.model.data import IGNORE, text_passkey_task
+from mini_transformer.model.tasks import IGNORE, text_passkey_task
 from mini_transformer.evaluation.measures import effective_context_length, passkey_grid, token_losses
 from mini_transformer.model.train import TrainConfig, train
 from mini_transformer.evaluation import stats

@@ -40,7 +40,7 @@ from tqdm.auto import tqdm
 from mini_transformer.engine import backend
 from mini_transformer.engine.autograd import no_grad
 from mini_transformer.engine.backend import hostnp as np
-from mini_transformer.model.data import IGNORE, lookback_task
+from mini_transformer.model.tasks import IGNORE, lookback_task
 from mini_transformer.model import GPTConfig, TinyGPT
 from mini_transformer.model.train import TrainConfig, train
 from mini_transformer.evaluation import stats

@@ -17,7 +17,7 @@ order it has. So the effect is also measured on positions 2 to n alone.
 """
 from mini_transformer.engine.autograd import no_grad
 from mini_transformer.engine.backend import to_numpy
-from mini_transformer.model import GPTConfig, TinyGPT, data
+from mini_transformer.model import GPTConfig, TinyGPT, tasks
 from mini_transformer.model.train import TrainConfig, train
 from mini_transformer.evaluation import stats
 from . import common
@@ -33,13 +33,13 @@ def config(positional, seed):
 
 
 def batches(rng):
-    b = data.copy_task(32, N_COPY, vocab_size=16, seed=int(rng.host.integers(2 ** 31)))
+    b = tasks.copy_task(32, N_COPY, vocab_size=16, seed=int(rng.host.integers(2 ** 31)))
     return b.x, b.y
 
 
 def accuracy_by_position(model, rows):
     """Held-out accuracy at each position of the copied half, on ``rows`` rows of a fixed test set."""
-    test = data.copy_task(rows, N_COPY, vocab_size=16, seed=10_000)
+    test = tasks.copy_task(rows, N_COPY, vocab_size=16, seed=10_000)
     with no_grad():
         pred = to_numpy(model(test.x).data).argmax(-1)
     return [float(v) for v in (pred[:, N_COPY:] == to_numpy(test.y)[:, N_COPY:]).mean(axis=0)]  # (n,)
@@ -85,8 +85,8 @@ def plot(res):
         for i, p in enumerate(res["per_seed"]):
             ax.plot(xs, p[name], marker="o", ms=3, color="C0" if name == "rope" else "C1",
                     alpha=0.7, label=name if i == 0 else None)
-    chance = 1 / (16 - data.FIRST_SYMBOL)  # the symbols are ids FIRST_SYMBOL .. 15, eleven of them
-    ax.axhline(chance, color="gray", ls=":", label=f"chance, 1/{16 - data.FIRST_SYMBOL}")
+    chance = 1 / (16 - tasks.FIRST_SYMBOL)  # the symbols are ids FIRST_SYMBOL .. 15, eleven of them
+    ax.axhline(chance, color="gray", ls=":", label=f"chance, 1/{16 - tasks.FIRST_SYMBOL}")
     ax.set(xlabel="position in the copied half", ylabel="held-out accuracy", ylim=(0, 1.05),
            title=f"copy task, {len(res['seeds'])} seeds: RoPE against no position")
     ax.legend(fontsize=8)

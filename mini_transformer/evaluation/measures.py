@@ -43,7 +43,7 @@ from ..engine import functional as F
 from ..engine.autograd import no_grad
 from ..engine.backend import hostnp as np
 from ..engine.backend import xp
-from ..model.data import passkey_task
+from ..model.tasks import passkey_task
 from ..engine.validate import check_int, check_lengths
 
 # ---------------------------------------------------------------------------

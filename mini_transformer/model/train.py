@@ -127,7 +127,7 @@ def train(model, get_batch, cfg=None, eval_batch=None, resume_from=None):
 def main(argv=None):
     """Train a byte-level TinyGPT on the standard library's source; print the losses; save a checkpoint."""
     from .checkpoint import read_checkpoint
-    from .data import stdlib_corpus
+    from .corpus import stdlib_corpus
     from . import GPTConfig, TinyGPT
     from ..positional import SCHEMES
     ap = argparse.ArgumentParser(prog="python -m mini_transformer.model.train", description=main.__doc__)

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from mini_transformer.model import data
+from mini_transformer.model import tasks
 from mini_transformer.engine.autograd import Tensor, no_grad
 from mini_transformer.engine.backend import asarray, to_numpy
 from mini_transformer.model import GPTConfig, TinyGPT
@@ -19,7 +19,7 @@ from solutions import sinusoidal as sinusoidal_reference
 
 
 def batches(g):
-    b = data.copy_task(8, 4, vocab_size=16, seed=int(g.host.integers(2**31)))
+    b = tasks.copy_task(8, 4, vocab_size=16, seed=int(g.host.integers(2**31)))
     return b.x, b.y
 
 

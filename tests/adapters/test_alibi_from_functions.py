@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from mini_transformer.engine import backend
-from mini_transformer.model import data
+from mini_transformer.model import tasks
 from mini_transformer.engine.autograd import Tensor
 from mini_transformer.model import GPTConfig, TinyEncoder, TinyGPT
 from mini_transformer.positional.alibi import ALiBi
@@ -16,7 +16,7 @@ CFG = GPTConfig(vocab_size=16, d_model=24, n_layers=1, n_heads=6, max_len=8, pos
 
 
 def batches(g):
-    b = data.copy_task(8, 4, vocab_size=16, seed=int(g.host.integers(2**31)))
+    b = tasks.copy_task(8, 4, vocab_size=16, seed=int(g.host.integers(2**31)))
     return b.x, b.y
 
 

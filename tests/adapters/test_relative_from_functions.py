@@ -12,7 +12,7 @@ import pytest
 import mini_transformer.engine.functional as F
 from mini_transformer import Tensor
 from mini_transformer.engine import backend
-from mini_transformer.model import data
+from mini_transformer.model import tasks
 from mini_transformer.engine.gradcheck import assert_gradcheck
 from mini_transformer.model import GPTConfig, TinyEncoder, TinyGPT
 from exercises.adapters import from_functions
@@ -98,7 +98,7 @@ def test_shift_op_refuses_what_is_not_a_shift(bad, why):
 # ---------------------------------------------------------------------------
 
 def batches(g):
-    b = data.copy_task(4, 4, vocab_size=16, seed=int(g.host.integers(2**31)))
+    b = tasks.copy_task(4, 4, vocab_size=16, seed=int(g.host.integers(2**31)))
     return b.x, b.y
 
 

@@ -1,7 +1,7 @@
 """Side-by-side training: your functions inside the model give the library's curve, a wrong one parts from it."""
 import pytest
 
-from mini_transformer.model import data
+from mini_transformer.model import tasks
 from mini_transformer.model import GPTConfig
 from exercises.adapters import from_functions
 from exercises.adapters.side_by_side import train_side_by_side
@@ -11,7 +11,7 @@ CFG = GPTConfig(vocab_size=16, d_model=16, n_layers=1, n_heads=2, max_len=8, pos
 
 
 def batches(g):
-    b = data.copy_task(8, 4, vocab_size=16, seed=int(g.host.integers(2**31)))
+    b = tasks.copy_task(8, 4, vocab_size=16, seed=int(g.host.integers(2**31)))
     return b.x, b.y
 
 

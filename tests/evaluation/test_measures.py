@@ -22,8 +22,8 @@ import pytest
 from mini_transformer.engine import backend
 from mini_transformer.evaluation import measures as evaluate
 from mini_transformer.engine.autograd import Tensor
-from mini_transformer.model.data import (DIGIT_0, KEY_START, QUERY, TextCorpus, passkey_task, stdlib_corpus,
-                                         text_passkey_task)
+from mini_transformer.model.corpus import TextCorpus, stdlib_corpus
+from mini_transformer.model.tasks import DIGIT_0, KEY_START, QUERY, passkey_task, text_passkey_task
 from mini_transformer.model import GPTConfig, TinyEncoder, TinyGPT
 from mini_transformer.engine.nn import Module
 

@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from mini_transformer.engine import backend
-from mini_transformer.model import GPTConfig, TinyGPT, data
+from mini_transformer.model import GPTConfig, TinyGPT, tasks
 from mini_transformer.model.checkpoint import read_checkpoint
+from mini_transformer.model.corpus import stdlib_corpus
 from mini_transformer.model.train import TrainConfig, evaluate_loss, main, train
 
 from random_models import tiny
@@ -39,7 +40,7 @@ def test_a_missing_checkpoint_is_one_sentence(tmp_path, capsys):
 
 def copy_batches(n=8, vocab=16, batch=32):
     def get_batch(rng):
-        b = data.copy_task(batch, n, vocab_size=vocab, seed=int(rng.host.integers(2 ** 31)))
+        b = tasks.copy_task(batch, n, vocab_size=vocab, seed=int(rng.host.integers(2 ** 31)))
         return b.x, b.y
     return get_batch
 
@@ -49,17 +50,17 @@ def test_rope_model_learns_the_copy_task():
     cfg = GPTConfig(vocab_size=16, d_model=64, n_layers=2, n_heads=4, max_len=32, positional="rope")
     model = TinyGPT(cfg)
     train(model, copy_batches(n=12), TrainConfig(steps=200, lr=3e-3, warmup=20, progress=False))
-    test = data.copy_task(256, 12, vocab_size=16, seed=10_000)
+    test = tasks.copy_task(256, 12, vocab_size=16, seed=10_000)
     pred = model(test.x).numpy().argmax(-1)
     y = backend.to_numpy(test.y)
-    scored = y != data.IGNORE
+    scored = y != tasks.IGNORE
     accuracy = (pred[scored] == y[scored]).mean()
     assert accuracy >= 0.99, f"copy-task token accuracy {accuracy:.3f} is below 0.99"
 
 
 @pytest.mark.slow
 def test_rope_model_learns_standard_library_text():
-    corpus = data.stdlib_corpus(max_bytes=1_000_000)
+    corpus = stdlib_corpus(max_bytes=1_000_000)
     cfg = GPTConfig(vocab_size=256, d_model=64, n_layers=2, n_heads=4, max_len=64, positional="rope")
     model = TinyGPT(cfg)
 
