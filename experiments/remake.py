@@ -20,8 +20,10 @@ the wall time it measured.
 With ``--check`` nothing in ``results/`` changes: each remade record is compared with the committed one, number
 by number, and the command exits 1 if any differs. No record states a tolerance, so a number matches when it
 is the committed one at the digits the record stores (``abs(new - old) <= 0.5e-k`` for a number stored with k
-decimals: a float written in full, as ``json`` writes it, must match to its last digit; an integer exactly); a
-record may widen that with a ``tolerance`` key (absolute, for the numbers in the dict that holds it and below).
+decimals; an integer exactly). A float written in full, as ``json`` writes it (``FULL_DIGITS`` significant digits
+or more), carries no chosen precision: its last digits are the rounding of one summation order, which another BLAS
+build or another CPU's vector width changes, so it matches within ``FULL_RELATIVE`` of itself or ``FULL_ABSOLUTE``, whichever is larger. A record may widen
+that with a ``tolerance`` key (absolute, for the numbers in the dict that holds it and below).
 Strings (the verdicts) must be equal. What describes the run rather than its outcome (``environment``, the
 commands, wall times, load averages) is not compared.
 """
@@ -95,10 +97,24 @@ def read_stored(text):
     return json.loads(text, parse_float=decimal.Decimal)
 
 
+#: a float stored with this many significant digits or more was written in full (``repr``), not rounded by its record
+FULL_DIGITS = 15
+#: how far, relative to itself, a float written in full may move: far above float64's rounding of a different
+#: summation order (about 1e-16 a step, compounding over a run), far below any digit a chapter quotes
+FULL_RELATIVE = 1e-9
+#: ... and how far from zero such a float may move: a number under it is itself rounding (NoPE's equivariance gap
+#: of about 1e-16, a difference of two equal sums), which a different summation order changes entirely
+FULL_ABSOLUTE = 1e-12
+
+
 def allowed(stored, tolerance=0.0):
-    """How far a remade number may lie from ``stored``: the record's tolerance or half its last stored digit."""
+    """How far a remade number may lie from ``stored``: the record's tolerance, half its last stored digit, or, for a
+    float written in full, ``FULL_RELATIVE`` of its size or ``FULL_ABSOLUTE``."""
     if isinstance(stored, decimal.Decimal) and stored.is_finite():
-        return max(tolerance, 0.5 * 10.0 ** stored.as_tuple().exponent)
+        digit = 0.5 * 10.0 ** stored.as_tuple().exponent
+        if len(stored.as_tuple().digits) >= FULL_DIGITS:
+            digit = max(digit, FULL_RELATIVE * abs(float(stored)), FULL_ABSOLUTE)
+        return max(tolerance, digit)
     return tolerance
 
 
@@ -153,7 +169,7 @@ def _short(value):
 
 
 def difference_line(name, path, old, new, limit):
-    within = "" if limit is None else f" (allowed ±{limit:.1g})"
+    within = "" if limit is None else f" (allowed ±{limit:.2g})"
     return f"{name}: {path or '(the record)'}: committed {_short(old)}, remade {_short(new)}{within}"
 
 

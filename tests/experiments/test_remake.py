@@ -146,7 +146,10 @@ def test_check_passes_on_equal_records_and_reports_a_planted_difference(room, ca
     ('{"x": 0.3}', {"x": 0.36}, True),
     ('{"x": 0.300}', {"x": 0.3004}, False),          # three decimals stored: half of 0.001
     ('{"x": 0.300}', {"x": 0.3006}, True),
-    ('{"x": 0.30000000000000004}', {"x": 0.3}, True),  # a float in full must match to its last digit
+    ('{"x": 0.30000000000000004}', {"x": 0.3}, False),  # a float in full: within 1e-9 of itself
+    ('{"x": 0.30000000000000004}', {"x": 0.300000001}, True),  # 3e-9 of itself off: more than rounding
+    ('{"x": 6.496776044990396e-16}', {"x": 5.5e-16}, False),  # a float in full near zero: rounding itself
+    ('{"x": 6.496776044990396e-16}', {"x": 2e-12}, True),
     ('{"x": 1.5e-16}', {"x": 1.54e-16}, False),      # 1.5e-16 states 1e-17
     ('{"x": 1.5e-16}', {"x": 1.56e-16}, True),
     ('{"n": 35}', {"n": 36}, True),                  # counts exactly
@@ -168,6 +171,11 @@ def test_the_allowed_difference_is_half_the_last_stored_digit():
     assert remake.allowed(Decimal("0.300")) == 0.0005
     assert remake.allowed(Decimal("12.5")) == 0.05
     assert remake.allowed(7) == 0.0 and remake.allowed(Decimal("0.3"), tolerance=0.2) == 0.2
+    # written in full (15 significant digits or more): 1e-9 of itself, not half its 17th digit
+    assert remake.allowed(Decimal("0.2027183836967292")) == pytest.approx(0.2027183836967292e-9, rel=1e-12)
+    assert remake.allowed(Decimal("-12.345678901234567")) == pytest.approx(12.345678901234567e-9, rel=1e-12)
+    assert remake.allowed(Decimal("6.496776044990396E-16")) == 1e-12      # near zero: the absolute floor
+    assert remake.allowed(Decimal("0.12345678901234")) == 0.5e-14            # 14 digits: a rounded record
 
 
 def test_every_unit_names_a_module_and_a_record_that_exist():
