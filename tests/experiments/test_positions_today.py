@@ -8,10 +8,13 @@ import pytest
 from mini_transformer.engine import backend
 from mini_transformer.engine.backend import hostnp as np
 from mini_transformer.engine.backend import xp
+from mini_transformer.engine.autograd import no_grad
+from mini_transformer.engine.gradcheck import assert_gradcheck
+from mini_transformer.model import GPTConfig, TinyGPT
 from mini_transformer.evaluation import stats
 from mini_transformer.positional.model_configs import layer_rope
 from experiments import positions_today as pt
-from experiments.common import RESULTS, load_result
+from experiments.common import load_result
 
 
 def per_layer(L=8, d_head=4):
@@ -65,6 +68,34 @@ def test_per_layer_rope_refuses_a_nope_layer_and_a_bad_window():
         pt.PerLayerRoPE([None], 4)
     with pytest.raises(ValueError, match="window=0"):
         pt.PerLayerRoPE(layer_rope(pt.gemma3_like(8, 4)), 0)
+
+
+def per_layer_model(L=8):
+    """A float64 TinyGPT (d_head 8) running the per-layer scheme, its weights drawn at O(1) so every term counts."""
+    model = TinyGPT(GPTConfig(vocab_size=11, d_model=16, n_layers=2, n_heads=2, max_len=2 * L)).to_dtype("float64")
+    config = pt.gemma3_like(L, model.cfg.d_head)
+    model.positional = pt.PerLayerRoPE(layer_rope(config), config["sliding_window"])
+    draw = np.random.default_rng(5)
+    for p in model.parameters():
+        p.data[...] = backend.asarray(draw.normal(0, 0.5, p.shape))
+    return model
+
+
+def test_a_model_with_per_layer_rope_passes_a_float64_gradcheck():
+    model = per_layer_model()
+    x = backend.asarray(np.random.default_rng(0).integers(0, 11, size=(2, 12)))   # 12 > the window of 4
+    assert_gradcheck(lambda *ps: model(x), model.parameters(), tol=1e-7, max_elements=8)
+
+
+def test_cached_decoding_with_per_layer_rope_equals_one_full_pass():
+    model = per_layer_model().eval()
+    x = backend.asarray(np.random.default_rng(1).integers(0, 11, size=(2, 12)))
+    with no_grad():
+        full = backend.to_numpy(model(x).data)
+        cache = model.new_cache()
+        steps = [backend.to_numpy(model(x[:, :3], cache=cache).data)]
+        steps += [backend.to_numpy(model(x[:, t:t + 1], cache=cache).data) for t in range(3, 12)]
+    assert np.abs(np.concatenate(steps, axis=1) - full).max() <= 1e-12
 
 
 class _Attention:
