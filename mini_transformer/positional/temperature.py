@@ -49,7 +49,7 @@ def llama4_attention_scales(positions, floor_scale=8192, attn_scale=0.1):
 
 @dataclass(frozen=True)
 class NoPETemperatureSettings:
-    """The ``GPTConfig.extra`` keys of the ``"nope_temperature"`` scheme."""
+    """The ``GPTConfig.extra`` keys of the ``"temperature"`` scheme."""
     floor_scale: int = setting(8192, "tokens per step of the query scale")
     attn_scale: float = setting(0.1, "what each step adds to the query scale, on a log scale")
 
