@@ -18,6 +18,8 @@ d_head 16), trained on standard-library text at **L = 32 for 500 steps of 8 wind
   ``WINDOW`` = L/2 keys, layer 1 a global layer, base 1,000,000 (``rope_theta``), full attention. The model
   takes one scheme for all its layers, so ``PerLayerRoPE`` (below) is that scheme: each layer's frequencies as
   ``layer_rope`` reads them, and the window as a score bias of -1e9 past it;
+* ``window_one_base`` and ``bases_no_window``: what ``per_layer``'s gain is made of, the window alone (base
+  10,000 in both layers) and the two bases alone (no window);
 * ``fire``, ``alibi``, ``none``: chapter 7's comparison, with FIRE (Li et al., 2023) beside ALiBi, unscaled
   RoPE (the ``rope`` arm) and NoPE, at these seeds and sizes; ``context_use`` at 4L for the four;
 * ``temperature``: NoPE with Llama 4's temperature tuning, each query scaled by
@@ -79,6 +81,8 @@ TEXT_ARMS = {
     "prope": ("rope", {"rope_scaling": {"rope_type": "proportional", "factor": 1.0},
                        "extra": {"partial_rotary_factor": P_ROPE}}),
     "per_layer": ("rope", {}),
+    "window_one_base": ("rope", {}),         # C3's decomposition: the window alone, base 10,000 in both layers
+    "bases_no_window": ("rope", {}),         # ... and the bases alone, no window
     "fire": ("fire", {}),
     "alibi": ("alibi", {}),
     "none": ("none", {}),
@@ -101,11 +105,11 @@ TEXT_BATCH, TEXT_LR = 8, 3e-3
 # Per-layer RoPE with a sliding window (Gemma 3's layout), as one scheme
 # ---------------------------------------------------------------------------
 
-def gemma3_like(train_len, d_head, n_layers=2):
+def gemma3_like(train_len, d_head, n_layers=2, global_base=1_000_000.0):
     """A config in Gemma 3's (transformers 4) keys at this model's size: every second layer global, the
-    sliding layers with base 10,000 and a window of L/2, the global ones with base 1,000,000 (Gemma 3's
+    sliding layers with base 10,000 and a window of L/2, the global ones with base ``global_base`` (Gemma 3's
     bases; its window, 1024, and its pattern, 6, do not fit a 2-layer model trained at L = 32)."""
-    return {"num_hidden_layers": n_layers, "head_dim": d_head, "rope_theta": 1_000_000.0,
+    return {"num_hidden_layers": n_layers, "head_dim": d_head, "rope_theta": float(global_base),
             "rope_local_base_freq": 10_000.0, "sliding_window_pattern": 2, "sliding_window": train_len // 2}
 
 
@@ -113,7 +117,8 @@ class PerLayerRoPE(PositionalScheme):
     r"""Each layer turns q and k by its own frequencies (one ``layer_rope`` entry a layer), and a sliding layer
     masks the keys at distance ``window`` or more: score bias -1e9 where $i - j \ge W$.
 
-    ``layers`` is ``layer_rope(config)``'s list; ``window`` is ``config["sliding_window"]``.
+    ``layers`` is ``layer_rope(config)``'s list; ``window`` is ``config["sliding_window"]``, or None for no
+    window in any layer (the bases alone).
     """
 
     per_row_positions = False
@@ -122,7 +127,7 @@ class PerLayerRoPE(PositionalScheme):
         if any(entry is None for entry in layers):
             raise ValueError("PerLayerRoPE turns every layer; a layer_rope entry of None (a NoPE layer) has no "
                              "frequencies to turn by.")
-        if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+        if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window < 1):
             raise ValueError(f"PerLayerRoPE: window={window!r} must be a whole number of keys, at least 1.")
         self.rotaries = []
         for entry in layers:
@@ -142,7 +147,7 @@ class PerLayerRoPE(PositionalScheme):
         return rotary(x, cos.astype(x.dtype), sin.astype(x.dtype))
 
     def score_bias(self, q, k, q_pos, k_pos, layer):
-        if not self.sliding[layer]:
+        if self.window is None or not self.sliding[layer]:
             return None
         far = -key_minus_query(q_pos, k_pos) >= self.window                     # (T_q, T_k) i - j >= W
         return per_head(xp.where(far, MASKED, 0.0).astype(q.dtype))            # (1, 1, T_q, T_k)
@@ -158,9 +163,11 @@ def text_arm(arm, L, seed):
     if arm == "temperature":
         kw = {"extra": {"floor_scale": L // 4, "attn_scale": ATTN_SCALE}}
     model = common.text_model(scheme, L, seed=seed, **kw)
-    if arm == "per_layer":
-        config = gemma3_like(L, model.cfg.d_head, model.cfg.n_layers)
-        model.positional = PerLayerRoPE(layer_rope(config), config["sliding_window"])
+    if arm in ("per_layer", "window_one_base", "bases_no_window"):
+        config = gemma3_like(L, model.cfg.d_head, model.cfg.n_layers,
+                             global_base=10_000.0 if arm == "window_one_base" else 1_000_000.0)
+        window = None if arm == "bases_no_window" else config["sliding_window"]
+        model.positional = PerLayerRoPE(layer_rope(config), window)
     return model
 
 
@@ -306,12 +313,12 @@ def run(quick=False, seed=0, progress=True, parts=None):
            "thresholds": {"rise": RISE, "same": SAME, "copy_same": COPY_SAME},
            "command": COMMAND + (" --quick" if quick else "") + (f" --parts {parts}" if parts else ""),
            "commit": _commit(),
-           "environment": environment(timer.seconds, seeds=list(seeds), d_model=64, n_layers=2, n_heads=4,
+           "environment": environment(sum(seconds.values()), seeds=list(seeds), d_model=64, n_layers=2, n_heads=4,
                                       sink_n_heads=8, load_average=list(os.getloadavg()),
                                       threads="OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1"),
-           "wall_seconds": round(timer.seconds, 1),
-           # a run resumed from --parts spent most of its time in earlier processes: each seed's own seconds
-           "seed_seconds_total": round(sum(seconds.values()), 1)}
+           # a run resumed from --parts spent most of its time in earlier processes: the wall time is the sum of
+           # each seed's own seconds, and this process's time is kept beside it
+           "wall_seconds": round(sum(seconds.values()), 1), "process_seconds": round(timer.seconds, 1)}
     res["directions"] = directions(per_seed)
     if len(seeds) >= 2:
         res["claims"] = claims(per_seed)
@@ -375,6 +382,12 @@ EFFECTS = {
                      lambda v: v["text"]["rope"]["beyond"][1] - v["text"]["per_layer"]["beyond"][1]),
     "per_layer_at_L": ("loss at L, per-layer bases (with the sliding window) minus one base (nats)",
                        lambda v: v["text"]["per_layer"]["loss"][0] - v["text"]["rope"]["loss"][0]),
+    "window_past_L": ("loss at positions t >= L of 4L windows, one base (10,000, every layer full) minus one base with "
+                      "layer 0's window of L/2 (nats)",
+                      lambda v: v["text"]["rope"]["beyond"][2] - v["text"]["window_one_base"]["beyond"][2]),
+    "bases_past_L": ("loss at positions t >= L of 4L windows, one base (10,000) minus per-layer bases (10,000 and "
+                     "1,000,000) without a window (nats)",
+                     lambda v: v["text"]["rope"]["beyond"][2] - v["text"]["bases_no_window"]["beyond"][2]),
     "fire_vs_alibi": ("loss at positions t >= L of 4L windows, ALiBi minus FIRE (nats)",
                       lambda v: v["text"]["alibi"]["beyond"][2] - v["text"]["fire"]["beyond"][2]),
     "fire_vs_rope": ("loss at positions t >= L of 4L windows, unscaled RoPE minus FIRE (nats)",
@@ -432,6 +445,10 @@ CLAIMS = {
     "C3_per_layer_base_2L": ("per_layer_2L", "above", 0.0, "the same at 2L"),
     "C3_per_layer_base_at_L": ("per_layer_at_L", "below", SAME,
                                "per-layer bases with a window cost no more than 0.05 nats at L (Gemma 3 report)"),
+    "C3_window_alone": ("window_past_L", "above", 0.0,
+                        "what C3_per_layer_base's gain is made of: layer 0's window alone, one base in both layers"),
+    "C3_bases_alone": ("bases_past_L", "above", 0.0,
+                       "what C3_per_layer_base's gain is made of: the two bases alone, no window"),
     "C4_fire": ("fire_vs_alibi", "above", 0.0, "FIRE generalises past L better than ALiBi (Li et al., 2023)"),
     "C4_fire_vs_rope": ("fire_vs_rope", "above", 0.0, "FIRE generalises past L better than RoPE (Li et al.)"),
     "C4_fire_vs_none": ("fire_vs_none", "above", 0.0, "FIRE generalises past L better than NoPE (Li et al.)"),
@@ -466,7 +483,8 @@ def _arms_of(effect):
             ["bos"] if effect == "sink_heads_without" else list(SINK_ARMS))
     pairs = {"prope": ["rope", "prope"], "per_layer": ["rope", "per_layer"], "fire_vs_alibi": ["alibi", "fire"],
              "fire_vs_rope": ["rope", "fire"], "fire_vs_none": ["none", "fire"], "fire_rise": ["fire"],
-             "fire_at_L": ["alibi", "fire"], "temperature": ["none", "temperature"]}
+             "fire_at_L": ["alibi", "fire"], "temperature": ["none", "temperature"],
+             "window": ["rope", "window_one_base"], "bases": ["rope", "bases_no_window"]}
     return next(arms for prefix, arms in pairs.items() if effect.startswith(prefix))
 
 

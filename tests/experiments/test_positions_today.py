@@ -63,6 +63,16 @@ def test_the_sliding_layer_masks_keys_at_the_window_and_past_it():
     assert scheme.score_bias(q, q, pos, pos, 1) is None                         # the global layer: no window
 
 
+def test_without_a_window_no_layer_is_masked():
+    config = pt.gemma3_like(4, 4)
+    scheme = pt.PerLayerRoPE(layer_rope(config), None)
+    pos = xp.arange(5)
+    assert scheme.score_bias(xp.zeros((1, 1, 5, 4)), xp.zeros((1, 1, 5, 4)), pos, pos, 0) is None
+    # the one-base arm's config: both layers at base 10,000, so both turn pair 1 of d_head 4 at 10000^-0.5
+    one = pt.PerLayerRoPE(layer_rope(pt.gemma3_like(4, 4, global_base=10_000.0)), 2)
+    np.testing.assert_allclose([float(r.inv_freq[1]) for r in one.rotaries], [0.01, 0.01], rtol=1e-12)
+
+
 def test_per_layer_rope_refuses_a_nope_layer_and_a_bad_window():
     with pytest.raises(ValueError, match="NoPE layer"):
         pt.PerLayerRoPE([None], 4)
@@ -137,7 +147,7 @@ def _seed(s, gap):
     """One seed's measurements, each effect of C2 to C5 equal to ``gap`` and the sink arms as given below."""
     text = {arm: {"loss": [2.0, 2.0, 2.0], "beyond": [float("nan"), 2.2, 2.5], "rise": 0.0,
                   "entropy_past_L": 2.0} for arm in pt.TEXT_ARMS}
-    for arm in ("prope", "per_layer", "fire", "temperature"):
+    for arm in ("prope", "per_layer", "window_one_base", "bases_no_window", "fire", "temperature"):
         text[arm]["beyond"] = [float("nan"), 2.2 - gap, 2.5 - gap]
         text[arm]["loss"] = [2.0 - gap, 2.0, 2.0]
     text["temperature"]["entropy_past_L"] = 2.0 - gap
@@ -163,6 +173,8 @@ def test_claims_are_paired_by_seed_and_follow_the_rule():
     # per-layer minus one base at L: -0.10, -0.12, -0.11, all under the 0.05 bar of "costs nothing"
     assert c["C3_per_layer_base_at_L"]["values"] == pytest.approx([-0.10, -0.12, -0.11])
     assert c["C3_per_layer_base_at_L"]["verdict"] == "reproduces"
+    for key, arm in (("C3_window_alone", "window_one_base"), ("C3_bases_alone", "bases_no_window")):
+        assert c[key]["values"] == pytest.approx([0.10, 0.12, 0.11]) and c[key]["arms"] == ["rope", arm]
     assert c["C4_fire"]["values"] == pytest.approx([0.10, 0.12, 0.11]) and c["C4_fire"]["arms"] == ["alibi", "fire"]
     # a rise of 0.10 to 0.12 is over the 0.05 of "runs long"
     assert c["C4_fire_runs_long"]["verdict"] == "does not reproduce"
