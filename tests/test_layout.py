@@ -7,7 +7,7 @@ the clinic). The chapters' experiments are not in it: they sit in ``experiments/
 repository and use the library like any reader.
 
 The rest of the house has floors too (STYLE.md, rule 28b). Every import in every file under
-``mini_transformer/``, ``exercises/``, ``solutions/``, ``experiments/`` and ``site_src/`` (the book's build), the
+``mini_transformer/``, ``exercises/``, ``solutions/``, ``experiments/`` and ``book/`` (the website's build), the
 ones inside functions included, is read with ``ast`` and resolved to the module it names:
 
 * no circle between files, and none between folders: in every folder, its entries (each file, and
@@ -29,7 +29,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 LIBRARY = ROOT / "mini_transformer"
 FLOORS = ("engine", "positional", "model", "evaluation")
-TOPS = ("mini_transformer", "exercises", "solutions", "experiments", "site_src")
+TOPS = ("mini_transformer", "exercises", "solutions", "experiments", "book")
 
 #: each room, and the rooms its files may import; a room may always import itself
 MAY_IMPORT = {
@@ -37,9 +37,9 @@ MAY_IMPORT = {
     "solutions": {"library"},                       # solutions/: the reference answers
     "reader": {"library"},                          # exercises/*.py: the reader's files, generated from solutions/
     "experiments": {"library"},                     # experiments/: the chapters' experiments, measured on the library
-    "grader": {"library", "solutions", "experiments"},  # exercises/grading/: the grader, drills, and the book's build for
-                                                    # now; the capstone's reference trains the experiments' text model
-    "build": {"library", "solutions", "grader"},    # site_src/: the website's Sphinx configuration
+    "grader": {"library", "solutions", "experiments"},  # exercises/grading/: the grader, drills, instructor tools;
+                                                    # the capstone's reference trains the experiments' text model
+    "book": {"library", "solutions", "grader"},     # book/: the website's build and its Sphinx configuration
     "adapters": {"library", "grader"},              # exercises/adapters/: what the chapters use to run the reader's code
     "front door": {"grader"},                       # exercises/__init__.py and __main__.py: `use`, `reveal`, the command line
 }
@@ -137,10 +137,8 @@ def floor_of(module):
 def room_of(module):
     """The room of ``MAY_IMPORT`` that ``module`` sits in."""
     top, _, rest = module.partition(".")
-    if top in ("mini_transformer", "solutions", "experiments"):
+    if top in ("mini_transformer", "solutions", "experiments", "book"):
         return {"mini_transformer": "library"}.get(top, top)
-    if top == "site_src":
-        return "build"
     first = rest.partition(".")[0]
     if first in ("", "__main__"):
         return "front door"
@@ -338,6 +336,7 @@ def test_a_planted_private_import_is_caught_as_a_name_and_as_an_attribute(tmp_pa
     ("exercises/grading/grader.py", "from exercises.adapters.clinic import make_patient\n", ("grader", "adapters")),
     ("mini_transformer/engine/nn.py", "from experiments.common import RESULTS\n", ("library", "experiments")),
     ("experiments/common.py", "from solutions.rope import rotate\n", ("experiments", "solutions")),
+    ("exercises/grading/grader.py", "def f():\n    from book.site import build\n", ("grader", "book")),
 ])
 def test_a_planted_import_against_the_direction_is_caught(tmp_path, importer, source, rooms):
     modules, graph = plant(tmp_path, {**LIBRARY_STUB, "solutions/__init__.py": "", "solutions/rope.py": "",
@@ -345,12 +344,14 @@ def test_a_planted_import_against_the_direction_is_caught(tmp_path, importer, so
                                       "exercises/grading/__init__.py": "", "exercises/grading/grader.py": "",
                                       "exercises/adapters/__init__.py": "", "exercises/adapters/clinic.py": "",
                                       "experiments/__init__.py": "", "experiments/common.py": "",
+                                      "book/__init__.py": "", "book/site.py": "",
                                       importer: source})
     found = against_the_direction(graph)
     assert [(room, other) for _, room, _, other in found] == [rooms]
     # the same import the other way is allowed where the rooms say so
     allowed = [("exercises/grading/grader.py", "from solutions.rope import rotate\n"),
                ("solutions/rope.py", "from mini_transformer.engine.autograd import op\n"),
-               ("experiments/common.py", "from mini_transformer.engine.autograd import op\n")]
+               ("experiments/common.py", "from mini_transformer.engine.autograd import op\n"),
+               ("book/site.py", "from exercises.grading.grader import grade\n")]
     modules, graph = plant(tmp_path, {importer: "", **dict(allowed)})
     assert against_the_direction(graph) == []

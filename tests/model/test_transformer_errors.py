@@ -13,8 +13,8 @@ from mini_transformer.positional.sinusoidal import SinusoidalPositionalEncoding
 
 from random_models import model_for, tiny
 
-SCHEME_NAMES = ("['alibi', 'decoupled_rope', 'learned', 'none', 'relative_2d', 'rope', 'shaw', 'sinusoidal', 't5', "
-                "'transformer_xl']")
+SCHEME_NAMES = ("['alibi', 'decoupled_rope', 'fire', 'learned', 'mrope', 'none', 'relative_2d', 'rope', 'shaw', "
+                "'sinusoidal', 't5', 'temperature', 'transformer_xl']")
 
 
 def padded():
