@@ -725,8 +725,9 @@ plt.show()
 # complete, does not reproduce: Shaw's relative *values* are added to the attention's output, through
 # a fourth hook. Transformer-XL, T5, ALiBi, the 2-D bias
 # and MLA-style decoupled RoPE all act on the scores (in MLA decoupled RoPE is a rotation of part of $q$ and $k$, computed here as a
-# score term), and `none` touches nothing. With `none`, what is left is the mask, and chapter 1
-# measures what the mask alone can do.
+# score term), and `none` touches nothing. Chapter 13's schemes fit the same hooks: `mrope` rotates
+# like `rope`, and `fire` and `temperature` (Llama 4's query scaling, written as a score term) act on
+# the scores. With `none`, what is left is the mask, and chapter 1 measures what the mask alone can do.
 #
 # ## 9. Your softmax inside the model
 #
