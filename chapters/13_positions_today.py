@@ -18,8 +18,8 @@
 # without RoPE and sharpens its queries far into the context; GPT-OSS gives every head a logit that
 # takes weight and returns nothing. A port that gets one of these wrong runs with no error and
 # serves garbage in some layers. This chapter derives each from what you built in chapters 6, 8,
-# 10 and 11, implements it, checks it on numbers, and reads the published configurations layer by
-# layer.
+# 10 and 11, implements it, checks it on numbers, and reads four models' configurations layer by
+# layer, as the library's entries hold them.
 #
 # **By the end you can**
 #
@@ -45,12 +45,13 @@
 # | C2 | An image costs the position ids of its largest side, not one id a token (Qwen2-VL paper, §2.1) | | §1 |
 # | C3 | Proportional RoPE at factor $p$ is not NeoX partial rotary at the same $p$: the turning pairs' frequencies differ (issue 38, Gemma 4's `rope_type: "proportional"`) | | §2 |
 # | C4 | Gemma 3 alternates five local layers to one global, and only the global layers get the large base and the linear factor (Gemma 3 report) | | §3 |
-# | C5 | Llama 4's query temperature is 1 for the first `floor_scale` positions (the library's docstring, `positional/temperature.py`) | | §4 |
+# | C5 | Llama 4's query temperature takes its first step at position `floor_scale` − 1 (transformers' `Llama4TextAttention`: $\lfloor (m + 1)/\text{floor\_scale} \rfloor$) | | §4 |
 # | C6a | A sink logit makes every row's weights on the tokens sum to less than 1 (GPT-OSS model card) | | §5 |
 # | C6b | ... and a sink at $-\infty$ is plain attention (GPT-OSS model card) | | §5 |
-# | T1 | A learned sink logit takes the place of the sink a model grows on BOS (GPT-OSS model card, chapter 10) | | §7 |
-# | T2 | p-RoPE costs nothing at $L$ and helps past it (Barbero et al., 2024) | | §7 |
-# | T3 | Per-layer bases (local small, global large) beat one base (Gemma 3 report) | | §7 |
+# | T1 | A learned sink logit takes the place of the sink a model grows on BOS (a common reading of the GPT-OSS model card's sinks, chapter 10) | | §7 |
+# | T2a | p-RoPE's loss at the training length is below full RoPE's (Barbero et al., 2024) | | §7 |
+# | T2b | p-RoPE runs past $L$ better than full RoPE (this workbook's reading of Barbero et al., who test no length past training) | | §7 |
+# | T3 | Per-layer bases (local small with a window, global large) run past $L$ better than one base (a common reading of the Gemma 3 design, which the report states without a comparison) | | §7 |
 # | T4 | FIRE runs long in chapter 7's train-short-test-long comparison (Li et al., 2023) | | §7 |
 # | T5 | Temperature tuning helps a NoPE model past $L$ (Llama 4, after Scalable-Softmax) | | §7 |
 #
@@ -80,7 +81,6 @@ from mini_transformer.engine.kernels.tuning import chapter_threads
 chapter_threads()  # BLAS on one thread, printed; chapter 0, "How to work", says why
 
 import math
-import os
 
 import matplotlib.pyplot as plt
 
@@ -187,7 +187,7 @@ for section, interleaved in [([16, 24, 24], False), ([24, 20, 20], True)]:
     gap = max(float(abs(cos - cos1).max()), float(abs(sin - sin1).max()))
     print(f"mrope_section {section}, interleaved {interleaved}: largest gap to 1-D RoPE on text {gap:.1e}")
     assert gap == 0.0
-for grid in [(1, 3, 4), (1, 16, 16), (2, 24, 40)]:
+for grid in [(1, 3, 4), (1, 16, 16), (1, 24, 40)]:
     spent = int(mrope_position_ids([("image", grid), ("text", 1)])[0, -1])
     print(f"image {grid}: {math.prod(grid):5d} tokens, {spent:2d} position ids")
     assert spent == max(grid)
@@ -197,12 +197,13 @@ for grid in [(1, 3, 4), (1, 16, 16), (2, 24, 40)]:
 #
 # Chapter 11's partial rotary (GPT-NeoX, Phi-2) turns the first $r = p\,d$ channels of a head with
 # $\theta_i = \text{base}^{-2i/r}$ and leaves the rest alone. Barbero et al. (2024, "Round and round
-# we go") find that a model uses its slowest pairs for meaning, not position, and propose to stop them:
+# we go") find that Gemma prefers its slowest pairs, which they suspect carry meaning, and propose to stop them:
 # **p-RoPE** keeps the fastest pairs of the *full* head, $\theta_i = \text{base}^{-2i/d}$ for
 # $i < \lfloor p\,d/2 \rfloor$, and sets the rest to frequency 0. Gemma 4 ships it in its global
 # layers (`rope_type: "proportional"`, `partial_rotary_factor` `0.25`, heads of `512`). Both keep the
 # same number of pairs turning. Their speeds differ: NeoX spreads its turning pairs from 1 down to
-# $\text{base}^{-1}$, p-RoPE keeps full RoPE's fast end and stops at $\text{base}^{-p}$. NeoX's pair
+# just above $\text{base}^{-1}$, p-RoPE keeps full RoPE's fast end and stops at
+# $\text{base}^{-2(n-1)/d}$, just above $\text{base}^{-p}$, with $n$ the pairs turning. NeoX's pair
 # $i$ turns as fast as p-RoPE's pair $i/p$ would.
 
 # %% [markdown]
@@ -269,13 +270,14 @@ fig.tight_layout()
 #
 # Chapter 11 read one `rope_theta` for a whole model. Gemma 3 gives its sliding-window layers
 # (a window of `1024` tokens) base `10000` and its global layers base `1000000` with a linear factor
-# `8`, five local layers to one global (`sliding_window_pattern` `6`). The reason is the one chapter 8
-# gave for the base: a layer that only ever sees `1024` tokens back needs no pair slower than that
-# window, and a global layer that must tell apart positions far into a long context needs slow pairs.
+# `8`, five local layers to one global (`sliding_window_pattern` `6`). The report states this design
+# and gives no comparison with one base.
 # transformers 5 writes this as `layer_types`, one name a layer, and `rope_parameters` keyed by those
 # names; older configs use `rope_local_base_freq` and `sliding_window_pattern`.
 # `model_configs.layer_rope(config)` reads either into one entry per layer, `None` where a layer has no
-# RoPE (Llama 4's `no_rope_layers`).
+# RoPE (Llama 4's `no_rope_layers`). The library's Scout entry lists `rope_scaling` as absent, not
+# confirmed from the published file, so Scout's RoPE layers are shown unscaled: the `default` printed
+# for them is the entry's, not a reading of Meta's config.
 
 # %%
 models = ["Gemma-3-4B", "Gemma-4-E2B", "GPT-OSS-20B", "Llama-4-Scout-17B-16E"]
@@ -321,7 +323,7 @@ for ax, name in zip(axes, models):
     ax.set_yticks([])
     ax.set_ylabel(name, rotation=0, ha="right", va="center", fontsize=8)
 axes[-1].set_xlabel("layer (G: global attention; colour: log10 of the RoPE base, blue 1e4, red 1e6)")
-axes[0].set_title("Per-layer RoPE in four published configurations")
+axes[0].set_title("Per-layer RoPE in four configurations, as the library's entries hold them")
 fig.tight_layout()
 
 # %% [markdown]
@@ -379,8 +381,7 @@ print("every one of the 35 layers agrees with layer_rope")
 # at the query's absolute position $m$ (`floor_scale` `8192`, `attn_scale` `0.1`). Chapter 8's YaRN
 # scales every logit by a constant chosen for the extended length; this grows with the position, in
 # steps, after Scalable-Softmax (Nakanishi, 2025): a softmax over $n$ keys flattens as $n$ grows, and
-# a larger multiplier on the logits keeps it peaked. A NoPE layer has no rotation to lean on, so it is
-# the one that would flatten.
+# a larger multiplier on the logits keeps it peaked.
 
 # %%
 from mini_transformer.positional.temperature import llama4_attention_scales
@@ -397,11 +398,9 @@ print("tau is 1 for positions 0 to", first_above_one - 1, f"({first_above_one} p
 assert first_above_one == 8191
 
 # %% [markdown]
-# Claim C5 says $\tau = 1$ for the first `floor_scale` positions. The formula says one fewer: at
-# $m = 8191$, $(m + 1)/8192 = 1$ and the first step is already taken, so $\tau$ is 1 for positions 0
-# to 8190, the 8191 printed. It is an off-by-one in the description, not in the model (the code takes
-# the formula as transformers has it), and it changes nothing a reader would measure; but a port that
-# counts positions from 1 instead of 0 moves every step by one token.
+# Claim C5 is the formula read at its first step: at $m = 8191$, $(m + 1)/8192 = 1$ and the first
+# step is taken, so $\tau$ is 1 for positions 0 to 8190, the 8191 printed, one fewer than
+# `floor_scale`. A port that counts positions from 1 instead of 0 moves every step by one token.
 
 # %%
 m = xp.arange(0, 262144, 64)
@@ -589,10 +588,11 @@ print("the test passes on the sink attention this chapter runs")
 # $$S_{ij} = \frac{q_i\cdot k_j}{\sqrt{d_{head}}} + f\!\left(\frac{\psi(i - j)}{\psi(\max(L, i))}\right),
 # \qquad \psi(x) = \ln(c\,x + 1),$$
 #
-# and with suitable weights $f$ is ALiBi's line or T5's steps (`tests/positional/test_fire.py` builds
-# both). What lets it run past its training length is the input: dividing by $\psi(i)$, the query's
-# own position, maps every key of every query into $[0, 1]$, so a query at $4L$ asks $f$ about inputs
-# it was trained on, spaced more finely. Below $L$ the divisor is $\psi(L)$, so within $L$ the bias
+# and with suitable weights $f$ is, within $L$, ALiBi's line or T5's steps (`tests/positional/test_fire.py`
+# builds both). Li et al. argue that the input lets it run past its training length ("progressive
+# interpolation"): dividing by $\psi(i)$, the query's own position, maps every key of every query into
+# $[0, 1]$, so a query at $4L$ asks $f$ about inputs it was trained on, spaced more finely. Whether it
+# runs long here is T4 (section 7). Below $L$ the divisor is $\psi(L)$, so within $L$ the bias
 # depends on the distance alone, as T5's and ALiBi's do. Here is that input at the starting $c$ for
 # $L = 16$:
 
@@ -630,22 +630,18 @@ fig.tight_layout()
 # [chapters/README.md](README.md#Evidence-and-the-verdict-rule).
 
 # %% tags=["nbval-check-output"]
-from experiments.common import RESULTS
+from experiments.common import load_result
 from mini_transformer.evaluation import stats
 
-TRAINED = {"T1": "C1_sink", "T2": "C2_prope", "T3": "C3_per_layer_base", "T4": "C4_fire", "T5": "C5_temperature"}
-path = os.path.join(RESULTS, "positions_today.json")
-if os.path.exists(path):
-    from experiments.common import load_result
-
-    claims = load_result("positions_today")["claims"]
-    labels = {key: label for label, key in TRAINED.items()}
-    for key, record in claims.items():                # every record, the five claims and their controls
-        print(f"{labels.get(key, '  ')} {key}: {record['effect']}\n    {stats.format_record(record, 3)}")
-else:
-    for label, key in TRAINED.items():
-        print(f"{label} {key}: no record yet; experiments/results/positions_today.json is not committed "
-              "(run python -m experiments.positions_today)")
+# each ledger row's claim and the record that tests its words
+TRAINED = {"T1": "C1_sink", "T2a": "C2_prope_at_L", "T2b": "C2_prope", "T3": "C3_per_layer_base",
+           "T4": "C4_fire_runs_long", "T5": "C5_temperature"}
+claims = load_result("positions_today")["claims"]
+labels = {key: label for label, key in TRAINED.items()}
+for key, record in claims.items():                # every record, the claims and their controls
+    print(f"{labels.get(key, ''):3} {key}: {record['effect']}\n    {stats.format_record(record, 3)}")
+assert [claims[key]["verdict"] for key in TRAINED.values()] == [
+    "reproduces", "does not reproduce", "reproduces", "reproduces", "not established", "not established"]
 
 # %% [markdown]
 # ## 8. Check yourself on this chapter
@@ -707,18 +703,24 @@ else:
 #
 # C1 to C6 are settled by computations without sampling: identities checked on numbers and counts read
 # from configurations; evidence `exact §N` names the section whose cell asserts it. T1 to T5 are claims
-# about trained models and wait for the record of section 7, whose rows join this table when it is
-# committed (the rule: [chapters/README.md](README.md#Evidence-and-the-verdict-rule)).
+# about trained models, settled by the records section 7 printed (the rule:
+# [chapters/README.md](README.md#Evidence-and-the-verdict-rule)).
 #
 # | # | claim (source) | what this model did | evidence | verdict |
 # | --- | --- | --- | --- | --- |
 # | C1 | On text alone M-RoPE is 1-D RoPE (Qwen2-VL paper, §2.1) | the tables of both Qwen sections, chunked and interleaved, equal RoPE's on text, gap 0.0e+00 | exact §1 | reproduces |
-# | C2 | An image costs the ids of its largest side, not one id a token (Qwen2-VL paper, §2.1) | images of 12, 256 and 1920 tokens use 4, 16 and 40 ids | exact §1 | reproduces |
+# | C2 | An image costs the ids of its largest side, not one id a token (Qwen2-VL paper, §2.1) | images of 12, 256 and 960 tokens use 4, 16 and 40 ids | exact §1 | reproduces |
 # | C3 | p-RoPE at factor $p$ is not NeoX partial rotary at the same $p$ (issue 38, Gemma 4) | head of `512`, $p$ `0.25`: the same 64 pairs turn, p-RoPE's up to 26896.0 times as fast as NeoX's | exact §2 | reproduces |
 # | C4 | Gemma 3: five local layers to one global, only the global ones with the large base and the linear factor (Gemma 3 report) | Gemma-3-4B's 34 layers: 29 local at base `1e4`, 5 global (layers 5, 11, 17, 23, 29) at base `1e6`, linear | exact §3 | reproduces |
-# | C5 | Llama 4's temperature is 1 for the first `floor_scale` positions (the library's docstring, `positional/temperature.py`) | 1 for the first 8191 positions only: at position 8191 it is 1.0693 | exact §4 | does not reproduce |
+# | C5 | Llama 4's temperature takes its first step at position `floor_scale` − 1 (transformers' `Llama4TextAttention`) | 1 for positions 0 to 8190, at position 8191 1.0693 | exact §4 | reproduces |
 # | C6a | A sink logit makes every row's weights on the tokens sum to less than 1 (GPT-OSS model card) | row sums on the tokens from 0.087 to 0.991 across three heads, sinks `-1`, `0.5` and `2` | exact §5 | reproduces |
 # | C6b | ... and a sink at $-\infty$ is plain attention (GPT-OSS model card) | largest gap to plain causal attention 0.0e+00 | exact §5 | reproduces |
+# | T1 | With a learned sink logit no BOS sink forms: at most 0.1 of a seed's 16 heads put over 0.3 of their attention on BOS (a common reading of the GPT-OSS model card's sinks, chapter 10) | share of such heads with the logit, all 5 seeds: 0.000; without it 0.412 ± 0.088 over 5 seeds, the positive control (§7) | result positions_today/C1_sink | reproduces |
+# | T2a | p-RoPE's loss at the training length $L$ is below full RoPE's (Barbero et al., 2024, Table 2: Gemma 2B at its 8k context) | full RoPE minus p-RoPE ($p$ 0.25) at $L$: -0.057 ± 0.020 nats over 5 seeds (§7) | result positions_today/C2_prope_at_L | does not reproduce |
+# | T2b | p-RoPE runs past $L$ better than full RoPE, a lower loss at $t \ge L$ of $4L$ windows (this workbook's reading of Barbero et al., 2024, who test no length past training) | full RoPE minus p-RoPE: 0.160 ± 0.079 nats over 5 seeds (§7) | result positions_today/C2_prope | reproduces |
+# | T3 | Per-layer bases, the local layer small with a window of $L/2$ and the global one large, run past $L$ better than one base (a common reading of the Gemma 3 design, which its report states without a comparison) | one base minus per-layer at $4L$: 0.431 ± 0.089 nats over 5 seeds (§7). The record does not separate the window from the bases, so the gain is not put down to the bases | result positions_today/C3_per_layer_base | reproduces |
+# | T4 | FIRE runs long: its rise past $L$ at $4L$ is under 0.05 nats (Li et al., 2023) | rise 0.052 ± 0.005 nats over 5 seeds (§7) | result positions_today/C4_fire_runs_long | not established |
+# | T5 | Temperature tuning lowers a NoPE model's loss past $L$ (Llama 4, after Scalable-Softmax) | NoPE minus NoPE with tuning at $4L$: 0.003 ± 0.012 nats over 5 seeds (§7), at `floor_scale` $L/4$, far from Llama 4's 8192 and its softmax over thousands of keys | result positions_today/C5_temperature | not established |
 #
 # ## 10. Where next
 #
