@@ -37,8 +37,7 @@ MAY_IMPORT = {
     "solutions": {"library"},                       # solutions/: the reference answers
     "reader": {"library"},                          # exercises/*.py: the reader's files, generated from solutions/
     "experiments": {"library"},                     # experiments/: the chapters' experiments, measured on the library
-    "grader": {"library", "solutions", "experiments"},  # exercises/grading/: the grader, drills, instructor tools;
-                                                    # the capstone's reference trains the experiments' text model
+    "grader": {"library", "solutions"},             # exercises/grading/: the grader, drills, instructor tools
     "book": {"library", "solutions", "grader"},     # book/: the website's build and its Sphinx configuration
     "adapters": {"library", "grader"},              # exercises/adapters/: what the chapters use to run the reader's code
     "front door": {"grader"},                       # exercises/__init__.py and __main__.py: `use`, `reveal`, the command line

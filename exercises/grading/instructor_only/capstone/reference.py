@@ -14,12 +14,26 @@ the numbers are a worked example of the write-up, not evidence (the write-up mus
 import argparse
 import time
 
-from experiments.common import corpus, text_model, train_text
 from mini_transformer.evaluation.longrope_search import with_rope_scaling
 from mini_transformer.evaluation.measures import loss_by_position
+from mini_transformer.model import GPTConfig, TinyGPT
+from mini_transformer.model.corpus import stdlib_corpus
+from mini_transformer.model.train import TrainConfig, train
 from mini_transformer.positional.model_configs import MODELS
 
 S = 4  # the extension: 4x the training length
+
+
+def text_model(L, seed):
+    """A byte-level RoPE TinyGPT for standard-library text, the size of the chapters' text experiments."""
+    cfg = GPTConfig(vocab_size=256, d_model=64, n_layers=2, n_heads=4, max_len=L, positional="rope", seed=seed,
+                    kernels="fast")
+    return TinyGPT(cfg)
+
+
+def train_text(model, corpus, L, steps, seed, lr=3e-3, batch_size=16):
+    cfg = TrainConfig(steps=steps, lr=lr, warmup=max(1, steps // 10), min_lr=lr / 10, seed=seed, progress=False)
+    return train(model, lambda rng: corpus.get_batch("train", batch_size, L, rng), cfg)
 
 
 def scaled_config(name, L):
@@ -30,15 +44,16 @@ def scaled_config(name, L):
 
 def run(steps=150, L=32, seed=0):
     start = time.monotonic()
-    model = text_model("rope", L, seed=seed)
-    train_text(model, L, steps, seed=seed)
+    corpus = stdlib_corpus(max_bytes=1_000_000)
+    model = text_model(L, seed)
+    train_text(model, corpus, L, steps, seed)
     methods = {"none": None, "linear (PI)": {"rope_type": "linear", "factor": float(S)},
                "llama3 (from Llama-3.1-8B)": scaled_config("Llama-3.1-8B", L)}
     rows = {}
     for name, scaling in methods.items():
         m = model if scaling is None else with_rope_scaling(model, scaling)
         m.cfg.max_len = S * L
-        r = loss_by_position(m, corpus(), S * L, n_batches=2, bucket=L, seed=seed)
+        r = loss_by_position(m, corpus, S * L, n_batches=2, bucket=L, seed=seed)
         rows[name] = [float(v) for v in r.loss]  # one bucket per L positions: [0, L), [L, 2L), ...
     return {"L": L, "steps": steps, "seed": seed, "buckets": rows, "seconds": round(time.monotonic() - start, 1)}
 
