@@ -994,5 +994,6 @@ for name, sick in [("healthy", clinic.make_patient()), ("position_reset", clinic
 #   behind section 1: `experiments/`, each with `--quick` for a short run.
 # * The interview questions on choosing a scheme and debugging position bugs, answered from these
 #   numbers: [`chapters/cards/12_choosing_and_clinic.md`](cards/12_choosing_and_clinic.md).
-# * This is the last chapter. The drills (`python -m exercises drill`) keep the implementations in
-#   your fingers; chapter 0's engine is the place to start again with a scheme of your own.
+# * Next: [chapter 13](13_positions_today.py), positions in today's models. The drills
+#   (`python -m exercises drill`) keep the implementations in your fingers; chapter 0's engine is the
+#   place to start again with a scheme of your own.
