@@ -821,6 +821,8 @@ assert nope_attention > 0.1
 # `model_configs` does not store it and lists it as absent), and $r_{crit}$ the critical pair:
 # the first pair whose wavelength $2\pi/\theta_i$ reaches $L$ (survey §6.1, eq. 39).
 # From $r_{crit}$ on, pairs never completed a turn within $L$; `no full turn` is their share.
+# The rows of models with a RoPE setting per layer (`per_layer_rope`) or three position ids (`mrope`)
+# stay blank: one line cannot hold them, and chapter 13 reads them layer by layer.
 
 # %%
 rows = []
