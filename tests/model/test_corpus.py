@@ -8,21 +8,9 @@ import numpy as np
 import pytest
 
 from mini_transformer.engine import backend
+from model_helpers import backend_name, host  # noqa: F401  (backend_name is a fixture)
 from mini_transformer.model.corpus import REPETITIVE_LINES, list_source_files, repetitive_corpus, stdlib_corpus
 from mini_transformer.model.tokenizer import decode
-
-
-@pytest.fixture(params=["numpy", "strict"])
-def backend_name(request):
-    backend.set_backend(request.param)
-    yield request.param
-    backend.set_backend("numpy")
-
-
-def host(a):
-    """A backend array as host NumPy, after checking it really lives on the active backend."""
-    assert backend.is_array(a), f"expected a {backend.get_backend()} array, got {type(a).__name__}"
-    return backend.to_numpy(a)
 
 
 @pytest.fixture(scope="module")

@@ -10,21 +10,9 @@ import numpy as np
 import pytest
 
 from mini_transformer.engine import backend
+from model_helpers import backend_name, host  # noqa: F401  (backend_name is a fixture)
 from mini_transformer.model import tasks
 from mini_transformer.model.tasks import IGNORE
-
-
-@pytest.fixture(params=["numpy", "strict"])
-def backend_name(request):
-    backend.set_backend(request.param)
-    yield request.param
-    backend.set_backend("numpy")
-
-
-def host(a):
-    """A backend array as host NumPy, after checking it really lives on the active backend."""
-    assert backend.is_array(a), f"expected a {backend.get_backend()} array, got {type(a).__name__}"
-    return backend.to_numpy(a)
 
 
 TASK_CALLS = {  # small instances of every task, called by name
