@@ -1,10 +1,12 @@
-"""Shared fixtures: run a test module under every CPU backend, and skip GPU tests without a GPU."""
+"""Shared fixtures: run a test module under every CPU backend, skip GPU tests without a GPU, and run the tests'
+own process on one BLAS thread."""
 import importlib.util
 import os
 
 import pytest
 
 from mini_transformer.engine import backend
+from mini_transformer.engine.kernels import tuning
 
 # On a GPU machine (MT_BACKEND=cupy, as scripts/gpu_check.sh sets it) the backend tests run on CuPy itself.
 _CPU_BACKENDS = ["cupy"] if os.environ.get("MT_BACKEND") == "cupy" else ["numpy", "strict"]
@@ -17,6 +19,22 @@ def each_backend(request):
     backend.set_backend(request.param)
     yield request.param
     backend.set_backend(previous)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def one_blas_thread():
+    """OpenBLAS on one thread in this process, as the experiments' committed commands run (OPENBLAS_NUM_THREADS=1).
+
+    The tests' models are tiny: a product of theirs gains nothing from a second thread, and on a machine whose
+    other core is busy the second thread waits for it (an experiment's quick mode took 49 s on one thread and
+    336 s on two, side by side on the shared 2-core machine). Set through OpenBLAS itself, not the environment:
+    a chapter's kernel and every other subprocess start with a reader's defaults."""
+    before = tuning.blas_threads()
+    if before is not None:
+        tuning.blas_threads(1)
+    yield
+    if before is not None:
+        tuning.blas_threads(before)
 
 
 def _gpu_available():
