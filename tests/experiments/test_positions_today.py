@@ -236,3 +236,81 @@ def test_committed_claims_recompute_and_their_controls_reproduce(result):
 
 
 CLAIM_EFFECT = {key: spec[0] for key, spec in pt.CLAIMS.items()}
+
+
+# ---------------------------------------------------------------------------
+# What the mutation run of issue 38 found untested (bench_results/mutation_2026-12-06/positions_today_experiment.md)
+# ---------------------------------------------------------------------------
+
+def test_per_layer_rope_signature_names_each_layers_base_and_the_window():
+    assert per_layer().signature() == {"rope_theta": [10_000.0, 1_000_000.0], "sliding": [True, False], "window": 4}
+
+
+@pytest.mark.parametrize("window", [True, 2.5, 0, -1])
+def test_per_layer_rope_refuses_a_window_that_is_no_whole_number_of_keys(window):
+    with pytest.raises(ValueError) as e:
+        pt.PerLayerRoPE(layer_rope(pt.gemma3_like(8, 4)), window)
+    assert str(e.value) == f"PerLayerRoPE: window={window!r} must be a whole number of keys, at least 1."
+
+
+def test_per_layer_rope_takes_a_window_of_one_key_and_refuses_any_nope_layer():
+    assert pt.PerLayerRoPE(layer_rope(pt.gemma3_like(8, 4)), 1).window == 1        # each query sees itself only
+    with pytest.raises(ValueError) as e:
+        pt.PerLayerRoPE([layer_rope(pt.gemma3_like(8, 4))[0], None], 4)             # one NoPE layer of two
+    assert str(e.value) == ("PerLayerRoPE turns every layer; a layer_rope entry of None (a NoPE layer) has no "
+                            "frequencies to turn by.")
+
+
+def test_per_layer_rope_keeps_a_float32_models_dtype():
+    scheme, pos = per_layer(L=4), xp.arange(3)
+    x = xp.ones((1, 1, 3, 4), dtype=xp.float32)
+    assert scheme.rotate(x, pos, 0).dtype == xp.float32 and scheme.score_bias(x, x, pos, pos, 0).dtype == xp.float32
+
+
+@pytest.mark.parametrize("arm, bases, window", [("per_layer", [10_000.0, 1_000_000.0], 16),
+                                                ("window_one_base", [10_000.0, 10_000.0], 16),
+                                                ("bases_no_window", [10_000.0, 1_000_000.0], None)])
+def test_text_arm_gives_the_per_layer_arms_their_bases_and_window(arm, bases, window):
+    model = pt.text_arm(arm, 32, seed=3)
+    assert isinstance(model.positional, pt.PerLayerRoPE) and model.cfg.seed == 3 and model.cfg.max_len == 32
+    assert model.positional.signature() == {"rope_theta": bases, "sliding": [True, False], "window": window}
+    np.testing.assert_allclose([float(r.inv_freq[1]) for r in model.positional.rotaries],
+                               [b ** (-2 / 16) for b in bases], rtol=1e-12)     # d_head 16: theta_1 = base^(-1/8)
+
+
+def test_text_arm_gives_the_other_arms_their_schemes():
+    assert pt.text_arm("temperature", 32, 0).cfg.extra == {"floor_scale": 8, "attn_scale": 0.1}     # L/4, Llama 4's
+    assert pt.text_arm("temperature", 12, 0).cfg.extra["floor_scale"] == 3
+    prope = pt.text_arm("prope", 32, 0)
+    assert prope.cfg.rope_scaling == {"rope_type": "proportional", "factor": 1.0}
+    assert prope.positional.settings.partial_rotary_factor == 0.25
+    assert type(pt.text_arm("rope", 32, 0).positional).__name__ == "RoPE" and pt.text_arm("rope", 32, 0).cfg.extra == {}
+    assert type(pt.text_arm("none", 32, 0).positional).__name__ == "NoPositionalEncoding"
+
+
+def test_sink_model_is_sink_controls_rope_model_with_the_logit_only_in_its_arm():
+    for arm, sinks in (("bos", False), ("learned_sink", True)):
+        cfg = pt.sink_model(arm, seed=2).cfg
+        assert (cfg.vocab_size, cfg.d_model, cfg.n_layers, cfg.n_heads, cfg.max_len) == (65, 64, 2, 8, 64)
+        assert (cfg.positional, cfg.seed, cfg.kernels, cfg.attention_sinks) == ("rope", 2, "fast", sinks)
+
+
+def test_the_measures_put_back_what_the_layers_held_and_average_every_layer():
+    p = np.tril(np.ones((3, 3))) / np.arange(1, 4)[:, None]                      # entropies 0, ln 2, ln 3
+    q = np.eye(3)                                                                 # one-hot rows: entropy 0
+    model = _Model(p[None, None], q[None, None])
+    for b in model.blocks:
+        b.attn.record_attention, b.attn.last_attention = "flag", "held"
+    assert pt.attention_entropy(model, np.zeros((1, 3), dtype=np.int64), 1) == pytest.approx(
+        (math.log(2) + math.log(3)) / 2 / 2, abs=1e-12)                          # layer 0's mean, layer 1's 0
+    assert pt.sink_weight(model, np.zeros((1, 3), dtype=np.int64)) == pytest.approx(np.zeros((2, 1)), abs=1e-12)
+    assert all((b.attn.record_attention, b.attn.last_attention) == ("flag", "held") for b in model.blocks)
+
+
+def test_sink_weight_is_per_layer_and_head_over_rows_and_queries():
+    p = np.tril(np.ones((2, 2))) / np.arange(1, 3)[:, None]                      # (2, 2), rows summing to 1
+    # layer 0: row b, head h keeps (1 - s) of each row, s = 0.1 (b0 h0), 0.3 (b1 h0), 0.2 (b0 h1), 0.6 (b1 h1)
+    keep = np.array([[0.9, 0.8], [0.7, 0.4]])[:, :, None, None]                  # (B, H, 1, 1)
+    model = _Model(keep * p, np.ones((2, 2, 1, 1)) * p)
+    np.testing.assert_allclose(pt.sink_weight(model, np.zeros((2, 2), dtype=np.int64)),
+                               [[0.2, 0.4], [0.0, 0.0]], atol=1e-12)             # (0.1 + 0.3) / 2, (0.2 + 0.6) / 2
