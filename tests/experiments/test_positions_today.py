@@ -314,3 +314,162 @@ def test_sink_weight_is_per_layer_and_head_over_rows_and_queries():
     model = _Model(keep * p, np.ones((2, 2, 1, 1)) * p)
     np.testing.assert_allclose(pt.sink_weight(model, np.zeros((2, 2), dtype=np.int64)),
                                [[0.2, 0.4], [0.0, 0.0]], atol=1e-12)             # (0.1 + 0.3) / 2, (0.2 + 0.6) / 2
+
+
+class _Stream:
+    """Stands in for the corpus: its validation split is the token ids 0, 1, 2, ... so a window shows its start."""
+
+    def __init__(self, n):
+        self.val = np.arange(n, dtype=np.int32)
+
+    def split(self, name):
+        assert name == "val"
+        return self.val
+
+
+@pytest.fixture
+def text_stubs(monkeypatch):
+    """run_text with training and every measure replaced by a recorder giving set numbers."""
+    calls, stream = {"entropy": []}, _Stream(1000)
+    monkeypatch.setattr(pt, "corpus", lambda: stream)
+    monkeypatch.setattr(pt.common, "text_batches", lambda T, batch_size: ("batches", T, batch_size))
+
+    def train(model, batches, cfg):
+        calls["train"] = (model, batches, cfg)
+        return types.SimpleNamespace(losses=[float(i) for i in range(30)])      # the last 20: 10 .. 29, mean 19.5
+
+    def curve(model, corpus, L, multiples, n_batches, batch_size, seed):
+        calls["curve"] = (corpus, L, multiples, n_batches, batch_size, seed)
+        return types.SimpleNamespace(loss=[1.0, 2.0, 3.0], loss_beyond=[float("nan"), 2.5, 3.5])
+
+    def use(model, stream_, L, length, n_windows, seed):
+        calls["use"] = (stream_, L, length, n_windows, seed)
+        return {"full_mean": 3.0, "window_mean": 2.75}
+
+    def entropy(model, x, start):
+        calls["entropy"].append((np.array(x), start))
+        return {(32, 8): 1.25, (8, 0): 1.75}[(x.shape[1], start)]
+
+    for name, fake in (("train", train), ("extrapolation_curve", curve), ("context_use", use),
+                       ("attention_entropy", entropy)):
+        monkeypatch.setattr(pt, name, fake)
+    return calls, stream
+
+
+SIZE_8 = dict(train_len=8, steps=30, eval_batches=3, eval_batch_size=5, use_windows=7)
+
+
+def test_run_text_trains_at_the_texts_settings_and_keeps_each_measure(text_stubs):
+    calls, stream = text_stubs
+    out = pt.run_text("none", seed=4, size=SIZE_8)
+    model, batches, cfg = calls["train"]
+    assert batches == ("batches", 8, 8)                                           # L, and 8 windows a batch
+    assert (cfg.steps, cfg.lr, cfg.warmup, cfg.seed, cfg.progress) == (30, 3e-3, 3, 4, False)
+    assert cfg.min_lr == pytest.approx(3e-4, rel=1e-12)                           # a tenth of the peak
+    assert calls["curve"] == (stream, 8, (1, 2, 4), 3, 5, 4)
+    assert calls["use"] == (stream.val, 8, 32, 7, 4)                              # context_use at 4L
+    assert out["final_train_loss"] == 19.5 and out["loss"] == [1.0, 2.0, 3.0]
+    assert math.isnan(out["beyond"][0]) and out["beyond"][1:] == [2.5, 3.5]
+    assert (out["full"], out["window"], out["rise"]) == (3.0, 2.75, 0.25)
+    assert (out["entropy_past_L"], out["entropy_at_L"]) == (1.25, 1.75)
+    (x, start), (x_at_L, start_at_L) = calls["entropy"]
+    assert x.shape == (5, 32) and x.dtype == np.int64 and (start, start_at_L) == (8, 0)
+    assert (np.diff(x, axis=1) == 1).all() and x.min() >= 0 and x.max() < 1000  # each row one run of the stream
+    np.testing.assert_array_equal(x_at_L, x[:, :8])                               # the same windows, cut at L
+    pt.run_text("none", seed=4, size=SIZE_8)
+    np.testing.assert_array_equal(calls["entropy"][2][0], x)                      # the windows follow the seed
+
+
+def test_run_text_measures_context_use_and_entropy_only_for_their_arms(text_stubs):
+    calls, _ = text_stubs
+    assert set(pt.run_text("per_layer", 0, dict(SIZE_8, steps=5))) == {"final_train_loss", "loss", "beyond"}
+    assert calls["train"][2].warmup == 1 and "use" not in calls and calls["entropy"] == []   # warmup at least 1
+    assert set(pt.run_text("temperature", 0, SIZE_8)) == {"final_train_loss", "loss", "beyond", "entropy_past_L",
+                                                          "entropy_at_L"}
+    assert "use" not in calls
+    assert set(pt.run_text("fire", 0, SIZE_8)) == {"final_train_loss", "loss", "beyond", "full", "window", "rise"}
+
+
+class _SinkModel:
+    """Stands in for the sink model: a fixed loss, logits whose argmax is ``predict``, and sink logits a layer."""
+
+    def __init__(self, predict, sinks):
+        self.predict, self.evaluated = predict, False
+        self.blocks = [types.SimpleNamespace(attn=types.SimpleNamespace(sinks=types.SimpleNamespace(data=s)))
+                       for s in sinks]
+
+    def eval(self):
+        self.evaluated = True
+        return self
+
+    def loss(self, ids, targets):
+        self.loss_args = (backend.to_numpy(ids), backend.to_numpy(targets))
+        return types.SimpleNamespace(data=xp.asarray(2.5))
+
+    def __call__(self, ids):
+        assert self.evaluated
+        return types.SimpleNamespace(data=xp.asarray(np.eye(65)[self.predict]))     # (n, T, 65)
+
+
+@pytest.mark.parametrize("steps, warmup", [(100, 10), (600, 50)])               # a tenth, at most 50
+def test_run_sink_trains_at_sink_controls_settings_and_scores_the_copies_by_hand(monkeypatch, steps, warmup):
+    task = pt.BigramBackcopy(seed=0)
+    trigger, plain = int(task.triggers[0]), int(np.flatnonzero(~task.is_trigger)[0])
+    rows = np.full((1, 65), plain)
+    rows[0, 0] = pt.VOCAB                                                         # BOS
+    rows[0, [3, 10, 20]] = trigger                                                # targets 4, 11, 21 are copies
+    predict = rows[:, 1:].copy()
+    predict[0, 10] = (plain + 1) % 64                                             # one copy of three missed
+    predict[0, 5] = (plain + 1) % 64                                              # a miss that is no copy
+    model, calls = _SinkModel(predict, [np.array([0.5, -0.5]), np.array([1.0, 2.0])]), {}
+    x = np.zeros((2, 64), dtype=np.int64)
+
+    def held_out(task_, n_rows=None, length=None, seed=None):
+        calls.setdefault("held_out", []).append((n_rows, length, seed))
+        return x if length is None else rows
+
+    def train(model_, batches, cfg):
+        calls["train"] = cfg
+        calls["batch"] = batches(types.SimpleNamespace(host=np.random.default_rng(0)))[0].shape
+        return types.SimpleNamespace(losses=[float(i) for i in range(30)])
+
+    def mass(model_, x_):
+        assert x_ is x
+        return types.SimpleNamespace(position0=np.array([[0.5, 0.3], [0.2, 0.1]]))   # one head over 0.3
+
+    def parked(model_, x_):
+        assert x_ is x
+        return np.array([[0.1, 0.2], [0.3, 0.4]])
+
+    monkeypatch.setattr(pt, "sink_model", lambda arm, seed: model)
+    for name, fake in (("held_out", held_out), ("train", train), ("attention_mass", mass), ("sink_weight", parked)):
+        monkeypatch.setattr(pt, name, fake)
+    out = pt.run_sink("learned_sink", seed=2, size={"sink_steps": steps, "sink_rows": 6})
+    cfg = calls["train"]
+    assert (cfg.steps, cfg.warmup, cfg.lr, cfg.min_lr, cfg.weight_decay, cfg.seed, cfg.progress) == (
+        steps, warmup, 1e-2, 1e-2, 0.1, 2, False)                                 # constant after warmup
+    assert calls["batch"] == (16, 64)
+    assert calls["held_out"] == [(6, None, None), (6, 65, 1003)]
+    np.testing.assert_array_equal(model.loss_args[0], rows[:, :-1])
+    np.testing.assert_array_equal(model.loss_args[1], rows[:, 1:])
+    assert out["final_train_loss"] == 19.5 and out["heldout_loss"] == 2.5
+    assert out["backcopy_accuracy"] == pytest.approx(2 / 3, abs=1e-12)
+    assert (out["sink_heads"], out["heads"], out["bos_mass"]) == (1, 4, pytest.approx(0.275, abs=1e-12))
+    assert out["position0"] == [[0.5, 0.3], [0.2, 0.1]] and out["sink_weight"] == [[0.1, 0.2], [0.3, 0.4]]
+    assert out["sink_mass"] == pytest.approx(0.25, abs=1e-12)
+    assert out["sink_logits"] == [[0.5, -0.5], [1.0, 2.0]]
+    assert pt.run_sink("bos", seed=2, size={"sink_steps": steps, "sink_rows": 6})["sink_logits"] is None
+
+
+def test_run_seed_runs_every_arm_once_at_its_seed_and_counts_each_on_the_bar(monkeypatch):
+    seen = []
+    monkeypatch.setattr(pt, "run_text", lambda arm, seed, size: seen.append(("text", arm, seed, size)) or arm)
+    monkeypatch.setattr(pt, "run_sink", lambda arm, seed, size: seen.append(("sink", arm, seed, size)) or arm)
+    bar = types.SimpleNamespace(steps=[])
+    bar.update = bar.steps.append
+    out = pt.run_seed(7, "size", bar=bar)
+    assert out == {"text": {arm: arm for arm in pt.TEXT_ARMS}, "sink": {"bos": "bos", "learned_sink": "learned_sink"}}
+    assert seen == [("text", arm, 7, "size") for arm in pt.TEXT_ARMS] + [("sink", "bos", 7, "size"),
+                                                                          ("sink", "learned_sink", 7, "size")]
+    assert bar.steps == [1] * 11                                                  # 9 text arms and 2 sink arms
+    assert pt.run_seed(7, "size") == out                                          # no bar: nothing to count
