@@ -473,3 +473,101 @@ def test_run_seed_runs_every_arm_once_at_its_seed_and_counts_each_on_the_bar(mon
                                                                           ("sink", "learned_sink", 7, "size")]
     assert bar.steps == [1] * 11                                                  # 9 text arms and 2 sink arms
     assert pt.run_seed(7, "size") == out                                          # no bar: nothing to count
+
+
+@pytest.fixture
+def run_stubs(monkeypatch):
+    """run() with each seed's arms replaced by _seed's numbers (gap 0.10 + s / 100) and a recorder for the rest."""
+    calls = {"parts": [], "bar": []}
+
+    def seed_part(parts, name, seed, size, make):
+        calls["parts"].append((parts, name, seed, size))
+        return make(), 2.5
+
+    class Bar:
+        def __init__(self, total, desc, disable):
+            calls["bar"].append((total, disable))
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    monkeypatch.setattr(pt, "run_seed", lambda s, size, progress, bar: _seed(s, 0.10 + s / 100))
+    monkeypatch.setattr(pt, "seed_part", seed_part)
+    monkeypatch.setattr(pt, "tqdm", Bar)
+    monkeypatch.setattr(pt, "_commit", lambda: "c0ffee")
+    monkeypatch.setattr(pt, "environment", lambda seconds, **sizes: dict(sizes, seconds=seconds))
+    return calls
+
+
+def test_the_quick_run_records_its_sizes_settings_and_command_and_claims_nothing(run_stubs, capsys):
+    res = pt.run(quick=True, seed=3, progress=True, parts="/tmp/parts")
+    assert run_stubs["parts"] == [("/tmp/parts", "positions_today", 3, pt.SIZES[True])]
+    assert run_stubs["bar"] == [(11, False)]                                      # 9 text arms + 2 sink arms
+    assert capsys.readouterr().err == "seed 3: 2.5 s\n"
+    assert (res["train_len"], res["multiples"], res["lengths"], res["steps"], res["sink_steps"]) == (
+        16, [1, 2, 4], [16, 32, 64], 60, 60)
+    assert res["seeds"] == [3] and set(res["per_seed"]) == {"3"} and res["seed_seconds"] == {"3": 2.5}
+    assert res["arms"] == {"text": ["rope", "prope", "per_layer", "window_one_base", "bases_no_window", "fire",
+                                    "alibi", "none", "temperature"], "sink": ["bos", "learned_sink"]}
+    assert res["settings"] == {
+        "p_rope": 0.25, "floor_scale": 4, "attn_scale": 0.1,
+        "per_layer_config": {"num_hidden_layers": 2, "head_dim": 16, "rope_theta": 1e6, "rope_local_base_freq": 1e4,
+                             "sliding_window_pattern": 2, "sliding_window": 8},
+        "sink_train_len": 64, "sink_threshold": 0.3, "sink_size": 0.1, "text_batch": 8, "text_lr": 3e-3,
+        "sink_batch": 16, "sink_lr": 1e-2, "sink_weight_decay": 0.1}
+    assert res["thresholds"] == {"rise": 0.05, "same": 0.05, "copy_same": 0.05}
+    assert res["command"] == ("OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 python -m experiments.positions_today --quick "
+                              "--parts /tmp/parts")
+    assert res["commit"] == "c0ffee" and res["wall_seconds"] == 2.5 and res["process_seconds"] >= 0
+    env = res["environment"]
+    assert (env["seconds"], env["seeds"], env["d_model"], env["n_layers"], env["n_heads"], env["sink_n_heads"]) == (
+        2.5, [3], 64, 2, 4, 8)
+    assert len(env["load_average"]) == 3 and env["threads"] == "OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1"
+    assert res["directions"]["prope_past_L"] == pytest.approx([0.13]) and "claims" not in res
+
+
+def test_the_full_run_claims_from_two_seeds_on(run_stubs, monkeypatch, capsys):
+    monkeypatch.setattr(pt, "SEEDS", (0, 1))
+    res = pt.run(progress=False)
+    assert [p[2:] for p in run_stubs["parts"]] == [(0, pt.SIZES[False]), (1, pt.SIZES[False])]
+    assert run_stubs["parts"][0][0] is None and run_stubs["bar"] == [(22, True)] and capsys.readouterr().err == ""
+    assert res["command"] == "OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 python -m experiments.positions_today"
+    assert (res["train_len"], res["lengths"], res["settings"]["floor_scale"], res["wall_seconds"]) == (
+        32, [32, 64, 128], 8, 5.0)
+    assert res["settings"]["per_layer_config"]["sliding_window"] == 16
+    assert res["claims"]["C2_prope"]["values"] == pytest.approx([0.10, 0.11])     # the gaps _seed was given
+
+
+def test_recompute_claims_rewrites_only_the_claims_of_the_saved_run(monkeypatch):
+    saved, kept = {"per_seed": {"0": _seed(0, 0.10), "1": _seed(1, 0.12), "2": _seed(2, 0.11)},
+                   "command": "as run", "claims": "stale"}, []
+    monkeypatch.setattr(pt.common, "load_result", lambda name: saved if name == "positions_today" else None)
+    monkeypatch.setattr(pt.common, "save", lambda name, res, fig: kept.append((name, res, fig)))
+    monkeypatch.setattr(pt, "plot", lambda res: "figure")
+    res = pt.recompute_claims()
+    assert kept == [("positions_today", res, "figure")] and res["command"] == "as run"
+    assert res["claims"]["C2_prope"]["values"] == pytest.approx([0.10, 0.12, 0.11])
+    assert res["claims_recomputed_by"] == ("python -c 'from experiments import positions_today; "
+                                           "positions_today.recompute_claims()'")
+
+
+def test_commit_asks_git_beside_the_module_and_is_none_without_a_checkout(monkeypatch):
+    import subprocess
+    asked = []
+
+    def git(args, **kw):
+        asked.append((args, kw))
+        return types.SimpleNamespace(stdout="0123abcd\n")
+
+    monkeypatch.setattr(subprocess, "run", git)
+    assert pt._commit() == "0123abcd"
+    assert asked == [(["git", "rev-parse", "HEAD"], {"capture_output": True, "text": True, "check": True,
+                                                      "cwd": str(__import__("pathlib").Path(pt.__file__).parent)})]
+    for error in (OSError("no git"), subprocess.CalledProcessError(128, "git")):
+        def fails(args, error=error, **kw):
+            raise error
+        monkeypatch.setattr(subprocess, "run", fails)
+        assert pt._commit() is None
