@@ -69,6 +69,8 @@ class RotaryEmbedding:
         self.rope_scaling = _scaling_dict(scaling, factor, rope_scaling)
         self.max_position_embeddings = max_position_embeddings
         rope_type = (self.rope_scaling or {}).get("rope_type", (self.rope_scaling or {}).get("type", "default"))
+        if rope_type == "proportional":   # p-RoPE turns the whole head, the pairs past the factor at frequency 0
+            self.rotary_dim = d_head
         self.length_dependent = rope_type in _LENGTH_DEPENDENT
         self.fixed_length = None  # when set, length-dependent methods use it instead of the positions asked for
         if not self.length_dependent:

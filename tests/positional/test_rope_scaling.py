@@ -549,3 +549,17 @@ def test_thetas_refuse_a_head_that_is_not_a_positive_even_integer(head_dim):
     with pytest.raises(ValueError, match=rf"^head_dim must be an integer >= 2 and even, got {head_dim!r} \(RoPE "
                                          r"rotates pairs of channels\)\.$"):
         thetas(head_dim, 1e4)
+
+
+def test_proportional_rope_reports_the_whole_head_as_its_rotary_width():
+    """p-RoPE rotates every channel pair, the slow ones at frequency 0: its tables and its rotary_dim are the head's
+    width (16 here), not d_head * partial_rotary_factor (4), which is what NeoX's partial rotary turns."""
+    from mini_transformer.positional.rope import RotaryEmbedding
+    r = RotaryEmbedding(16, 10000.0, rope_scaling={"rope_type": "proportional", "factor": 1.0}, partial_rotary_factor=0.25)
+    cos, sin = r.at(backend.xp.arange(3))
+    assert r.rotary_dim == 16 and cos.shape == (3, 16) and sin.shape == (3, 16)
+    # pairs 0 and 1 turn (theta_0 = 1, theta_1 = 10000^(-2/16)); pairs 2..7 stand still: cos 1, sin 0 at every position
+    assert float(cos[2, 0]) == math.cos(2.0) and abs(float(sin[2, 1]) - math.sin(2 * 10000.0 ** (-2 / 16))) < 1e-15
+    assert bool((cos[:, 2:8] == 1.0).all()) and bool((sin[:, 2:8] == 0.0).all())
+    neox = RotaryEmbedding(16, 10000.0, partial_rotary_factor=0.25)
+    assert neox.rotary_dim == 4 and neox.at(backend.xp.arange(3))[0].shape == (3, 4)
