@@ -571,3 +571,24 @@ def test_commit_asks_git_beside_the_module_and_is_none_without_a_checkout(monkey
             raise error
         monkeypatch.setattr(subprocess, "run", fails)
         assert pt._commit() is None
+
+
+def test_each_claim_names_the_arms_it_reads_and_its_metric():
+    c = pt.claims({"10": _seed(0, 0.10), "9": _seed(1, 0.12), "2": _seed(2, 0.11)})
+    arms = {"C1_sink": ["learned_sink"], "C1_control_bos_sink": ["bos"], "C1_sink_gap": ["bos", "learned_sink"],
+            "C1_sink_takes_weight": ["learned_sink"], "C1_sink_loss": ["bos", "learned_sink"],
+            "C1_sink_copy": ["bos", "learned_sink"], "C2_prope": ["rope", "prope"], "C2_prope_2L": ["rope", "prope"],
+            "C2_prope_at_L": ["rope", "prope"], "C3_per_layer_base": ["rope", "per_layer"],
+            "C3_per_layer_base_2L": ["rope", "per_layer"], "C3_per_layer_base_at_L": ["rope", "per_layer"],
+            "C3_window_alone": ["rope", "window_one_base"], "C3_bases_alone": ["rope", "bases_no_window"],
+            "C4_fire": ["alibi", "fire"], "C4_fire_vs_rope": ["rope", "fire"], "C4_fire_vs_none": ["none", "fire"],
+            "C4_fire_runs_long": ["fire"], "C4_fire_at_L": ["alibi", "fire"], "C5_temperature": ["none", "temperature"],
+            "C5_temperature_entropy": ["none", "temperature"]}
+    assert {key: rec["arms"] for key, rec in c.items()} == arms
+    assert c["C4_fire_runs_long"]["metric"] == ("FIRE's rise past L at 4L (nats): loss at t >= L with the whole prefix "
+                                                "minus with the last L tokens only (chapter 7's context_use)")
+    # the seeds in number order, 2, 9, 10 (as text "10" < "2" < "9"): the gaps 0.11, 0.12, 0.10
+    assert c["C2_prope"]["seeds"] == [2, 9, 10] and c["C2_prope"]["values"] == pytest.approx([0.11, 0.12, 0.10])
+    assert c["C2_prope"]["per_seed"] == pytest.approx({"2": 0.11, "9": 0.12, "10": 0.10})
+    assert all(type(v) is float for v in c["C1_sink"]["values"])                 # from the int counts of heads
+    assert [k for k, rec in c.items() if "positive_control" in rec] == ["C1_sink"]
