@@ -282,20 +282,22 @@ MODELS = {
         "attn_temperature_tuning": True,
         "floor_scale": 8192,
         "attn_scale": 0.1,
-        "absent": ["rope_scaling", "max_position_embeddings"],
+        "rope_scaling": {"rope_type": "llama3", "factor": 16.0, "low_freq_factor": 1.0, "high_freq_factor": 1.0,
+                         "original_max_position_embeddings": 8192},
+        "absent": ["max_position_embeddings"],
         "source": "meta-llama/Llama-4-Scout-17B-16E config.json text_config as mirrored in a public "
                   "re-implementation (configs/text_config.py: num_hidden_layers 48, head_dim 128, rope_theta "
                   "500000, no_rope_layer_interval 4, floor_scale 8192, attn_scale 0.1, temperature tuning on); "
                   "a MaxText config modelled on the same config.json repeats floor_scale 8192 and attn_scale "
                   "0.1; transformers 5.18 Llama4TextConfig builds no_rope_layers as "
-                  "int((i + 1) % 4 != 0): 1 turns, 0 is a NoPE layer.",
+                  "int((i + 1) % 4 != 0): 1 turns, 0 is a NoPE layer. rope_scaling from the same config.json "
+                  "quoted whole with its Hugging Face address in AMD-AGI/Primus PR #165 (llama3, factor 16, "
+                  "low 1, high 1, original 8192); Meta's meta-llama/llama-models PR #322 agrees: only Scout "
+                  "uses scaled RoPE, rope_scaling_factor 16.",
         "notes": "Every fourth layer (3, 7, ..., 47) has no RoPE and scales its queries by "
-                 "1 + 0.1 log(floor((pos + 1) / 8192) + 1) (positional.temperature). The llama3 rope_scaling "
-                 "block is named under absent because its copies disagree: AI-Hypercomputer/torchprime "
-                 "torchprime/torch_xla_models/configs/model/llama-4-text-only-dummy.yaml, 'modelled by a scaled "
-                 "down version of' this config.json, gives factor 16, high_freq_factor 1, low_freq_factor 1; a "
-                 "printed Llama4Config of the same name seen in a public note gives factor 8, high 4, low 1. "
-                 "The RoPE layers here are unscaled.",
+                 "1 + 0.1 log(floor((pos + 1) / 8192) + 1) (positional.temperature); the other 36 layers "
+                 "rotate with llama3 scaling. A printed factor 8, high 4 seen in a public note is transformers' "
+                 "conversion-script default (convert_llama4_weights_to_hf.py), not Scout's file.",
     },
     "GPT-OSS-20B": {
         "mechanism": "per_layer_rope",

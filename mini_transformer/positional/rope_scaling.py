@@ -308,17 +308,20 @@ def _llama3(d, base, cfg):
 
     $\lambda_i < L/h$ (``high_freq_factor``): kept. $\lambda_i > L/l$ (``low_freq_factor``):
     divided by $s$. In between, blend with $g = (L/\lambda_i - l)/(h - l)$:
-    $\theta_i' = (1-g)\,\theta_i/s + g\,\theta_i$, which is continuous at both edges.
+    $\theta_i' = (1-g)\,\theta_i/s + g\,\theta_i$, which is continuous at both edges. With $l = h$
+    (Llama 4 Scout: 1 and 1) there is no between: pairs longer than $L/l$ are divided, the rest kept.
     """
     s = _factor(cfg, "llama3")
     low, high = (_number(cfg, key, _REQUIRED, "llama3") for key in ("low_freq_factor", "high_freq_factor"))
     train_len = _number(cfg, "original_max_position_embeddings", _REQUIRED, "llama3")
-    if not 0 < low < high:
+    if not 0 < low <= high:
         raise ValueError(
             f"rope_scaling has low_freq_factor={low} and high_freq_factor={high}; llama3 needs "
-            "0 < low_freq_factor < high_freq_factor (Llama 3.1 uses 1 and 4).")
+            "0 < low_freq_factor <= high_freq_factor (Llama 3.1 uses 1 and 4, Llama 4 Scout 1 and 1).")
     theta = thetas(d, base)
     lam = 2 * math.pi / theta
+    if low == high:                                   # no blended band, and g would divide by zero
+        return xp.where(lam > train_len / low, theta / s, theta)
     g = (train_len / lam - low) / (high - low)
     blended = (1 - g) * theta / s + g * theta
     return xp.where(lam < train_len / high, theta, xp.where(lam > train_len / low, theta / s, blended))

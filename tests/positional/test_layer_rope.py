@@ -280,5 +280,12 @@ def test_the_published_layer_patterns():
     assert [i for i, e in enumerate(gemma3) if e["layer_type"] == "full_attention"] == list(range(5, 62, 6))
     scout = describe_model("Llama-4-Scout-17B-16E")["layers"]
     assert [i for i, e in enumerate(scout) if e is None] == list(range(3, 48, 4))
+    # Scout's llama3 scaling, factor 16, low = high = 1, trained length 8192: by hand, pair i of a head of 128
+    # at base 5e5 has wavelength 2 pi 5e5^(i/64), under 8192 up to pair 34 (6692), over it from pair 35 (8219)
+    assert {e["rope_type"] for e in scout if e is not None} == {"llama3"}
+    inv_freq = N(scout[0]["inv_freq"])
+    assert inv_freq[34] == pytest.approx(5e5 ** (-68 / 128), rel=1e-12)
+    assert inv_freq[35] == pytest.approx(5e5 ** (-70 / 128) / 16, rel=1e-12)
+    assert inv_freq[63] == pytest.approx(5e5 ** (-126 / 128) / 16, rel=1e-12)
     gemma4 = describe_model("Gemma-4-E2B")["layers"]
     assert np.count_nonzero(N(gemma4[4]["inv_freq"])) == 64 and len(gemma4[4]["inv_freq"]) == 256

@@ -515,7 +515,7 @@ LLAMA3_NEEDS = {"rope_type": "llama3", "factor": 2.0, "high_freq_factor": 4.0, "
 ] + [
     (LLAMA3_NEEDS, {}, r"^rope_type 'llama3' needs rope_scaling\['low_freq_factor'\], which is missing"),
     ({**LLAMA3_NEEDS, "low_freq_factor": 0.0}, {}, r"low_freq_factor=0\.0 and high_freq_factor=4\.0; llama3 needs 0 <"),
-    ({**LLAMA3_NEEDS, "low_freq_factor": 4.0}, {}, r"low_freq_factor=4\.0 and high_freq_factor=4\.0; llama3 needs"),
+    ({**LLAMA3_NEEDS, "low_freq_factor": 5.0}, {}, r"low_freq_factor=5\.0 and high_freq_factor=4\.0; llama3 needs"),
     ({**YARN_2, "beta_fast": 4, "beta_slow": 4}, {}, r"beta_fast=4\.0 and beta_slow=4\.0; beta_fast counts"),
     ({**LONGROPE_OK, "short_factor": [True, 1, 1, 1]}, {}, r"'short_factor'\] must hold positive numbers"),
     ({**LONGROPE_OK, "short_factor": ["2", 1, 1, 1]}, {}, r"'short_factor'\] must hold positive numbers"),
