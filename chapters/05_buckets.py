@@ -40,7 +40,7 @@
 # | C1 | With 32 buckets and a maximum distance of 128, the first 8 offsets in each direction are exact, larger ones logarithmic, and every distance past 128 shares the final bucket (book, §2.3) | | §2 |
 # | C2 | The bias is translation-invariant: the bias at $(i, j) = (2, 5)$ equals the bias at $(6, 9)$ (book, §3.2) | | §3 |
 # | C3a | One table of `(num_buckets, H)`, shared by all layers of a stack (book, §2.3) | | §4 |
-# | C3b | ... a few thousand parameters for an entire model (book, §2.3), "an entire model" read as any released T5, "a few thousand" as at least 2000 | | §4 |
+# | C3b | ... a few thousand parameters for an entire model (book, §2.3), "an entire model" read as any of the five original T5 checkpoints, "a few thousand" as at least 2000 | | §4 |
 # | C4 | The bias is materialised as `(H, T_q, T_k)` and added to the scores, which costs memory traffic and blocks fused attention; ALiBi's can be folded into a kernel as a formula (book, §2.3 and §4 "Cost") | | §6; chapter 7, §5 |
 # | C5 | Trained at length 8 and run at 16, the relative-bias model gives sensible output, "because every offset it encounters maps into a bucket it trained on"; the learned absolute model "produces garbage or raises an index error" (book, §7 exercise 4) | | §7 |
 # | C6a | Swin: a table of $(2w - 1)^2$ rows for a $w \times w$ window, 169 for $7 \times 7$, translation-invariant in the window (book, §7 exercise 5; book, §2.3) | | §8 |
@@ -91,12 +91,12 @@ g = rng(0)  # one seeded generator for the whole chapter
 # $$S_{ij} = \frac{q_i \cdot k_j}{\sqrt{d_{head}}} + b_{h,\,\mathrm{bucket}(j - i)}.$$
 #
 # (T5 itself leaves out the $1/\sqrt{d_{head}}$ and folds it into how it initialises the query
-# weights, as Hugging Face's `T5Attention` notes; this workbook keeps the scale.)
+# weights, as a comment in Hugging Face's `T5PreTrainedModel._init_weights` notes; this workbook keeps the scale.)
 #
 # A number per distance would need $2T - 1$ of them per head and would know nothing about a
 # distance it never saw. A number per *bucket* needs `num_buckets` (32 by default), and the
-# buckets get wider with the distance: the model learns "near" precisely and "far away" coarsely.
-# The book (§2.3) calls it a single concept; the buckets make it several, each wider than the last,
+# buckets widen, roughly geometrically, with the distance: the model learns "near" precisely and "far away" coarsely.
+# The book (§2.3) calls it a single concept; the buckets make it several,
 # and one last bucket for the farthest. The table is `(num_buckets, H)`, and the whole scheme is the
 # bucket function plus a lookup.
 #
@@ -174,9 +174,10 @@ rel = xp.arange(-200, 201)
 both = relative_position_bucket(rel)
 back = [int(both[200 - d]) for d in range(20)]  # keys 0, 1, ..., 19 back
 print("keys 0..19 back:", back)
-print("keys 128..200 back:", sorted(set(int(b) for b in both[:73])), "| keys 1..7 ahead:",
-      [int(both[200 + d]) for d in range(1, 8)])
+print("keys 128..200 back:", sorted(set(int(b) for b in both[:73])), "| keys 128..200 ahead:",
+      sorted(set(int(b) for b in both[328:])), "| keys 1..7 ahead:", [int(both[200 + d]) for d in range(1, 8)])
 assert back[:8] == list(range(8)) and back[8] == back[9] == back[10] == 8 and set(int(b) for b in both[:73]) == {15}
+assert set(int(b) for b in both[328:]) == {31}  # j - i = 128..200, the future half's last bucket
 causal_all = relative_position_bucket(rel, bidirectional=False)
 first_last = [next(d for d in range(201) if int(b[200 - d]) == top) for b, top in ((both, 15), (causal_all, 31))]
 print(f"the last bucket starts {first_last[0]} back (bidirectional), {first_last[1]} back (causal)")
@@ -272,7 +273,7 @@ print(f"T5's positional parameters for the whole model: {model.positional.num_pa
       f"(num_buckets {model.positional.num_buckets} x H {cfg.n_heads})")
 learned = TinyGPT(GPTConfig(vocab_size=16, d_model=32, n_layers=4, n_heads=4, max_len=64, positional="learned"))
 print(f"a learned absolute table at max_len 64: {learned.positional.num_parameters()} (max_len x d_model)")
-# num_heads of each released T5 (config.json of t5-small ... t5-11b); 32 buckets in every one
+# num_heads of the five original T5 checkpoints (config.json of t5-small ... t5-11b); 32 buckets in every one
 for name, H in [("T5-small", 8), ("T5-base", 12), ("T5-large", 16), ("T5-3B", 32), ("T5-11B", 128)]:
     print(f"{name:<8}: 32 buckets x {H:>3} heads = {32 * H:>4} per stack, {2 * 32 * H:>4} for encoder and decoder")
 assert model.positional.num_parameters() == 32 * 4
@@ -384,7 +385,7 @@ assert growth["t5"] > 12 and growth["rope"] < 5
 #
 # ## 7. Trained at 8, run at 16
 #
-# The sources' exercise 4: train on length 8, evaluate at 16, T5's bias against a learned
+# The book's exercise 4: train on length 8, evaluate at 16, T5's bias against a learned
 # absolute table. The task is *look back*: each token repeats the one three places back, so the
 # answer at position $t$ is the token at $t - 2$, a fixed offset at every position. Both models
 # have `max_len = 16`, so the learned table has a row for every test position, but training at
@@ -900,10 +901,10 @@ print("test_buckets passes on the functions above")
 #
 # | # | claim (source) | what this model did | evidence | verdict |
 # | --- | --- | --- | --- | --- |
-# | C1 | 32 buckets to 128: 8 exact each way, offset 0 (bucket 0, shared) counted in both, logarithmic beyond, everything past 128 in the last bucket (book, §2.3) | keys 0 to 7 back are buckets 0 to 7, one each, and 1 to 7 ahead are buckets 17 to 23: with offset 0, 8 exact offsets each way (bucket 16 is never used); 8 to 11 back share bucket 8, 12 to 15 bucket 9, 16 back is bucket 10; every key from 128 to 200 back is in bucket 15, which begins at 91 back (§2) | exact §2 | reproduces |
+# | C1 | 32 buckets to 128: 8 exact each way, offset 0 (bucket 0, shared) counted in both, logarithmic beyond, everything past 128 in the last bucket (book, §2.3) | keys 0 to 7 back are buckets 0 to 7, one each, and 1 to 7 ahead are buckets 17 to 23: with offset 0, 8 exact offsets each way (bucket 16 is never used); 8 to 11 back share bucket 8, 12 to 15 bucket 9, 16 back is bucket 10; every key from 128 to 200 back is in bucket 15, which begins at 91 back, and every key from 128 to 200 ahead in bucket 31 (§2) | exact §2 | reproduces |
 # | C2 | translation-invariant: bias(2, 5) = bias(6, 9) (book, §3.2) | equal, and the whole `(32, 32)` bias is constant along every diagonal, causal and bidirectional (§3) | exact §3 | reproduces |
 # | C3a | one table per stack (book, §2.3) | every layer of a four-layer model gets the same bias from one table of 32 x 4 = 128 parameters (§4) | exact §4 | reproduces |
-# | C3b | ... a few thousand parameters for an entire model (book, §2.3), "an entire model" read as any released T5, since the book draws the count only from 32 buckets per head shared in a stack, true of all five sizes, and "a few thousand" as at least 2000, since one thousand is "a thousand" | $2 \times 32 \times H$ for encoder and decoder: holds only for T5-3B and T5-11B (2048, 8192 with 32, 128 heads), not for T5-small, -base, -large (512, 768, 1024 with 8, 12, 16 heads). One verdict, does not reproduce, because the premise the book gives holds for all five sizes and the count follows from it for only two; any bar above 1024 gives the same verdict (§4) | exact §4 | does not reproduce |
+# | C3b | ... a few thousand parameters for an entire model (book, §2.3), "an entire model" read as any of the five original T5 checkpoints (T5-small to T5-11B), since the book draws the count only from 32 buckets per head shared in a stack, true of all five, and "a few thousand" as at least 2000, since one thousand is "a thousand" | $2 \times 32 \times H$ for encoder and decoder: holds only for T5-3B and T5-11B (2048, 8192 with 32, 128 heads), not for T5-small, -base, -large (512, 768, 1024 with 8, 12, 16 heads). One verdict, does not reproduce, because the premise the book gives holds for all five sizes and the count follows from it for only two; any bar above 1024 gives the same verdict (§4) | exact §4 | does not reproduce |
 # | C5a | trained at 8, run at 16, T5 gives sensible output: accuracy at 16 above 0.9 (book, §7 ex. 4) | all 10 seeds: 1.00, right at every scored position of length 16 (2 to 15; positions 0 and 1 have no answer yet) (§7) | result relative_bias_generalisation/t5_sensible_at_16 | reproduces |
 # | C5b | the learned absolute table gives garbage past 8: accuracy on positions 8..15, what a reader of its tokens sees, no better than twice chance, below 0.18 (book, §7 ex. 4) | 0.45 ± 0.04 over 10 seeds on positions 8..15, above twice chance, as chapter 3 (C6b) reads the same sentence; below a rule that uses no position (0.54) and T5; by loss, 2.92 ± 0.36 nats, worse than a uniform guess ($\ln 11 = 2.398$) (§7) | result relative_bias_generalisation/learned_garbage_past_8 | does not reproduce |
 # | C5c | or it raises an index error (book, §7 ex. 4) | with `max_len` 8 it refuses length 16, in a sentence (a `ValueError`) (§7) | exact §7 | reproduces |
