@@ -47,13 +47,14 @@
 # | C4 | Gemma 3 alternates five local layers to one global, and only the global layers get the large base and the linear factor (Gemma 3 report) | | §3 |
 # | C5 | Llama 4's query temperature takes its first step at position `floor_scale` − 1 (transformers' `Llama4TextAttention`: $\lfloor (m + 1)/\text{floor\_scale} \rfloor$) | | §4 |
 # | C6a | A sink logit makes every row's weights on the tokens sum to less than 1 (GPT-OSS model card) | | §5 |
-# | C6b | ... and a sink at $-\infty$ is plain attention (GPT-OSS model card) | | §5 |
+# | C6b | ... and a sink at $-\infty$ is plain attention (the limit of the GPT-OSS model card's sink logit) | | §5 |
 # | T1 | A learned sink logit takes the place of the sink a model grows on BOS (a common reading of the GPT-OSS model card's sinks, chapter 10) | | §7 |
-# | T2a | p-RoPE's loss at the training length is below full RoPE's (Barbero et al., 2024) | | §7 |
+# | T2a | At this chapter's scale (heads of 16, so $p$ 0.25 turns 2 of 8 pairs), p-RoPE's loss at the training length is below full RoPE's (Barbero et al., 2024, at Gemma 2B's scale) | | §7 |
 # | T2b | p-RoPE runs past $L$ better than full RoPE (this workbook's reading of Barbero et al., who test no length past training) | | §7 |
-# | T3 | Per-layer bases (local small with a window, global large) run past $L$ better than one base (a common reading of the Gemma 3 design, which the report states without a comparison) | | §7 |
+# | T3a | The Gemma 3 layout (a local layer with a small base and a window, a global one with a large base) runs past $L$ better than one base (a common reading of the Gemma 3 design, which the report states without a comparison) | | §7 |
+| T3b | The per-layer bases alone, without the window, run past $L$ better than one base (the same reading) | | §7 |
 # | T4 | FIRE runs long in chapter 7's train-short-test-long comparison (Li et al., 2023) | | §7 |
-# | T5 | Temperature tuning helps a NoPE model past $L$ (Llama 4, after Scalable-Softmax) | | §7 |
+# | T5 | Temperature tuning that steps inside the training length (`floor_scale` $L/4$) helps a NoPE model past $L$ (after Llama 4, whose $\tau$ is 1 below position 8191, and Scalable-Softmax) | | §7 |
 #
 # ## The exercises
 #
@@ -275,9 +276,8 @@ fig.tight_layout()
 # transformers 5 writes this as `layer_types`, one name a layer, and `rope_parameters` keyed by those
 # names; older configs use `rope_local_base_freq` and `sliding_window_pattern`.
 # `model_configs.layer_rope(config)` reads either into one entry per layer, `None` where a layer has no
-# RoPE (Llama 4's `no_rope_layers`). The library's Scout entry lists `rope_scaling` as absent, not
-# confirmed from the published file, so Scout's RoPE layers are shown unscaled: the `default` printed
-# for them is the entry's, not a reading of Meta's config.
+# RoPE (Llama 4's `no_rope_layers`). Scout's RoPE layers carry `llama3` scaling, factor 16, as its
+# published `config.json` does.
 
 # %%
 models = ["Gemma-3-4B", "Gemma-4-E2B", "GPT-OSS-20B", "Llama-4-Scout-17B-16E"]
@@ -634,14 +634,15 @@ from experiments.common import load_result
 from mini_transformer.evaluation import stats
 
 # each ledger row's claim and the record that tests its words
-TRAINED = {"T1": "C1_sink", "T2a": "C2_prope_at_L", "T2b": "C2_prope", "T3": "C3_per_layer_base",
-           "T4": "C4_fire_runs_long", "T5": "C5_temperature"}
+TRAINED = {"T1": "C1_sink", "T2a": "C2_prope_at_L", "T2b": "C2_prope", "T3a": "C3_per_layer_base",
+           "T3b": "C3_bases_alone", "T4": "C4_fire_runs_long", "T5": "C5_temperature"}
 claims = load_result("positions_today")["claims"]
 labels = {key: label for label, key in TRAINED.items()}
 for key, record in claims.items():                # every record, the claims and their controls
     print(f"{labels.get(key, ''):3} {key}: {record['effect']}\n    {stats.format_record(record, 3)}")
 assert [claims[key]["verdict"] for key in TRAINED.values()] == [
-    "reproduces", "does not reproduce", "reproduces", "reproduces", "not established", "not established"]
+    "reproduces", "does not reproduce", "reproduces", "reproduces", "not established", "not established",
+    "not established"]
 
 # %% [markdown]
 # ## 8. Check yourself on this chapter
@@ -661,7 +662,7 @@ assert [claims[key]["verdict"] for key in TRAINED.values()] == [
 
 # %% [markdown]
 # **2.** Section 2 printed the slowest turning pair of Gemma 4's global layer for p-RoPE and for NeoX
-# partial rotary. Which of the two has pairs whose wavelength exceeds a million positions?
+# partial rotary. Which of the two has turning pairs whose wavelength exceeds a million positions?
 
 # %% [markdown] tags=["answer"]
 # <details><summary>Answer</summary>
@@ -714,13 +715,14 @@ assert [claims[key]["verdict"] for key in TRAINED.values()] == [
 # | C4 | Gemma 3: five local layers to one global, only the global ones with the large base and the linear factor (Gemma 3 report) | Gemma-3-4B's 34 layers: 29 local at base `1e4`, 5 global (layers 5, 11, 17, 23, 29) at base `1e6`, linear | exact §3 | reproduces |
 # | C5 | Llama 4's temperature takes its first step at position `floor_scale` − 1 (transformers' `Llama4TextAttention`) | 1 for positions 0 to 8190, at position 8191 1.0693 | exact §4 | reproduces |
 # | C6a | A sink logit makes every row's weights on the tokens sum to less than 1 (GPT-OSS model card) | row sums on the tokens from 0.087 to 0.991 across three heads, sinks `-1`, `0.5` and `2` | exact §5 | reproduces |
-# | C6b | ... and a sink at $-\infty$ is plain attention (GPT-OSS model card) | largest gap to plain causal attention 0.0e+00 | exact §5 | reproduces |
+# | C6b | ... and a sink at $-\infty$ is plain attention (the limit of the GPT-OSS model card's sink logit) | largest gap to plain causal attention 0.0e+00 | exact §5 | reproduces |
 # | T1 | With a learned sink logit no BOS sink forms: at most 0.1 of a seed's 16 heads put over 0.3 of their attention on BOS (a common reading of the GPT-OSS model card's sinks, chapter 10) | share of such heads with the logit, all 5 seeds: 0.000; without it 0.412 ± 0.088 over 5 seeds, the positive control (§7) | result positions_today/C1_sink | reproduces |
-# | T2a | p-RoPE's loss at the training length $L$ is below full RoPE's (Barbero et al., 2024, Table 2: Gemma 2B at its 8k context) | full RoPE minus p-RoPE ($p$ 0.25) at $L$: -0.057 ± 0.020 nats over 5 seeds (§7) | result positions_today/C2_prope_at_L | does not reproduce |
-# | T2b | p-RoPE runs past $L$ better than full RoPE, a lower loss at $t \ge L$ of $4L$ windows (this workbook's reading of Barbero et al., 2024, who test no length past training) | full RoPE minus p-RoPE: 0.160 ± 0.079 nats over 5 seeds (§7) | result positions_today/C2_prope | reproduces |
-# | T3 | Per-layer bases, the local layer small with a window of $L/2$ and the global one large, run past $L$ better than one base (a common reading of the Gemma 3 design, which its report states without a comparison) | one base minus per-layer at $4L$: 0.431 ± 0.089 nats over 5 seeds (§7). The record does not separate the window from the bases, so the gain is not put down to the bases | result positions_today/C3_per_layer_base | reproduces |
+# | T2a | At this chapter's scale, p-RoPE's loss at the training length $L$ is below full RoPE's (Barbero et al., 2024, Table 2, at Gemma 2B's scale and 8k context) | a 2-layer byte model with heads of 16, so $p$ 0.25 turns 2 of 8 pairs, trained 500 steps at $L$ = 32: full RoPE minus p-RoPE at $L$: -0.057 ± 0.020 nats over 5 seeds (§7) | result positions_today/C2_prope_at_L | does not reproduce at this scale |
+# | T2b | p-RoPE runs past $L$ better than full RoPE, a lower loss at $t \ge L$ of $4L$ windows (this workbook's reading of Barbero et al., 2024, who test no length past training) | full RoPE minus p-RoPE: 0.160 ± 0.079 nats over 5 seeds (§7); at $2L$ 0.036 ± 0.111, not established (`C2_prope_2L`) | result positions_today/C2_prope | reproduces at $4L$ |
+# | T3a | The Gemma 3 layout, the local layer at a small base with a window of $L/2$ and the global one at a large base, runs past $L$ better than one base (a common reading of the Gemma 3 design, which its report states without a comparison) | one base minus per-layer at $4L$: 0.431 ± 0.089 nats over 5 seeds (§7); the window alone at one base gives 0.421 ± 0.082 (`C3_window_alone`), so the gain comes with the window | result positions_today/C3_per_layer_base | reproduces |
+# | T3b | The per-layer bases alone (10,000 and 1,000,000, no window) run past $L$ better than one base (the same reading) | one base minus per-layer bases at $4L$: 0.022 ± 0.065 nats over 5 seeds (§7) | result positions_today/C3_bases_alone | not established |
 # | T4 | FIRE runs long: its rise past $L$ at $4L$ is under 0.05 nats (Li et al., 2023) | rise 0.052 ± 0.005 nats over 5 seeds (§7) | result positions_today/C4_fire_runs_long | not established |
-# | T5 | Temperature tuning lowers a NoPE model's loss past $L$ (Llama 4, after Scalable-Softmax) | NoPE minus NoPE with tuning at $4L$: 0.003 ± 0.012 nats over 5 seeds (§7), at `floor_scale` $L/4$, far from Llama 4's 8192 and its softmax over thousands of keys | result positions_today/C5_temperature | not established |
+# | T5 | Temperature tuning that steps inside the training length (`floor_scale` $L/4$) lowers a NoPE model's loss past $L$ (after Llama 4, whose $\tau$ is 1 below position 8191, and Scalable-Softmax) | $\tau$ steps four times inside training at $L$ = 32: NoPE minus NoPE with tuning at $4L$: 0.003 ± 0.012 nats over 5 seeds (§7) | result positions_today/C5_temperature | not established |
 #
 # ## 10. Where next
 #
