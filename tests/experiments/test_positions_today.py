@@ -477,16 +477,21 @@ def test_run_seed_runs_every_arm_once_at_its_seed_and_counts_each_on_the_bar(mon
 
 @pytest.fixture
 def run_stubs(monkeypatch):
-    """run() with each seed's arms replaced by _seed's numbers (gap 0.10 + s / 100) and a recorder for the rest."""
-    calls = {"parts": [], "bar": []}
+    """run() with each seed's arms replaced by _seed's numbers (gap 0.10 + s / 100), each seed taking 1.04 s and
+    the whole process 3.14159 s, and a recorder for the rest."""
+    calls = {"parts": [], "bar": [], "run_seed": []}
 
     def seed_part(parts, name, seed, size, make):
         calls["parts"].append((parts, name, seed, size))
-        return make(), 2.5
+        return make(), 1.04
+
+    def run_seed(s, size, progress, bar):
+        calls["run_seed"].append((s, size, progress, bar))
+        return _seed(s, 0.10 + s / 100)
 
     class Bar:
         def __init__(self, total, desc, disable):
-            calls["bar"].append((total, disable))
+            calls["bar"].append((total, desc, disable))
 
         def __enter__(self):
             return self
@@ -494,7 +499,14 @@ def run_stubs(monkeypatch):
         def __exit__(self, *exc):
             return False
 
-    monkeypatch.setattr(pt, "run_seed", lambda s, size, progress, bar: _seed(s, 0.10 + s / 100))
+    class Clock(Bar):
+        seconds = 3.14159
+
+        def __init__(self):
+            pass
+
+    monkeypatch.setattr(pt, "run_seed", run_seed)
+    monkeypatch.setattr(pt, "Timer", Clock)
     monkeypatch.setattr(pt, "seed_part", seed_part)
     monkeypatch.setattr(pt, "tqdm", Bar)
     monkeypatch.setattr(pt, "_commit", lambda: "c0ffee")
@@ -505,11 +517,13 @@ def run_stubs(monkeypatch):
 def test_the_quick_run_records_its_sizes_settings_and_command_and_claims_nothing(run_stubs, capsys):
     res = pt.run(quick=True, seed=3, progress=True, parts="/tmp/parts")
     assert run_stubs["parts"] == [("/tmp/parts", "positions_today", 3, pt.SIZES[True])]
-    assert run_stubs["bar"] == [(11, False)]                                      # 9 text arms + 2 sink arms
-    assert capsys.readouterr().err == "seed 3: 2.5 s\n"
+    assert run_stubs["bar"] == [(11, "arms", False)]                              # 9 text arms + 2 sink arms
+    (s, size, progress, bar), = run_stubs["run_seed"]
+    assert (s, size, progress, bar.__class__.__name__) == (3, pt.SIZES[True], True, "Bar")
+    assert capsys.readouterr().err == "seed 3: 1.04 s\n"
     assert (res["train_len"], res["multiples"], res["lengths"], res["steps"], res["sink_steps"]) == (
         16, [1, 2, 4], [16, 32, 64], 60, 60)
-    assert res["seeds"] == [3] and set(res["per_seed"]) == {"3"} and res["seed_seconds"] == {"3": 2.5}
+    assert res["seeds"] == [3] and set(res["per_seed"]) == {"3"} and res["seed_seconds"] == {"3": 1.04}
     assert res["arms"] == {"text": ["rope", "prope", "per_layer", "window_one_base", "bases_no_window", "fire",
                                     "alibi", "none", "temperature"], "sink": ["bos", "learned_sink"]}
     assert res["settings"] == {
@@ -521,22 +535,25 @@ def test_the_quick_run_records_its_sizes_settings_and_command_and_claims_nothing
     assert res["thresholds"] == {"rise": 0.05, "same": 0.05, "copy_same": 0.05}
     assert res["command"] == ("OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 python -m experiments.positions_today --quick "
                               "--parts /tmp/parts")
-    assert res["commit"] == "c0ffee" and res["wall_seconds"] == 2.5 and res["process_seconds"] >= 0
+    assert type(res["settings"]["floor_scale"]) is int                           # L // 4, as the JSON keeps it
+    assert res["commit"] == "c0ffee" and res["wall_seconds"] == 1.0 and res["process_seconds"] == 3.1
     env = res["environment"]
     assert (env["seconds"], env["seeds"], env["d_model"], env["n_layers"], env["n_heads"], env["sink_n_heads"]) == (
-        2.5, [3], 64, 2, 4, 8)
+        1.04, [3], 64, 2, 4, 8)
     assert len(env["load_average"]) == 3 and env["threads"] == "OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1"
     assert res["directions"]["prope_past_L"] == pytest.approx([0.13]) and "claims" not in res
+    assert pt.run(quick=True)["seeds"] == [0] and run_stubs["bar"][-1] == (11, "arms", False)   # the defaults
 
 
 def test_the_full_run_claims_from_two_seeds_on(run_stubs, monkeypatch, capsys):
     monkeypatch.setattr(pt, "SEEDS", (0, 1))
     res = pt.run(progress=False)
     assert [p[2:] for p in run_stubs["parts"]] == [(0, pt.SIZES[False]), (1, pt.SIZES[False])]
-    assert run_stubs["parts"][0][0] is None and run_stubs["bar"] == [(22, True)] and capsys.readouterr().err == ""
+    assert run_stubs["parts"][0][0] is None and run_stubs["bar"] == [(22, "arms", True)]
+    assert capsys.readouterr().err == ""
     assert res["command"] == "OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 python -m experiments.positions_today"
     assert (res["train_len"], res["lengths"], res["settings"]["floor_scale"], res["wall_seconds"]) == (
-        32, [32, 64, 128], 8, 5.0)
+        32, [32, 64, 128], 8, 2.1)
     assert res["settings"]["per_layer_config"]["sliding_window"] == 16
     assert res["claims"]["C2_prope"]["values"] == pytest.approx([0.10, 0.11])     # the gaps _seed was given
 
@@ -546,9 +563,9 @@ def test_recompute_claims_rewrites_only_the_claims_of_the_saved_run(monkeypatch)
                    "command": "as run", "claims": "stale"}, []
     monkeypatch.setattr(pt.common, "load_result", lambda name: saved if name == "positions_today" else None)
     monkeypatch.setattr(pt.common, "save", lambda name, res, fig: kept.append((name, res, fig)))
-    monkeypatch.setattr(pt, "plot", lambda res: "figure")
+    monkeypatch.setattr(pt, "plot", lambda res: ("figure of", res["claims_recomputed_by"][:9]))
     res = pt.recompute_claims()
-    assert kept == [("positions_today", res, "figure")] and res["command"] == "as run"
+    assert kept == [("positions_today", res, ("figure of", "python -c"))] and res["command"] == "as run"
     assert res["claims"]["C2_prope"]["values"] == pytest.approx([0.10, 0.12, 0.11])
     assert res["claims_recomputed_by"] == ("python -c 'from experiments import positions_today; "
                                            "positions_today.recompute_claims()'")
@@ -592,3 +609,5 @@ def test_each_claim_names_the_arms_it_reads_and_its_metric():
     assert c["C2_prope"]["per_seed"] == pytest.approx({"2": 0.11, "9": 0.12, "10": 0.10})
     assert all(type(v) is float for v in c["C1_sink"]["values"])                 # from the int counts of heads
     assert [k for k, rec in c.items() if "positive_control" in rec] == ["C1_sink"]
+    assert c["C2_prope_2L"]["effect"] == "loss at positions t >= L of 2L windows, full RoPE minus p-RoPE (p = 0.25) (nats)"
+    assert c["C2_prope_2L"]["note"] == "the same at 2L"
