@@ -365,6 +365,7 @@ def test_run_text_trains_at_the_texts_settings_and_keeps_each_measure(text_stubs
     model, batches, cfg = calls["train"]
     assert batches == ("batches", 8, 8)                                           # L, and 8 windows a batch
     assert (cfg.steps, cfg.lr, cfg.warmup, cfg.seed, cfg.progress) == (30, 3e-3, 3, 4, False)
+    assert type(cfg.warmup) is int and model.cfg.seed == 4                       # the arm's model at the seed
     assert cfg.min_lr == pytest.approx(3e-4, rel=1e-12)                           # a tenth of the peak
     assert calls["curve"] == (stream, 8, (1, 2, 4), 3, 5, 4)
     assert calls["use"] == (stream.val, 8, 32, 7, 4)                              # context_use at 4L
@@ -376,6 +377,8 @@ def test_run_text_trains_at_the_texts_settings_and_keeps_each_measure(text_stubs
     assert x.shape == (5, 32) and x.dtype == np.int64 and (start, start_at_L) == (8, 0)
     assert (np.diff(x, axis=1) == 1).all() and x.min() >= 0 and x.max() < 1000  # each row one run of the stream
     np.testing.assert_array_equal(x_at_L, x[:, :8])                               # the same windows, cut at L
+    # the starts: the seed's draw over every start that leaves 4L = 32 tokens of the 1000
+    np.testing.assert_array_equal(x[:, 0], np.random.default_rng(4).integers(0, 1000 - 32, size=5))
     pt.run_text("none", seed=4, size=SIZE_8)
     np.testing.assert_array_equal(calls["entropy"][2][0], x)                      # the windows follow the seed
 
@@ -441,13 +444,14 @@ def test_run_sink_trains_at_sink_controls_settings_and_scores_the_copies_by_hand
         assert x_ is x
         return np.array([[0.1, 0.2], [0.3, 0.4]])
 
-    monkeypatch.setattr(pt, "sink_model", lambda arm, seed: model)
+    monkeypatch.setattr(pt, "sink_model", lambda arm, seed: calls.setdefault("models", []).append((arm, seed)) or model)
     for name, fake in (("held_out", held_out), ("train", train), ("attention_mass", mass), ("sink_weight", parked)):
         monkeypatch.setattr(pt, name, fake)
     out = pt.run_sink("learned_sink", seed=2, size={"sink_steps": steps, "sink_rows": 6})
     cfg = calls["train"]
     assert (cfg.steps, cfg.warmup, cfg.lr, cfg.min_lr, cfg.weight_decay, cfg.seed, cfg.progress) == (
         steps, warmup, 1e-2, 1e-2, 0.1, 2, False)                                 # constant after warmup
+    assert type(cfg.warmup) is int and calls["models"] == [("learned_sink", 2)]
     assert calls["batch"] == (16, 64)
     assert calls["held_out"] == [(6, None, None), (6, 65, 1003)]
     np.testing.assert_array_equal(model.loss_args[0], rows[:, :-1])
