@@ -49,11 +49,11 @@
 # | C6a | A sink logit makes every row's weights on the tokens sum to less than 1 (GPT-OSS model card) | | §5 |
 # | C6b | ... and a sink at $-\infty$ is plain attention (the limit of the GPT-OSS model card's sink logit) | | §5 |
 # | T1 | A learned sink logit takes the place of the sink a model grows on BOS (a common reading of the GPT-OSS model card's sinks, chapter 10) | | §7 |
-# | T2a | At this chapter's scale (heads of 16, so $p$ 0.25 turns 2 of 8 pairs), p-RoPE's loss at the training length is below full RoPE's (Barbero et al., 2024, at Gemma 2B's scale) | | §7 |
+# | T2a | At this chapter's scale (heads of 16, so $p$ 0.25 turns 2 of 8 pairs), p-RoPE's loss at the training length is below full RoPE's (after Barbero et al., 2024, for whom truncating the lowest frequencies keeps Gemma 2B's validation perplexity at 8k context and seems to improve it) | | §7 |
 # | T2b | p-RoPE runs past $L$ better than full RoPE (this workbook's reading of Barbero et al., who test no length past training) | | §7 |
 # | T3a | The Gemma 3 layout (a local layer with a small base and a window, a global one with a large base) runs past $L$ better than one base (a common reading of the Gemma 3 design, which the report states without a comparison) | | §7 |
-| T3b | The per-layer bases alone, without the window, run past $L$ better than one base (the same reading) | | §7 |
-# | T4 | FIRE runs long in chapter 7's train-short-test-long comparison (Li et al., 2023) | | §7 |
+# | T3b | The per-layer bases alone, without the window, run past $L$ better than one base (the same reading) | | §7 |
+# | T4 | FIRE runs long, by chapter 7's train-short-test-long measure (Li et al., 2023) | | §7 |
 # | T5 | Temperature tuning that steps inside the training length (`floor_scale` $L/4$) helps a NoPE model past $L$ (after Llama 4, whose $\tau$ is 1 below position 8191, and Scalable-Softmax) | | §7 |
 #
 # ## The exercises
@@ -176,8 +176,8 @@ fig.tight_layout()
 # %% [markdown]
 # Two checks. On text, where the three ids are equal, every pair turns by the same $m\theta_i$ as in
 # chapter 6, so M-RoPE's tables must be RoPE's (claim C1). And the image of 12 tokens moved the start
-# by 4, its largest side (claim C2): an image costs $\max(t, h, w)$ ids, so a long video or a large
-# image stretches the positions far less than its token count would.
+# by 4, its largest side (claim C2): an image costs $\max(t, h, w)$ ids, so a large image stretches the positions far less than its
+# token count would (a video's time ids follow other rules: Qwen2.5-VL spaces them by seconds).
 
 # %% tags=["nbval-check-output"]
 T = 10
@@ -269,7 +269,7 @@ fig.tight_layout()
 # %% [markdown]
 # ## 3. A RoPE for each layer
 #
-# Chapter 11 read one `rope_theta` for a whole model. Gemma 3 gives its sliding-window layers
+# Chapter 11 read one `rope_theta` for a whole model. Gemma-3-4B gives its sliding-window layers
 # (a window of `1024` tokens) base `10000` and its global layers base `1000000` with a linear factor
 # `8`, five local layers to one global (`sliding_window_pattern` `6`). The report states this design
 # and gives no comparison with one base.
@@ -582,8 +582,8 @@ print("the test passes on the sink attention this chapter runs")
 # %% [markdown]
 # ## 6. A learned function of distance: FIRE
 #
-# Chapter 7's bake-off has every fixed bias: ALiBi's line, T5's buckets. FIRE (Li et al., 2023) learns
-# the bias as a small MLP $f$ of a normalised distance,
+# Chapter 7's bake-off has ALiBi's fixed line and T5's fixed buckets (each with a learned value). FIRE
+# (Li et al., 2023) learns the whole bias as a small MLP $f$ of a normalised distance,
 #
 # $$S_{ij} = \frac{q_i\cdot k_j}{\sqrt{d_{head}}} + f\!\left(\frac{\psi(i - j)}{\psi(\max(L, i))}\right),
 # \qquad \psi(x) = \ln(c\,x + 1),$$
@@ -593,8 +593,8 @@ print("the test passes on the sink attention this chapter runs")
 # interpolation"): dividing by $\psi(i)$, the query's own position, maps every key of every query into
 # $[0, 1]$, so a query at $4L$ asks $f$ about inputs it was trained on, spaced more finely. Whether it
 # runs long here is T4 (section 7). Below $L$ the divisor is $\psi(L)$, so within $L$ the bias
-# depends on the distance alone, as T5's and ALiBi's do. Here is that input at the starting $c$ for
-# $L = 16$:
+# depends on the distance alone, as T5's and ALiBi's do. $c$ and the threshold $L$ are learned too; here is that input at the starting $c$ with $L$
+# at 16:
 
 # %%
 from mini_transformer.positional.fire import FIRE
@@ -717,7 +717,7 @@ assert [claims[key]["verdict"] for key in TRAINED.values()] == [
 # | C6a | A sink logit makes every row's weights on the tokens sum to less than 1 (GPT-OSS model card) | row sums on the tokens from 0.087 to 0.991 across three heads, sinks `-1`, `0.5` and `2` | exact §5 | reproduces |
 # | C6b | ... and a sink at $-\infty$ is plain attention (the limit of the GPT-OSS model card's sink logit) | largest gap to plain causal attention 0.0e+00 | exact §5 | reproduces |
 # | T1 | With a learned sink logit no BOS sink forms: at most 0.1 of a seed's 16 heads put over 0.3 of their attention on BOS (a common reading of the GPT-OSS model card's sinks, chapter 10) | share of such heads with the logit, all 5 seeds: 0.000; without it 0.412 ± 0.088 over 5 seeds, the positive control (§7) | result positions_today/C1_sink | reproduces |
-# | T2a | At this chapter's scale, p-RoPE's loss at the training length $L$ is below full RoPE's (Barbero et al., 2024, Table 2, at Gemma 2B's scale and 8k context) | a 2-layer byte model with heads of 16, so $p$ 0.25 turns 2 of 8 pairs, trained 500 steps at $L$ = 32: full RoPE minus p-RoPE at $L$: -0.057 ± 0.020 nats over 5 seeds (§7) | result positions_today/C2_prope_at_L | does not reproduce at this scale |
+# | T2a | At this chapter's scale, p-RoPE's loss at the training length $L$ is below full RoPE's (after Barbero et al., 2024, for whom truncating the lowest frequencies keeps Gemma 2B's validation perplexity at 8k context and seems to improve it) | a 2-layer byte model with heads of 16, so $p$ 0.25 turns 2 of 8 pairs, trained 500 steps at $L$ = 32: full RoPE minus p-RoPE at $L$: -0.057 ± 0.020 nats over 5 seeds (§7) | result positions_today/C2_prope_at_L | does not reproduce at this scale |
 # | T2b | p-RoPE runs past $L$ better than full RoPE, a lower loss at $t \ge L$ of $4L$ windows (this workbook's reading of Barbero et al., 2024, who test no length past training) | full RoPE minus p-RoPE: 0.160 ± 0.079 nats over 5 seeds (§7); at $2L$ 0.036 ± 0.111, not established (`C2_prope_2L`) | result positions_today/C2_prope | reproduces at $4L$ |
 # | T3a | The Gemma 3 layout, the local layer at a small base with a window of $L/2$ and the global one at a large base, runs past $L$ better than one base (a common reading of the Gemma 3 design, which its report states without a comparison) | one base minus per-layer at $4L$: 0.431 ± 0.089 nats over 5 seeds (§7); the window alone at one base gives 0.421 ± 0.082 (`C3_window_alone`), so the gain comes with the window | result positions_today/C3_per_layer_base | reproduces |
 # | T3b | The per-layer bases alone (10,000 and 1,000,000, no window) run past $L$ better than one base (the same reading) | one base minus per-layer bases at $4L$: 0.022 ± 0.065 nats over 5 seeds (§7) | result positions_today/C3_bases_alone | not established |

@@ -33,3 +33,25 @@ def test_the_check_finds_a_form_feed_where_a_frac_lost_its_backslash():
     planted = "# $$a = " + "\x0c" + "rac{1}{2}$$\n"  # what a plain "\\frac" becomes: a form feed, then "rac"
     assert control_characters(planted) == [(1, 9, repr("\x0c"))]
     assert control_characters(r"# $$a = \frac{1}{2}$$" + "\n\tindented\r\n") == []
+
+
+def stray_markdown_lines(text):
+    """Line numbers of a chapter's markdown cells that lost their ``# ``: jupytext still shows such a line, but the
+    chapter is no longer Python (``python chapters/NN.py``, linters and editors' cell runners all stop there)."""
+    try:
+        compile(text, "<chapter>", "exec")
+    except SyntaxError as e:
+        return [e.lineno]
+    return []
+
+
+@pytest.mark.parametrize("path", sorted(ROOT.glob("chapters/[0-9][0-9]_*.py")), ids=lambda p: p.name)
+def test_every_chapter_is_python(path):
+    assert stray_markdown_lines(path.read_text(encoding="utf-8")) == [], \
+        f"{path.relative_to(ROOT)} does not parse as Python: a markdown line without its '# '?"
+
+
+def test_the_check_finds_a_table_row_that_lost_its_hash():
+    planted = "# %% [markdown]\n# | C1 | a claim | | §1 |\n| C2 | a row without its hash | | §2 |\n"
+    assert stray_markdown_lines(planted) == [3]
+    assert stray_markdown_lines("# %% [markdown]\n# | C1 | a claim | | §1 |\n") == []
