@@ -49,11 +49,11 @@
 # time; the reference sits in the box after them. Grade a whole module with
 # `python -m exercises grade engine`.
 #
-# The first code cell of every chapter but the cards appendix calls `chapter_threads()`, which puts
-# NumPy's matrix products (BLAS) on one thread and prints what they had. The chapters' models are too
-# small to gain from a second thread, and beside another busy program the threads wait for each other,
-# which made some chapters several times slower (`bench_results/reader_clock/` has every chapter's time
-# both ways). Delete the line to run on your machine's defaults.
+# The first code cell of every chapter but the cards appendix calls `chapter_threads()`, which puts NumPy's
+# matrix products (BLAS) and the library's fast kernels (see the appendix) on one thread and prints what they
+# had; where NumPy's BLAS is not OpenBLAS it leaves BLAS as it is and says so. Beside another busy program
+# threads wait for each other, which made some chapters several times slower (`bench_results/reader_clock/` has
+# the runs, each with its load). Delete the line to run on your machine's defaults.
 
 # %% [markdown]
 # ## The claims this chapter tests
