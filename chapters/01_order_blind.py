@@ -59,7 +59,7 @@
 # | C5 | An encoder with no positional encoding is exactly permutation-equivariant: it cannot distinguish orders at all (book, question 2, follow-up) | yes / no | §3 |
 # | C6a | The mask's signal is weak (book, question 2) | yes / no | §5 |
 # | C6b | ... and models trained on it alone underperform (book, question 2) | yes / no | §5 |
-# | C7a | Every positional scheme the probe runs (this library's, all but the 2-D `relative_2d`) breaks equivariance (this workbook, experiments/permutation.py) | yes / no | §6 |
+# | C7a | Every positional scheme the probe runs (the eight 1-D schemes of chapters 2 to 11) breaks equivariance (this workbook, experiments/permutation.py) | yes / no | §6 |
 # | C7b | ... and so does the causal mask alone (this workbook, experiments/permutation.py) | yes / no | §6 |
 # | C8a | "Model ignores position entirely": a cause, an encoding zeroed by a norm (book §4, failure table) | yes / no | §7 |
 # | C8b | ... and its check, shuffle the input, outputs must change, finds it in an encoder (book §4, failure table) | yes / no | §7 |
@@ -668,12 +668,12 @@ assert all(n < min(r, s_) for n, r, s_ in zip(rises["none"], rises["rope"], rise
 # tested here. The relative schemes that run long (ALiBi, Shaw, Transformer-XL) rise far less than
 # `none`. Chapter 7, §7, settles these claims.
 #
-# ## 6. The library's schemes break equivariance
+# ## 6. The 1-D schemes of chapters 2 to 11 break equivariance
 #
-# A positional scheme exists to break exactly this symmetry. The experiment
-# `python -m experiments.permutation` runs the permutation probe on every scheme
-# of the library but `relative_2d` (a 2-D bias, which needs a square window), in both models, over 5
-# seeds (float64, weights at standard deviation 0.5, $T = 16$); its committed result:
+# A positional scheme exists to break exactly this symmetry. The experiment `python -m experiments.permutation`
+# runs the permutation probe on `PROBED` (`experiments/permutation.py`): `none` and the eight 1-D schemes of
+# chapters 2 to 11, not the 2-D `relative_2d` (it needs a square window) nor chapter 13's `mrope`, `fire` and
+# `temperature`, in both models, over 5 seeds (float64, weights at standard deviation 0.5, $T = 16$); its committed result:
 
 # %%
 from experiments import permutation as permutation_experiment
@@ -994,7 +994,7 @@ assert caught is not None
 # | C5 | An encoder with no positional encoding is exactly permutation-equivariant: it cannot distinguish orders at all (book, question 2, follow-up) | a `TinyEncoder` with no scheme: a shuffle changes its logits by rounding only, below $10^{-13}$ of the largest, as section 3's argument says it must for any weights (§3) | exact §3 | reproduces |
 # | C6a | The mask's signal is weak (book, question 2) | not measured: "weak" states no size, and the book says it of language models, which C6b is about; what this chapter computes of the signal is exact, a count, $1/(i+1)$ from a marker (§4) | exact §4 | not tested here |
 # | C6b | ... and NoPE models underperform: a higher loss than a learned table's (book, question 2) | the claim needs trained models; these arms are still learning at 600 steps; byte-level loss at $L = 64$: `none` 0.22 ± 0.01 nats above a learned table, 3 seeds of 600 steps, so the interval alone says reproduces (0.13 ± 0.02 above scaled sinusoids, but below the unscaled table in 2 seeds of 3) (§5) | result input_schemes_at_train_len/none_minus_learned | not tested here |
-# | C7a | Every positional scheme the probe runs (this library's, all but the 2-D `relative_2d`) breaks equivariance (this workbook, experiments/permutation.py) | in `TinyEncoder`, where no scheme changes the logits by rounding only (below $10^{-14}$), each of the eight schemes probed changes them far above rounding on random weights (§6); not so for a scheme outside the library: §7's position on every channel leaves a layer-norm encoder equivariant | exact §6 | reproduces |
+# | C7a | Every positional scheme the probe runs (the eight 1-D schemes of chapters 2 to 11) breaks equivariance (this workbook, experiments/permutation.py) | in `TinyEncoder`, where no scheme changes the logits by rounding only (below $10^{-14}$), each of the eight schemes probed changes them far above rounding on random weights (§6); not so for a scheme outside the library: §7's position on every channel leaves a layer-norm encoder equivariant | exact §6 | reproduces |
 # | C7b | ... and so does the causal mask alone (this workbook, experiments/permutation.py) | `TinyGPT/none` changes the logits far above rounding on random weights (§6) | exact §6 | reproduces |
 # | C8a | "Model ignores position": a norm can zero the encoding (book §4) | position added to every channel: erased by layer norm (rounding only), kept by RMS norm (a change far above rounding) (§7) | exact §7 | reproduces |
 # | C8b | ... and the shuffle check finds it in an encoder (book §4) | the shuffle reports rounding only with layer norm, a change far above rounding with RMS norm (§7) | exact §7 | reproduces |
