@@ -840,7 +840,7 @@ assert flat == 79
 # training position had.
 #
 # What a trained model makes of that is measured over five seeds by
-# `python -m experiments.short_long_seeds`: byte-level `TinyGPT`s
+# `python -m experiments.short_long_seeds --seeds 0,1,2,3,4`: byte-level `TinyGPT`s
 # ($d_{model} = 64$, 2 layers) trained on the standard library's source at $L = 32$ for 500
 # steps, then run on windows of $4L$. The whole table, with every scheme, is shown and explained
 # in [chapter 7, §7](07_alibi.py#7.-The-bake-off:-eight-schemes,-trained-at-L,-run-at-8L); here
