@@ -866,7 +866,7 @@ assert isinstance(long_runs["learned"][1], str)
 
 # %% [markdown]
 # On real text, over seeds. The experiment
-# `python -m experiments.short_long_seeds` trains each scheme on the
+# `python -m experiments.short_long_seeds --seeds 0,1,2,3,4` trains each scheme on the
 # standard library's source at $L = 32$ for 500 steps, over 5 seeds, and evaluates at $L$
 # and $4L$ (it is a smaller run than chapter 7's one-seed bake-off at $L = 64$, sized so that
 # seeds fit; [chapter 7, §7](07_alibi.py#7.-The-bake-off:-eight-schemes,-trained-at-L,-run-at-8L)
