@@ -675,7 +675,7 @@ assert n_params(alibi_model) == n_params(none_model)
 # and picture show what the schemes do, and no verdict on a trained model is drawn from them
 # (the one row it settles, C6c, is the learned table's refusal, which no seed changes). Those
 # verdicts come from section 7.1, a smaller run repeated over seeds. The bake-off takes minutes
-# per scheme on two cores, so the chapter reads the committed result.
+# on two cores, so the chapter reads the committed result.
 
 # %%
 from experiments.common import RESULTS
@@ -758,7 +758,7 @@ assert loss["alibi"][0] - first > 0.1 > abs(first - res["alibi"]["loss_beyond"][
 # ### 7.1 Over seeds: the verdicts
 #
 # Three seeds of all eight schemes at the bake-off's size do not fit the time a reader (or this
-# workbook's build) has. `python -m experiments.short_long_seeds`
+# workbook's build) has. `python -m experiments.short_long_seeds --seeds 0,1,2,3,4`
 # repeats only what the verdicts need, at a smaller size: the same model, trained at
 # **$L = 32$ for 500 steps of 8 windows** (not 64 for 1500 steps of 16) and evaluated at
 # **$4L = 128$** (not $8L$), over seeds 0 to 4, every arm in the table below trained at $L$ with its seed's initial
