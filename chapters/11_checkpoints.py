@@ -821,8 +821,8 @@ assert nope_attention > 0.1
 # `model_configs` does not store it and lists it as absent), and $r_{crit}$ the critical pair:
 # the first pair whose wavelength $2\pi/\theta_i$ reaches $L$ (survey §6.1, eq. 39).
 # From $r_{crit}$ on, pairs never completed a turn within $L$; `no full turn` is their share.
-# The rows of models with a RoPE setting per layer (`per_layer_rope`) or three position ids (`mrope`)
-# stay blank: one line cannot hold them, and chapter 13 reads them layer by layer.
+# The rows of the models stored as `per_layer_rope` or `mrope` stay blank: `describe_model` returns their RoPE
+# layer by layer (`layers`), not as one setting. Chapter 13 reads four of the per-layer ones layer by layer.
 
 # %%
 rows = []
@@ -864,11 +864,11 @@ blocks = {name: (x["scaling"], MODELS[name]["rope_scaling"].get("factor")) for n
 # 1 - ln(L / 2 pi) / ln(base) of the pairs never do (up to one pair of rounding)
 gaps = [abs((x["r"] // 2 - x["crit"]) / (x["r"] // 2) - (1 - math.log(x["L"] / (2 * math.pi)) / math.log(x["theta"])))
         * (x["r"] // 2) for x in published.values()]
-print(f"published models: critical pairs {crits[0]} .. {crits[-1]}; no full turn {nevers[0]:.0%} .. {nevers[-1]:.0%}")
+print(f"{len(published)} published, one RoPE each: critical pairs {crits[0]} .. {crits[-1]}; no full turn {nevers[0]:.0%} .. {nevers[-1]:.0%}")
 print("scaling blocks (type, factor):", ", ".join(f"{n} {t} {'-' if f is None else f'x{f:g}'}"
                                                   for n, (t, f) in blocks.items()))
 print(f"the share against 1 - ln(L / 2 pi) / ln(base): at most {max(gaps):.2f} of a pair apart")
-assert (crits[0][0], crits[-1][0], round(nevers[0], 2), round(nevers[-1], 2)) == (11, 100, 0.22, 0.45)
+assert (len(published), crits[0][0], crits[-1][0], round(nevers[0], 2), round(nevers[-1], 2)) == (14, 11, 100, 0.22, 0.45)
 assert blocks == {"Llama-3.1-8B": ("llama3", 8.0), "Qwen2-7B-Instruct": ("yarn", 4.0), "Qwen3-0.6B": ("yarn", 4.0),
                   "Phi-3-mini-128k-instruct": ("longrope", None), "DeepSeek-V2-Lite": ("yarn", 40),
                   "DeepSeek-V3": ("yarn", 40)} and max(gaps) <= 1
@@ -1113,7 +1113,7 @@ assert all(critical_pair(MODELS[name]) == describe_model(name)["critical_dimensi
 # | C4 | decoupling the rotary subspace keeps MLA compatible with low-rank KV compression (survey Table 4) | content scores from cached latents: error 3e-15; with RoPE on the keys the matrix between query and latent changes with $j - i$ (the derivation of §5); no cell scores from a latent-only cache plus a cached rotary key (this library's `decoupled_rope` caches content keys), and 576 numbers instead of 40 960 at DeepSeek-V3's size is arithmetic on its config | exact §5 | not tested here |
 # | C5 | a NoPE attention layer can be order-sensitive when another layer supplies position (survey Table 4, Kimi K3) | in a two-layer encoder, the NoPE layer's attention output above a RoPE layer changes by 0.60 under a shuffle, order reaching it only through its input; the NoPE layer below it by 3.2e-16 | exact §6 | reproduces (the supplier here is a RoPE layer: the survey's, Kimi Delta Attention, is not in this library) |
 # | C6 | Llama 2: $d_{extra} = 92$, the last 36 dimensions never see a full period (survey §6.2) | the survey's formula gives 92; the critical pair is 46, so 36 dimensions never complete a turn | exact §7 | reproduces |
-# | C7 | "uses RoPE" is not a complete configuration (survey, Table 4's closing paragraph) | 14 published RoPE models: critical pairs from 11 to 100, shares of pairs with no full turn from 22% to 45%, six with a scaling block as stored here (factors 4 to 40 where it has one; the two Qwen blocks are opt-in, not in the shipped `config.json`, and Qwen3-0.6B's is documented for the Qwen3 family, not on its own card) and eight without | exact §7 | reproduces |
+# | C7 | "uses RoPE" is not a complete configuration (survey, Table 4's closing paragraph) | 14 published models with one RoPE setting (the table's filled rows): critical pairs from 11 to 100, shares of pairs with no full turn from 22% to 45%, six with a scaling block as stored here (factors 4 to 40 where it has one; the two Qwen blocks are opt-in, not in the shipped `config.json`, and Qwen3-0.6B's is documented for the Qwen3 family, not on its own card) and eight without | exact §7 | reproduces |
 #
 # ## 10. Where next
 #
