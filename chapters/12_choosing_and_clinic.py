@@ -12,12 +12,12 @@
 # %% [markdown]
 # # Chapter 12. Choosing a scheme, and the failure-mode clinic
 #
-# Eleven chapters built every scheme and measured it. This one uses them. The first half puts
-# the sources' decision guide next to the evidence this workbook measured, row by row, with what
-# each scheme costs and the misunderstandings the survey warns about. The second half is a
-# clinic: seven small models arrive, one healthy and six with a positional bug from the book's
-# failure table planted in them. You write the table's checks, run them on every patient, and
-# say which patient has which bug.
+# Eleven chapters built ten of the library's schemes and measured them (chapter 13 adds three more).
+# This one uses them. The first half puts the sources' decision guide next to the evidence this
+# workbook measured, row by row, with what each scheme costs and the misunderstandings the survey
+# warns about. The second half is a clinic: seven small models arrive, one healthy and six with a
+# positional bug from the book's failure table planted in them. You write the table's checks, run
+# them on every patient, and say which patient has which bug.
 #
 # **By the end you can**
 #
