@@ -123,6 +123,7 @@ def _sphinx(folder):
     return subprocess.run([sys.executable, "-c", code, str(folder)], capture_output=True, text=True, cwd=ROOT)
 
 
+@pytest.mark.slow
 def test_warnings_fail_the_build(tmp_path):
     r"""Sphinx runs with -W: a page that links a section no page has fails the build (the site's builds pass)."""
     (tmp_path / "src").mkdir()
@@ -164,6 +165,7 @@ def tiny_site(tmp_path_factory):
     return tmp / "html"
 
 
+@pytest.mark.slow
 def test_an_exercise_link_renders_as_a_download(tiny_site):
     page = (tiny_site / "chapters/good.html").read_text()
     link = re.search(r'<a class="reference download internal" download="" href="([^"]+)">(.*?)</a>', page, re.S)
@@ -258,6 +260,7 @@ def _outside(urls, base):
     return [u for u in urls if not u.startswith((base, "data:", "blob:", "about:"))]
 
 
+@pytest.mark.slow
 def test_every_chapter_page_in_chromium(built, browser, tmp_path):
     driver, base = browser
     _, chapters = built
@@ -314,6 +317,7 @@ def _page_text(driver):
     return driver.execute_script(PAGE_TEXT)
 
 
+@pytest.mark.slow
 def test_the_markup_check_catches_planted_markup(tiny_site, browser):
     r"""The positive control of ``test_no_page_shows_unrendered_markup``: the check finds both planted forms on a
     page built with the book's configuration, and nothing on the page with the link as the build now writes it."""
@@ -329,6 +333,7 @@ def test_the_markup_check_catches_planted_markup(tiny_site, browser):
     assert "{download}``exercises/rope.py" in shown["bad"][0] and "```{note}" in shown["bad"][1], shown["bad"]
 
 
+@pytest.mark.slow
 def test_no_page_shows_unrendered_markup(built, browser):
     driver, base = browser
     folder, chapters = built
@@ -343,6 +348,7 @@ def test_no_page_shows_unrendered_markup(built, browser):
     assert not shown, f"{len(shown)} of {len(pages)} pages show MyST markup as text: {shown}"
 
 
+@pytest.mark.slow
 def test_hints_open_on_a_click(built, browser):
     driver, base = browser
     _open(driver, f"{base}chapters/07_alibi.html")
@@ -354,6 +360,7 @@ def test_hints_open_on_a_click(built, browser):
     assert hint.get_attribute("open") is not None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["server", "disk"])
 def test_search_finds_alibi_offline(built, browser, where):
     r"""Served, and opened from disk (``file://``, as a reader opens ``index.html``)."""
@@ -369,6 +376,7 @@ def test_search_finds_alibi_offline(built, browser, where):
     assert any(h.split("?")[0].endswith("chapters/07_alibi.html") for h in found), found
 
 
+@pytest.mark.slow
 def test_landing_page_and_screenshots(built, browser, tmp_path):
     driver, base = browser
     _, chapters = built

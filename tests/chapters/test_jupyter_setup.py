@@ -94,6 +94,7 @@ def _get(url):
         return json.loads(response.read())
 
 
+@pytest.mark.slow
 def test_a_real_server_started_the_readme_way(tmp_path):
     pytest.importorskip("jupyterlab")
     pytest.importorskip("jupytext")

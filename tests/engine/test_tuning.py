@@ -91,6 +91,7 @@ def test_blas_threads_reads_back_what_it_sets():
     assert tuning.blas_threads() == n
 
 
+@pytest.mark.slow
 def test_the_governor_cannot_change_the_numbers_one_thread_and_two_train_alike():
     """The governor switches threads by timing, so a run must not depend on the threads: the same seeded steps
     on one thread (pool and BLAS) and on two give bitwise the same losses."""

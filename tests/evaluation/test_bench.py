@@ -13,6 +13,7 @@ def test_train_flops_of_the_workbook_config_by_hand():
     assert bench.train_flops(bench.CONFIGS["workbook"]) == 1024 * (6 * (98_304 + 4_096) + 98_304)
 
 
+@pytest.mark.slow
 def test_a_one_round_run_reports_every_field():
     out = bench.run(["workbook"], rounds=1, steps_per_round=1, use_torch=False)
     row = out["configs"]["workbook"]

@@ -143,6 +143,7 @@ def relative():
     return relative_bias_generalisation.run(quick=True, seed=0, progress=False)
 
 
+@pytest.mark.slow
 def test_both_models_learn_the_task_at_the_training_length(relative):
     # seen for seeds 0..11: accuracy 1.000 at length 8 for both models, every seed
     for name in relative_bias_generalisation.SCHEMES:
@@ -150,6 +151,7 @@ def test_both_models_learn_the_task_at_the_training_length(relative):
             assert row["accuracy_8"] > 0.95, (name, row)
 
 
+@pytest.mark.slow
 def test_t5_bias_beats_learned_absolute_at_twice_the_training_length(relative):
     # seen for seeds 0..11 at length 16:
     #   t5      accuracy 1.000 (all 16 positions and positions 8..15), loss 0.009 .. 0.012
@@ -280,17 +282,20 @@ def sinks():
     return attention_sinks.run(quick=True, seed=0, progress=False)["stream_loss"]
 
 
+@pytest.mark.slow
 def test_full_attention_past_the_training_length_is_worse_than_a_window(sinks):
     # full attention meets RoPE distances up to 4L; the window never leaves L. Gap seen: 0.26 .. 0.63
     assert sinks["full"] > sinks["window (slot positions)"] + 0.1
 
 
+@pytest.mark.slow
 def test_sinks_at_their_text_positions_are_worse_than_at_slot_positions(sinks):
     # kept at text position 0, the sinks drift to distances past L from the query. Gap seen: 0.18 .. 0.23 on
     # NumPy, 0.084 on CuPy (an H200: another summation order trains another model), so the margin is 0.05
     assert sinks["window + 4 sinks (text positions)"] > sinks["window + 4 sinks (slot positions)"] + 0.05
 
 
+@pytest.mark.slow
 def test_rope_window_does_not_care_how_positions_are_numbered(sinks):
     # RoPE scores depend on distances only, and a plain window keeps them. Difference seen: 1e-8 .. 3e-8
     assert abs(sinks["window"] - sinks["window (slot positions)"]) < 1e-4

@@ -48,6 +48,7 @@ def _no_answers(path):
     return nb
 
 
+@pytest.mark.slow
 def test_release_several_chapters(guide_run):
     folder = guide_run["folder"] / "week2"  # the guide's `release 02_sinusoidal 03_learned --out week2`
     assert sorted(p.name for p in folder.iterdir()) == ["02_sinusoidal.ipynb", "03_learned.ipynb"]
@@ -58,6 +59,7 @@ def test_release_several_chapters(guide_run):
         assert dropped and len(nb.cells) == len(full.cells) - len(dropped)
 
 
+@pytest.mark.slow
 def test_release_all_writes_every_chapter(tmp_path):
     out = _run("release", "--all", "--out", str(tmp_path))
     assert out.returncode == 0, out.stderr
@@ -97,6 +99,7 @@ EXERCISE_COLUMNS = ["2.1 sinusoidal_positional_encoding", "2.2 shift_rotation", 
                     "3.1 position_rows", "3.2 cached_decode", "3.3 test_learned_positions"]
 
 
+@pytest.mark.slow
 def test_the_gradebook_has_one_row_per_student_and_a_column_per_exercise(graded_class):
     _, stdout, rows, _ = graded_class
     assert [r["student"] for r in rows] == ["alice", "bob", "carol", "dave", "erin"]
@@ -109,6 +112,7 @@ def test_the_gradebook_has_one_row_per_student_and_a_column_per_exercise(graded_
     assert "alice                    12 of 31  (13 written items not graded yet)" in stdout
 
 
+@pytest.mark.slow
 def test_the_gradebook_points_are_the_hand_counted_ones(graded_class):
     _, _, rows, book = graded_class
     by = {r["student"]: r for r in rows}
@@ -132,6 +136,7 @@ def test_the_gradebook_points_are_the_hand_counted_ones(graded_class):
     assert bob["files"]["learned"] is None and "no learned.py" in bob["results"]["3.1 position_rows"]["message"]
 
 
+@pytest.mark.slow
 def test_a_reader_test_scores_the_fraction_of_mutants_it_catches(graded_class):
     _, _, rows, book = graded_class
     by = {r["student"]: r for r in rows}
@@ -149,6 +154,7 @@ def test_a_reader_test_scores_the_fraction_of_mutants_it_catches(graded_class):
     assert erin["results"]["2.3 test_sinusoidal_properties"]["points"] == 2.0
 
 
+@pytest.mark.slow
 def test_held_out_cases_fail_the_student_who_fit_the_public_ones(graded_class):
     folder, _, rows, book = graded_class
     by = {r["student"]: r for r in rows}
@@ -165,6 +171,7 @@ def test_held_out_cases_fail_the_student_who_fit_the_public_ones(graded_class):
     assert row["points"] == course_class.PUBLIC_ONLY_POINTS["erin"] == course_class.EXPECTED_POINTS["erin"] + 1
 
 
+@pytest.mark.slow
 def test_feedback_files_per_student_at_both_levels(graded_class, tmp_path):
     from exercises.grading import feedback_files
     folder, _, _, book = graded_class
@@ -193,6 +200,7 @@ def test_feedback_html_escapes_what_the_student_wrote():
     assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
 
 
+@pytest.mark.slow
 def test_the_canvas_csv_imports_the_same_totals(graded_class):
     folder, _, rows, book = graded_class
     with open(folder / "week2_canvas.csv", newline="") as f:
@@ -287,6 +295,7 @@ def bundle(tmp_path_factory):
     return folder / "autograder"
 
 
+@pytest.mark.slow
 def test_the_bundle_has_what_gradescope_runs(bundle):
     for name in ("setup.sh", "run_autograder"):
         assert (bundle / name).stat().st_mode & stat.S_IXUSR and (bundle / name).read_text().startswith("#!")
@@ -300,6 +309,7 @@ def test_the_bundle_has_what_gradescope_runs(bundle):
     assert not (bundle / "workbook" / "exercises" / "grading" / "instructor_only").exists()  # no rubric
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("student", sorted(course_class.EXPECTED_POINTS))
 def test_run_autograder_grades_each_student_into_a_valid_results_json(bundle, tmp_path, student):
     course_class.build(tmp_path / "class")

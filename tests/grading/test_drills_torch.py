@@ -187,6 +187,7 @@ def test_without_pytorch_the_flag_says_how_to_install_it_and_exits_cleanly(tmp_p
 # Grading PyTorch: needs PyTorch
 # ---------------------------------------------------------------------------
 
+@pytest.mark.slow
 @needs_torch
 def test_pytorch_drill_end_to_end_blank_then_a_correct_answer_timed_apart_from_numpy(tmp_path):
     started = _drill(["rope", "--torch"], _env(tmp_path, 1000))

@@ -329,6 +329,7 @@ def _rope_file(tmp_path, name, text):
     return path
 
 
+@pytest.mark.slow
 def test_a_release_grades_like_the_workbook_but_where_the_reference_source_stands_in(tmp_path):
     r"""Grade the same reader files from the stored form compiled here and from the one a release writes.
 

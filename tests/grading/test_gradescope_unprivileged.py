@@ -89,6 +89,7 @@ def unprivileged():
         shutil.rmtree(base, ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_run_autograder_as_root_runs_student_code_unprivileged(unprivileged):
     user, base, python = unprivileged
     bundle = gradescope.bundle(base / "autograder", course_class.MODULES, timeout=3)

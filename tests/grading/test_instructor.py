@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import nbformat
+import pytest
 
 from exercises.grading import notebooks
 from exercises.grading.generate import generated_text, region_labels
@@ -51,6 +52,7 @@ def _student_with_a_misconception_and_a_hang():
                         "    while True:\n        pass\n")
 
 
+@pytest.mark.slow
 def test_grade_folder_one_row_per_student(tmp_path):
     class_dir = tmp_path / "submissions"
     (class_dir / "alice" / "exercises").mkdir(parents=True)

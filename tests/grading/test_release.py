@@ -111,6 +111,7 @@ def test_the_student_environment_of_this_run_cannot_import_the_answers():
     assert not [p for p in ours if Path(p, "solutions").is_dir() or Path(p, "exercises", "grading").is_dir()], ours
 
 
+@pytest.mark.slow
 def test_the_copy_holds_no_answers(copy):
     for gone in ("solutions", "exercises/grading/modules/rope/checks.py", "exercises/grading/modules/rope/wrong",
                  "chapters/expected_outputs", "tests/grading", "tests/solutions", "tests/chapters", "tests/adapters"):
@@ -147,6 +148,7 @@ def repository_paths(text):
                    and not re.search(r"<|NN|\*", s)})
 
 
+@pytest.mark.slow
 def test_every_repository_path_the_copys_instructor_guide_names_is_in_the_copy(copy):
     guide = (copy / release.GUIDE).read_text()
     named = repository_paths(guide)
@@ -157,6 +159,7 @@ def test_every_repository_path_the_copys_instructor_guide_names_is_in_the_copy(c
     assert {"tests/grading/course_class.py", "tests/grading/conftest.py", "solutions"} <= set(missing), missing
 
 
+@pytest.mark.slow
 def test_the_released_chapters_drop_answers_and_hints(copy):
     for chapter in (copy / "chapters").glob("[0-9]*.py"):
         nb = notebooks.read_chapter(chapter)
@@ -175,6 +178,7 @@ def test_for_students_drops_every_answer_and_hint_cell():
     assert all(not notebooks.tags(c) for c in kept.cells)
 
 
+@pytest.mark.slow
 def test_grading_in_the_copy_works_from_stored_cases(copy, tmp_path):
     assert "No module named 'solutions'" in _in_copy(copy, "-c", "import solutions").stderr
     correct = tmp_path / "correct.py"
@@ -193,6 +197,7 @@ def test_grading_in_the_copy_works_from_stored_cases(copy, tmp_path):
     assert done.stdout.count("not attempted") == len(set(ROPE_LABELS.values())) and "Traceback" not in done.stdout + done.stderr, done.stdout
 
 
+@pytest.mark.slow
 def test_drills_work_in_the_copy(copy, tmp_path):
     env_dir = tmp_path / "attempts"
     done = _in_copy(copy, "-c", f"import os; os.environ['PE_DRILL_DIR'] = {str(env_dir)!r}; "
@@ -207,6 +212,7 @@ def test_drills_work_in_the_copy(copy, tmp_path):
     assert "Drill 't5' passes" in done.stdout, done.stdout + done.stderr
 
 
+@pytest.mark.slow
 def test_a_reader_test_waits_for_its_implementations_in_the_copy(copy, tmp_path):
     path = tmp_path / "rope.py"
     path.write_text(fill(generated_text("rope"), TEST_LABEL, reference_body("rope", TEST_LABEL)))
@@ -219,6 +225,7 @@ def _shipped_tests(root):
     return [str(p.relative_to(root)) for p in (root / "tests").rglob("*.py")]
 
 
+@pytest.mark.slow
 def test_no_shipped_test_imports_the_answers(copy):
     shipped = _shipped_tests(copy)
     # the reader's own test and the library's, one folder per floor, ship; the walk has something to walk
@@ -228,6 +235,7 @@ def test_no_shipped_test_imports_the_answers(copy):
     assert release.refused_tests(copy, shipped) == []
 
 
+@pytest.mark.slow
 def test_the_import_walk_catches_a_test_that_needs_the_answers(copy, tmp_path):
     """Plant two violations in a copy of the shipped tests: the walk finds both, and nothing else."""
     shutil.copytree(copy / "tests", tmp_path / "tests")
@@ -239,6 +247,7 @@ def test_the_import_walk_catches_a_test_that_needs_the_answers(copy, tmp_path):
         ("tests/reader/test_planted_checks.py", "exercises.grading.modules.rope.checks")]
 
 
+@pytest.mark.slow
 def test_the_copys_own_exercise_tests_pass(copy):
     done = _in_copy(copy, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/reader/test_exercises.py")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
@@ -247,6 +256,7 @@ def test_the_copys_own_exercise_tests_pass(copy):
     assert re.search(rf"\d+ passed, {n_exercises} skipped", done.stdout), done.stdout
 
 
+@pytest.mark.slow
 def test_the_released_chapter_runs_and_names_the_exercise_to_write(copy, tmp_path):
     """Run the copy's chapter 6 up to the first cell that needs an exercise the student has not written."""
     nb = notebooks.read_chapter(copy / "chapters" / "06_rope.py")
@@ -269,6 +279,7 @@ def test_the_released_chapter_runs_and_names_the_exercise_to_write(copy, tmp_pat
     assert re.search(r"rotate_half\s+missing\s+\(not written yet; this copy has no reference\)", printed), printed
 
 
+@pytest.mark.slow
 def test_the_copy_holds_no_held_out_case_no_rubric_no_model_answer(copy):
     from exercises.grading import wire
     from exercises.grading.modules import targets

@@ -11,6 +11,7 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import GUIDE, commands, guide_blocks, run_line, transcript
 
 from exercises.grading import notebooks, syllabus
@@ -37,6 +38,7 @@ def _plan():
             for s, cells in _rows().items()}
 
 
+@pytest.mark.slow
 def test_every_command_in_the_guide_ran(guide_run):
     ran = [line for line, _ in guide_run["ran"]]
     every = [line for language, lines in guide_blocks() if language == "bash" for line in commands(lines)]
@@ -56,6 +58,7 @@ def test_every_command_in_the_guide_ran(guide_run):
     assert "`python -m book --out site/`" in GUIDE.read_text()
 
 
+@pytest.mark.slow
 def test_the_transcript_is_what_the_commands_print(guide_run):
     outputs = {line: done.stdout for line, done in guide_run["ran"]}
     blocks = [lines for language, lines in guide_blocks() if language == "text"]
@@ -111,6 +114,7 @@ def test_the_plan_table_is_the_syllabus():
         assert (int(heading.group(1)), int(heading.group(2))) == rows[session], (title, heading.group(0))
 
 
+@pytest.mark.slow
 def test_the_sample_class_gradebook_after_the_manual_sheet(guide_run):
     folder = guide_run["folder"]
     with open(folder / "week2.csv", newline="") as f:
@@ -128,12 +132,14 @@ def test_the_sample_class_gradebook_after_the_manual_sheet(guide_run):
     assert alice["written"]["02"]["ungraded"] == 0 and alice["written"]["02"]["items"][0]["comment"] == "full marks"
 
 
+@pytest.mark.slow
 def test_the_student_copy_grades_at_the_summative_level(guide_run):
     line, done = next((l, d) for l, d in guide_run["ran"] if "grade sinusoidal --feedback summative" in l)
     assert "2.1" in done.stdout and "not attempted" in done.stdout
     assert (guide_run["folder"] / "student_copy" / "answers" / "02.md").is_file()
 
 
+@pytest.mark.slow
 def test_the_capstone_reference_prints_its_ledger(guide_run):
     _, done = next((l, d) for l, d in guide_run["ran"] if "capstone --reference" in l)
     assert "| P1 |" in done.stdout and "llama3 (from Llama-3.1-8B)" in done.stdout
@@ -143,6 +149,7 @@ def test_the_capstone_reference_prints_its_ledger(guide_run):
     assert "20 points" in rubric.stdout
 
 
+@pytest.mark.slow
 def test_the_bundle_tried_on_erin_gives_her_exercise_points(guide_run):
     results = json.loads((guide_run["folder"] / "try" / "results" / "results.json").read_text())
     assert results["score"] == course_class.EXPECTED_POINTS["erin"]
