@@ -72,10 +72,10 @@ from mini_transformer.model.corpus import stdlib_corpus
 from mini_transformer.evaluation import measures as evaluate, stats
 from mini_transformer.engine.backend import asarray, hostnp as np, to_numpy, xp
 from experiments.common import RESULTS
-
 from mini_transformer.engine.kernels.tuning import chapter_threads
 
 chapter_threads()  # BLAS on one thread, printed; chapter 0, "How to work", says why
+
 with open(os.path.join(RESULTS, "long_context.json")) as f:
     lc = json.load(f)  # the committed run of python -m experiments.long_context
 L, runs, claims = lc["train_len"], lc["runs"], lc["claims"]   # runs: per model, one dict per seed
