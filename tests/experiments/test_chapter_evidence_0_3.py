@@ -158,6 +158,18 @@ def test_chapter_3_reads_the_books_garbage_sentence_with_chapter_5s_bars():
     assert ch3["t5_accuracy_beyond_8"]["verdict"] == ch5["t5_sensible_at_16"]["verdict"]
 
 
+def test_the_no_position_rule_guesses_among_the_other_symbols_seen():
+    from types import SimpleNamespace
+    from experiments import relative_bias_generalisation as rbg
+    from mini_transformer.model.tasks import IGNORE
+    # by hand: at t = 2 the others seen are {8}, the target 8: right 1; at t = 3 they are {7, 8}, the target 7:
+    # right 1/2. The second sequence has no other symbol at t = 1, so the rule guesses the current one, 7: right 1
+    batch = SimpleNamespace(x=xp.asarray([[7, 8, 7, 9], [7, 7, 7, 7]]),
+                            y=xp.asarray([[IGNORE, IGNORE, 8, 7], [IGNORE, 7, IGNORE, IGNORE]]))
+    assert rbg.no_position_accuracy(batch, from_position=3) == 0.5
+    assert rbg.no_position_accuracy(batch, from_position=1) == pytest.approx((1 + 0.5 + 1) / 3)
+
+
 def test_the_offset_ignoring_lookup_reads_row_0_at_every_offset():
     from mini_transformer.positional.learned import LearnedPositionalEmbedding
     table = LearnedPositionalEmbedding(6, 2)
