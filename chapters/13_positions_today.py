@@ -582,7 +582,7 @@ print("the test passes on the sink attention this chapter runs")
 # %% [markdown]
 # ## 6. A learned function of distance: FIRE
 #
-# Chapter 7's bake-off has ALiBi's fixed line and T5's fixed buckets (each with a learned value). FIRE
+# Chapter 7's bake-off has ALiBi's fixed line and T5's fixed buckets (each bucket with a learned value). FIRE
 # (Li et al., 2023) learns the whole bias as a small MLP $f$ of a normalised distance,
 #
 # $$S_{ij} = \frac{q_i\cdot k_j}{\sqrt{d_{head}}} + f\!\left(\frac{\psi(i - j)}{\psi(\max(L, i))}\right),
@@ -640,6 +640,11 @@ claims = load_result("positions_today")["claims"]
 labels = {key: label for label, key in TRAINED.items()}
 for key, record in claims.items():                # every record, the claims and their controls
     print(f"{labels.get(key, ''):3} {key}: {record['effect']}\n    {stats.format_record(record, 3)}")
+# T1's records are shares of a seed's 16 heads: the rule's pooled Wilson interval beside them, for reading
+for key in ("C1_sink", "C1_control_bos_sink"):
+    heads = [round(share * 16) for share in claims[key]["values"]]
+    share, lo, hi = stats.wilson_interval(sum(heads), 16 * len(heads))
+    print(f"    {key}: {sum(heads)} of {16 * len(heads)} heads pooled, Wilson 95% [{lo:.3f}, {hi:.3f}]")
 assert [claims[key]["verdict"] for key in TRAINED.values()] == [
     "reproduces", "does not reproduce", "reproduces", "reproduces", "not established", "not established",
     "not established"]
@@ -670,8 +675,9 @@ assert [claims[key]["verdict"] for key in TRAINED.values()] == [
 # NeoX partial rotary: its slowest pair turns at $\text{base}^{-2 \cdot 63/128}$, the printed
 # 1.241e-06 radians a position, a wavelength $2\pi/\theta$ of over five million positions. p-RoPE's slowest
 # turning pair turns at $\text{base}^{-2 \cdot 63/512}$, the printed 3.338e-02, a wavelength under two
-# hundred positions; every pair slower than that is stopped at 0. The same 64 pairs turn in both, which
-# is why a port that confuses them keeps every shape.
+# hundred positions; every pair slower than that is stopped at 0. The same number of pairs turns in both, 64, though
+# not the same channels, which is why a port that confuses them raises no error: it turns the wrong
+# channels at the wrong speeds.
 # </details>
 
 # %% [markdown]
@@ -711,12 +717,12 @@ assert [claims[key]["verdict"] for key in TRAINED.values()] == [
 # | --- | --- | --- | --- | --- |
 # | C1 | On text alone M-RoPE is 1-D RoPE (Qwen2-VL paper, §2.1) | the tables of both Qwen sections, chunked and interleaved, equal RoPE's on text, gap 0.0e+00 | exact §1 | reproduces |
 # | C2 | An image costs the ids of its largest side, not one id a token (Qwen2-VL paper, §2.1) | images of 12, 256 and 960 tokens use 4, 16 and 40 ids | exact §1 | reproduces |
-# | C3 | p-RoPE at factor $p$ is not NeoX partial rotary at the same $p$ (issue 38, Gemma 4) | head of `512`, $p$ `0.25`: the same 64 pairs turn, p-RoPE's up to 26896.0 times as fast as NeoX's | exact §2 | reproduces |
+# | C3 | p-RoPE at factor $p$ is not NeoX partial rotary at the same $p$ (issue 38, Gemma 4) | head of `512`, $p$ `0.25`: 64 pairs turn in both, p-RoPE's up to 26896.0 times as fast as NeoX's | exact §2 | reproduces |
 # | C4 | Gemma 3: five local layers to one global, only the global ones with the large base and the linear factor (Gemma 3 report) | Gemma-3-4B's 34 layers: 29 local at base `1e4`, 5 global (layers 5, 11, 17, 23, 29) at base `1e6`, linear | exact §3 | reproduces |
 # | C5 | Llama 4's temperature takes its first step at position `floor_scale` − 1 (transformers' `Llama4TextAttention`) | 1 for positions 0 to 8190, at position 8191 1.0693 | exact §4 | reproduces |
 # | C6a | A sink logit makes every row's weights on the tokens sum to less than 1 (GPT-OSS model card) | row sums on the tokens from 0.087 to 0.991 across three heads, sinks `-1`, `0.5` and `2` | exact §5 | reproduces |
 # | C6b | ... and a sink at $-\infty$ is plain attention (the limit of the GPT-OSS model card's sink logit) | largest gap to plain causal attention 0.0e+00 | exact §5 | reproduces |
-# | T1 | With a learned sink logit no BOS sink forms: at most 0.1 of a seed's 16 heads put over 0.3 of their attention on BOS (a common reading of the GPT-OSS model card's sinks, chapter 10) | share of such heads with the logit, all 5 seeds: 0.000; without it 0.412 ± 0.088 over 5 seeds, the positive control (§7) | result positions_today/C1_sink | reproduces |
+# | T1 | With a learned sink logit no BOS sink forms: at most 0.1 of a seed's 16 heads put over 0.3 of their attention on BOS (a common reading of the GPT-OSS model card's sinks, chapter 10) | share of such heads with the logit, all 5 seeds: 0.000 (0 of 80 heads pooled, Wilson 95% [0.000, 0.046]); without it 0.412 ± 0.088 over 5 seeds (33 of 80, Wilson [0.311, 0.522]), the positive control (§7) | result positions_today/C1_sink | reproduces |
 # | T2a | At this chapter's scale, p-RoPE's loss at the training length $L$ is below full RoPE's (after Barbero et al., 2024, for whom truncating the lowest frequencies keeps Gemma 2B's validation perplexity at 8k context and seems to improve it) | a 2-layer byte model with heads of 16, so $p$ 0.25 turns 2 of 8 pairs, trained 500 steps at $L$ = 32: full RoPE minus p-RoPE at $L$: -0.057 ± 0.020 nats over 5 seeds (§7) | result positions_today/C2_prope_at_L | does not reproduce at this scale |
 # | T2b | p-RoPE runs past $L$ better than full RoPE, a lower loss at $t \ge L$ of $4L$ windows (this workbook's reading of Barbero et al., 2024, who test no length past training) | full RoPE minus p-RoPE: 0.160 ± 0.079 nats over 5 seeds (§7); at $2L$ 0.036 ± 0.111, not established (`C2_prope_2L`) | result positions_today/C2_prope | reproduces at $4L$ |
 # | T3a | The Gemma 3 layout, the local layer at a small base with a window of $L/2$ and the global one at a large base, runs past $L$ better than one base (a common reading of the Gemma 3 design, which its report states without a comparison) | one base minus per-layer at $4L$: 0.431 ± 0.089 nats over 5 seeds (§7); the window alone at one base gives 0.421 ± 0.082 (`C3_window_alone`), so the gain comes with the window | result positions_today/C3_per_layer_base | reproduces |
