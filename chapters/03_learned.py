@@ -294,12 +294,11 @@ assert accuracy[2:TRAIN_LEN].min() > 0.95 and accuracy[TRAIN_LEN:].mean() < 0.6
 # book's model "has no embedding for positions 8 to 15 at all" (§7, exercise 4); this one has rows
 # for them, untrained, so what is tested is the implementation that does not raise. "Garbage" is
 # said of the output, and a reader of the tokens a model writes sees which are right, not the
-# probabilities behind them: so chapter 5 reads it by accuracy, as no better than twice chance
-# (close to chance) and as below half (mostly wrong), and so does this chapter. At 0.38 on positions
-# 8 to 15, four times chance (0.09), this run is not close to chance, but it is mostly wrong.
-# A rule that uses no position at all, guessing uniformly among the symbols seen so far other
-# than the current one, does better on these positions, 0.54 on the ten-seed run's test set
-# (chapter 5, §7). This run's
+# probabilities behind them: so chapter 5 reads it by accuracy, as output worse than ignoring
+# position, and so does this chapter. A rule that uses no position at all, guessing uniformly among
+# the symbols seen so far other than the current one, gets 0.54 on these positions of the ten-seed
+# run's test set (chapter 5, §7), more than this run's 0.38, though 0.38 is four times chance
+# (0.09). This run's
 # loss there, 2.05 nats, is a little under the 2.40 of a guess uniform over the 11 symbols.
 # Section 9 measures this loss over five seeds, and the accuracy past 8 over ten seeds of a model
 # trained 600 steps.
@@ -597,19 +596,17 @@ for name in ("t5", "learned"):  # for reading only: the verdicts use the seeds' 
     p, lo, hi = stats.wilson_interval(right, targets * len(rbg["seeds"]))
     print(f"{name}, acc 8..15 pooled over the seeds: {right}/{targets * len(rbg['seeds'])}, Wilson {stats.format_interval(p, lo, hi)}")
 learned_record = load_result("chapter03_learned")
-for key in ("t5_accuracy_beyond_8", "learned_accuracy_beyond_8_minus_chance"):
-    print(f"{key:<42} {stats.format_record(learned_record['claims'][key])}")
-for key in ("learned_loss_beyond_8_minus_uniform", "chapter_model_loss_beyond_8_minus_uniform"):  # measurements, no claim
+garbage = rbg["claims"]["learned_below_no_position_past_8"]  # C6b, chapter 5's C5b: below the rule with no position
+print(f"{'t5_accuracy_beyond_8':<42} {stats.format_record(learned_record['claims']['t5_accuracy_beyond_8'])}")
+print(f"{'learned_below_no_position_past_8':<42} {stats.format_record(garbage)} (the rule: {garbage['threshold']:.4f})")
+assert garbage["verdict"] == "reproduces"
+for key in ("learned_accuracy_beyond_8_minus_chance", "learned_loss_beyond_8_minus_uniform",
+            "chapter_model_loss_beyond_8_minus_uniform"):  # measurements beside C6b, no claim
     rec = learned_record["claims"][key]
-    print(f"{key:<42} {stats.format_interval(rec['mean'], *rec['interval'])} nats ({len(rec['values'])} seeds)")
+    unit = "" if "accuracy" in key else " nats"
+    print(f"{key:<42} {stats.format_interval(rec['mean'], *rec['interval'])}{unit} ({len(rec['values'])} seeds)")
 assert learned_record["claims"]["learned_loss_beyond_8_minus_uniform"]["interval"][0] > 0          # above the guess
 assert learned_record["claims"]["chapter_model_loss_beyond_8_minus_uniform"]["interval"][1] < 0    # below it
-assert learned_record["claims"]["learned_accuracy_beyond_8_minus_chance"]["verdict"] == "does not reproduce"
-beyond = [r["accuracy_beyond_8"] for r in rbg["per_seed"]["learned"]]  # C6b2: the learned table on 8..15, a value a seed
-mostly_wrong = stats.claim_record("learned accuracy on positions 8..15 (mostly wrong: below half, 0.5)", "below", 0.5,
-                                  values=beyond)
-print(f"{'learned accuracy on 8..15, below half':<42} {stats.format_record(mostly_wrong)}")
-assert mostly_wrong["verdict"] == "reproduces"
 
 # %%
 fig = relative_bias_generalisation.plot(rbg)
@@ -618,11 +615,10 @@ plt.show()
 # %% [markdown]
 # T5's bias is perfect at 16 in every seed (all 10 seeds: 1.00 on positions 8 to 15). Why, when its
 # buckets for distances 8 to 15 never trained, is an explanation not tested here (chapter 5, §7).
-# The learned table is perfect at length 8 and gets 0.45 ± 0.04 on positions 8 to 15: 0.36 ± 0.04 above chance, more
-# than the 1/11 above chance that "no better than twice chance" allows, so "garbage" read as close
-# to chance does not reproduce (C6b1, as chapter 5's C5b1). Read as mostly wrong, below half, it
-# reproduces: the whole interval is below half (C6b2, as chapter 5's C5b2). It is below a rule that uses no position at all too, which
-# scores 0.54 there (chapter 5, §7). The learned table's loss there is 2.92 ± 0.36 nats on
+# The learned table is perfect at length 8 and gets 0.45 ± 0.04 on positions 8 to 15, wholly below
+# the 0.5406 of a rule that uses no position at all, so "garbage", read as output worse than ignoring
+# position, reproduces (C6b, as chapter 5's C5b). Against chance it looks better, 0.36 ± 0.04 above
+# it, but on this task chance is a low bar. The learned table's loss there is 2.92 ± 0.36 nats on
 # positions 8 to 15 after 600 steps, 0.52 ± 0.36 above a guess uniform over the 11 symbols
 # ($\ln 11 = 2.40$). Section 5's model,
 # trained 150 steps, is on the other side: over five seeds of it the loss past 8 is 0.63 ± 0.28
@@ -812,8 +808,7 @@ assert (gain["verdict"], gain["interval_verdict"]) == ("not tested here", "does 
 # | C5b | ... against the sinusoidal table scaled to a token row's size, without the size mismatch at initialisation (book TL;DR, §4) | the same missing condition as C5a; learned minus scaled sinusoidal: -0.099 ± 0.012 nats, lower in every seed, so the interval alone says reproduces (§9) | result input_schemes_at_train_len/learned_minus_sinusoidal_scaled | not tested here |
 # | C5c | ... and only *slightly* better: by under 0.05 nats, the size under which this workbook calls a change in loss small, as for "runs long" (book TL;DR, §4) | the claim needs trained models; these arms are still learning at 600 steps (a decoder on text; §4 speaks of encoders); the gain over the scaled sinusoids, 0.099 ± 0.012 nats over 3 seeds, is over 0.05 in every seed, so the interval alone says does not reproduce (§9) | result input_schemes_at_train_len/sinusoidal_scaled_minus_learned | not tested here |
 # | C6a | At 16 after training at 8, a relative bias works: accuracy above 0.9 on positions 8 to 15, chapter 5's bar for "sensible output" (book §7) | T5: all 10 seeds: 1.00 on positions 8 to 15 (§9) | result chapter03_learned/t5_accuracy_beyond_8 | reproduces |
-# | C6b1 | ... and a learned table in an implementation that runs past its trained rows instead of raising "produces garbage" (book §7): by accuracy, what a reader of its tokens sees, read as close to chance: no better than twice chance on positions 8 to 15, at most 1/11 above chance, as chapter 5 (C5b1) reads it, here a 16-row table whose rows 8 to 15 never trained (§5) | 0.36 ± 0.04 above chance (0.45 against 0.09), ten seeds, as in chapter 5's C5b1 (§9) | result chapter03_learned/learned_accuracy_beyond_8_minus_chance | does not reproduce |
-# | C6b2 | ... read as mostly wrong: accuracy on positions 8 to 15 below half, as chapter 5 (C5b2) reads it (book §7) | 0.45 ± 0.04 over 10 seeds of `relative_bias_generalisation`, wholly below half, as in chapter 5's C5b2 (§9) | seeds §9 | reproduces |
+# | C6b | ... and a learned table in an implementation that runs past its trained rows instead of raising "produces garbage" (book §7): by accuracy on positions 8 to 15, what a reader of its tokens sees, read as worse than ignoring position, below a rule that uses no position, 0.5406, as chapter 5 (C5b) reads it, here a 16-row table whose rows 8 to 15 never trained (§5) | 0.45 ± 0.04 over 10 seeds of `relative_bias_generalisation`, wholly below the rule's 0.5406, though 0.36 ± 0.04 above chance (0.09), as in chapter 5's C5b (§9) | result relative_bias_generalisation/learned_below_no_position_past_8 | reproduces |
 # | C7 | Neighbouring rows are not tied together (survey §3.1), read as: trained, a table's neighbouring rows can end less alike than rows three apart, where the sinusoidal table's are the more alike | mean cosine of neighbouring rows minus that of rows three apart: -1.08 ± 0.08 over five seeds, the sinusoidal table +0.19; the mean cosine of neighbours is negative in every seed (-0.34 to -0.41) (§5, §9) | result chapter03_learned/neighbours_minus_three_apart | reproduces |
 # | C8a | A wrong decode offset is silent (book §2.2) | no error is raised; the prefill matches the full forward pass and every decoded position differs from it (§6) | exact §6 | reproduces |
 # | C8b | ... and it costs tokens: decoding with the offset ignored gets fewer tokens right than with the right offsets (book §2.2) | greedy from 3-token prompts, five seeds of §3's model: over generated positions 4 to 7, -0.48 ± 0.02 against the right offsets (the first generated token comes from the prompt's own pass); not a steady decline: position 7 right again for 0.81 to 1.00, so the book's "looks fine for a few tokens, then degrades" is not what this row settles (§6, §9) | result chapter03_learned/offset_ignored_minus_right_generated | reproduces |

@@ -22,9 +22,10 @@ Claims (95% t-interval over seeds, ``stats.claim_record``):
   size (``sinusoidal_table``), one exact number, where a formula does tie neighbours.
 * ``t5_accuracy_beyond_8``: C6a, the relative bias works at 16: T5's accuracy on positions 8..15,
   above 0.9, chapter 5's bar for the same sentence of the book (``SENSIBLE``; ten seeds).
-* ``learned_accuracy_beyond_8_minus_chance``: C6b, the learned table's accuracy on positions 8..15
-  minus 1/11; the book's "garbage" is chapter 5's "no better than twice chance" (``GARBAGE``): below
-  1/11 above chance (ten seeds). One sentence of the book, one reading and one verdict in both chapters.
+* ``learned_accuracy_beyond_8_minus_chance``: the learned table's accuracy on positions 8..15
+  minus 1/11, against twice chance (``GARBAGE``): below 1/11 above chance (ten seeds). A measurement
+  beside C6b, not its reading of the book's "garbage": C6b, like chapter 5's C5b, cites
+  ``relative_bias_generalisation/learned_below_no_position_past_8`` (below a rule that uses no position).
 * ``learned_loss_beyond_8_minus_uniform``: the loss on positions 8..15 minus ln 11, a guess uniform
   over the 11 symbols: is it above that guess's loss, above 0 (ten seeds). A measurement beside C6b,
   not a second reading of "garbage".
@@ -128,12 +129,14 @@ def claims(rows, seeds, rbg):
             values=[r["accuracy_beyond_8"] for r in t5], seeds=rbg_seeds),
         "learned_accuracy_beyond_8_minus_chance": stats.claim_record(
             "the learned table's accuracy on positions 8..15 minus chance 1/11 (relative_bias_generalisation, "
-            "600 steps); the claim 'garbage', read as chapter 5 reads it: no better than twice chance, below 1/11",
+            "600 steps): no better than twice chance, below 1/11; a low bar on this task, not the reading of 'garbage', "
+            "which is relative_bias_generalisation/learned_below_no_position_past_8",
             "below", GARBAGE - CHANCE, values=[r["accuracy_beyond_8"] - CHANCE for r in learned], seeds=rbg_seeds),
         "learned_loss_beyond_8_minus_uniform": stats.claim_record(
             "the learned table's loss on positions 8..15 minus ln 11, a guess uniform over the 11 symbols "
             "(relative_bias_generalisation, 600 steps, nats); not a reading of the book's 'garbage', which is "
-            "settled by accuracy (learned_accuracy_beyond_8_minus_chance): is the loss above that guess's, above 0",
+            "settled by accuracy (relative_bias_generalisation/learned_below_no_position_past_8): is the loss above "
+            "that guess's, above 0",
             "above", 0.0, values=[r["loss_beyond_8"] - uniform for r in learned], seeds=rbg_seeds),
         "chapter_model_loss_beyond_8_minus_uniform": stats.claim_record(
             "the same on the chapter's 150-step model (nats)", "above", 0.0,
