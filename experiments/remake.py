@@ -10,7 +10,9 @@ record states), so the long ones do not start last. A unit that finishes writes 
 in ``PARTS/NAME/`` (atomically, like the result), so a rerun after a crash or a Ctrl-C skips it and says how many
 it reused; the experiments that keep each finished seed (``--parts``) are given ``PARTS/NAME/seeds/``, so inside
 a unit a rerun resumes at the seed it was on. A unit is reused whatever changed since: after a fix to an
-experiment, delete its folder (or use another ``--parts``).
+experiment, delete its folder (or use another ``--parts``).  ``PARTS`` is ``build/evidence/remake`` for a plain run and
+``build/evidence/check`` for ``--check``, so a check after a remake remakes every record instead of comparing
+the remade records with themselves.
 
 Without ``--check`` each finished unit's files are copied (atomically) into ``results/``, where the chapters read
 them, as soon as it finishes: an experiment that reads another's record (``after``) starts once that record is
@@ -45,6 +47,8 @@ from .common import RESULTS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PARTS = os.path.join(ROOT, "build", "evidence")
+#: a plain run and a check keep their units apart: a check must not reuse the records a remake just installed
+PARTS_OF = {False: os.path.join(PARTS, "remake"), True: os.path.join(PARTS, "check")}
 COST_TABLE = os.path.join(ROOT, "bench_results", "experiment_costs.md")
 ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
 
@@ -361,9 +365,11 @@ def main(argv=None, units=UNITS, results=RESULTS, cost_file=COST_TABLE):
     ap.add_argument("--list", action="store_true", help="print the experiments and their committed cost, run nothing")
     ap.add_argument("--check", action="store_true",
                     help="remake and compare with the committed records, changing none; exit code 1 on a difference")
-    ap.add_argument("--parts", default=PARTS, help=f"folder that keeps each finished experiment (default {PARTS})")
+    ap.add_argument("--parts", default=None, help=f"folder that keeps each finished experiment (default "
+                                                  f"{PARTS_OF[False]}, and {PARTS_OF[True]} with --check)")
     ap.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = ap.parse_args(argv)
+    args.parts = args.parts or PARTS_OF[args.check]
     names = [u.name for u in units]
     if args.jobs < 1:
         ap.error(f"--jobs is {args.jobs}; it needs at least 1 (one experiment at a time).")

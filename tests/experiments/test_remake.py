@@ -185,3 +185,14 @@ def test_every_unit_names_a_module_and_a_record_that_exist():
     made = {u.name for u in remake.UNITS}
     records = {n[:-5] for n in os.listdir(remake.RESULTS) if n.endswith(".json")}
     assert records <= made, records - made                    # every committed record is remade
+
+
+def test_a_check_does_not_reuse_what_a_plain_remake_installed(capsys):
+    """A plain run and --check keep their finished units in different folders by default: a check right after a
+    remake must remake the records, not compare the ones the remake just installed with themselves."""
+    remake.main(["--list", "--only", "permutation"])
+    plain = capsys.readouterr().out
+    remake.main(["--list", "--check", "--only", "permutation"])
+    check = capsys.readouterr().out
+    assert f"finished in {remake.PARTS_OF[False]})" in plain and f"finished in {remake.PARTS_OF[True]})" in check
+    assert remake.PARTS_OF[False] != remake.PARTS_OF[True]
