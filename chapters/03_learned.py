@@ -650,10 +650,11 @@ assert degrades["verdict"] == "reproduces"
 # The mean cosine of neighbouring rows is negative in every seed, and 1.08 ± 0.08 below that of
 # rows three apart, where the sinusoidal table's neighbours are the more alike (C7). With
 # the offset ignored, the first generated token, which the prompt's own pass predicts, is right in
-# every seed; over positions 4 to 7 the share right is 0.48 ± 0.02 below the right offsets' (C8b:
-# the bug costs tokens). The book's "looks fine for a few tokens, then degrades" is what every seed
-# shows, for two tokens, and it does not last: positions 3 and 4 are right for 0.84 to 1.00 of the
-# prompts, 5 and 6 for 0.08 to 0.27, and 7 again for 0.81 to 1.00.
+# every seed by construction; over positions 4 to 7 the share right is 0.48 ± 0.02 below the right
+# offsets' (C8b: the bug costs tokens). After that one guaranteed token the pattern is not a steady
+# decline: position 4 is right for 0.84 to 1.00 of the prompts, 5 and 6 for 0.08 to 0.27, and 7
+# again for 0.81 to 1.00. So the book's "looks fine for a few tokens, then degrades" is not settled
+# here (C8b).
 #
 # And at its own length, on text? The train-short-test-long experiment (a model
 # with $d_{model} = 64$ trained on the standard library's source at $L = 64$; its whole table is
