@@ -51,7 +51,7 @@
 #
 # The first code cell of every chapter but the cards appendix calls `chapter_threads()`, which puts NumPy's
 # matrix products (BLAS) and the library's fast kernels (see the appendix) on one thread and prints what they
-# had; where NumPy's BLAS is not OpenBLAS it leaves BLAS as it is and says so. Beside another busy program
+# had; where it finds no OpenBLAS to set (it looks on Linux only) it leaves BLAS as it is and says so. Beside another busy program
 # threads wait for each other, which made some chapters several times slower (`bench_results/reader_clock/` has
 # the runs, each with its load). Delete the line to run on your machine's defaults.
 

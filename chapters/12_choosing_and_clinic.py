@@ -104,7 +104,7 @@ permutation = load_result("permutation")
 # ## 1. The decision guide, with the evidence beside it
 #
 # The book's "When to use what" (§4) in seven rows. Each row below has the committed
-# experiments that speak to it (full runs, minutes each, in `experiments/`;
+# experiments that speak to it (full runs, from about a second to over half an hour each, in `experiments/`;
 # the chapter reads their JSON and checks every number it quotes). The models are tiny (2 layers,
 # `d_model` 32 or 64), trained on byte-level text of the standard library or on small synthetic tasks
 # (chapter 5's look-back, chapter 10's sink control), so read the numbers as what *these* models did.

@@ -12,8 +12,9 @@
 # %% [markdown]
 # # Appendix (chapter 14). The interview cards
 #
-# The cards answer the book chapter's six interview questions and their follow-ups, and other questions
-# from both sources (the book's failure table and exercises, the survey's common misunderstandings), each
+# The cards answer the book chapter's six interview questions and their follow-ups, other questions
+# from both sources (the book's failure table and exercises, the survey's common misunderstandings) and,
+# for chapter 13, from the papers and model cards it cites, each
 # from this workbook's own derivations and measurements, with a pointer back to the section that derives
 # the answer. Below are all of them, chapter by chapter: read the question, answer it aloud with the
 # number this workbook measured, then open the answer.

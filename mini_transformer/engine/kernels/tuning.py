@@ -85,7 +85,7 @@ def chapter_threads(n=1):
     blas_now = blas_threads(n) if blas_before is not None else None
     kernels_before = threads.set_threads(n)
     blas = (f"BLAS {blas_now} thread{'s' * (blas_now != 1)} (it had {blas_before})" if blas_now is not None
-            else "BLAS left as it is (NumPy's BLAS is not OpenBLAS, whose threads this can set)")
+            else "BLAS left as it is (no OpenBLAS found to set: another BLAS, or a system other than Linux)")
     print(f"chapter_threads: {blas}; fast kernels {n} thread{'s' * (n != 1)} (they had {kernels_before}).")
     return {"blas_threads": blas_now, "blas_threads_before": blas_before,
             "threads": n, "threads_before": kernels_before}
