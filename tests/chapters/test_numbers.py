@@ -511,6 +511,7 @@ def test_a_changed_digit_in_a_card_fails(tmp_path):
         ["chapters/cards/07_alibi.md:7: 0.41 ± 0.12"]
 
 
+@pytest.mark.slow
 def test_a_changed_digit_in_the_readme_table_fails(tmp_path):
     readme = (ROOT / "README.md").read_text()
     for chapter in CHAPTERS:

@@ -392,6 +392,7 @@ def test_the_syllabus_lists_every_chapter_and_sums_its_minutes():
     assert line.split()[-1] == "rope"
 
 
+@pytest.mark.slow
 def test_all_modules_gives_full_marks_to_the_reference_and_zero_to_what_is_missing(tmp_path):
     folder = tmp_path / "submissions"
     (folder / "zoe" / "exercises").mkdir(parents=True)

@@ -164,6 +164,7 @@ def test_the_pytorch_blank_has_the_numpy_blanks_signatures_and_docstrings_in_ten
     assert not body_lines & {line.strip() for line in text.splitlines()}  # no line of any solution
 
 
+@pytest.mark.slow
 def test_without_pytorch_the_flag_says_how_to_install_it_and_exits_cleanly(tmp_path):
     block = "sys.modules['torch'] = None  # as if PyTorch were not installed: import torch fails"
     env = _env(tmp_path, 1000)
@@ -218,6 +219,7 @@ def test_pytorch_drill_end_to_end_blank_then_a_correct_answer_timed_apart_from_n
     assert numpy_plot.returncode == 1 and "No recorded attempts at 'rope'" in numpy_plot.stderr
 
 
+@pytest.mark.slow
 @needs_torch
 @pytest.mark.parametrize("name", ["sinusoidal", "alibi", "t5"])
 def test_a_correct_pytorch_answer_passes(tmp_path, name):
@@ -247,6 +249,7 @@ MISTAKES = [
 ]
 
 
+@pytest.mark.slow
 @needs_torch
 @pytest.mark.parametrize("module, target, numpy_body, torch_edit, key", MISTAKES, ids=[m[4] for m in MISTAKES])
 def test_a_pytorch_mistake_is_named_by_the_same_misconception_as_the_numpy_one(tmp_path, module, target,
@@ -264,6 +267,7 @@ def test_a_pytorch_mistake_is_named_by_the_same_misconception_as_the_numpy_one(t
     assert in_torch["message"] == in_numpy["message"]
 
 
+@pytest.mark.slow
 @needs_torch
 def test_the_boundary_hides_nothing_a_numpy_array_a_write_into_x_and_float32_tables_are_caught(tmp_path):
     body = (ROPE.replace("return torch.cat([-x[..., h:], x[..., :h]], dim=-1)",
@@ -282,6 +286,7 @@ def test_the_boundary_hides_nothing_a_numpy_array_a_write_into_x_and_float32_tab
     assert embedding["kind"] == "dtype" and "float32" in embedding["message"], embedding["message"]
 
 
+@pytest.mark.slow
 @needs_torch
 def test_the_feedback_of_a_pytorch_drill_names_pytorchs_idioms(tmp_path):
     from exercises.grading import drill

@@ -134,6 +134,7 @@ def _drill(args, env, check=True):
     return out
 
 
+@pytest.mark.slow
 def test_drill_end_to_end(tmp_path):
     history = tmp_path / "history.json"
     env = dict(os.environ, PE_DRILL_DIR=str(tmp_path / "attempts"), PE_DRILL_HISTORY=str(history),

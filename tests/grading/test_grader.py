@@ -216,6 +216,7 @@ def wrong_results(tmp_path_factory):
     return {row[1]: r for row, r in zip(KNOWN_WRONG, results)}, time.monotonic() - start
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("file, attr, target, kind, misconception", KNOWN_WRONG, ids=[r[1] for r in KNOWN_WRONG])
 def test_known_wrong_is_rejected_with_the_right_hint(wrong_results, file, attr, target, kind, misconception):
     r = wrong_results[0][attr]
@@ -233,6 +234,7 @@ def test_every_exercise_has_three_known_wrong_implementations_and_every_failure_
     assert {"raised", "timeout", "type", "mutated", "misconception", "numbers", "nan"} <= kinds
 
 
+@pytest.mark.slow
 def test_a_hang_costs_one_timeout_and_nothing_else(wrong_results):
     # Each job runs in a process of its own, so a hang can cost only its own job: exactly the implementations
     # that hang time out, and the job after one still runs. (How long the whole batch takes depends on the
@@ -244,6 +246,7 @@ def test_a_hang_costs_one_timeout_and_nothing_else(wrong_results):
     assert [attr for attr, r in results.items() if r["kind"] == "timeout"] == hung
 
 
+@pytest.mark.slow
 def test_numbers_feedback_names_fraction_error_index_and_input(wrong_results):
     msg = wrong_results[0]["apply_rotary_slightly_off"]["message"]
     assert re.search(r"\d+ of \d+ entries \([\d.]+%\) are wrong", msg)
@@ -252,6 +255,7 @@ def test_numbers_feedback_names_fraction_error_index_and_input(wrong_results):
     assert "Input: x: shape (2, 3, 5, 8)" in msg
 
 
+@pytest.mark.slow
 def test_feedback_never_shows_the_reference_code(wrong_results):
     code = set()
     for module in modules():
@@ -263,6 +267,7 @@ def test_feedback_never_shows_the_reference_code(wrong_results):
     assert not [line for line in code if line in messages]
 
 
+@pytest.mark.slow
 def test_numbers_show_every_digit_that_differs(wrong_results):
     """A float32 slip used to read 'yours 0.921061, expected 0.921061'; now the digits and the gap show."""
     msg = wrong_results[0]["apply_rotary_in_float32"]["message"]

@@ -25,6 +25,7 @@ def _run(*args, timeout=240):
     return out.stdout
 
 
+@pytest.mark.slow
 def test_release_drops_answers_and_outputs(tmp_path):
     _run("release", "06_rope", "--out", str(tmp_path))
     nb = nbformat.read(tmp_path / "06_rope.ipynb", as_version=4)

@@ -117,18 +117,21 @@ def _kinds(graded, name):
     return {c: r["kind"] for c, r in _row(graded, name)["results"].items()}
 
 
+@pytest.mark.slow
 def test_nothing_outside_the_submissions_changed(graded):
     assert graded["outside"].read_text() == "the teacher's notes\n"
     assert graded["keep"].read_text() == "another file\n"
     assert graded["judging_unchanged"]
 
 
+@pytest.mark.slow
 def test_the_other_students_rows_are_right(graded):
     assert set(_kinds(graded, "alice").values()) == {"pass"}
     assert _row(graded, "alice")["passed"] == len(graded["report"]["exercises"]) >= 9
     assert set(_kinds(graded, "bob").values()) == {"not attempted"}
 
 
+@pytest.mark.slow
 def test_deleting_or_writing_outside_is_reported(graded):
     vandal = _row(graded, "vandal")["results"]
     assert {r["kind"] for r in vandal.values()} == {"sandbox"}
@@ -139,6 +142,7 @@ def test_deleting_or_writing_outside_is_reported(graded):
     assert scribbler[_col("apply_rotary")]["status"] == "pass"  # only the exercise that tried it fails
 
 
+@pytest.mark.slow
 def test_importing_the_reference_is_reported(graded):
     copier = _row(graded, "copier")["results"]
     assert {r["kind"] for r in copier.values()} == {"reference_import"}
@@ -147,6 +151,7 @@ def test_importing_the_reference_is_reported(graded):
     assert {r["kind"] for r in liar.values()} == {"link"} and "is a link" in liar[_col("rotate_half")]["message"]
 
 
+@pytest.mark.slow
 def test_forking_and_hoarding_memory_are_stopped(graded):
     forker = _row(graded, "forker")["results"][_col("rotate_half")]
     assert forker["kind"] == "sandbox" and "start a process (os.fork)" in forker["message"]
@@ -155,17 +160,20 @@ def test_forking_and_hoarding_memory_are_stopped(graded):
     assert _row(graded, "hog")["results"][_col("rotate_half")]["status"] == "pass"
 
 
+@pytest.mark.slow
 def test_megabytes_of_output_cost_nothing_but_a_note(graded):
     r = _row(graded, "chatterbox")["results"][_col("rotate_half")]
     assert r["status"] == "pass" and "printed 100.0 MB" in r["message"]  # 20 MB on each of 5 cases
 
 
+@pytest.mark.slow
 def test_a_submission_that_never_returns_times_out(graded):
     r = _row(graded, "sleeper")["results"][_col("RotaryEmbedding")]
     assert r["kind"] == "timeout", r["message"]
     assert _row(graded, "sleeper")["results"][_col("relative_score")]["status"] == "pass"
 
 
+@pytest.mark.slow
 def test_patching_the_grader_gains_nothing(graded):
     patcher = _row(graded, "patcher")["results"]
     assert "pass" not in {r["status"] for r in patcher.values()}, patcher  # the verdicts are reached elsewhere
@@ -175,6 +183,7 @@ def test_patching_the_grader_gains_nothing(graded):
     assert "judging.py (outside its own folder)" in tamperer[_col("rotate_half")]["message"]
 
 
+@pytest.mark.slow
 def test_the_gradebook_is_complete(graded):
     root, report = graded["root"], graded["report"]
     columns = report["exercises"]

@@ -58,6 +58,7 @@ def logits(model, x, **kw):
 GRAD_TOL = 1e-7
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cls", [TinyGPT, TinyEncoder])
 @pytest.mark.parametrize("name,extra", VARIANTS, ids=IDS)
 def test_whole_model_gradcheck_in_float64(cls, name, extra):
@@ -132,6 +133,7 @@ def test_transformer_xl_segments_with_full_memory_equal_one_long_forward():
     assert np.abs(np.concatenate(segments, axis=1) - logits(model, x)).max() <= 1e-12
 
 
+@pytest.mark.slow
 def test_transformer_xl_memory_is_a_constant_to_the_gradient():
     model = build(TinyGPT, "transformer_xl", {"mem_len": 4})
     x = ids(T=8, seed=6)

@@ -208,6 +208,7 @@ CLINIC = {"check_cache": "position_reset", "check_angles": "angles_out_of_range"
           "check_reach": "recency_bias", "check_sinks": "sinks_evicted", "check_shuffle": "position_ignored"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("check, also", [
     ("check_cache", []), ("check_angles", []),
     ("check_port", ["angles_out_of_range", "recency_bias", "position_ignored"]),
@@ -219,6 +220,7 @@ def test_each_reference_check_catches_its_bug_and_reports_the_others(graded, che
     assert f"Also caught, of the 5 it is not meant for: {', '.join(also) or 'none'}." in r["message"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("check, style", [
     ("check_cache", "prefill_only"), ("check_cache", "argmax_only"), ("check_angles", "at_the_training_length"),
     ("check_port", "one_token"), ("check_port", "loose_tolerance"), ("check_reach", "last_head_only"),
@@ -231,6 +233,7 @@ def test_a_check_that_cannot_see_its_bug_is_weak(graded, check, style):
     assert summary(r) == "fail: weak test (caught 0 of 1)"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("check, style", [
     ("check_cache", "fresh_cache_every_step"), ("check_angles", "one_position_too_strict"),
     ("check_angles", "served_equals_trained"), ("check_port", "reference_without_weights"),

@@ -124,6 +124,7 @@ def test_an_unwritten_test_is_not_attempted(tmp_path):
     assert r["status"] == "not attempted"
 
 
+@pytest.mark.slow
 def test_grade_and_grade_folder_report_reader_tests(graded, tmp_path):
     files = graded[1]
     out = subprocess.run([sys.executable, "-m", "exercises", "grade", "rope", "--file", str(files["relative_only"])],
