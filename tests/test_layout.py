@@ -22,6 +22,7 @@ ones inside functions included, is read with ``ast`` and resolved to the module 
   uses none of them.
 """
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -125,7 +126,10 @@ def graph_of(modules, root=ROOT):
     return {m: {resolve(t, modules) for t in imports_of(p, modules, root)} - {None, m} for m, p in modules.items()}
 
 
-GRAPH = graph_of(MODULES)
+@functools.cache
+def graph():
+    """The house's import graph, read once, when the first test asks (not at collection: it reads every file)."""
+    return graph_of(MODULES)
 
 
 def floor_of(module):
@@ -154,7 +158,7 @@ def test_the_top_folder_shows_the_floors_and_nothing_else():
 
 
 def test_no_floor_imports_a_floor_above_it():
-    upward = [(m, i) for m, deps in GRAPH.items() for i in deps
+    upward = [(m, i) for m, deps in graph().items() for i in deps
               if floor_of(m) is not None and floor_of(i) is not None and floor_of(i) > floor_of(m)]
     assert upward == []
 
@@ -209,11 +213,11 @@ def folder_circles(graph, modules):
 
 
 def test_no_import_circle_between_files():
-    assert circles_in(GRAPH) == []
+    assert circles_in(graph()) == []
 
 
 def test_no_import_circle_between_folders():
-    assert folder_circles(GRAPH, MODULES) == []
+    assert folder_circles(graph(), MODULES) == []
 
 
 def private_uses(modules, root=ROOT):
@@ -238,7 +242,7 @@ def against_the_direction(graph):
 
 
 def test_imports_go_one_way_down_the_rooms():
-    assert against_the_direction(GRAPH) == []
+    assert against_the_direction(graph()) == []
 
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if room_of(m) == "library"))
@@ -268,7 +272,7 @@ def test_the_checks_see_a_planted_circle_and_a_planted_upward_import():
     assert floor_of("mini_transformer.evaluation.bench") > floor_of("mini_transformer.engine.autograd")
     assert floor_of("mini_transformer.model.train") > floor_of("mini_transformer.positional.rope")
     # the lazy import inside a function is read too (backend loads strict that way)
-    assert "mini_transformer.engine.strict" in GRAPH["mini_transformer.engine.backend"]
+    assert "mini_transformer.engine.strict" in graph()["mini_transformer.engine.backend"]
 
 
 # ---------------------------------------------------------------------------
