@@ -76,6 +76,7 @@ def test_generate_never_overwrites_your_code(tmp_path, monkeypatch):
     assert path.read_text() == gen.generated_text("rope")
 
 
+@pytest.mark.slow
 def test_a_written_exercise_is_graded_for_real(tmp_path):
     """Fill two bodies of a copy of the stubs: each is graded on its own, the rest stay skipped."""
     text = gen.generated_text("rope")
@@ -92,6 +93,7 @@ def test_a_written_exercise_is_graded_for_real(tmp_path):
     assert {by_label[f"Exercise 6.{i}"]["status"] for i in range(3, 9)} == {"not attempted"}
 
 
+@pytest.mark.slow
 def test_grade_command_reports_not_attempted():
     out = subprocess.run([sys.executable, "-m", "exercises", "grade", "rope", "--file",
                           str(gen.SOLUTIONS / "rope.py")], capture_output=True, text=True, cwd=ROOT, timeout=120)
@@ -269,6 +271,7 @@ def test_drill_history_plot_counts_attempts_in_whole_numbers():
     assert ticks and all(float(t).is_integer() for t in ticks), ticks
 
 
+@pytest.mark.slow
 def test_grade_one_exercise_by_its_number():
     out = subprocess.run([sys.executable, "-m", "exercises", "grade", "rope", "--exercise", "6.2", "--file",
                           str(gen.SOLUTIONS / "rope.py")], capture_output=True, text=True, cwd=ROOT, timeout=120)

@@ -169,6 +169,7 @@ def test_t5_bias_is_translation_invariant():
 # 2. The references pass every check
 # ---------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module", modules())
 def test_solutions_pass_every_check(module):
     results = grade_file(SOLUTIONS / f"{module}.py", module)

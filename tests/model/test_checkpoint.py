@@ -167,6 +167,7 @@ def test_a_missing_file_is_a_file_not_found_error(tmp_path):
         read_checkpoint(str(tmp_path / "gone.npz"))
 
 
+@pytest.mark.slow
 def test_every_flipped_byte_is_caught_or_changes_nothing(saved, tmp_path):
     # zip stores a CRC-32 of every member and both headers' copies of its name, and a CRC catches every single-byte
     # error: so a flip inside any member's data must be refused, and a flip elsewhere (a header field the reader
