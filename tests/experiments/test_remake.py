@@ -80,8 +80,11 @@ def test_a_ctrl_c_keeps_the_finished_experiment_and_a_rerun_reuses_it(room):
                  Unit("b", "fake_experiment", ("--name", "b", "--value", "0.75", "--hold", {str(hold)!r})))
         """))
     argv = [sys.executable, str(driver), "--parts", str(room / "parts"), "--jobs", "1", "--no-progress"]
+    # SIGINT back to its default in the runner: a shell that starts a job in the background (nohup, `&` in a
+    # script, some CI runners) ignores SIGINT, the children inherit that, and Python then never raises
+    # KeyboardInterrupt, as a terminal's Ctrl-C would
     first = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                             start_new_session=True)
+                             start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 30
     while not (len(runs(room)) == 2 and (room / "parts" / "a" / "done.json").exists()):   # a done, b running
         assert time.time() < deadline and first.poll() is None, first.communicate()[0]

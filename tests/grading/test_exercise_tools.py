@@ -112,6 +112,7 @@ def test_drills_match_the_source_table():
         "sinusoidal": (("sinusoidal_positional_encoding",), 6),
         "alibi": (("alibi_slopes", "alibi_bias"), 8),
         "t5": (("relative_position_bucket",), 12),
+        "today": (("mrope_position_ids", "proportional_inv_freq", "sink_attention"), 20),
     }
 
 
