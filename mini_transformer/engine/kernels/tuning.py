@@ -113,7 +113,8 @@ def _openblas():  # pragma: no mutate block
             paths = {line.split()[-1] for line in f if "openblas" in line.lower()}
         for path in sorted(paths):
             handle = ctypes.CDLL(path)
-            for prefix, suffix in (("scipy_openblas", "64_"), ("scipy_openblas", ""), ("openblas", "")):
+            for prefix, suffix in (("scipy_openblas", "64_"), ("scipy_openblas", ""), ("openblas", "64_"),  # NumPy 2, 1.22-1.26
+                                   ("openblas", "")):
                 get = getattr(handle, f"{prefix}_get_num_threads{suffix}", None)
                 put = getattr(handle, f"{prefix}_set_num_threads{suffix}", None)
                 if get is not None and put is not None:
