@@ -2,11 +2,16 @@
 own process on one BLAS thread."""
 import importlib.util
 import os
+import sys
+from pathlib import Path
 
 import pytest
 
 from mini_transformer.engine import backend
 from mini_transformer.engine.kernels import tuning
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import background  # noqa: E402
 
 # On a GPU machine (MT_BACKEND=cupy, as scripts/gpu_check.sh sets it) the backend tests run on CuPy itself.
 _CPU_BACKENDS = ["cupy"] if os.environ.get("MT_BACKEND") == "cupy" else ["numpy", "strict"]
@@ -63,3 +68,8 @@ def pytest_collection_modifyitems(config, items):
         for item in items:
             if "gpu" in item.keywords:
                 item.add_marker(skip)
+
+
+def pytest_sessionfinish(session):
+    """The background jobs (tests/background.py): nothing left running or queued once the session ends."""
+    background.stop()

@@ -260,25 +260,51 @@ def _outside(urls, base):
     return [u for u in urls if not u.startswith((base, "data:", "blob:", "about:"))]
 
 
-@pytest.mark.slow
-def test_every_chapter_page_in_chromium(built, browser, tmp_path):
+#: what a chapter page holds, read in the browser once it has loaded
+CHAPTER_PAGE = """const main = document.querySelector('main');
+    const all = s => [...main.querySelectorAll(s)];
+    return {text: main.innerText,
+            errors: all('.output.traceback, .output.error, .output.stderr').length,
+            images: all('img').filter(i => i.src.includes('/_images/'))
+                              .map(i => [i.alt, i.complete && i.naturalWidth > 0]),
+            math: all('mjx-container').length, refused: all('mjx-merror').length,
+            open: all('details[open]').length, details: all('details').length,
+            downloads: all('a.download').map(a => a.href)};"""
+
+
+def _site_pages(folder):
+    r"""Every page of the built site a reader reads (not the search page, the index or ``_static``)."""
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*.html")
+                  if p.name not in ("search.html", "genindex.html") and "_static" not in p.parts)
+
+
+@pytest.fixture(scope="module")
+def visited(built, browser):
+    r"""``{page: {"errors", "urls", "seconds", "text", "chapter"}}``: every page of the site opened once in Chromium,
+    its console errors, the URLs it requested, its text without code cells (``PAGE_TEXT``) and, for a chapter
+    page, what ``CHAPTER_PAGE`` reads; the two checks below read the same visit instead of loading each page twice."""
     driver, base = browser
+    folder, chapters = built
+    out = {}
+    for page in _site_pages(folder):
+        start = time.monotonic()
+        errors, urls = _open(driver, base + page)
+        chapter = driver.execute_script(CHAPTER_PAGE) if page[len("chapters/"):-len(".html")] in chapters else None
+        out[page] = {"errors": errors, "urls": urls, "chapter": chapter, "text": _page_text(driver),
+                     "seconds": round(time.monotonic() - start, 1)}
+    return out
+
+
+@pytest.mark.slow
+def test_every_chapter_page_in_chromium(built, browser, visited):
+    _, base = browser
     _, chapters = built
     report = []
     for name in chapters:
-        start = time.monotonic()
-        errors, urls = _open(driver, f"{base}chapters/{name}.html")
+        seen = visited[f"chapters/{name}.html"]
+        errors, urls, page = seen["errors"], seen["urls"], seen["chapter"]
         assert urls and not _outside(urls, base), f"{name}: requests outside the site: {_outside(urls, base)}"
         assert not errors, f"{name}: JavaScript errors: {errors}"
-        page = driver.execute_script("""const main = document.querySelector('main');
-            const all = s => [...main.querySelectorAll(s)];
-            return {text: main.innerText,
-                    errors: all('.output.traceback, .output.error, .output.stderr').length,
-                    images: all('img').filter(i => i.src.includes('/_images/'))
-                                      .map(i => [i.alt, i.complete && i.naturalWidth > 0]),
-                    math: all('mjx-container').length, refused: all('mjx-merror').length,
-                    open: all('details[open]').length, details: all('details').length,
-                    downloads: all('a.download').map(a => a.href)};""")
         assert "Traceback" not in page["text"], f"{name}: a traceback on the page"
         assert not page["errors"], f"{name}: {page['errors']} error or stderr outputs on the page"
         source = (ROOT / "chapters" / f"{name}.py").read_text()
@@ -298,7 +324,7 @@ def test_every_chapter_page_in_chromium(built, browser, tmp_path):
             with urllib.request.urlopen(href, timeout=10) as response:
                 assert response.status == 200 and response.read(), href
         assert f"chapters/{name}.py" in page["text"] and "python -m jupyter lab" in page["text"]
-        report.append((name, len(images), len(urls), round(time.monotonic() - start, 1)))
+        report.append((name, len(images), len(urls), seen["seconds"]))
     print("\n".join(f"{n}: {f} figures, {r} requests, all local ({s} s)" for n, f, r, s in report))
 
 
@@ -334,16 +360,12 @@ def test_the_markup_check_catches_planted_markup(tiny_site, browser):
 
 
 @pytest.mark.slow
-def test_no_page_shows_unrendered_markup(built, browser):
-    driver, base = browser
+def test_no_page_shows_unrendered_markup(built, visited):
     folder, chapters = built
-    pages = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*.html")
-                   if p.name not in ("search.html", "genindex.html") and "_static" not in p.parts)
+    pages = _site_pages(folder)
     assert {f"chapters/{name}.html" for name in chapters} | {"index.html", "chapters/README.html"} <= set(pages)
-    shown = {}
-    for page in pages:
-        _open(driver, base + page)
-        shown[page] = unrendered(_page_text(driver))
+    assert sorted(visited) == pages
+    shown = {page: unrendered(visited[page]["text"]) for page in pages}
     shown = {page: places for page, places in shown.items() if places}
     assert not shown, f"{len(shown)} of {len(pages)} pages show MyST markup as text: {shown}"
 

@@ -21,18 +21,12 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from nbval_runs import nbval
 from exercises.grading import notebooks
 
 CHAPTERS = notebooks.chapter_names()
 ROOT = Path(__file__).resolve().parents[2]
 BUDGET_S = 60  # a chapter must execute in under a minute on two cores
-
-
-def _nbval(path, timeout=240):
-    env = dict(os.environ, **notebooks.RUN_SETTINGS)
-    return subprocess.run([sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-current-env", "-q",
-                           "-p", "no:cacheprovider", "-o", "addopts=", "--rootdir", str(path.parent), str(path)],
-                          capture_output=True, text=True, env=env, timeout=timeout, cwd=str(path.parent))
 
 
 def _guarded(chapter):
@@ -62,15 +56,12 @@ def test_stored_outputs_are_up_to_date(chapter):
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
-def test_chapter_runs_under_nbval(chapter, tmp_path):
+def test_chapter_runs_under_nbval(chapter, chapter_under_nbval):
+    """Run beside the other tests from the end of collection, checked here at the session's end (conftest.py)."""
     text = _guarded(chapter)
     if notebooks.stale(chapter, text):
         pytest.fail("stored outputs are out of date; see test_stored_outputs_are_up_to_date")
-    path = tmp_path / f"{chapter}.ipynb"
-    nbformat.write(notebooks.merged(chapter, text), path)
-    start = time.monotonic()
-    out = _nbval(path)
-    seconds = time.monotonic() - start
+    out, seconds = chapter_under_nbval(chapter, text)
     assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-2000:]
     assert re.search(r"\d+ passed", out.stdout)
     assert seconds < BUDGET_S, f"{chapter} took {seconds:.0f} s; keep chapters under {BUDGET_S} s"
@@ -153,7 +144,7 @@ def test_nbval_catches_a_changed_output(tmp_path):
     nb.cells = [cell, nbformat.v4.new_code_cell("print('anything goes here')")]
     path = tmp_path / "tampered.ipynb"
     nbformat.write(nb, path)
-    out = _nbval(path)
+    out, _ = nbval(path, os.environ)
     assert out.returncode != 0 and "41" in out.stdout and "42" in out.stdout
 
 

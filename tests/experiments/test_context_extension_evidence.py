@@ -4,11 +4,16 @@ Expected values are worked by hand: Hugging Face's dynamic rule $s(\ell) = \max(
 and t-intervals with $t_{0.975,2} = 4.303$ (any t table) over three made-up per-seed values.
 """
 import math
+import sys
+from pathlib import Path
 
 import pytest
 
 from mini_transformer.engine import backend
 from experiments import context_extension, pi_head_width, rope_copy
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import quick_runs  # noqa: E402  (the quick runs below, made beside the other tests: quick_runs.py)
 
 
 @pytest.mark.parametrize("factor, length, L, expected", [(4.0, 256, 64, 13.0), (1.0, 256, 64, 4.0),
@@ -82,11 +87,21 @@ def test_held_out_batches_differ_and_the_L_windows_are_the_4L_windows_cut_to_L(e
         assert backend.hostnp.array_equal(y[:, -1], x4[:, L])  # the last target is the byte after the L window
 
 
+@pytest.fixture(scope="module")
+def pi_head_width_quick():
+    return quick_runs.result("pi_head_width_quick")   # pi_head_width.run(quick=True), as its record
+
+
+@pytest.fixture(scope="module")
+def rope_copy_quick():
+    return quick_runs.result("rope_copy_quick")   # rope_copy.run(quick=True), as its record
+
+
 @pytest.mark.slow
-def test_quick_runs_have_per_seed_values_and_no_claims_from_one_seed():
-    width = pi_head_width.run(quick=True, progress=False)
+def test_quick_runs_have_per_seed_values_and_no_claims_from_one_seed(pi_head_width_quick, rope_copy_quick):
+    width = pi_head_width_quick
     assert set(width["per_seed"][0]) == {"16", "64"} and "claims" not in width
-    copy = rope_copy.run(quick=True, progress=False)
+    copy = rope_copy_quick
     assert len(copy["per_seed"][0]["rope"]) == rope_copy.N_COPY and "claims" not in copy
 
 

@@ -19,6 +19,8 @@ OpenBLAS's default threads on cores other jobs are using, the same quick modes t
 its threads wait for a core.
 """
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -34,6 +36,9 @@ from mini_transformer.model import GPTConfig, TinyGPT
 from mini_transformer.model.kv_cache import KVCache
 from exercises.adapters import from_functions
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import quick_runs  # noqa: E402  (the quick runs below, made beside the other tests: quick_runs.py)
+
 # ---------------------------------------------------------------------------
 # Train short, test long (quick: none, learned, rope, alibi; L = 32, 300 steps)
 # ---------------------------------------------------------------------------
@@ -41,7 +46,7 @@ from exercises.adapters import from_functions
 
 @pytest.fixture(scope="module")
 def short_long():
-    return train_short_test_long.run(quick=True, seed=0, progress=False)
+    return quick_runs.result("short_long")   # train_short_test_long.run(quick=True, seed=0), as its record
 
 
 @pytest.mark.slow
@@ -140,7 +145,7 @@ def test_the_report_lists_only_the_schemes_that_measured_context_use(capsys):
 
 @pytest.fixture(scope="module")
 def relative():
-    return relative_bias_generalisation.run(quick=True, seed=0, progress=False)
+    return quick_runs.result("relative")   # relative_bias_generalisation.run(quick=True, seed=0), as its record
 
 
 @pytest.mark.slow
@@ -279,7 +284,7 @@ def test_sink_settings_run_end_to_end():
 
 @pytest.fixture(scope="module")
 def sinks():
-    return attention_sinks.run(quick=True, seed=0, progress=False)["stream_loss"]
+    return quick_runs.result("sinks")["stream_loss"]   # attention_sinks.run(quick=True, seed=0), as its record
 
 
 @pytest.mark.slow

@@ -1,7 +1,9 @@
 r"""positions_today: its per-layer scheme and its measures against cases worked by hand, its claims paired by seed,
 every arm end to end on a few steps, and the committed result against its own rule."""
 import math
+import sys
 import types
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +17,9 @@ from mini_transformer.evaluation import stats
 from mini_transformer.positional.model_configs import layer_rope
 from experiments import positions_today as pt
 from experiments.common import load_result
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import quick_runs  # noqa: E402  (the quick run below, made beside the other tests: quick_runs.py)
 
 
 def per_layer(L=8, d_head=4):
@@ -204,9 +209,14 @@ def test_every_arm_runs_end_to_end_on_a_few_steps():
     assert set(pt.directions({0: out})) == set(pt.EFFECTS)
 
 
+@pytest.fixture(scope="module")
+def positions_today_quick():
+    return quick_runs.result("positions_today_quick")   # pt.run(quick=True, seed=0), as its record
+
+
 @pytest.mark.slow
-def test_quick_run_measures_every_direction():
-    res = pt.run(quick=True, seed=0, progress=False)
+def test_quick_run_measures_every_direction(positions_today_quick):
+    res = positions_today_quick
     assert res["seeds"] == [0] and "claims" not in res                           # one seed settles nothing
     assert all(len(v) == 1 and math.isfinite(v[0]) for v in res["directions"].values())
 

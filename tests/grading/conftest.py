@@ -9,11 +9,15 @@ command printed. ``tests/grading/test_teaching.py`` checks the guide against it,
 import csv
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import background  # noqa: E402
+import known_wrong_runs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "chapters" / "TEACHING.md"
@@ -61,31 +65,77 @@ def fill_sheet(path):
         w.writerows(rows)
 
 
-def environment():
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+def environment(base=None):
+    r"""The guide's commands' environment: ``base`` (default: this process's now) with the tests' Python first on
+    ``PATH`` and ``WORKBOOK`` set."""
+    base = os.environ if base is None else base
+    env = dict(base, PATH=f"{Path(sys.executable).parent}{os.pathsep}{base.get('PATH', '')}",
                WORKBOOK=str(ROOT), OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MPLBACKEND="Agg")
     env.pop("PYTHONPATH", None)
     return env
 
 
-def run_line(line, folder, timeout=600):
-    done = subprocess.run(["bash", "-c", line], cwd=folder, env=environment(), capture_output=True, text=True,
-                          timeout=timeout)
-    return done
+def run_line(line, folder, timeout=600, env=None):
+    r"""One command line of the guide, run by bash in ``folder``."""
+    return background.run(["bash", "-c", line], cwd=str(folder), env=environment(env), timeout=timeout)
+
+
+def guide_job(env):
+    r"""The guide's bash blocks read now; ``run()`` runs them in order in a new folder, with ``env``."""
+    lines = [line for language, block in guide_blocks() if language == "bash" for line in commands(block)]
+
+    def run():
+        folder = Path(background.folder("course"))
+        ran = []
+        for line in lines:
+            if "--manual week2_written.csv" in line:
+                fill_sheet(folder / "week2_written.csv")
+            done = run_line(line, folder, env=env)
+            assert done.returncode == 0, f"$ {line}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+            ran.append((line, done))
+        return {"folder": folder, "ran": ran}
+    return run
 
 
 @pytest.fixture(scope="session")
-def guide_run(tmp_path_factory):
-    r"""``{"folder", "ran": [(command, CompletedProcess)]}``: the guide's bash blocks, run in order."""
-    folder = tmp_path_factory.mktemp("course")
-    ran = []
-    for language, lines in guide_blocks():
-        if language != "bash":
-            continue
-        for line in commands(lines):
-            if "--manual week2_written.csv" in line:
-                fill_sheet(folder / "week2_written.csv")
-            done = run_line(line, folder)
-            assert done.returncode == 0, f"$ {line}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-            ran.append((line, done))
-    return {"folder": folder, "ran": ran}
+def guide_run():
+    r"""``{"folder", "ran": [(command, CompletedProcess)]}``: the guide's bash blocks, run in order, beside the
+    other tests from the end of collection (``tests/background.py``)."""
+    return background.result("guide", guide_job(background.snapshot()))
+
+
+def all_modules_job(env, timeout="2"):
+    r"""Every module's reference read now; ``run()`` hands them in as student zoe (and nothing as yann) and grades
+    the folder with ``grade-folder --all-modules``: ``(CompletedProcess, folder)``, the gradebook in
+    ``folder / "book.csv"``. ``timeout``: seconds per exercise."""
+    references = {p.name: p.read_text() for p in (ROOT / "solutions").glob("[a-z]*.py")}
+
+    def run():
+        folder = Path(background.folder("all-modules"))
+        (folder / "submissions" / "zoe" / "exercises").mkdir(parents=True)
+        for name, text in references.items():   # every module's reference, as a student would hand it in
+            (folder / "submissions" / "zoe" / "exercises" / name).write_text(text)
+        (folder / "submissions" / "yann" / "exercises").mkdir(parents=True)   # handed in nothing
+        out = background.run([sys.executable, "-m", "exercises", "grade-folder", str(folder / "submissions"),
+                              "--out", str(folder / "book"), "--all-modules", "--timeout", timeout],
+                             env=env, cwd=str(ROOT), timeout=600)
+        return out, folder
+    return run
+
+
+@pytest.fixture(scope="session")
+def all_modules_graded():
+    r"""``(CompletedProcess, folder)`` of ``all_modules_job``, run beside the other tests (``tests/background.py``)."""
+    return background.result("all modules", all_modules_job(background.snapshot()))
+
+
+def pytest_collection_finish(session):
+    r"""Start what the selected tests will ask for (``tests/background.py``): the guide, the known-wrong grading,
+    every module's reference graded."""
+    jobs = {"guide_run": ("guide", guide_job),
+            "wrong_results": ("known wrong", lambda env: known_wrong_runs.job(env, known_wrong_runs.TIMEOUT)),
+            "all_modules_graded": ("all modules", all_modules_job)}
+    for fixture, (key, make) in jobs.items():
+        first = background.first_use(session.items, background.uses(fixture))
+        if first is not None:
+            background.submit(key, make(background.snapshot()), priority=first)

@@ -393,15 +393,11 @@ def test_the_syllabus_lists_every_chapter_and_sums_its_minutes():
 
 
 @pytest.mark.slow
-def test_all_modules_gives_full_marks_to_the_reference_and_zero_to_what_is_missing(tmp_path):
-    folder = tmp_path / "submissions"
-    (folder / "zoe" / "exercises").mkdir(parents=True)
-    for path in (ROOT / "solutions").glob("[a-z]*.py"):  # every module's reference, as a student would hand it in
-        (folder / "zoe" / "exercises" / path.name).write_text(path.read_text())
-    (folder / "yann" / "exercises").mkdir(parents=True)  # handed in nothing
-    out = _run("grade-folder", str(folder), "--out", str(tmp_path / "book"), "--all-modules", "--timeout", TIMEOUT)
+def test_all_modules_gives_full_marks_to_the_reference_and_zero_to_what_is_missing(all_modules_graded):
+    # zoe hands in every module's reference, yann nothing; graded with `grade-folder --all-modules` (conftest.py)
+    out, folder = all_modules_graded
     assert out.returncode == 0, out.stdout + out.stderr
-    with open(tmp_path / "book.csv", newline="") as f:
+    with open(folder / "book.csv", newline="") as f:
         rows = {r["student"]: r for r in csv.DictReader(f)}
     n = sum(len(instructor.targets_of(m)) for m in exercise_module_names())
     stars = sum(e.stars for name in notebooks.chapter_names()  # one point a star, from every exercise heading

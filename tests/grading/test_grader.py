@@ -7,22 +7,27 @@ r"""The grader, graded.
    right kind of failure and, for a known misconception, the right hint. Among them: one that
    raises, one that hangs, one that returns the wrong type, one that writes into its input.
 """
-import ast
 import math
 import re
-import time
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from exercises.grading.modules import all_targets, known_wrong_files, names as modules, target as target_of
+from exercises.grading.modules import all_targets, names as modules, target as target_of
 from exercises.grading.generate import regions
 from exercises.grading.paths import SOLUTIONS
-from exercises.grading.grader import grade_file, grade_jobs
+from exercises.grading.grader import grade_file
 from mini_transformer.engine.backend import asarray, to_numpy
 from solutions import alibi, rope, sinusoidal, t5
 
-TIMEOUT = 5.0  # seconds per exercise: only the hanging implementation reaches it, even on a busy machine
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import background  # noqa: E402
+import known_wrong_runs  # noqa: E402
+
+TIMEOUT = known_wrong_runs.TIMEOUT
 
 
 # ---------------------------------------------------------------------------
@@ -180,41 +185,14 @@ def test_solutions_pass_every_check(module):
 # 3. Known-wrong implementations are all rejected, with the right hint
 # ---------------------------------------------------------------------------
 
-def _known_wrong():
-    """Every row of every ``KNOWN_WRONG`` table in exercises/grading/modules/<module>/wrong/, as (file, name, target,
-    kind, misconception). The tables are literals, read without importing the files."""
-    rows = []
-    for path in known_wrong_files():
-        tree = ast.parse(path.read_text())
-        tables = [n.value for n in tree.body if isinstance(n, ast.Assign)
-                  and [getattr(t, "id", None) for t in n.targets] == ["KNOWN_WRONG"]]
-        assert tables, f"{path} has no KNOWN_WRONG table; see exercises/grading/README.md"
-        for row in ast.literal_eval(tables[0]):
-            attr, target, kind, misconception, *where = row
-            rows.append((path.parent / where[0] if where else path, attr, target, kind, misconception))
-    return rows
-
-
-KNOWN_WRONG = _known_wrong()
-
-
-def _source(path, folder):
-    """The wrong implementation's file; one that must not parse is kept as .txt (so no tool tries to
-    compile it) and copied to a .py in a temporary folder for the grader."""
-    if path.suffix != ".txt":
-        return path
-    copy = folder / path.stem
-    copy.write_text(path.read_text())
-    return copy
+KNOWN_WRONG = known_wrong_runs.rows()
 
 
 @pytest.fixture(scope="module")
-def wrong_results(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("wrong")
-    jobs = [{"target": t, "source": _source(f, folder), "attr": a} for f, a, t, _, _ in KNOWN_WRONG]
-    start = time.monotonic()
-    results = grade_jobs(jobs, timeout=TIMEOUT)
-    return {row[1]: r for row, r in zip(KNOWN_WRONG, results)}, time.monotonic() - start
+def wrong_results():
+    """``({name: result}, seconds)``: every known-wrong implementation graded in one subprocess, beside the other
+    tests from the end of collection (conftest.py, known_wrong_runs.py)."""
+    return background.result("known wrong", known_wrong_runs.job(background.snapshot(), TIMEOUT))
 
 
 @pytest.mark.slow
