@@ -393,6 +393,7 @@ def main(argv=None, units=UNITS, results=RESULTS, cost_file=COST_TABLE):
             install(unit, args.parts, results)
     runner = Runner(units, args.parts, results, args.jobs, install_each=not args.check,
                     progress=not args.no_progress)
+    start = time.perf_counter()
     try:
         runner.run(todo, {u.name for u in reused})
     except KeyboardInterrupt:
@@ -402,6 +403,8 @@ def main(argv=None, units=UNITS, results=RESULTS, cost_file=COST_TABLE):
               "run the same command again to go on from there", file=sys.stderr)
         return 130
     ran = [u for u in chosen if finished(u, args.parts)]
+    print(f"{len(todo) - len(runner.failed)} of {len(todo)} experiments run in {time.perf_counter() - start:.0f} s "
+          f"of wall time, {args.jobs} at a time ({len(reused)} reused)", file=sys.stderr)
     if args.check:
         differing = check_report(ran, args.parts, results, runner.failed)
     else:

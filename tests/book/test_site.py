@@ -7,16 +7,11 @@ every chapter page. The browser checks need Debian's ``chromium`` and ``chromium
 drives them through ``Service(executable_path=...)`` and downloads nothing); without them they skip,
 saying so. Two screenshots land in the test's temporary folder.
 """
-import functools
-import http.server
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
-import threading
-import time
 import urllib.request
 from pathlib import Path
 
@@ -25,10 +20,14 @@ import pytest
 from book import site
 from exercises.grading import notebooks
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import background  # noqa: E402
+from site_browser import (browser_missing, open_page, opened, outside, page_text, requests_since,  # noqa: E402
+                          site_pages, visit)
+
 ROOT = Path(__file__).resolve().parents[2]
 QUICK = ["02_sinusoidal", "07_alibi"]
-MAIN_NAMES = ("chromium", "chromium-browser")
-DRIVER_NAMES = ("chromedriver", "chromium-driver")
 
 
 def _build(out, work, cache, chapters):
@@ -195,115 +194,40 @@ def test_figure_alt_says_what_the_figure_shows():
 # The built site, in a real browser
 # ---------------------------------------------------------------------------
 
-def _which(names):
-    return next((p for p in map(shutil.which, names) if p), None)
-
-
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture(scope="module")
 def browser(built):
-    chromium, driver_path = _which(MAIN_NAMES), _which(DRIVER_NAMES)
-    if not (chromium and driver_path):
-        pytest.skip("headless Chromium is not installed (Debian: apt-get install chromium chromium-driver); "
-                    ".ci/run installs it, so CI runs these checks")
-    webdriver = pytest.importorskip("selenium.webdriver", reason="Selenium is not installed (requirements.txt)")
-    from selenium.webdriver.chrome.service import Service
+    missing = browser_missing()
+    if missing:
+        pytest.skip(missing)
     folder, _ = built
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(folder)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--window-size=1280,1400"):
-        options.add_argument(arg)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
-    driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
-    driver.set_page_load_timeout(60)
-    driver.set_script_timeout(60)
-    try:
-        yield driver, f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        driver.quit()
-        server.shutdown()
+    with opened(folder) as (driver, base):
+        yield driver, base
 
 
-def _requests(driver):
-    r"""The URLs the page asked for since the last call (Chromium's network log)."""
-    urls = []
-    for entry in driver.get_log("performance"):
-        message = json.loads(entry["message"])["message"]
-        if message["method"] == "Network.requestWillBeSent":
-            urls.append(message["params"]["request"]["url"])
-    return urls
-
-
-def _open(driver, url):
-    r"""Load ``url``, wait for MathJax to typeset; ``(errors in the console, URLs requested)``."""
-    driver.get_log("browser"), _requests(driver)  # forget the previous page's
-    driver.get(url)
-    driver.execute_async_script("""const done = arguments[arguments.length - 1];
-        const typesets = document.querySelector('script[src*="mathjax"]');
-        setTimeout(() => done(false), 30000);  // MathJax never came (from a CDN, say): the checks below say why
-        const wait = () => !typesets ? done(true) : (window.MathJax && MathJax.startup && MathJax.startup.promise)
-            ? MathJax.startup.promise.then(() => done(true)) : setTimeout(wait, 50);
-        document.readyState === 'complete' ? wait() : window.addEventListener('load', wait);""")
-    errors = [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
-    return errors, _requests(driver)
-
-
-def _outside(urls, base):
-    return [u for u in urls if not u.startswith((base, "data:", "blob:", "about:"))]
-
-
-#: what a chapter page holds, read in the browser once it has loaded
-CHAPTER_PAGE = """const main = document.querySelector('main');
-    const all = s => [...main.querySelectorAll(s)];
-    return {text: main.innerText,
-            errors: all('.output.traceback, .output.error, .output.stderr').length,
-            images: all('img').filter(i => i.src.includes('/_images/'))
-                              .map(i => [i.alt, i.complete && i.naturalWidth > 0]),
-            math: all('mjx-container').length, refused: all('mjx-merror').length,
-            open: all('details[open]').length, details: all('details').length,
-            downloads: all('a.download').map(a => a.href)};"""
-
-
-def _site_pages(folder):
-    r"""Every page of the built site a reader reads (not the search page, the index or ``_static``)."""
-    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*.html")
-                  if p.name not in ("search.html", "genindex.html") and "_static" not in p.parts)
+def visit_key(folder):
+    r"""The background job's name for one visit of the site in ``folder`` (``conftest.py`` submits it)."""
+    return f"site visit {Path(folder).resolve()}"
 
 
 @pytest.fixture(scope="module")
 def visited(built, browser):
-    r"""``{page: {"errors", "urls", "seconds", "text", "chapter"}}``: every page of the site opened once in Chromium,
-    its console errors, the URLs it requested, its text without code cells (``PAGE_TEXT``) and, for a chapter
-    page, what ``CHAPTER_PAGE`` reads; the two checks below read the same visit instead of loading each page twice."""
-    driver, base = browser
+    r"""``{"base", "pages": {page: ...}}``: every page of the site opened once in Chromium (``site_browser.visit``),
+    beside the other tests from the end of collection where CI built the site (``PE_SITE_DIR``); the two checks
+    below read the same visit instead of loading each page twice."""
     folder, chapters = built
-    out = {}
-    for page in _site_pages(folder):
-        start = time.monotonic()
-        errors, urls = _open(driver, base + page)
-        chapter = driver.execute_script(CHAPTER_PAGE) if page[len("chapters/"):-len(".html")] in chapters else None
-        out[page] = {"errors": errors, "urls": urls, "chapter": chapter, "text": _page_text(driver),
-                     "seconds": round(time.monotonic() - start, 1)}
-    return out
+    return background.result(visit_key(folder), lambda: visit(folder, chapters))
 
 
 @pytest.mark.slow
 def test_every_chapter_page_in_chromium(built, browser, visited):
-    _, base = browser
     _, chapters = built
+    _, served = browser   # the visit's own server has shut down; the downloads are fetched from this one
+    base = visited["base"]
     report = []
     for name in chapters:
-        seen = visited[f"chapters/{name}.html"]
+        seen = visited["pages"][f"chapters/{name}.html"]
         errors, urls, page = seen["errors"], seen["urls"], seen["chapter"]
-        assert urls and not _outside(urls, base), f"{name}: requests outside the site: {_outside(urls, base)}"
+        assert urls and not outside(urls, base), f"{name}: requests outside the site: {outside(urls, base)}"
         assert not errors, f"{name}: JavaScript errors: {errors}"
         assert "Traceback" not in page["text"], f"{name}: a traceback on the page"
         assert not page["errors"], f"{name}: {page['errors']} error or stderr outputs on the page"
@@ -321,26 +245,12 @@ def test_every_chapter_page_in_chromium(built, browser, visited):
         linked = {Path(f).name for f in re.findall(r"\]\(\.\./(?!chapters/)([^)#\s]+)\)", source)}
         assert {Path(h).name for h in page["downloads"]} >= {f"{name}.ipynb", f"{name}.py"} | linked, page["downloads"]
         for href in page["downloads"]:
-            with urllib.request.urlopen(href, timeout=10) as response:
+            with urllib.request.urlopen(served + href[len(base):] if href.startswith(base) else href,
+                                        timeout=10) as response:
                 assert response.status == 200 and response.read(), href
         assert f"chapters/{name}.py" in page["text"] and "python -m jupyter lab" in page["text"]
         report.append((name, len(images), len(urls), seen["seconds"]))
     print("\n".join(f"{n}: {f} figures, {r} requests, all local ({s} s)" for n, f, r, s in report))
-
-
-#: a page's text as a reader sees it, without the chapters' code cells: their Python source is not MyST, and an
-#: f-string such as ``f"{path.name}`"`` would read as a role (chapter 14 prints its cards that way)
-PAGE_TEXT = """
-const code = [...document.querySelectorAll('.cell_input')];
-code.forEach(e => e.style.setProperty('display', 'none'));
-const text = document.body.innerText;
-code.forEach(e => e.style.removeProperty('display'));
-return text;
-"""
-
-
-def _page_text(driver):
-    return driver.execute_script(PAGE_TEXT)
 
 
 @pytest.mark.slow
@@ -350,8 +260,8 @@ def test_the_markup_check_catches_planted_markup(tiny_site, browser):
     driver, _ = browser
     shown = {}
     for name in ("good", "bad"):
-        _open(driver, (tiny_site / f"chapters/{name}.html").resolve().as_uri())
-        shown[name] = unrendered(_page_text(driver))
+        open_page(driver, (tiny_site / f"chapters/{name}.html").resolve().as_uri())
+        shown[name] = unrendered(page_text(driver))
         if name == "good":  # the code cell's f-string reads as a role in the raw text: leaving it out is what keeps it clean
             assert unrendered(driver.execute_script("return document.body.innerText;")), "the planted code cell is missing"
     assert shown["good"] == [], shown["good"]
@@ -362,10 +272,10 @@ def test_the_markup_check_catches_planted_markup(tiny_site, browser):
 @pytest.mark.slow
 def test_no_page_shows_unrendered_markup(built, visited):
     folder, chapters = built
-    pages = _site_pages(folder)
+    pages = site_pages(folder)
     assert {f"chapters/{name}.html" for name in chapters} | {"index.html", "chapters/README.html"} <= set(pages)
-    assert sorted(visited) == pages
-    shown = {page: unrendered(visited[page]["text"]) for page in pages}
+    assert sorted(visited["pages"]) == pages
+    shown = {page: unrendered(visited["pages"][page]["text"]) for page in pages}
     shown = {page: places for page, places in shown.items() if places}
     assert not shown, f"{len(shown)} of {len(pages)} pages show MyST markup as text: {shown}"
 
@@ -373,7 +283,7 @@ def test_no_page_shows_unrendered_markup(built, visited):
 @pytest.mark.slow
 def test_hints_open_on_a_click(built, browser):
     driver, base = browser
-    _open(driver, f"{base}chapters/07_alibi.html")
+    open_page(driver, f"{base}chapters/07_alibi.html")
     hint = next(d for d in driver.find_elements("css selector", "main details")
                 if d.find_element("tag name", "summary").text.startswith("Hint"))
     assert hint.get_attribute("open") is None
@@ -389,12 +299,12 @@ def test_search_finds_alibi_offline(built, browser, where):
     driver, base = browser
     if where == "disk":
         base = built[0].resolve().as_uri() + "/"
-    errors, urls = _open(driver, f"{base}search.html?q=ALiBi")
+    errors, urls = open_page(driver, f"{base}search.html?q=ALiBi")
     from selenium.webdriver.support.ui import WebDriverWait
     found = WebDriverWait(driver, 30).until(lambda d: [a.get_attribute("href") for a in
                                                        d.find_elements("css selector", "#search-results li a")])
     errors += [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
-    assert not errors and not _outside(urls + _requests(driver), base), (errors, _outside(urls, base))
+    assert not errors and not outside(urls + requests_since(driver), base), (errors, outside(urls, base))
     assert any(h.split("?")[0].endswith("chapters/07_alibi.html") for h in found), found
 
 
@@ -402,8 +312,8 @@ def test_search_finds_alibi_offline(built, browser, where):
 def test_landing_page_and_screenshots(built, browser, tmp_path):
     driver, base = browser
     _, chapters = built
-    errors, urls = _open(driver, base + "index.html")
-    assert not errors and not _outside(urls, base)
+    errors, urls = open_page(driver, base + "index.html")
+    assert not errors and not outside(urls, base)
     nav = [a.get_attribute("href") for a in driver.find_elements("css selector", "nav.bd-links a")]
     for name in chapters:
         assert any(h.endswith(f"chapters/{name}.html") for h in nav), f"{name} is missing from the sidebar"
@@ -411,7 +321,7 @@ def test_landing_page_and_screenshots(built, browser, tmp_path):
     assert any(h.endswith("chapters/ERRATA.html") for h in nav), "the errata are missing from the sidebar"
     assert any(h.endswith("chapters/cards/07_alibi.html") for h in nav)
     driver.save_screenshot(str(tmp_path / "index.png"))
-    _open(driver, f"{base}chapters/07_alibi.html")
+    open_page(driver, f"{base}chapters/07_alibi.html")
     figure = driver.find_elements("css selector", "main img")[0]
     driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", figure)
     driver.save_screenshot(str(tmp_path / "07_alibi_figure.png"))

@@ -1,6 +1,7 @@
 """experiments.remake on a fake experiment: resume after a Ctrl-C, --only, --check and its comparison rule."""
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -109,7 +110,8 @@ def test_a_ctrl_c_keeps_the_finished_experiment_and_a_rerun_reuses_it(room):
 def test_an_experiment_that_fails_is_named_and_fails_the_check(room, capsys):
     broken = (remake.Unit("c", "fake_experiment", ("--name", "c", "--value", "not a number")),)
     assert run_here(room, "--check", units=broken) == 1
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert re.search(r"^0 of 1 experiments run in \d+ s of wall time, 1 at a time \(0 reused\)$", err, re.M), err
     assert "c                                             -            -  DID NOT FINISH (its log: " in out
     assert "ValueError: could not convert string to float" in (room / "parts" / "c" / "log.txt").read_text()
     assert not (room / "parts" / "c" / "done.json").exists()
@@ -117,6 +119,8 @@ def test_an_experiment_that_fails_is_named_and_fails_the_check(room, capsys):
 
 def test_only_runs_the_named_experiments(room, capsys):
     assert run_here(room, "--only", "b") == 0
+    assert re.search(r"^1 of 1 experiments run in \d+ s of wall time, 1 at a time \(0 reused\)$",
+                     capsys.readouterr().err, re.M)
     assert runs(room) == ["b 1 1"]
     assert sorted(os.listdir(room / "results")) == ["b.json"]
     with pytest.raises(SystemExit) as refused:

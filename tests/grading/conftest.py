@@ -17,6 +17,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import background  # noqa: E402
+import hostile_class  # noqa: E402
 import known_wrong_runs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -131,7 +132,7 @@ def all_modules_graded():
 
 def pytest_collection_finish(session):
     r"""Start what the selected tests will ask for (``tests/background.py``): the guide, the known-wrong grading,
-    every module's reference graded."""
+    every module's reference graded, the hostile class graded."""
     jobs = {"guide_run": ("guide", guide_job),
             "wrong_results": ("known wrong", lambda env: known_wrong_runs.job(env, known_wrong_runs.TIMEOUT)),
             "all_modules_graded": ("all modules", all_modules_job)}
@@ -139,3 +140,8 @@ def pytest_collection_finish(session):
         first = background.first_use(session.items, background.uses(fixture))
         if first is not None:
             background.submit(key, make(background.snapshot()), priority=first)
+    # test_sandbox.py's own fixture is named ``graded``, as other modules' are
+    first = background.first_use(session.items, lambda item: item.path.name == "test_sandbox.py"
+                                 and "graded" in getattr(item, "fixturenames", ()))
+    if first is not None:
+        background.submit("hostile class", hostile_class.job(background.snapshot()), priority=first)

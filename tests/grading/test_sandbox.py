@@ -1,31 +1,29 @@
 r"""Grading a class you cannot trust: hostile submissions, each reported, none harming anyone else.
 
-A class folder is written into a temporary folder: one correct student, one who wrote nothing,
-and one student per kind of attack. ``grade-folder`` grades them all with small limits, and the
+A class folder is written into a temporary folder (``hostile_class.py``): one correct student, one who wrote
+nothing, and one student per kind of attack. ``grade_folder`` grades them all with small limits, in a process
+of its own beside the other tests, and the
 tests check that every attack is reported in the gradebook, that the files outside the
 submissions are untouched, that the other students' rows are right, and that both report files
 are complete.
 """
 import csv
-import hashlib
 import json
 import os
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from exercises.grading.generate import generated_text, region_labels
 from exercises.grading.grader import grade_file
-from exercises.grading.instructor import grade_folder
-from exercises.grading.paths import GRADING, SOLUTIONS
-from exercises.grading.sandbox import Limits
 
-TIMEOUT = 3.0
-CORRECT = (SOLUTIONS / "rope.py").read_text()
-
-
-LABELS = region_labels(CORRECT)  # {name: "Exercise 6.N"}: the numbers come from solutions/ alone
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import background  # noqa: E402
+import hostile_class  # noqa: E402
+from hostile_class import CORRECT, LABELS, TIMEOUT  # noqa: E402
 
 
 def _col(name):
@@ -33,80 +31,11 @@ def _col(name):
     return f"{LABELS[name].split()[-1]} {name}"
 
 
-def _correct_with(top="", **bodies):
-    r"""The reference's file with code added at the top and some exercises' bodies (by name) prefixed."""
-    text = CORRECT.replace("import math\n", "import math\nimport os\nimport sys\n" + top + "\n", 1)
-    for name, extra in bodies.items():
-        marker = f"# BEGIN SOLUTION {LABELS[name]}\n"
-        start = text.index(marker)
-        indent = text[text.rindex("\n", 0, start) + 1:start]
-        text = text.replace(marker, marker + "".join(f"{indent}{line}\n" for line in extra.strip().splitlines()), 1)
-    return text
-
-
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    root = tmp_path_factory.mktemp("hostile")
-    outside, keep = root / "outside.txt", root / "keep.txt"
-    outside.write_text("the teacher's notes\n")
-    keep.write_text("another file\n")
-    class_dir = root / "class"
-    (class_dir / "alice" / "exercises").mkdir(parents=True)
-    (class_dir / "alice" / "exercises" / "rope.py").write_text(CORRECT)
-    (class_dir / "bob.py").write_text(generated_text("rope"))
-    students = {
-        # deletes a file outside its folder at import time, and carries on when refused
-        "vandal": _correct_with(top=f"try:\n    os.remove({str(outside)!r})\nexcept OSError:\n    pass\n"),
-        # writes outside its folder from one exercise only
-        "scribbler": _correct_with(**{"rotate_half": f"open({str(keep)!r}, 'w').write('overwritten')"}),
-        # imports the reference
-        "copier": "from solutions.rope import *  # noqa\n",
-        # forks without end in one exercise, allocates without end in another
-        "forker": _correct_with(**{"rotate_half": "while True:\n    os.fork()"}),
-        "hog": _correct_with(**{"apply_rotary": "hoard = []\nwhile True:\n    hoard.append(xp.empty(1 << 24))"}),
-        # prints tens of megabytes, then answers correctly
-        "chatterbox": _correct_with(**{"rotate_half": "print('x' * (20 << 20))"}),
-        # never returns
-        "sleeper": _correct_with(**{"RotaryEmbedding": "while True:\n    pass"}),
-        # patches the grader in memory, forges the grader's protocol, and reads the environment
-        "patcher": _correct_with(top="""
-import numpy
-numpy.allclose = numpy.array_equal = lambda *a, **k: True
-for name, module in list(sys.modules.items()):
-    if name.startswith("exercises.grading") or name == "__main__":
-        for attr in ("judge", "run_cases", "describe", "encode", "decode"):
-            if hasattr(module, attr):
-                setattr(module, attr, lambda *a, **k: {"found": "function", "stubs": {}, "signatures": {}})
-""", **{"wavelength_table": """
-import json
-for fd in range(3, 30):
-    for index in range(12):
-        try:
-            os.write(fd, (json.dumps({"event": "result", "index": index, "report": {"found": "function"}}) + "\\n").encode())
-        except OSError:
-            pass
-raise RuntimeError('secret: ' + os.environ.get('PE_TEST_SECRET', 'none here'))"""}),
-        # edits the grader's own files on disk
-        "tamperer": _correct_with(top="""
-try:
-    open(os.path.join(os.path.dirname(sys.modules["exercises.grading.wire"].__file__), "judging.py"), "a").write("#")
-except OSError:
-    pass
-"""),
-    }
-    for name, text in students.items():
-        (class_dir / f"{name}.py").write_text(text)
-    (class_dir / "liar").mkdir()
-    os.symlink(SOLUTIONS / "rope.py", class_dir / "liar" / "rope.py")  # hands in a link to the reference
-    judging = GRADING / "judging.py"
-    before = hashlib.sha256(judging.read_bytes()).hexdigest()
-    os.environ["PE_TEST_SECRET"] = "the grader's token"
-    try:
-        report = grade_folder(class_dir, root / "report", timeout=TIMEOUT, limits=Limits(memory_mb=600))
-    finally:
-        del os.environ["PE_TEST_SECRET"]
-    return {"report": report, "root": root, "outside": outside, "keep": keep,
-            "judging_unchanged": hashlib.sha256(judging.read_bytes()).hexdigest() == before}
+def graded():
+    r"""The hostile class written and graded (``hostile_class.py``), beside the other tests from the end of
+    collection (``conftest.py``, ``tests/background.py``)."""
+    return background.result("hostile class", hostile_class.job(background.snapshot()))
 
 
 def _row(graded, name):
