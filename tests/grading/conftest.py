@@ -19,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import background  # noqa: E402
 import hostile_class  # noqa: E402
 import known_wrong_runs  # noqa: E402
+import release_copy  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "chapters" / "TEACHING.md"
@@ -132,10 +133,11 @@ def all_modules_graded():
 
 def pytest_collection_finish(session):
     r"""Start what the selected tests will ask for (``tests/background.py``): the guide, the known-wrong grading,
-    every module's reference graded, the hostile class graded."""
+    every module's reference graded, the hostile class graded, the student copy made and its own tests run."""
     jobs = {"guide_run": ("guide", guide_job),
             "wrong_results": ("known wrong", lambda env: known_wrong_runs.job(env, known_wrong_runs.TIMEOUT)),
-            "all_modules_graded": ("all modules", all_modules_job)}
+            "all_modules_graded": ("all modules", all_modules_job),
+            "copy_and_own_tests": ("release copy", release_copy.job)}
     for fixture, (key, make) in jobs.items():
         first = background.first_use(session.items, background.uses(fixture))
         if first is not None:

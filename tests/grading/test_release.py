@@ -1,7 +1,8 @@
 r"""A student copy of the workbook: no answers in it, and everything a student needs still works.
 
-``python -m exercises release --repo`` writes the copy into a temporary folder once; the tests
-then work inside it as a student would, in subprocesses whose imports come from the copy alone
+``python -m exercises release --repo`` writes the copy into a temporary folder once (``release_copy.py``, beside
+the other tests from the end of collection, with the copy's own exercise tests); the tests then work inside it as
+a student would, in subprocesses whose imports come from the copy alone
 (``solutions`` is not importable there): grading a correct, a wrong and an unwritten file, the
 copy's own exercise tests, and the first cells of the released chapter. What ships is decided by
 folder (``release.ships``); a walk over the shipped tests' imports proves none needs the answers.
@@ -23,6 +24,12 @@ from exercises.grading.modules import names as module_names
 from exercises.grading.modules.exercise_text import fill, reference_body
 from exercises.grading.paths import SHIPPED, SOLUTIONS, module_folder
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import background  # noqa: E402
+import release_copy  # noqa: E402
+from release_copy import in_copy as _in_copy, student_paths  # noqa: E402
+
 DRILLS = drills()  # {name: Drill}, found in the module folders
 
 ROPE_LABELS = region_labels((SOLUTIONS / "rope.py").read_text())   # {name: "Exercise 6.N"}
@@ -32,61 +39,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def copy(tmp_path_factory):
-    out = tmp_path_factory.mktemp("student") / "workbook"
-    done = subprocess.run([sys.executable, "-m", "exercises", "release", "--repo", "--out", str(out)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=240)
-    assert done.returncode == 0, done.stdout + done.stderr
-    _student_python(out.parent / "venv")
-    return out
+def copy_and_own_tests():
+    r"""The copy, released and first used beside the other tests from the end of collection (``release_copy.py``)."""
+    return background.result("release copy", release_copy.job(background.snapshot()))
 
 
-def student_paths(paths, root, prefixes):
-    r"""The import folders of ``paths`` a student's environment keeps: every one outside the repository
-    ``root``, and inside it only an installed environment's: a ``site-packages`` or ``dist-packages``
-    folder, or anything under an environment's prefix (``prefixes``: ``sys.prefix`` and the like) that
-    lies inside the repository, as the README's ``.venv`` does. The repository's own folders (``root``,
-    ``solutions/``, ``exercises/``, ``tests/``) are dropped: from them ``solutions`` and the checks import.
-    A prefix that is the repository or holds it keeps nothing extra, or it would keep the repository too.
-    """
-    root = Path(root).resolve()
-    inside = [Path(p).resolve() for p in prefixes if root in Path(p).resolve().parents]
-
-    def kept(p):
-        where = Path(p).resolve()
-        if root != where and root not in where.parents:
-            return True
-        return bool({"site-packages", "dist-packages"} & set(where.parts)) or any(
-            e == where or e in where.parents for e in inside)
-    return [p for p in paths if p and kept(p)]
-
-
-def _student_python(venv):
-    """A virtual environment that sees this one's packages but not this repository.
-
-    The README's install puts the repository itself on every path (``pip install -e .``), so this
-    interpreter would import ``solutions`` from here whatever the copy holds. The student's
-    environment lists this one's import folders, less this repository's own (``student_paths``: a
-    venv inside the repository, as the README suggests, keeps its packages), as plain paths: their
-    packages import, and the ``.pth`` files in them (the editable install among them) never run.
-    """
-    python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-    if not python.exists():
-        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
-        ours = student_paths([p for p in sys.path if p and os.path.isdir(p)], ROOT,
-                             (sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix))
-        theirs = subprocess.run([str(python), "-c", "import site; print(site.getsitepackages()[0])"],
-                                capture_output=True, text=True, check=True).stdout.strip()
-        Path(theirs, "workbook_dependencies.pth").write_text("\n".join(ours) + "\n")
-    return python
-
-
-def _in_copy(copy, *args, timeout=240):
-    env = dict(os.environ, PYTHONPATH=str(copy), MPLBACKEND="Agg")
-    env.pop("PE_USE_REFERENCE", None)
-    env.pop("VIRTUAL_ENV", None)
-    python = _student_python(copy.parent / "venv")
-    return subprocess.run([str(python), *args], capture_output=True, text=True, cwd=copy, env=env, timeout=timeout)
+@pytest.fixture(scope="module")
+def copy(copy_and_own_tests):
+    return copy_and_own_tests["copy"]
 
 
 @pytest.mark.parametrize("kept, path", [
@@ -248,8 +208,8 @@ def test_the_import_walk_catches_a_test_that_needs_the_answers(copy, tmp_path):
 
 
 @pytest.mark.slow
-def test_the_copys_own_exercise_tests_pass(copy):
-    done = _in_copy(copy, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/reader/test_exercises.py")
+def test_the_copys_own_exercise_tests_pass(copy_and_own_tests):
+    done = copy_and_own_tests["own_tests"]   # in_copy(copy, *release_copy.OWN_TESTS), run when the copy was made
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     # one skipped "not attempted" per exercise of every module
     n_exercises = sum(len(set(region_labels((SOLUTIONS / f"{m}.py").read_text()).values())) for m in exercise_modules())
