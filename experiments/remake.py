@@ -5,8 +5,8 @@ r"""Remake the evidence: every experiment the chapters cite, at its committed se
 Each experiment is one *unit*: a child process ``python -m experiments.MODULE --out PARTS/NAME --no-progress``
 (with the arguments that give its committed seeds) whose environment sets ``OPENBLAS_NUM_THREADS=1
 OMP_NUM_THREADS=1``, as the committed records were made: N children on N cores, not N times as many BLAS
-threads waiting on each other. ``--jobs N`` runs N units at once, the costliest first (by the wall time its
-record states), so the long ones do not start last. A unit that finishes writes ``done.json`` beside its result
+threads waiting on each other. ``--jobs N`` runs N units at once, the longest chain first (a unit and the units
+that read its record, by the wall times their records state: ``in_order``), so the long ones do not start last. A unit that finishes writes ``done.json`` beside its result
 in ``PARTS/NAME/`` (atomically, like the result), so a rerun after a crash or a Ctrl-C skips it and says how many
 it reused; the experiments that keep each finished seed (``--parts``) are given ``PARTS/NAME/seeds/``, so inside
 a unit a rerun resumes at the seed it was on. A unit is reused whatever changed since: after a fix to an
@@ -264,7 +264,7 @@ class Runner:
         tqdm.write(text, file=sys.stderr)
 
     def run(self, todo, done_names):
-        """Run ``todo`` (units, costliest first); returns when every unit has finished, failed or been blocked."""
+        """Run ``todo`` (units, in the order to start them: ``in_order``); returns when every unit has finished, failed or been blocked."""
         waiting = list(todo)
         bar = tqdm(total=len(todo), unit="experiment", disable=not self.progress, file=sys.stderr)
         try:
@@ -292,6 +292,18 @@ class Runner:
                         bar.update(1)
         finally:
             bar.close()
+
+
+def in_order(units, known):
+    r"""``units`` in the order to start them: the longest chain first, a chain being a unit and every unit that
+    waits on it (``after``), costed by ``known`` (seconds by name; a unit with no known cost counts 0). The costliest
+    unit alone would start first and the cheap one that a costly one waits on last, so the costly one would
+    start at the very end: ``sink_control`` (1346 s) waits on ``attention_sinks_settings`` (244 s)."""
+    waiting_on = {u.name: [w for w in units if u.name in w.after] for u in units}
+
+    def chain(unit):
+        return (known.get(unit.name) or 0.0) + max((chain(w) for w in waiting_on[unit.name]), default=0.0)
+    return sorted(units, key=lambda u: -chain(u))
 
 
 def cost_table(rows, done):
@@ -381,7 +393,7 @@ def main(argv=None, units=UNITS, results=RESULTS, cost_file=COST_TABLE):
         list_units(chosen, results, args.parts)
         return 0
     known = committed_costs(results)
-    chosen.sort(key=lambda u: -(known.get(u.name) or 0.0))          # the costliest first: none starts last
+    chosen = in_order(chosen, known)
     done = {u.name: finished(u, args.parts) for u in chosen}
     reused = [u for u in chosen if done[u.name]]
     todo = [u for u in chosen if not done[u.name]]

@@ -203,3 +203,15 @@ def test_a_check_does_not_reuse_what_a_plain_remake_installed(capsys):
     check = capsys.readouterr().out
     assert f"finished in {remake.PARTS_OF[False]})" in plain and f"finished in {remake.PARTS_OF[True]})" in check
     assert remake.PARTS_OF[False] != remake.PARTS_OF[True]
+
+
+def test_the_longest_chain_starts_first_not_the_costliest_unit():
+    # worked by hand: c waits on a, so a's chain is 10 + 100 = 110, more than b's 50; d waits on c: a's is 111
+    units = (remake.Unit("a", "m"), remake.Unit("b", "m"), remake.Unit("c", "m", after=("a",)),
+             remake.Unit("d", "m", after=("c",)))
+    known = {"a": 10.0, "b": 50.0, "c": 100.0, "d": 1.0}
+    assert [u.name for u in remake.in_order(units, known)] == ["a", "c", "b", "d"]   # chains 111, 101, 50, 1
+    assert [u.name for u in remake.in_order(units, {"b": 50.0})] == ["b", "a", "c", "d"]   # unknown costs count 0
+    # the committed records: attention_sinks_settings starts before every experiment but sink_control's chain
+    order = [u.name for u in remake.in_order(remake.UNITS, remake.committed_costs(remake.RESULTS))]
+    assert order.index("attention_sinks_settings") < order.index("sink_control") < order.index("positions_today")
