@@ -27,7 +27,7 @@ or more), carries no chosen precision: its last digits are the rounding of one s
 build or another CPU's vector width changes, so it matches within ``FULL_RELATIVE`` of itself or ``FULL_ABSOLUTE``, whichever is larger. A record may widen
 that with a ``tolerance`` key (absolute, for the numbers in the dict that holds it and below).
 Strings (the verdicts) must be equal. What describes the run rather than its outcome (``environment``, the
-commands, wall times, load averages) is not compared.
+commands, the commit it ran at, wall times, load averages) is not compared.
 """
 import argparse
 import dataclasses
@@ -87,7 +87,8 @@ UNITS = (
 )
 
 #: keys that describe a run (its machine, time and command), not what it measured: --check skips them
-NOT_COMPARED = {"environment", "command", "commands", "claims_command", "claims_recomputed_by", "load_average"}
+NOT_COMPARED = {"environment", "command", "commands", "claims_command", "claims_recomputed_by", "load_average",
+                "commit"}
 #: what a unit's folder holds besides the files its experiment wrote
 BOOKKEEPING = {"done.json", "log.txt", "seeds"}
 
