@@ -3,7 +3,7 @@ r"""Subprocess work the suite only waits for, started when collection ends and r
 The suite's costliest pieces are subprocesses that the main pytest process merely waits for: every chapter run
 under nbval, the instructor guide replayed command by command, the known-wrong implementations graded. On a
 2-core machine the main process keeps one core busy with the in-process tests while the other idles, so those
-pieces run here, one at a time on one background thread, from the moment collection ends; a test that needs
+pieces run here, on two background threads (``WORKERS``), from the moment collection ends; a test that needs
 one asks for its result and waits only if it is not ready yet.
 
 * A conftest's ``pytest_collection_finish`` hook submits a job only for the tests that were selected (so
@@ -28,12 +28,17 @@ import signal
 import subprocess
 import tempfile
 import threading
+import time
 
 _futures = {}          # key -> (Future, job)
 _queue = queue.PriorityQueue()   # (priority, order, key): the lowest priority first, then in the order submitted
-_thread = None
+_threads = []         # the workers, started with the first job
+#: workers: two, so the jobs can also use the core the main process leaves idle while it waits on its own
+#: subprocesses (the suite kept about 1.6 of 2 cores busy with one worker)
+WORKERS = 2
 _running = set()       # the Popen objects of the job running now
 _lock = threading.Lock()
+_T0 = time.monotonic()
 _order = itertools.count()   # ties in priority keep the order of submission
 _base = None           # the folder of the jobs' folders, removed by stop()
 
@@ -64,17 +69,16 @@ def uses(fixture):
 
 
 def submit(key, job, priority=0):
-    r"""Queue ``job()`` under ``key`` (once: a key submitted again is left as it is) and start the thread. Jobs of a
+    r"""Queue ``job()`` under ``key`` (once: a key submitted again is left as it is) and start the workers. Jobs of a
     lower ``priority`` run first: give the index of the first test that needs it (``first_use``)."""
-    global _thread
     with _lock:
         if key in _futures:
             return
         _futures[key] = (concurrent.futures.Future(), job)
         _queue.put((priority, next(_order), key))
-        if _thread is None:
-            _thread = threading.Thread(target=_work, name="tests-background", daemon=True)
-            _thread.start()
+        while len(_threads) < WORKERS:
+            _threads.append(threading.Thread(target=_work, name=f"tests-background-{len(_threads)}", daemon=True))
+            _threads[-1].start()
 
 
 def _claim(future):
@@ -83,11 +87,25 @@ def _claim(future):
         return not (future.running() or future.done()) and future.set_running_or_notify_cancel()
 
 
-def _run_claimed(future, job):
+def _run_claimed(future, job, key=""):
+    start = time.monotonic()
     try:
-        future.set_result(job())
+        value = job()
     except BaseException as e:  # handed to the test that asks, as the job raised it
+        _log(key, start)
         future.set_exception(e)
+        return
+    _log(key, start)             # before the value: a test that has it finds the line written
+    future.set_result(value)
+
+
+def _log(key, start):
+    r"""With ``PE_BACKGROUND_LOG=FILE``, one line a job: its key, the thread that ran it, when it started and ended
+    (seconds since this module was imported): where the suite's time goes, for a maintainer tuning it."""
+    path = os.environ.get("PE_BACKGROUND_LOG")
+    if path:
+        with _lock, open(path, "a") as f:
+            f.write(f"{key}\t{threading.current_thread().name}\t{start - _T0:.1f}\t{time.monotonic() - _T0:.1f}\n")
 
 
 def _work():
@@ -97,7 +115,7 @@ def _work():
             return
         future, job = _futures[key]
         if _claim(future):   # False where a test claimed it first, or stop() cancelled it
-            _run_claimed(future, job)
+            _run_claimed(future, job, key)
 
 
 def result(key, job):
@@ -109,7 +127,7 @@ def result(key, job):
         return job()
     future, queued = entry
     if _claim(future):
-        _run_claimed(future, queued)
+        _run_claimed(future, queued, key)
     return future.result()
 
 
@@ -140,16 +158,18 @@ def _kill(process):
 
 
 def stop():
-    r"""Cancel every job not started, kill the running one's processes, remove the jobs' folders."""
-    global _thread, _base
+    r"""Cancel every job not started, kill the running ones' processes, remove the jobs' folders."""
+    global _base
     with _lock:
         for future, _ in _futures.values():
             future.cancel()
         for process in list(_running):
             _kill(process)
-        thread, _thread = _thread, None
-    if thread is not None:
+        threads = list(_threads)
+        _threads.clear()
+    for _ in threads:
         _queue.put((float("-inf"), next(_order), None))
+    for thread in threads:
         thread.join(timeout=30)
     with _lock:
         _futures.clear()

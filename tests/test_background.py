@@ -34,7 +34,9 @@ def test_a_jobs_error_reaches_the_test_that_asks():
 
 def test_a_job_not_started_is_claimed_by_the_test_instead_of_waited_for():
     gate = threading.Event()
-    background.submit("test: blocker", lambda: gate.wait(30), priority=-10)   # holds the thread
+    blockers = [f"test: blocker {i}" for i in range(background.WORKERS)]
+    for key in blockers:   # one for each worker, each holding it until the gate opens
+        background.submit(key, lambda: gate.wait(30), priority=-10)
     where = []
     background.submit("test: queued", lambda: where.append(threading.current_thread().name) or "ran")
     try:
@@ -42,7 +44,7 @@ def test_a_job_not_started_is_claimed_by_the_test_instead_of_waited_for():
         assert where == [threading.current_thread().name]   # ran here, not behind the blocker
     finally:
         gate.set()
-    assert background.result("test: blocker", lambda: None) is True
+    assert all(background.result(key, lambda: None) is True for key in blockers)
 
 
 def test_run_takes_the_environment_it_is_given_not_the_processes(monkeypatch):
@@ -67,3 +69,13 @@ def test_first_use_is_the_place_of_the_first_test_that_asks_for_the_fixture():
     assert background.first_use(items, background.uses("c")) == 1
     assert background.first_use(items, background.uses("a")) == 0
     assert background.first_use(items, background.uses("z")) is None
+
+
+def test_the_log_names_each_job_its_thread_and_its_times(tmp_path, monkeypatch):
+    monkeypatch.setenv("PE_BACKGROUND_LOG", str(tmp_path / "log.tsv"))
+    background.submit("test: logged", lambda: "done")
+    assert background.result("test: logged", lambda: None) == "done"
+    (line,) = (tmp_path / "log.tsv").read_text().splitlines()
+    key, thread, start, end = line.split("\t")
+    assert key == "test: logged" and thread.startswith(("tests-background-", "MainThread"))
+    assert 0 <= float(start) <= float(end)

@@ -2,7 +2,7 @@ r"""The site's two page-by-page browser checks, run beside the other tests where
 
 Where ``PE_SITE_DIR`` names a built site (``.ci/run``) and Chromium is here, the one visit of every page that
 ``test_every_chapter_page_in_chromium`` and ``test_no_page_shows_unrendered_markup`` read
-(``site_browser.visit``) is submitted to the background thread when collection ends (``tests/background.py``), and
+(``site_browser.visit``) is submitted to the background threads when collection ends (``tests/background.py``), and
 the two tests move to the session's end. Without ``PE_SITE_DIR`` the site is built by the tests themselves, and
 the visit runs when they ask for it.
 """

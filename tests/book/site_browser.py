@@ -3,7 +3,7 @@ r"""Headless Chromium on a built site, for ``tests/book/test_site.py``: start it
 ``browser_missing()`` says why the checks cannot run here (Chromium, its driver or Selenium absent), or None.
 ``opened(folder)`` serves ``folder`` on a local port and yields ``(driver, base URL)``. ``visit(folder,
 chapters)`` opens every page of the site once in a browser of its own and returns what the checks read, so it
-can run as a job on the suite's background thread (``tests/background.py``): it touches nothing of the tests'
+can run as a job on the suite's background threads (``tests/background.py``): it touches nothing of the tests'
 process but the files of the site and its own server, Chromium and driver.
 """
 import contextlib

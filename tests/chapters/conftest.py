@@ -2,7 +2,7 @@ r"""The chapters under nbval, run beside the other tests (``tests/background.py`
 
 Each selected ``test_chapter_runs_under_nbval[chapter]`` has its chapter submitted when collection ends: the
 version the tests guard (``notebooks.guarded``) merged with its stored outputs in this process, then written
-and run under nbval in a subprocess on the background thread. The tests themselves move to the end of the
+and run under nbval in a subprocess on the background threads. The tests themselves move to the end of the
 session, so by the time they ask, most chapters have run while the main process ran everything else; each test
 still makes every check it made when it ran its chapter itself (``chapter_under_nbval``).
 """

@@ -1,4 +1,4 @@
-r"""A chapter under nbval in a subprocess, as a job for the background thread (``tests/background.py``)."""
+r"""A chapter under nbval in a subprocess, as a job for the background threads (``tests/background.py``)."""
 import hashlib
 import sys
 import time

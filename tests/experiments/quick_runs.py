@@ -1,4 +1,4 @@
-r"""The experiments' quick modes the tests read, each run once in a subprocess: jobs for the background thread.
+r"""The experiments' quick modes the tests read, each run once in a subprocess: jobs for the background threads.
 
 ``QUICK`` names each run a test module's fixture reads: the experiment's module and the keyword arguments of its
 ``run``. ``result(name)`` is that run's record, as ``json`` reads back what the experiment's ``run`` returned

@@ -1,4 +1,4 @@
-r"""A class you cannot trust, written and graded in a subprocess: a job for the background thread.
+r"""A class you cannot trust, written and graded in a subprocess: a job for the background threads.
 
 ``job(env)`` returns the function that writes the class folder (``write_class``: one correct student, one who
 wrote nothing, one student per kind of attack, and two files outside the submissions), grades it with

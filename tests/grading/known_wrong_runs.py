@@ -1,4 +1,4 @@
-r"""The known-wrong implementations, all graded in one subprocess: a job for the background thread.
+r"""The known-wrong implementations, all graded in one subprocess: a job for the background threads.
 
 ``rows()`` reads every ``KNOWN_WRONG`` table (``exercises/grading/modules/<module>/wrong/``); ``job(env)`` returns
 the function that grades them all with ``grader.grade_jobs`` in a fresh Python (so nothing a test patches in this

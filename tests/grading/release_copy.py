@@ -1,4 +1,4 @@
-r"""A student copy of the workbook, made and first used in subprocesses: a job for the background thread.
+r"""A student copy of the workbook, made and first used in subprocesses: a job for the background threads.
 
 ``job(env)`` returns the function that writes the copy (``python -m exercises release --repo``) into a new folder,
 makes the student's Python for it (``student_python``: a virtual environment that sees this one's packages and
