@@ -545,16 +545,17 @@ def test_the_help_and_the_refusals_say_what_each_option_does(capsys, monkeypatch
         remake.main(["--help"])
     assert shown.value.code == 0
     out = capsys.readouterr().out
-    for text in ["Remake the evidence: every experiment the chapters cite, at its committed seeds, in one resumable "
-                 "command.",
-                 "--jobs JOBS ", "experiments run at once, one process and one BLAS thread each (default 1)",
-                 "--only NAME [NAME ...]\n", "these experiments only (names as --list prints)",
-                 "print the experiments and their committed cost, run nothing",
-                 "remake and compare with the committed records, changing none; exit code 1 on a difference",
-                 f"folder that keeps each finished experiment (default {remake.PARTS_OF[False]}, and "
+    # each text whole, between a space or a line's start and the line's end
+    for text in ["\nRemake the evidence: every experiment the chapters cite, at its committed seeds, in one "
+                 "resumable command.",
+                 "  --jobs JOBS ", " experiments run at once, one process and one BLAS thread each (default 1)",
+                 "  --only NAME [NAME ...]", " these experiments only (names as --list prints)",
+                 " print the experiments and their committed cost, run nothing",
+                 " remake and compare with the committed records, changing none; exit code 1 on a difference",
+                 f" folder that keeps each finished experiment (default {remake.PARTS_OF[False]}, and "
                  f"{remake.PARTS_OF[True]} with --check)",
-                 "--no-progress ", "no progress bar"]:
-        assert text in out, text
+                 "  --no-progress ", " no progress bar"]:
+        assert text + ("\n" if not text.endswith(" ") else "") in out, text
     with pytest.raises(SystemExit) as refused:
         remake.main(["--jobs", "0"])
     assert refused.value.code == 2
