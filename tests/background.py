@@ -3,7 +3,7 @@ r"""Subprocess work the suite only waits for, started when collection ends and r
 The suite's costliest pieces are subprocesses that the main pytest process merely waits for: every chapter run
 under nbval, the instructor guide replayed command by command, the known-wrong implementations graded. On a
 2-core machine the main process keeps one core busy with the in-process tests while the other idles, so those
-pieces run here, on two background threads (``WORKERS``), from the moment collection ends; a test that needs
+pieces run here, on one background thread (``WORKERS``), from the moment collection ends; a test that needs
 one asks for its result and waits only if it is not ready yet.
 
 * A conftest's ``pytest_collection_finish`` hook submits a job only for the tests that were selected (so
@@ -33,9 +33,9 @@ import time
 _futures = {}          # key -> (Future, job)
 _queue = queue.PriorityQueue()   # (priority, order, key): the lowest priority first, then in the order submitted
 _threads = []         # the workers, started with the first job
-#: workers: two, so the jobs can also use the core the main process leaves idle while it waits on its own
-#: subprocesses (the suite kept about 1.6 of 2 cores busy with one worker)
-WORKERS = 2
+#: workers: one, beside the main process, on a 2-core machine; two made the whole run slower, the main process's
+#: own subprocesses sharing the cores with three streams (bench_results/suite_clock_2026-12-06/)
+WORKERS = 1
 _running = set()       # the Popen objects of the job running now
 _lock = threading.Lock()
 _T0 = time.monotonic()
