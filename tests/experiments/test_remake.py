@@ -560,3 +560,11 @@ def test_the_help_and_the_refusals_say_what_each_option_does(capsys, monkeypatch
         remake.main(["--jobs", "0"])
     assert refused.value.code == 2
     assert "--jobs is 0; it needs at least 1 (one experiment at a time)." in capsys.readouterr().err
+
+
+def test_the_commit_a_record_names_is_not_compared_as_its_environment_is_not():
+    # positions_today's record names the commit it ran at; a remake at a later commit is the same evidence
+    old = remake.read_stored('{"commit": "af29cd4", "environment": {"seconds": 1}, "value": 0.25}')
+    new = {"commit": "cd4d5cd", "environment": {"seconds": 2}, "value": 0.25}
+    assert remake.differences(old, new) == (1, [])
+    assert remake.differences(old, dict(new, value=0.5))[1][0][0] == "value"   # the outcome still is
