@@ -242,7 +242,7 @@ assert max(streams.values()) - min(streams.values()) < 0.01              # every
 #   by 0.038 ± 0.010 and ahead of T5's by 0.074 ± 0.013; unscaled past $L$ it rises 0.472 ± 0.118
 #   nats at $4L$ (in chapter 8's run, $L = 64$ and 2 heads: 1.48 at $L$, 2.61 at $4L$, means over 3 seeds).
 # * **Fixed-length encoder: learned absolute** (C2a, C2b). At $L$, after 600 steps, the learned table
-#   is ahead of the sinusoidal table scaled to the token rows by 0.099 ± 0.012 nats (3 seeds, chapter 3).
+#   is ahead of the sinusoidal table scaled to the token rows by 0.100 ± 0.014 nats (3 seeds, chapter 3).
 #   The arms are still learning at 600 steps, so the gap measures learning speed too: whether the
 #   lead lasts once trained, and whether it is only "marginally", is not tested (chapter 3, C5b, C5c):
 #   C2a and C2b are not tested here, though C2a's interval alone says "reproduces".
@@ -262,8 +262,8 @@ assert max(streams.values()) - min(streams.values()) < 0.01              # every
 #   pays at $L$ itself, 0.06 ± 0.02 nats above RoPE and 0.10 ± 0.02 above Transformer-XL. The book's
 #   qualifier, "when perplexity is the metric", warns that retrieval fails far back in a long context,
 #   on long documents; chapter 9's models do not test it (C4b): they reach 256 tokens. There the share of keys found falls
-#   from $L$ to $8L$ by 0.08 ± 0.22 (5 seeds), and the farthest keys at $8L$ are found 0.83 ± 0.40
-#   of the time: seed 0 found a quarter, seeds 1 to 4 nearly all.
+#   from $L$ to $8L$ by 0.08 ± 0.19 (5 seeds), and the farthest keys at $8L$ are found 0.82 ± 0.35
+#   of the time: seed 0 found a third, seed 1 most (0.84), seeds 2 to 4 nearly all (0.97 to 1.00).
 # * **Extend RoPE 4x: PI or YaRN, plus fine-tuning** (C5a to C5d; means and intervals over 3 seeds).
 #   Zero-shot, YaRN beats PI at $4L$ by 0.95 ± 0.19 nats (1.74 against 2.68; unscaled 2.61). PI alone
 #   helps past $L$ (unscaled minus PI on those positions, 0.30 ± 0.22), but it costs about a nat at $L$ (2.68 against 1.48,
@@ -404,7 +404,9 @@ p = m["2. PE(3).PE(1), PE(103).PE(101), PE(3).PE(2)"]
 assert math.isclose(p[0], p[1], rel_tol=1e-9) and not math.isclose(p[0], p[2], rel_tol=1e-3)
 assert m["3. |R_3 q - R_103 q|, with |q|"][0] > 1
 assert [record(n)["verdict"] for n in usable.values()] == ["reproduces", "reproduces", "not established"]
-assert sum(v > 0.9 for v in m["4. alibi trained at L = 32: farthest keys found at 8L, per seed (chapter 9)"]) == 4
+far = m["4. alibi trained at L = 32: farthest keys found at 8L, per seed (chapter 9)"]
+assert [v > 0.9 for v in far] == [False, False, True, True, True]    # nearly all on seeds 2 to 4 only
+assert 0.3 < far[0] < 0.35 and 0.8 < far[1]                           # seed 0 a third; seed 1 most of them
 assert m["5. score of q with itself: steps up among 199, score at 0, 10, 50"][0] > 50
 assert m["6. NTK (a larger base) at 4L, means over 3 seeds: zero-shot, after 150 steps at 4L"][0] > \
     m["6. NTK (a larger base) at 4L, means over 3 seeds: zero-shot, after 150 steps at 4L"][1] + 0.5
@@ -419,7 +421,7 @@ assert m["6. NTK (a larger base) at 4L, means over 3 seeds: zero-shot, after 150
 # seeds) until a fine-tune brings it to 1.44, where the same fine-tune brings plain RoPE too (1.44,
 # section 1). For ALiBi, whose loss barely rises at $4L$ (section 1),
 # whether it can *use* a longer context is not established here: its farthest keys at $8L$ are
-# found 0.83 ± 0.40 of the time over 5 seeds (seed 0: 0.25; seeds 1 to 4: 0.94 to 1.00).
+# found 0.82 ± 0.35 of the time over 5 seeds (seed 0: 0.33; seed 1: 0.84; seeds 2 to 4: 0.97 to 1.00).
 #
 # ## 4. Open problems, and where this workbook touched them
 #
@@ -427,7 +429,7 @@ assert m["6. NTK (a larger base) at 4L, means over 3 seeds: zero-shot, after 150
 #
 # | open problem (survey §11) | what this workbook saw |
 # | --- | --- |
-# | nominal length is not effective length | RoPE's loss climbs past $L$ (1.27 ± 0.34 nats beyond $L$ in windows of $8L$); ALiBi's barely rises at $4L$ (section 1), and whether it also finds keys at $8L$ is not established: the farthest keys at $8L$, 0.83 ± 0.40 over 5 seeds of 64 keys a cell, seed 0 a quarter, seeds 1 to 4 nearly all (chapter 9, §6) |
+# | nominal length is not effective length | RoPE's loss climbs past $L$ (1.27 ± 0.34 nats beyond $L$ in windows of $8L$); ALiBi's barely rises at $4L$ (section 1), and whether it also finds keys at $8L$ is not established: the farthest keys at $8L$, 0.82 ± 0.35 over 5 seeds of 64 keys a cell, seed 0 a third, seed 1 most (0.84), seeds 2 to 4 nearly all (chapter 9, §6) |
 # | periodicity brings aliasing | one pair with $\theta = 1$ barely tells offset 44 from offset 0: cos 0.9998 and sin 0.0177 against 1 and 0 (section 3; chapter 6) |
 # | extension fights short-range ability | PI zero-shot: 2.68 nats at $L$ against 1.48 unscaled, a cost of 1.20 ± 0.09; after a fine-tune 1.57 against plain RoPE's 1.47 fine-tuned alike (the printed losses are rounded), a cost of 0.09 ± 0.01, and whether it is under 0.1 nats is not established (chapter 8, C10c, 3 seeds) |
 # | system implementations break position semantics | the clinic below: six bugs, none of which crashes |
@@ -605,8 +607,8 @@ print("check_port passes on the healthy patient")
 #
 # Row 4: *long-context retrieval fails while perplexity looks fine* (a recency bias such as
 # ALiBi's, or over-interpolated high frequencies). The table's check is a needle-in-a-haystack
-# probe; chapter 9 runs it on trained models (ALiBi trained at $L = 32$ found its farthest keys
-# at $8L$ on four seeds of five, 0.83 ± 0.40 over 5 seeds). On an untrained patient, probe the positional mechanism itself: switch the content
+# probe; chapter 9 runs it on trained models (ALiBi trained at $L = 32$ found nearly all its farthest keys
+# at $8L$ on three seeds of five, most on a fourth and a third on the fifth: 0.82 ± 0.35 over 5 seeds). On an untrained patient, probe the positional mechanism itself: switch the content
 # off (zero queries and keys, so every score is whatever position adds) and ask whether a query
 # at position `serve_len - 1` still reaches the first token in every head, with at least half the
 # uniform weight `1 / serve_len`. This stand-in covers the row's first cause only: with the content
@@ -965,13 +967,13 @@ for name, sick in [("healthy", clinic.make_patient()), ("position_reset", clinic
 # | --- | --- | --- | --- | --- |
 # | C1a | RoPE is cache-compatible: a key rotated once stays valid for every later query (book §4) | on the clinic's healthy RoPE patient, cached decoding equals the full forward pass at every position to `1e-9` (`check_cache`, §5) | exact §5 | reproduces |
 # | C1b | RoPE is extendable later: a scaling method beats unscaled RoPE at $4L$ (book §4) | NTK's larger base, no training: unscaled minus NTK at $4L$, 0.58 ± 0.02 nats over 3 seeds (§1; chapter 8, C8b) | result context_extension/C8b | reproduces |
-# | C2a | learned absolute positions are better in-distribution (book §4) | a gap between trained models, and the arms are still learning at 600 steps; learned minus sinusoidal scaled to the token rows at $L = 64$: -0.099 ± 0.012 nats over 3 seeds, so the interval alone says reproduces (§1; chapter 3, C5b); a decoder on text, not an encoder | result input_schemes_at_train_len/learned_minus_sinusoidal_scaled | not tested here |
-# | C2b | ... but only marginally: by under 0.05 nats, the size under which this workbook calls a change in loss small, as for "runs long" (book §4) | a size of the gap between trained models, and the arms are still learning at 600 steps; the learned table's gain, 0.099 ± 0.012 nats over 3 seeds, is over 0.05 in every seed, so the interval alone says does not reproduce (§1; chapter 3, C5c) | result input_schemes_at_train_len/sinusoidal_scaled_minus_learned | not tested here |
+# | C2a | learned absolute positions are better in-distribution (book §4) | a gap between trained models, and the arms are still learning at 600 steps; learned minus sinusoidal scaled to the token rows at $L = 64$: -0.100 ± 0.014 nats over 3 seeds, so the interval alone says reproduces (§1; chapter 3, C5b); a decoder on text, not an encoder | result input_schemes_at_train_len/learned_minus_sinusoidal_scaled | not tested here |
+# | C2b | ... but only marginally: by under 0.05 nats, the size under which this workbook calls a change in loss small, as for "runs long" (book §4) | a size of the gap between trained models, and the arms are still learning at 600 steps; the learned table's gain, 0.100 ± 0.014 nats over 3 seeds, is over 0.05 in every seed, so the interval alone says does not reproduce (§1; chapter 3, C5c) | result input_schemes_at_train_len/sinusoidal_scaled_minus_learned | not tested here |
 # | C3a | T5's bias generalises past the training length on a task: accuracy at 16 after training at 8 above 0.9 (book §4, §7 ex. 4) | look-3-back: all 10 seeds: 1.00; the learned table 0.45 ± 0.04 on the positions it never trained (§1; chapter 5, C5a) | result relative_bias_generalisation/t5_sensible_at_16 | reproduces |
 # | C3b | T5's bias generalises past $L$ on text: its rise at $4L$ is no larger than a model's with no position at all, paired by seed (book §4, whose row is about encoder-decoders, tested here on a causal decoder) | T5's rise minus no position's: 0.118 ± 0.081 nats over 5 seeds (§1; chapter 7, C7a) | result short_long_seeds/t5_generalises_vs_none | does not reproduce |
 # | C3c | ... modestly: its rise stays over the 0.05 nats that "runs long" allows (book §4) | rise 0.216 ± 0.051 nats over 5 seeds; with `max_distance` = $L$ 0.181 ± 0.049 (§1; chapter 7, C7b). Any scheme that breaks meets this bar, no position too: with C3b failing, it says only that T5 does not run long | result short_long_seeds/breaks_t5 | reproduces |
 # | C4a | train short, run longer with ALiBi: the rise past $L$ at $4L$ is under 0.05 nats (book §4, §2.5) | rise 0.006 ± 0.003 nats over 5 seeds; it pays at $L$, 0.06 ± 0.02 nats above RoPE (§1; chapter 7, C5) | result short_long_seeds/runs_long_alibi | reproduces |
-# | C4b | "when perplexity is the metric": on long documents its retrieval far back in the context collapses, the share of keys found falling by at least 0.5 (book §4, §6) | fall 0.08 ± 0.22 over 5 seeds of 64 keys a cell: seed 0 fell by 0.39, seeds 1 to 4 did not; farthest keys at $8L$ 0.83 ± 0.40 (§1, §3; chapter 9, C3b). Missing condition: long documents, retrieval far back in a long context (book §4); these runs reach $8L$ = 256 tokens. That the flattest head (slope 1/256) penalises a key by at most $255/256$ of a nat there is an explanation not tested here (the steeper heads penalise far more, and seed 0 lost most of its farthest keys within 256 tokens) | result long_context/C3b | not tested here (the interval's own verdict: does not reproduce) |
+# | C4b | "when perplexity is the metric": on long documents its retrieval far back in the context collapses, the share of keys found falling by at least 0.5 (book §4, §6) | fall 0.08 ± 0.19 over 5 seeds of 64 keys a cell: seed 0 fell by 0.34, seeds 1 to 4 did not; farthest keys at $8L$ 0.82 ± 0.35 (§1, §3; chapter 9, C3b). Missing condition: long documents, retrieval far back in a long context (book §4); these runs reach $8L$ = 256 tokens. That the flattest head (slope 1/256) penalises a key by at most $255/256$ of a nat there is an explanation not tested here (the steeper heads penalise far more, and seed 0 lost most of its farthest keys within 256 tokens) | result long_context/C3b | not tested here (the interval's own verdict: does not reproduce) |
 # | C5a | to extend RoPE 4x, YaRN (per band) beats PI (one factor) at $4L$ (book §4, §5) | zero-shot, PI minus YaRN at $4L$: 0.95 ± 0.19 nats over 3 seeds (§1; chapter 8, C9a) | result context_extension/C9a | reproduces |
 # | C5b | PI alone helps: better than unscaled past $L$ (book §4, Ex. 3) | zero-shot, unscaled minus PI on the positions past $L$: 0.30 ± 0.22 nats over 3 seeds (§1; chapter 8, C7b) | result context_extension/C7b | reproduces |
 # | C5c | plus fine-tuning: a short fine-tune repairs the rest (book §2.6, §4) | "the rest" needs a model trained at $4L$ as the reference, and none is trained; beside it, after 150 steps the worst method at $4L$ minus the unextended model at $L$: 0.05 ± 0.14 nats over 3 seeds (§1; chapter 8, C10a) | result context_extension/C10a | not tested here |
