@@ -937,8 +937,8 @@ assert round(1e3 * weight_bytes / bandwidth, 1) == 4.0 and round(1e3 * cache_byt
 # * The library versions, with plots: `mini_transformer/evaluation/measures.py` (`loss_by_position`,
 #   `extrapolation_curve`, `passkey_grid`, `effective_context_length`, `retention`,
 #   `decode_costs`).
-# * The experiment: `python -m experiments.long_context` (about 25 minutes
-#   for 5 seeds and the control on two shared cores; `--parts DIR` resumes a stopped run; `--quick`
-#   in seconds, which only checks that the pieces run).
+# * The experiment: `python -m experiments.long_context` (5 seeds and the control; the wall time of the
+#   committed run, on two shared cores, is printed in section 2 with its command; `--parts DIR` resumes a
+#   stopped run; `--quick` in seconds, which only checks that the pieces run).
 # * Next, chapter 10: what the KV cache keeps, where positions sit when it evicts, and whether
 #   the first tokens are sinks.

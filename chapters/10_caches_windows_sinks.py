@@ -1197,8 +1197,8 @@ assert abs((evicted - kept) - (seed0["token 0 evicted"] - seed0["kept"])) < 1e-5
 # * The experiments (each with `--quick` in seconds; full runs write `results/NAME.json` with their command, seeds
 #   and seconds): `python -m experiments.sink_control` (Bigram-Backcopy, four attentions, five seeds; 72.4 to
 #   186.7 s a run; it also writes the committed checkpoint `results/sink_control_softmax_seed0.npz`),
-#   `python -m experiments.sink_text` (text at L = 256 with BOS, three learning rates, three seeds; about 26
-#   minutes) and `python -m experiments.attention_sinks` (the six settings at L = 32 that formed none; it writes
+#   `python -m experiments.sink_text` (text at L = 256 with BOS, three learning rates, three seeds; its
+#   wall time is printed in section 7) and `python -m experiments.attention_sinks` (the six settings at L = 32 that formed none; it writes
 #   `results/attention_sinks_settings.json`).
 # * The papers behind section 7: Gu et al. (2024), "When Attention Sink Emerges in Language Models"
 #   (arXiv 2410.10781), for the metric and the conditions; Guo et al. (2024), "Active-Dormant Attention
