@@ -645,7 +645,7 @@ print(f"  {min(at_L):.2f} to {max(at_L):.2f} nats per byte = {min(at_L) / math.l
 assert len(text_runs["seeds"]) >= 3 and len(at_L) == 12 and all(v < math.log(256) / 2 for v in at_L)
 
 # %% [markdown]
-# Every one of the twelve runs ends below half the baseline, at 1.93 to 2.23 nats per byte. The
+# Every one of the twelve runs ends below half the baseline, at 1.93 to 2.24 nats per byte. The
 # differences between schemes are what the later chapters are about; chapter 7, §7 trains eight of
 # them side by side.
 #
