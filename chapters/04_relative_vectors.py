@@ -948,7 +948,7 @@ assert r["transformer_xl"]["loss"][0] - first_xl > 0.05 > abs(first_xl - r["tran
 # On this seed, Transformer-XL's drop is almost all other text: its positions $t < L$ score 1.40
 # in the long windows against 1.50 in the short ones, with the same computation, and `none`, which
 # has no position to be helped by, shows the same kind of gap (+0.14). Shaw's and XL's
-# short-context terms are small and of either sign: +0.006 for XL, -0.028 for Shaw. One seed
+# short-context terms are small and of either sign: +0.006 for XL, -0.029 for Shaw. One seed
 # settles neither. Over seeds: the loss at $4L$ minus at $L$ (the drop with its sign turned; each
 # length draws its own windows), positions $t < L$ minus $t \ge L$ of the same $4L$ windows, and
 # the far-context gain (the table's rise with its sign turned):
