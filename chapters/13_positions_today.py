@@ -43,7 +43,7 @@
 # | --- | --- | --- | --- |
 # | C1 | On text alone, where the three ids are equal, M-RoPE is 1-D RoPE (Qwen2-VL paper, §2.1) | | §1 |
 # | C2 | An image costs the position ids of its largest side, not one id a token (Qwen2-VL paper, §2.1) | | §1 |
-# | C3 | Proportional RoPE at factor $p$ is not NeoX partial rotary at the same $p$: the turning pairs' frequencies differ (issue 38, Gemma 4's `rope_type: "proportional"`) | | §2 |
+# | C3 | Proportional RoPE at factor $p$ is not NeoX partial rotary at the same $p$: the turning pairs' frequencies differ (Gemma 4's config, `rope_type: "proportional"`) | | §2 |
 # | C4 | Gemma 3 alternates five local layers to one global, and only the global layers get the large base and the linear factor (Gemma 3 report) | | §3 |
 # | C5 | Llama 4's query temperature takes its first step at position `floor_scale` − 1 (transformers' `Llama4TextAttention`: $\lfloor (m + 1)/\text{floor\_scale} \rfloor$) | | §4 |
 # | C6a | A sink logit makes every row's weights on the tokens sum to less than 1 (GPT-OSS model card) | | §5 |
@@ -717,7 +717,7 @@ assert [claims[key]["verdict"] for key in TRAINED.values()] == [
 # | --- | --- | --- | --- | --- |
 # | C1 | On text alone M-RoPE is 1-D RoPE (Qwen2-VL paper, §2.1) | the tables of both Qwen sections, chunked and interleaved, equal RoPE's on text, gap 0.0e+00 | exact §1 | reproduces |
 # | C2 | An image costs the ids of its largest side, not one id a token (Qwen2-VL paper, §2.1) | images of 12, 256 and 960 tokens use 4, 16 and 40 ids | exact §1 | reproduces |
-# | C3 | p-RoPE at factor $p$ is not NeoX partial rotary at the same $p$ (issue 38, Gemma 4) | head of `512`, $p$ `0.25`: 64 pairs turn in both, p-RoPE's up to 26896.0 times as fast as NeoX's | exact §2 | reproduces |
+# | C3 | p-RoPE at factor $p$ is not NeoX partial rotary at the same $p$ (Gemma 4's config) | head of `512`, $p$ `0.25`: 64 pairs turn in both, p-RoPE's up to 26896.0 times as fast as NeoX's | exact §2 | reproduces |
 # | C4 | Gemma 3: five local layers to one global, only the global ones with the large base and the linear factor (Gemma 3 report) | Gemma-3-4B's 34 layers: 29 local at base `1e4`, 5 global (layers 5, 11, 17, 23, 29) at base `1e6`, linear | exact §3 | reproduces |
 # | C5 | Llama 4's temperature takes its first step at position `floor_scale` − 1 (transformers' `Llama4TextAttention`) | 1 for positions 0 to 8190, at position 8191 1.0693 | exact §4 | reproduces |
 # | C6a | A sink logit makes every row's weights on the tokens sum to less than 1 (GPT-OSS model card) | row sums on the tokens from 0.087 to 0.991 across three heads, sinks `-1`, `0.5` and `2` | exact §5 | reproduces |

@@ -14,7 +14,7 @@
 #
 # The cards answer the book chapter's six interview questions and their follow-ups, other questions
 # from both sources (the book's failure table and exercises, the survey's common misunderstandings) and,
-# for chapter 13, from issue 38's list and the papers, model cards and configs it cites, each
+# for chapter 13, from the papers, model cards and configs each card names as its source, each
 # from this workbook's own derivations and measurements, with a pointer back to the section that derives
 # the answer. Below are all of them, chapter by chapter: read the question, answer it aloud with the
 # number this workbook measured, then open the answer.
