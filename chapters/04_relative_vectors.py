@@ -648,7 +648,7 @@ assert min(moves["learned"], moves["sinusoidal"]) > 0.05
 # the current weights. This library keeps the keys and values themselves: a `KVCache` with
 # `window=mem_len`, carried from one segment to the next (`model.new_cache(window=mem_len)`,
 # then `model(segment, cache=cache)` for each segment). Either way, with relative positions the
-# memory can be used as it is, since a score depends only on how far back a key is. Three checks.
+# memory can be used as it is, since a score depends only on how far back a key is. Four checks.
 #
 # **With a memory as long as the text, segments give what one long forward pass gives.** Section
 # 7's wrong-way shift fails this check, though it passes section 8's.
