@@ -12,7 +12,7 @@
 # %% [markdown]
 # # Chapter 0. The tiny Transformer you will train
 #
-# Chapters 1 to 10 put positional schemes into the same small model and measure what they
+# The chapters after this one put positional schemes into the same small model and measure what they
 # do. This chapter opens that model up: an array that remembers how it was
 # made, one operation whose backward you write right under its forward and check against the
 # definition of a derivative, the attention every scheme plugs into, one training step, and the
@@ -433,13 +433,15 @@ assert caught is not None
 # %% [markdown]
 # ## 6. Attention, the reference
 #
-# With the softmax in hand, attention is four lines. For queries $Q$, keys $K$ and values $V$ of one
+# With the softmax in hand, attention is three steps. For queries $Q$, keys $K$ and values $V$ of one
 # head, in the workbook's layout `(B, H, T, d_head)`,
 #
 # $$S = \frac{Q K^\top}{\sqrt{d_{head}}} + \text{bias}, \qquad P = \mathrm{softmax}(S \text{ masked}), \qquad Y = P V.$$
 #
 # `mini_transformer.engine.functional.scaled_dot_product_attention` is exactly that; its weights come from
-# `attention_weights`:
+# `attention_weights`. Its `sinks` branch is GPT-OSS's learned sink: one extra logit a head that takes no value,
+# so a row of weights can sum to less than 1. Chapter 13 builds it; every model before chapter 13 runs without
+# it, so their rows sum to 1:
 
 # %%
 from mini_transformer.engine import functional as F
