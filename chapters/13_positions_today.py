@@ -417,8 +417,9 @@ fig.tight_layout()
 # %% [markdown]
 # ## 5. A sink built in: the sink logit
 #
-# Chapter 10 watched a softmax model put most of a row's weight on BOS when the row has nothing to
-# read: the row must sum to 1, and BOS is where the model parks what it cannot spend. GPT-OSS gives
+# Chapter 10 watched softmax models form sink heads: on its control task a share of the heads put over
+# 0.3 of a row's weight on BOS. The sources' explanation, which chapter 10 does not test, is that a row
+# must sum to 1, so a head with nothing to read parks its weight somewhere, and BOS is where. GPT-OSS gives
 # every head $h$ a learned logit $s_h$ that joins every row's softmax as one more column and has no
 # value:
 #
