@@ -44,19 +44,14 @@
 # | C2 | $PE(t + k)$ is a fixed rotation of $PE(t)$: one matrix for every $t$ (book §2.1, survey §3.2.2) | | §4 |
 # | C3 | $PE(m)\cdot PE(n) = \sum_i \cos((m - n)\omega_i)$ depends only on $m - n$ (survey §3.2.2) | | §5 |
 # | C4 | The dot product peaks at $s = t$ and decays with distance (book §1) | | §3 |
-# | C4b | A stricter reading of C4: the dot product falls at every step away from $s = t$ (this chapter) | | §3 |
 # | C5 | The wavelengths run from $2\pi \approx 6.3$ tokens to about $2\pi\cdot 10000 \approx 63000$ (book §2.1) | | §2 |
-# | C6a | Adding the encoding to the embedding instead of concatenating "mostly does not" cause interference, with the table scaled to a tenth (book §2.1) | | §7 |
-# | C6b | ... and with the table at full size (book §2.1) | | §7 |
-# | C6c | A full-size table, added to token rows far shorter than its rows, costs loss early in training (this chapter) | | §7 |
-# | C6d | ... and that cost lasts to the end of the run (this chapter) | | §7 |
-# | C6e | On text, the full-size table costs loss at the training length against one scaled to the token rows (this chapter) | | §9 |
+# | C6 | Adding the encoding to the embedding instead of concatenating "mostly does not" cause interference (book §2.1) | | §7, §9 |
 # | C7 | Extrapolation past the training length is weaker in practice than the argument for sinusoids suggests (book §2.1, survey §3.2.2) | | §9 |
-# | C7a | Past the training length the sinusoids give rows farther from every trained row than any trained row is from its nearest neighbour (this chapter) | | §9 |
 #
-# Rows marked "this chapter" are the workbook's own claims, not the sources': they make the sources'
-# claims testable or say what the measurements found beside them. Section 11 splits some rows further
-# (C1a and C1b, C4a and C4c, C5a and C5b, C7b and C7c), one claim a row.
+# Section 11 settles these and splits some of them, one claim a row (C1a and C1b, C4a and C4c, C5a and
+# C5b, C6a and C6b, C7b and C7c); it also settles claims of this chapter's own that make the sources'
+# testable or say what the measurements found beside them (C4b, C6c to C6e, C7a). Predict those too
+# when you reach them.
 #
 # ## The exercises
 #
