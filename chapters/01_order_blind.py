@@ -667,7 +667,7 @@ assert all(v == 1.0 for v in copy_runs["claims"]["rope_accuracy"]["values"])
 # quantity (its C4, the last two lines): the book names no task, and chapter 6 reads the sentence as
 # copying at a fixed offset within a budget of 150 steps, where RoPE beats the same decoder without
 # position by 0.63 ± 0.04 of held-out accuracy over 5 seeds. That reproduces, for that reading and that
-# budget; for trained language models the workbook gives the sentence no verdict. The two measurements
+# budget; for trained language models no row settles the sentence (C6b: not tested here). The two measurements
 # differ in what they compare. There the RoPE arm has learned its task (1.00 held out, in all 5 seeds),
 # and the gap is what the arm without position has not learned in the same 150 steps; whether it
 # would with more steps, that record does not show. Here both arms are still lowering a text loss,

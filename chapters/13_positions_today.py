@@ -418,8 +418,9 @@ fig.tight_layout()
 # ## 5. A sink built in: the sink logit
 #
 # Chapter 10 watched softmax models form sink heads: on its control task a share of the heads put over
-# 0.3 of a row's weight on BOS. The sources' explanation, which chapter 10 does not test, is that a row
-# must sum to 1, so a head with nothing to read parks its weight somewhere, and BOS is where. GPT-OSS gives
+# 0.3 of their attention on BOS, averaged over a sequence's queries. The sources' explanation is that a
+# row must sum to 1, so a head with nothing to read parks its weight somewhere, and BOS is where; chapter
+# 10 tests its first half (rows that need not sum to 1 put no large raw weight on BOS), not the second. GPT-OSS gives
 # every head $h$ a learned logit $s_h$ that joins every row's softmax as one more column and has no
 # value:
 #
