@@ -43,9 +43,9 @@
 # ## The claims this chapter tests
 #
 # Write your prediction in the third column before you run anything. Section 10 settles each
-# claim on the numbers the chapter prints, except C5, which no run here settles, and C3 on long text,
-# whose two halves section 10 finds out of reach at 256 bytes (its C3a settles a narrower sentence,
-# the book's extrapolation past the training length; section 10 says why).
+# claim on the numbers the chapter prints, some as "not tested here" with the condition this model
+# cannot meet (C3 on long text among them: its C3a settles a narrower sentence, the book's extrapolation
+# past the training length), except C5, which no run here settles (section 10 says why).
 #
 # | # | claim (source) | your prediction | settled in |
 # | --- | --- | --- | --- |
@@ -636,9 +636,9 @@ assert [round(v, 2) for v in claims["C3b"]["values"]] == [0.34, 0.04, 0.0, 0.0, 
 #   "extrapolates to longer inputs than trained"; §4's when-to-use table, "Train short, run longer"),
 #   on evidence at twice the training length (Press et al.'s 1024 to 2048, book §2.5). 8L meets that
 #   condition, so C3a settles the flat half at 8L; whether the loss stays flat on long documents is not
-#   tested here, and the C3a row claims only the extrapolation sentence. The collapse the book places far
-#   back in a long context (§2.5), a condition 8L does not meet either, so it is not tested here either
-#   (next bullet).
+#   tested here, and the C3a row claims only the extrapolation sentence. The book places the collapse far
+#   back in a long context (§2.5), a condition 8L does not meet either, so the collapse is not tested here
+#   either (next bullet).
 # * **Retrieval mostly holds at 8L** (C1b, C3b). Seed 0 loses most of the farthest keys at 8L (21
 #   of 64, 0.33, a third) and has an effective length of 128. Seed 1 misses some of them (54 of 64,
 #   0.84 [0.74, 0.91]); seeds 2 to 4 keep them (62 to 64 of 64). Seeds 1 to 4 have an effective
