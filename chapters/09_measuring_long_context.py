@@ -43,9 +43,10 @@
 # ## The claims this chapter tests
 #
 # Write your prediction in the third column before you run anything. Section 10 settles each
-# claim on the numbers the chapter prints, some as "not tested here" with the condition this model
-# cannot meet (C3 on long text among them: its C3a settles a narrower sentence, the book's extrapolation
-# past the training length), except C5, which no run here settles (section 10 says why).
+# claim on the numbers the chapter prints, some as "not tested here", each with the reason its row
+# states (C3 on long text among them: its C3a settles a narrower sentence, the book's extrapolation
+# past the training length), except C5, which no run here settles (section 6 says what chapter 8
+# measures instead).
 #
 # | # | claim (source) | your prediction | settled in |
 # | --- | --- | --- | --- |
