@@ -243,6 +243,16 @@ def test_the_canvas_csv_has_canvas_header_and_points_possible_row_and_blank_rost
                         ["bob", "", "", "bob", "", "3"]]
 
 
+def test_the_canvas_csv_ends_every_record_with_crlf_and_keeps_a_line_break_in_a_name():
+    # RFC 4180's record separator is CRLF, as csv.writer writes it; a universal-newline buffer would turn every
+    # \r\n, the one inside a quoted name too, into \n
+    book = {"students": [{"student": "alice", "by_assignment": {"rope": 1}}], "assignments": [("rope", 2)]}
+    text = class_csv.canvas_csv(book, {"alice": {"name": "Liddell\r\nAlice"}})
+    assert text == ('Student,ID,SIS User ID,SIS Login ID,Section,rope\r\n'
+                    '    Points Possible,,,,,2\r\n'
+                    '"Liddell\r\nAlice",,,alice,,1\r\n')
+
+
 def test_a_student_without_written_answers_has_only_the_exercise_and_total_lines():
     plain = {k: v for k, v in ERIN.items() if k != "written"}
     assert feedback_files.markdown(plain, "summative").splitlines()[:5] == [
