@@ -237,7 +237,8 @@ def test_a_big_array_sent_back_unread_is_judged_by_its_shape():
 
 
 @pytest.mark.parametrize("out, ok", [
-    (0.5, True), (np.float64(0.5), True), (np.float32(0.5), True), (np.array(0.5), True), (2, True),
+    (0.5, True), (np.float64(0.5), True), (np.float32(0.5), True), (np.array(0.5), True),
+    (np.array(0.5, dtype=np.float32), True), (2, True),
     (True, False), (np.bool_(True), False), (np.array(2), False), (np.array([0.5]), False), ("0.5", False),
 ])
 def test_a_score_is_a_real_number_or_a_zero_dimensional_float_array(out, ok):
@@ -248,6 +249,9 @@ def test_a_score_is_a_real_number_or_a_zero_dimensional_float_array(out, ok):
     else:
         assert r["kind"] == "type"
         assert r["message"].endswith("expected a Python float (float(...) of the summed products). (case 'small')")
+    if out is True:
+        assert r["message"] == ("type: returned bool; expected a Python float (float(...) of the summed products). "
+                                "(case 'small')")
     if isinstance(out, np.ndarray) and not ok:
         assert f"of shape {out.shape}" in r["message"]
 
@@ -441,3 +445,120 @@ def test_match_survives_outputs_it_cannot_compare():
     c = check([SMALL, TOO_LONG], [pair, None], output="cos_sin",
               misconceptions=[dict(MISTAKE, outputs=[None, (np.zeros(2), np.zeros(2))])])
     assert _match(c, [None, (np.zeros(2), "not a number")]) is None
+
+
+# ---------------------------------------------------------------------------
+# The survivors of the first mutation run (bench_results/mutation_2026-12-06/judging_comparing.md)
+# ---------------------------------------------------------------------------
+
+def test_judge_runs_the_checks_before_the_outputs():
+    c = check([SMALL], [2 * X])
+    r = judge(c, report(c, [2 * X], found="missing"))
+    assert (r["kind"], r["message"]) == ("missing", "f is not defined in your file.")
+
+
+def test_every_stub_left_and_every_signature_problem_is_listed():
+    names = ("a", "b", "c")
+    sigs = {f"f.{m}": {"params": [], "text": f"f.{m}()"} for m in names}
+    c = check([SMALL], [X], methods=names, signatures=sigs)
+    r = judge_problems(c, report(c, [X], found="class", signatures=sigs, stubs={"a": True, "b": False, "c": True}))
+    assert r["message"] == "f.a, f.c still raises NotImplementedError; finish it too."
+    r = judge_problems(c, report(c, [X], found="class", stubs={"a": False, "b": False, "c": False},
+                                 signatures=dict(sigs, **{"f.a": {"params": [["y", 1, None]], "text": "f.a(y)"}},
+                                                 **{"f.c": None})))
+    assert r["message"] == ("signature: expected f.a(), found f.a(y); expected f.c(), found no f.c. "
+                            "Keep the signature of the stub.")
+
+
+def test_big_integers_are_compared_exactly_everywhere():
+    r"""10**10 and 10**10 + 1 are within a float comparison's rtol 1e-9 (10 apart is allowed), not equal."""
+    big = np.array([10 ** 10, 7])
+    off = np.array([10 ** 10 + 1, 7])
+    c = check([SMALL], [big], output="int_array")
+    r = judge(c, report(c, [off]))
+    assert (r["kind"], r["message"]) == (
+        "numbers", "numbers: on case 'small', 1 of 2 entries (50.0%) are wrong (exact integers); max abs error 1. "
+                   "First bad entry [0]: yours 10000000001, expected 10000000000 (off by 1).\nInput: x = [1, 2, 3, 4]")
+    c = check([SMALL, TOO_LONG], [big, None], output="int_array")
+    assert judge(c, report(c, [off, big]))["kind"] == "numbers"                  # not "no_error"
+    # a mistake is recognised exactly too, where it returns and where it must raise
+    c = check([SMALL], [big], output="int_array", misconceptions=[dict(MISTAKE, outputs=[off])])
+    assert judge(c, report(c, [np.array([10 ** 10 + 2, 7])]))["kind"] == "numbers"
+    assert _match(c, [big + 0]) is None                                          # the mistake is no mistake here
+    c = check([SMALL, TOO_LONG], [big, None], output="int_array",
+              misconceptions=[dict(MISTAKE, outputs=[big * 0, off])])
+    assert _match(c, [big * 0, big]) is None
+
+
+def test_a_score_from_float32_inputs_is_judged_at_float32_tolerance():
+    x32 = np.array([1.0, 2.0], dtype=np.float32)
+    case = Case("f32", args=(x32,), show="x = [1, 2] (float32)")
+    c = check([case], [0.5], output="float")
+    assert judge(c, report(c, [0.5 + 2e-6]))["kind"] == "pass"                  # 2e-6 < 1e-5 + 1e-5 * 0.5
+    assert judge(c, report(c, [0.5 + 4e-5]))["kind"] == "numbers"
+    c = check([case, TOO_LONG], [0.5, None], output="float")
+    assert judge(c, report(c, [0.5 + 2e-6, 1.0]))["kind"] == "no_error"
+    c = check([case], [0.5], output="float", misconceptions=[dict(MISTAKE, outputs=[0.75])])
+    assert judge(c, report(c, [0.75 + 2e-6]))["misconception"] == "m.twice"
+    c = check([case], [0.5], output="float", misconceptions=[dict(MISTAKE, outputs=[0.5 + 2e-6])])
+    assert _match(c, [0.5 + 2e-6]) is None                 # at float32's tolerance this "mistake" is the answer
+
+
+def test_a_refusal_of_a_score_or_a_pair_passes():
+    c = check([SMALL, TOO_LONG], [0.5, None], output="float")
+    assert judge(c, report(c, [0.5, raised("ValueError")]))["kind"] == "pass"
+    pair = (np.ones((2, 4)), np.zeros((2, 4)))
+    c = check([SMALL, TOO_LONG], [pair, None], output="cos_sin")
+    assert judge(c, report(c, [pair, raised("ValueError")]))["kind"] == "pass"
+
+
+def test_an_integer_score_is_shown_as_the_float_it_is_compared_as():
+    c = check([SMALL], [0.25], output="float")
+    r = judge(c, report(c, [1]))
+    assert "First bad entry the value: yours 1.0, expected 0.25 (off by 0.75)." in r["message"]
+
+
+def test_numbers_use_the_float64_rtol_and_atol():
+    r"""Against float64's 1e-9: 5e-9 off 0 is wrong (default atol 1e-8 would pass it), 1e-3 off 1000 is wrong
+    (default rtol 1e-5 would pass it)."""
+    c = check([SMALL], [np.array([0.0, 1000.0, 1.0])])
+    r = judge(c, report(c, [np.array([5e-9, 1000.001, 2.0])]))
+    assert r["message"].startswith("numbers: on case 'small', 3 of 3 entries (100.0%) are wrong (rtol 1e-09, "
+                                   "atol 1e-09); max abs error 1. First bad entry [0]: yours 5e-09, expected 0.0 "
+                                   "(off by 5e-09).")
+
+
+def test_a_pair_of_big_arrays_is_judged_by_its_shapes():
+    c = check([SMALL], [(np.ones((2, 4)), np.zeros((2, 4)))], output="cos_sin")
+    big = Opaque("numpy.ndarray", shape=(2, 5), dtype=np.float64)
+    r = judge(c, report(c, [(big, big)]))
+    assert (r["kind"], r["message"]) == (
+        "shape", "shape: cos has shape (2, 5); expected (T, d_head) = (2, 4). (case 'small')\nInput: x = [1, 2, 3, 4]")
+
+
+def test_a_pair_of_two_shapes_can_be_a_known_mistake():
+    cos, sin = np.ones((2, 4)), np.zeros((2, 4))
+    slip = (cos, sin[:, :3])
+    c = check([SMALL], [(cos, sin)], output="cos_sin", misconceptions=[dict(MISTAKE, outputs=[slip])])
+    r = judge(c, report(c, [slip]))
+    assert (r["kind"], r["misconception"]) == ("shape", "m.twice")
+    c = check([SMALL, TOO_LONG], [(cos, sin), None], output="cos_sin",
+              misconceptions=[dict(MISTAKE, outputs=[(cos, sin), slip])])
+    r = judge(c, report(c, [(cos, sin), slip]))
+    assert (r["kind"], r["misconception"]) == ("misconception", "m.twice")
+
+
+def test_the_second_mistake_is_found_when_the_first_fails_where_an_error_is_due():
+    first = dict(MISTAKE, key="m.first", outputs=[2 * X, np.ones(2)])
+    second = dict(MISTAKE, key="m.second", outputs=[2 * X, np.zeros(2)])
+    c = check([SMALL, TOO_LONG], [2 * X, None], misconceptions=[first, second])
+    assert judge(c, report(c, [2 * X, np.zeros(2)]))["misconception"] == "m.second"
+
+
+def test_a_comparison_that_raises_is_no_match():
+    pair = (np.ones(2), np.ones(2))
+    c = check([SMALL], [pair], output="cos_sin", misconceptions=[dict(MISTAKE, outputs=[(np.zeros(2), np.zeros(2))])])
+    assert _match(c, [(np.zeros(2), np.array(["a", "b"]))]) is None
+    c = check([SMALL, TOO_LONG], [pair, None], output="cos_sin",
+              misconceptions=[dict(MISTAKE, outputs=[pair, (np.zeros(2), np.zeros(2))])])
+    assert _match(c, [pair, (np.zeros(2), np.array(["a", "b"]))]) is None
