@@ -21,26 +21,17 @@ def test_a_write_that_raises_leaves_the_previous_file_and_no_temporary(tmp_path)
     assert os.listdir(tmp_path) == ["result.json"]
 
 
-def test_the_file_is_made_in_a_new_folder_with_the_umask_s_permissions(tmp_path):
+@pytest.mark.parametrize("umask, mode", [(0o027, 0o640), (0o022, 0o644), (0o000, 0o666)])
+def test_the_file_is_made_in_a_new_folder_with_the_umask_s_permissions(tmp_path, umask, mode):
     path = tmp_path / "a" / "b" / "out.txt"
-    old = os.umask(0o027)
+    old = os.umask(umask)
     try:
         atomic_write(str(path), lambda f: f.write(b"x"))
     finally:
         os.umask(old)
     assert path.read_bytes() == b"x"
-    assert stat.S_IMODE(path.stat().st_mode) == 0o640  # 0o666 less the umask, not mkstemp's private 0o600
-
-
-@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o000, 0o666)])
-def test_the_mode_is_read_write_for_whom_the_umask_allows_and_never_executable(tmp_path, umask, mode):
-    path = tmp_path / "out.txt"
-    old = os.umask(umask)
-    try:
-        atomic_write(path, lambda f: f.write(b"x"))
-    finally:
-        os.umask(old)
-    assert stat.S_IMODE(path.stat().st_mode) == mode  # 0o666 less the umask, worked by hand
+    # 0o666 less the umask, worked by hand: not mkstemp's private 0o600, and never executable
+    assert stat.S_IMODE(path.stat().st_mode) == mode
 
 
 def test_while_writing_the_temporary_is_a_hidden_file_beside_the_target_named_after_it(tmp_path):
