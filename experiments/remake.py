@@ -210,8 +210,8 @@ def committed_costs(results):
 class Runner:
     """The children: at most ``jobs`` at once, each unit once its ``after`` records are done."""
 
-    def __init__(self, units, parts, results, jobs, install_each, progress):
-        self.units, self.parts, self.results, self.jobs = units, parts, results, jobs
+    def __init__(self, parts, results, jobs, install_each, progress):
+        self.parts, self.results, self.jobs = parts, results, jobs
         self.install_each, self.progress = install_each, progress
         self.running = {}        # name -> (Popen, log file, start time, load average at start)
         self.failed = []
@@ -404,7 +404,7 @@ def main(argv=None, units=UNITS, results=RESULTS, cost_file=COST_TABLE):
     if not args.check:
         for unit in reused:
             install(unit, args.parts, results)
-    runner = Runner(units, args.parts, results, args.jobs, install_each=not args.check,
+    runner = Runner(args.parts, results, args.jobs, install_each=not args.check,
                     progress=not args.no_progress)
     start = time.perf_counter()
     try:

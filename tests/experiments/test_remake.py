@@ -288,7 +288,7 @@ def test_start_and_finish_write_the_log_done_json_and_the_installed_record(room,
     (parts / "a" / "seeds" / "seed0.json").write_text("{}")
     (parts / "a" / "seeds" / "seed1.json").write_text("{}")
     (parts / "b").mkdir()                                # a folder left from before is no error
-    runner = remake.Runner((a, b, c), str(parts), str(results), 3, install_each=True, progress=False)
+    runner = remake.Runner(str(parts), str(results), 3, install_each=True, progress=False)
     for unit in (a, b, c):
         runner.start(unit)
         runner.running[unit.name][1].wait()
@@ -330,7 +330,7 @@ def test_a_ctrl_c_ends_the_running_children_and_keeps_one_that_had_just_finished
     for name in "ab":
         (parts / name).mkdir(parents=True)
     (parts / "a" / "a.json").write_text('{"value": 0.25}')          # a wrote its record and exited 0
-    runner = remake.Runner((a, b), str(parts), str(room / "results"), 2, install_each=True, progress=False)
+    runner = remake.Runner(str(parts), str(room / "results"), 2, install_each=True, progress=False)
     logs = {n: open(parts / n / "log.txt", "a") for n in "ab"}
     children = {"a": Child(0), "b": Child(None)}
     for unit in (a, b):
@@ -347,7 +347,7 @@ class Scripted(remake.Runner):
     with x. ``started`` notes each start with how many units were running then."""
 
     def __init__(self, jobs):
-        super().__init__((), "unused", "unused", jobs, install_each=False, progress=False)
+        super().__init__("unused", "unused", jobs, install_each=False, progress=False)
         self.started = []
 
     def start(self, unit):
