@@ -79,10 +79,10 @@ class Patient:
     n_sink: int         # ... plus the first `n_sink` tokens, with positions by slot in the cache
 
 
-def _config(seed, interleaved=False, scaled=True):
-    scaling = {"rope_type": "linear", "factor": SERVE_LEN / TRAIN_LEN} if scaled else None
+def _config(seed):
+    # the bugs that change the config (no scaling, interleaved pairs) derive theirs in plant, by replace
     return GPTConfig(vocab_size=16, d_model=16, n_layers=1, n_heads=2, max_len=TRAIN_LEN, positional="rope",
-                     rope_scaling=scaling, extra={"rope_interleaved": interleaved} if interleaved else {}, seed=seed)
+                     rope_scaling={"rope_type": "linear", "factor": SERVE_LEN / TRAIN_LEN}, seed=seed)
 
 
 def _model(cfg, state):
@@ -112,7 +112,7 @@ def sharpen(model, seed=0):
 
 
 def _checkpoint(seed):
-    """The weights of the healthy model: the library's initialisation, sharpened (``sharpen``)."""
+    """The healthy weights: the library's initialisation, sharpened (``sharpen``) from seed ``1000 + seed``."""
     return sharpen(TinyGPT(_config(seed)), 1000 + seed).state_dict()
 
 

@@ -1,5 +1,7 @@
 """The thread governor of ``kernels.tune()``, driven by a hand-made clock: it keeps the setting whose steps
 were timed faster, stops a probe that is clearly slower, and probes again when the steps slow down."""
+import re
+
 import pytest
 
 from mini_transformer.engine.kernels import threads, tuning
@@ -265,17 +267,19 @@ def test_chapter_threads_sets_the_count_it_is_given(monkeypatch, capsys, kernel_
 def test_chapter_threads_without_openblas_leaves_blas_alone_and_says_so(monkeypatch, capsys, kernel_threads):
     calls = []
     monkeypatch.setattr(tuning, "blas_threads", lambda n=None: calls.append(n) or None)
+    threads.set_threads(2)
     got = tuning.chapter_threads()
     assert calls == [None] and threads.threads() == 1     # never asked to set what it cannot read
-    assert got == {"blas_threads": None, "blas_threads_before": None, "threads": 1,
-                   "threads_before": got["threads_before"]}
-    assert "BLAS left as it is" in capsys.readouterr().out
+    assert got == {"blas_threads": None, "blas_threads_before": None, "threads": 1, "threads_before": 2}
+    assert capsys.readouterr().out == ("chapter_threads: BLAS left as it is (no OpenBLAS found to set: another BLAS, "
+                                       "or a system other than Linux); fast kernels 1 thread (they had 2).\n")
 
 
 @pytest.mark.parametrize("n", [0, -1, 1.5, True, "1"])
 def test_chapter_threads_refuses_a_count_that_is_not_a_positive_integer(n, kernel_threads):
     before = threads.threads()
-    with pytest.raises(ValueError, match=rf"chapter_threads: n must be an integer >= 1, got {n!r}"):
+    with pytest.raises(ValueError, match=re.escape(f"chapter_threads: n must be an integer >= 1, got {n!r} "
+                                                   "(1 runs every matrix product on the calling thread).")):
         tuning.chapter_threads(n)
     assert threads.threads() == before                  # nothing half-set
 
