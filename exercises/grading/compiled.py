@@ -37,6 +37,7 @@ def signatures(name, obj, methods):
     out = {}
     for m in methods:
         meth = obj.__dict__.get(m, getattr(obj, m, None)) if isinstance(obj, type) else None
+        meth = getattr(meth, "__func__", meth)   # a classmethod's function, cls and all (the descriptor has no signature)
         out[f"{name}.{m}"] = ({"params": signature_of(meth), "text": signature_text(f"{name}.{m}", meth)}
                               if meth is not None else None)
     return out

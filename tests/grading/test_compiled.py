@@ -243,3 +243,26 @@ def test_signatures_of_a_function_and_of_a_class_s_own_inherited_and_missing_met
         "Rot.extend": None}  # the class has no such method
     # a function where a class is due has none of the methods (not even the __call__ every function has)
     assert signatures("Rot", every_kind, ("__init__", "__call__")) == {"Rot.__init__": None, "Rot.__call__": None}
+
+
+class Built:
+    @classmethod
+    def from_config(cls, cfg, scale=1.0):
+        return cls()
+
+    @staticmethod
+    def width(d):
+        return d
+
+
+class BuiltAgain(Built):
+    pass
+
+
+@pytest.mark.parametrize("cls", [Built, BuiltAgain], ids=["own", "inherited"])
+def test_signatures_of_a_classmethod_and_a_staticmethod(cls):
+    # a classmethod shows cls, as a method shows self: a reader who drops or renames a parameter is told
+    got = signatures("B", cls, ("from_config", "width"))
+    assert got == {"B.from_config": {"params": [["cls", 1, None], ["cfg", 1, None], ["scale", 1, "1.0"]],
+                                     "text": "B.from_config(cls, cfg, scale=1.0)"},
+                   "B.width": {"params": [["d", 1, None]], "text": "B.width(d)"}}
