@@ -36,8 +36,8 @@ def signatures(name, obj, methods):
         return {name: {"params": signature_of(obj), "text": signature_text(name, obj)}}
     out = {}
     for m in methods:
-        meth = obj.__dict__.get(m, getattr(obj, m, None)) if isinstance(obj, type) else None
-        meth = getattr(meth, "__func__", meth)   # a classmethod's function, cls and all (the descriptor has no signature)
+        meth = getattr(obj, m, None) if isinstance(obj, type) else None      # its own, or inherited
+        meth = getattr(meth, "__func__", meth)   # a classmethod's function, cls and all, not the bound method
         out[f"{name}.{m}"] = ({"params": signature_of(meth), "text": signature_text(f"{name}.{m}", meth)}
                               if meth is not None else None)
     return out
