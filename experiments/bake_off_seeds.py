@@ -27,6 +27,7 @@ when asked (``--overnight``, or ``--only bake_off_seeds``).
 """
 import argparse
 import math
+import sys
 
 from mini_transformer.evaluation import stats
 from . import common, train_short_test_long as bake_off
@@ -107,9 +108,11 @@ def plot(res):
         ax.errorbar(xs, mean, yerr=err, marker="os^vDP*X"[i % 8], capsize=3, color=f"C{i}", label=name)
         for run in res["per_seed"].values():
             ax.plot(lengths, run[name]["loss_beyond"][1:], color=f"C{i}", lw=0.6, ls=":", alpha=0.7)
+    refused = [name for name, o in res["over_seeds"].items() if all(v is None for v in o["loss_beyond"].values())]
     ax.set_xscale("log", base=2)
     ax.set_xticks(lengths, [str(n) for n in lengths])
-    ax.set(xlabel="evaluation length", ylabel="loss past L (nats/byte)",
+    ax.set(xlabel="evaluation length" + "".join(f"\n{name}: no value past L at two seeds or more" for name in refused),
+           ylabel="loss past L (nats/byte)",
            title=f"Trained at L = {res['train_len']}, seeds {res['seeds']}: mean, 95% t-interval, each seed dotted")
     ax.legend(fontsize=8, ncol=2)
     fig.tight_layout()
@@ -145,6 +148,7 @@ def main(argv=None):
     if len(set(args.seeds)) != len(args.seeds):
         ap.error(f"--seeds is {args.seeds}; each seed once (one seed alone fills --parts, with no interval).")
     res = run(args.quick, args.seeds, progress=not args.no_progress, parts=args.parts)
+    res["command"] = " ".join(["python -m experiments.bake_off_seeds", *(sys.argv[1:] if argv is None else argv)])
     report(res)
     if not args.quick:
         common.save("bake_off_seeds", res, plot(res), args.out)

@@ -113,3 +113,19 @@ def test_the_plot_draws_a_scheme_that_runs_and_skips_one_refused_everywhere():
     fig = bake_off_seeds.plot(res)
     labels = fig.axes[0].get_legend_handles_labels()[1]
     assert labels == ["rope"]                                                # learned refused every length past L
+    assert fig.axes[0].get_xlabel() == "evaluation length\nlearned: no value past L at two seeds or more"
+
+
+def test_the_command_saves_the_record_and_its_plot_with_the_command_that_made_it(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(train_short_test_long, "run", lambda quick, seed, progress=True: bake_off(0.2 * seed))
+    argv = ["--seeds", "0", "1", "--out", str(tmp_path), "--no-progress"]
+    bake_off_seeds.main(argv)
+    assert sorted(os.listdir(tmp_path)) == ["bake_off_seeds.json", "bake_off_seeds.png"]
+    record = json.loads((tmp_path / "bake_off_seeds.json").read_text())
+    assert record["command"] == "python -m experiments.bake_off_seeds " + " ".join(argv)
+    assert record["seeds"] == [0, 1] and record["over_seeds"]["rope"]["rise"]["mean"] == pytest.approx(1.0)
+    out = capsys.readouterr().out
+    assert "rope" in out and "2 of 2 seeds" in out                             # the learned table, refused at both
+    monkeypatch.chdir(tmp_path)
+    bake_off_seeds.main(["--quick", "--seeds", "0", "1", "--no-progress", "--out", str(tmp_path / "quick")])
+    assert not (tmp_path / "quick").exists()                                    # a quick run saves nothing
