@@ -30,6 +30,8 @@ def bake_off(rope_shift=0.0):
 
 def test_per_seed_reads_the_rise_the_gap_and_the_refused_lengths():
     got = bake_off_seeds.per_seed(bake_off())
+    assert sorted(got["rope"]) == ["context_use_gap", "loss", "loss_beyond", "refused", "rise"]
+    assert got["rope"]["loss"] == [2.0, 2.1, 2.3, 2.6] and got["rope"]["loss_beyond"][1:] == [2.2, 2.5, 2.9]
     assert got["rope"]["rise"] == pytest.approx(0.9)              # 2.9 past L at 8L, 2.0 at L
     assert got["rope"]["context_use_gap"] == pytest.approx(0.5)   # 2.9 with the whole prefix, 2.4 with the last L
     assert got["rope"]["refused"] == [] and got["learned"]["refused"] == [128, 256, 512]
@@ -81,6 +83,31 @@ def test_run_keeps_each_seed_and_a_rerun_trains_none_again(tmp_path, monkeypatch
     assert again["environment"]["seconds"] == pytest.approx(saved, abs=0.1)
 
 
+def test_run_reads_kept_seeds_of_the_size_asked_and_sums_the_seconds_they_state(tmp_path, monkeypatch):
+    quick = train_short_test_long.SIZES[True]
+    for seed, seconds in ((0, 10.0), (1, 20.5), (2, 30.0)):              # kept by hand, at the quick size
+        values = dict(bake_off(0.2 * seed), steps=300 + seed, environment={"seconds": seconds, "load": seed})
+        (tmp_path / f"bake_off_seeds_seed{seed}.json").write_text(
+            json.dumps({"seed": seed, "size": quick, "seconds": seconds, "values": values}))
+    trained = []
+
+    def fake_run(quick, seed, progress=True):
+        trained.append((quick, seed, progress))
+        return bake_off(0.2 * seed)
+
+    monkeypatch.setattr(train_short_test_long, "run", fake_run)
+    res = bake_off_seeds.run(quick=True, seeds=(0, 1, 2), progress=False, parts=str(tmp_path))
+    assert trained == []                                                      # all three read back
+    assert res["environment"]["seconds"] == 60.5                              # 10.0 + 20.5 + 30.0
+    assert res["environment"]["load"] == 0 and res["steps"] == 300            # the first seed's own
+    assert res["multiples"] == [1, 2, 4, 8] and list(res["per_seed"]) == ["0", "1", "2"]
+    # the full size is another size: seed 1 trains, with the bar as asked, and its part is kept at that size
+    res = bake_off_seeds.run(seeds=(1,), parts=str(tmp_path))
+    assert trained == [(False, 1, True)] and res["steps"] == 1500
+    kept = json.loads((tmp_path / "bake_off_seeds_seed1.json").read_text())
+    assert kept["size"] == train_short_test_long.SIZES[False]
+
+
 def test_the_command_refuses_a_seed_twice(capsys):
     with pytest.raises(SystemExit) as refused:
         bake_off_seeds.main(["--seeds", "0", "0", "--quick"])
@@ -114,6 +141,58 @@ def test_the_plot_draws_a_scheme_that_runs_and_skips_one_refused_everywhere():
     labels = fig.axes[0].get_legend_handles_labels()[1]
     assert labels == ["rope"]                                                # learned refused every length past L
     assert fig.axes[0].get_xlabel() == "evaluation length\nlearned: no value past L at two seeds or more"
+
+
+def drawn():
+    """A record by hand for the plot (intervals lopsided, so a swapped side shows): the learned table refuses
+    every length past L and comes first, T5 refuses 256 only."""
+    return {"seeds": [0, 1], "train_len": 64, "lengths": [64, 128, 256],
+            "per_seed": {"0": {"learned": {"loss_beyond": [NAN, NAN, NAN]}, "rope": {"loss_beyond": [NAN, 2.2, 2.5]},
+                               "t5": {"loss_beyond": [NAN, 2.0, NAN]}},
+                         "1": {"learned": {"loss_beyond": [NAN, NAN, NAN]}, "rope": {"loss_beyond": [NAN, 2.4, 2.5]},
+                               "t5": {"loss_beyond": [NAN, 2.2, 3.0]}}},
+            "over_seeds": {"learned": {"loss_beyond": {"128": None, "256": None}},
+                           "rope": {"loss_beyond": {"128": {"mean": 2.3, "lo": 2.0, "hi": 2.7},
+                                                    "256": {"mean": 2.5, "lo": 2.5, "hi": 2.5}}},
+                           "t5": {"loss_beyond": {"128": {"mean": 2.1, "lo": 1.9, "hi": 2.4}, "256": None}}}}
+
+
+def test_the_plot_draws_each_scheme_s_means_its_intervals_and_each_seed_dotted():
+    ax = bake_off_seeds.plot(drawn()).axes[0]
+    assert ax.get_legend_handles_labels()[1] == ["rope", "t5"]               # learned skipped, the others drawn
+    means = [c.lines[0] for c in ax.containers]
+    assert [list(m.get_xdata()) for m in means] == [[128, 256], [128]]      # t5 has no mean at 256
+    assert [list(m.get_ydata()) for m in means] == [[2.3, 2.5], [2.1]]
+    ends = [[float(v) for seg in c.lines[2][0].get_segments() for v in seg.ravel()] for c in ax.containers]
+    assert ends[0] == pytest.approx([128, 2.0, 128, 2.7, 256, 2.5, 256, 2.5])   # (x, lo), (x, hi) at each length
+    assert ends[1] == pytest.approx([128, 1.9, 128, 2.4])
+    dotted = [line for line in ax.lines if line.get_linestyle() == ":"]
+    assert [list(line.get_xdata()) for line in dotted] == [[128, 256]] * 4
+    assert [y for line in dotted for y in line.get_ydata()] == pytest.approx(
+        [2.2, 2.5, 2.4, 2.5, 2.0, NAN, 2.2, 3.0], nan_ok=True)               # rope at seeds 0, 1, then t5
+    colour = [m.get_color() for m in means]
+    assert colour[0] != colour[1] and [line.get_color() for line in dotted] == [colour[0]] * 2 + [colour[1]] * 2
+    assert ax.get_xscale() == "log" and ax.xaxis.get_transform().base == 2
+    assert list(ax.get_xticks()) == [128, 256] and [t.get_text() for t in ax.get_xticklabels()] == ["128", "256"]
+    assert ax.get_xlabel() == "evaluation length\nlearned: no value past L at two seeds or more"   # not t5
+    assert ax.get_ylabel() == "loss past L (nats/byte)"
+    assert ax.get_title() == "Trained at L = 64, seeds [0, 1]: mean, 95% t-interval, each seed dotted"
+
+
+def test_the_report_prints_one_row_a_scheme_with_its_intervals(capsys):
+    res = {"seeds": [0, 1], "train_len": 64, "lengths": [64, 128], "steps": 1500, "environment": {"seconds": 12.5},
+           "over_seeds": {"rope": {"loss_beyond": {"128": {"mean": 2.3, "lo": 2.25, "hi": 2.35, "n": 2}},
+                                   "rise": {"mean": 0.9, "lo": 0.8, "hi": 1.0, "n": 2}, "context_use_gap": None,
+                                   "seeds_refusing": 1}}}
+    bake_off_seeds.report(res)
+    # each column 26 wide, right-aligned: "2.300 [2.250, 2.350]" is 20 characters, "   -   " 7
+    assert capsys.readouterr().out == "".join(line + "\n" for line in [
+        "the bake-off at seeds [0, 1] (L = 64, 1500 steps): mean [95% t-interval] over seeds",
+        "scheme" + " " * 9 + " " * 13 + "past L at 128" + " " * 13 + "rise (8L - L)" + " " * 11 + "context-use gap"
+        + "  refused",
+        "rope" + " " * 11 + " " * 6 + "2.300 [2.250, 2.350]" + " " * 6 + "0.900 [0.800, 1.000]" + " " * 19 + "   -   "
+        + "  1 of 2 seeds",
+        "12.5 s of training and evaluation, summed over seeds"])
 
 
 def test_the_command_saves_the_record_and_its_plot_with_the_command_that_made_it(tmp_path, monkeypatch, capsys):
