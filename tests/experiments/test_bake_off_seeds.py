@@ -2,6 +2,7 @@
 import json
 import math
 import os
+import sys
 
 import pytest
 
@@ -145,16 +146,17 @@ def test_the_plot_draws_a_scheme_that_runs_and_skips_one_refused_everywhere():
 
 def drawn():
     """A record by hand for the plot (intervals lopsided, so a swapped side shows): the learned table refuses
-    every length past L and comes first, T5 refuses 256 only."""
+    every length past L and comes first, T5 refuses 256 only, and a second table refuses every length."""
     return {"seeds": [0, 1], "train_len": 64, "lengths": [64, 128, 256],
             "per_seed": {"0": {"learned": {"loss_beyond": [NAN, NAN, NAN]}, "rope": {"loss_beyond": [NAN, 2.2, 2.5]},
-                               "t5": {"loss_beyond": [NAN, 2.0, NAN]}},
+                               "t5": {"loss_beyond": [NAN, 2.0, NAN]}, "table": {"loss_beyond": [NAN, NAN, NAN]}},
                          "1": {"learned": {"loss_beyond": [NAN, NAN, NAN]}, "rope": {"loss_beyond": [NAN, 2.4, 2.5]},
-                               "t5": {"loss_beyond": [NAN, 2.2, 3.0]}}},
+                               "t5": {"loss_beyond": [NAN, 2.2, 3.0]}, "table": {"loss_beyond": [NAN, NAN, NAN]}}},
             "over_seeds": {"learned": {"loss_beyond": {"128": None, "256": None}},
                            "rope": {"loss_beyond": {"128": {"mean": 2.3, "lo": 2.0, "hi": 2.7},
                                                     "256": {"mean": 2.5, "lo": 2.5, "hi": 2.5}}},
-                           "t5": {"loss_beyond": {"128": {"mean": 2.1, "lo": 1.9, "hi": 2.4}, "256": None}}}}
+                           "t5": {"loss_beyond": {"128": {"mean": 2.1, "lo": 1.9, "hi": 2.4}, "256": None}},
+                           "table": {"loss_beyond": {"128": None, "256": None}}}}
 
 
 def test_the_plot_draws_each_scheme_s_means_its_intervals_and_each_seed_dotted():
@@ -174,7 +176,8 @@ def test_the_plot_draws_each_scheme_s_means_its_intervals_and_each_seed_dotted()
     assert colour[0] != colour[1] and [line.get_color() for line in dotted] == [colour[0]] * 2 + [colour[1]] * 2
     assert ax.get_xscale() == "log" and ax.xaxis.get_transform().base == 2
     assert list(ax.get_xticks()) == [128, 256] and [t.get_text() for t in ax.get_xticklabels()] == ["128", "256"]
-    assert ax.get_xlabel() == "evaluation length\nlearned: no value past L at two seeds or more"   # not t5
+    assert ax.get_xlabel() == ("evaluation length\nlearned: no value past L at two seeds or more"   # not t5
+                               "\ntable: no value past L at two seeds or more")
     assert ax.get_ylabel() == "loss past L (nats/byte)"
     assert ax.get_title() == "Trained at L = 64, seeds [0, 1]: mean, 95% t-interval, each seed dotted"
 
@@ -196,15 +199,48 @@ def test_the_report_prints_one_row_a_scheme_with_its_intervals(capsys):
 
 
 def test_the_command_saves_the_record_and_its_plot_with_the_command_that_made_it(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(train_short_test_long, "run", lambda quick, seed, progress=True: bake_off(0.2 * seed))
+    trained = []
+
+    def fake_run(quick, seed, progress=True):
+        trained.append((quick, seed, progress))
+        return bake_off(0.2 * seed)
+
+    monkeypatch.setattr(train_short_test_long, "run", fake_run)
     argv = ["--seeds", "0", "1", "--out", str(tmp_path), "--no-progress"]
     bake_off_seeds.main(argv)
+    assert trained == [(False, 0, False), (False, 1, False)]
     assert sorted(os.listdir(tmp_path)) == ["bake_off_seeds.json", "bake_off_seeds.png"]
     record = json.loads((tmp_path / "bake_off_seeds.json").read_text())
     assert record["command"] == "python -m experiments.bake_off_seeds " + " ".join(argv)
     assert record["seeds"] == [0, 1] and record["over_seeds"]["rope"]["rise"]["mean"] == pytest.approx(1.0)
     out = capsys.readouterr().out
     assert "rope" in out and "2 of 2 seeds" in out                             # the learned table, refused at both
+    # from the shell (argv None): the command is the process's own arguments; a quick run saves nothing
     monkeypatch.chdir(tmp_path)
-    bake_off_seeds.main(["--quick", "--seeds", "0", "1", "--no-progress", "--out", str(tmp_path / "quick")])
-    assert not (tmp_path / "quick").exists()                                    # a quick run saves nothing
+    shell = ["--quick", "--no-progress", "--out", str(tmp_path / "quick")]
+    monkeypatch.setattr(sys, "argv", ["bake_off_seeds.py", *shell])
+    res = bake_off_seeds.main()
+    assert res["command"] == "python -m experiments.bake_off_seeds " + " ".join(shell)
+    assert trained[2:] == [(True, 0, False), (True, 1, False), (True, 2, False)]    # the default seeds, 0 1 2
+    assert not (tmp_path / "quick").exists()
+    saved = []
+    monkeypatch.setattr(bake_off_seeds.common, "save", lambda name, res, fig, out: saved.append((name, out)))
+    bake_off_seeds.main(["--seeds", "3", "4", "--parts", str(tmp_path / "parts")])
+    assert trained[-2:] == [(False, 3, True), (False, 4, True)]   # the bars, unless --no-progress
+    assert saved == [("bake_off_seeds", RESULTS)]                 # the committed folder, unless --out
+    assert sorted(os.listdir(tmp_path / "parts")) == ["bake_off_seeds_seed3.json", "bake_off_seeds_seed4.json"]
+
+
+def test_the_help_says_what_each_option_does(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "400")                     # one line per option
+    with pytest.raises(SystemExit) as shown:
+        bake_off_seeds.main(["--help"])
+    assert shown.value.code == 0
+    out = capsys.readouterr().out
+    for text in ["\nThe full-size bake-off over seeds: ``train_short_test_long`` as it is, at seeds 0, 1 and 2.\n",
+                 "  --quick ", " the bake-off's quick size (four schemes, L = 32)\n",
+                 "  --seeds SEEDS [SEEDS ...]", " seeds (default 0 1 2)\n",
+                 "  --out OUT ", " folder for bake_off_seeds.json (full mode only)\n",
+                 "  --no-progress ", " hide progress bars\n", "  --parts PARTS ",
+                 " folder that keeps each finished seed (bake_off_seeds_seedN.json), so a stopped run resumes\n"]:
+        assert text in out, text

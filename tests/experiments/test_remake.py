@@ -565,6 +565,13 @@ def test_list_marks_an_overnight_experiment_and_leaves_it_out_of_the_sum_unless_
         tail = capsys.readouterr().out.split("\n")[-2]
         assert tail.startswith("sum of the committed costs: 1100 s (0.3 h)" if asked[0] == "--only" else
                                "sum of the committed costs: 1120 s (0.3 h)") and tail.endswith("1000 s"), tail
+    # called without overnight (its default: a plain run's sum), two overnight units, one with no recorded cost
+    # (it counts 0): both named apart, 1000 + 0 = 1000 s
+    two = with_overnight() + (remake.Unit("m", "fake_experiment", overnight=True),)
+    remake.list_units(two, str(room / "results"), str(room / "parts"))
+    assert capsys.readouterr().out.split("\n")[-3:] == [
+        "sum of the committed costs: 120 s (0.0 h); with --jobs N, about that over N, and never under the longest, "
+        "100 s", "not in that sum: n, m (1000 s), made with --overnight", ""]
 
 
 def test_failures_are_listed_at_the_end(room, capsys):
