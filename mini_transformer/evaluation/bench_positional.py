@@ -19,8 +19,8 @@ window (32 x 32 at T = 1024) cover it. For each scheme and each T:
   term needs the unfused path, which keeps the probabilities). Its resolution
   is ``BOOKKEEPING`` (256 B): where a scheme's arrays are not alive at the
   forward's peak, the column reads the few Python objects (tuples, frames,
-  small wrappers) that differ between two models at that moment: tens of
-  bytes;
+  small wrappers, a parameter of a few hundred bytes) that differ between two
+  models at that moment, up to a few hundred bytes that do not grow with T;
 * **ms**: the best of ``--repeats`` forwards under ``no_grad``, in rounds that
   alternate between the schemes so that a noisy machine slows all of them alike.
 
