@@ -109,7 +109,8 @@ def test_run_reads_kept_seeds_of_the_size_asked_and_sums_the_seconds_they_state(
     assert kept["size"] == train_short_test_long.SIZES[False]
 
 
-def test_the_command_refuses_a_seed_twice(capsys):
+def test_the_command_refuses_a_seed_twice(capsys, monkeypatch):
+    monkeypatch.setattr(train_short_test_long, "run", lambda quick, seed, progress=True: bake_off())   # never trains
     with pytest.raises(SystemExit) as refused:
         bake_off_seeds.main(["--seeds", "0", "0", "--quick"])
     assert refused.value.code == 2
@@ -182,19 +183,32 @@ def test_the_plot_draws_each_scheme_s_means_its_intervals_and_each_seed_dotted()
     assert ax.get_title() == "Trained at L = 64, seeds [0, 1]: mean, 95% t-interval, each seed dotted"
 
 
+def test_the_plot_gives_each_scheme_a_marker_and_wraps_after_eight():
+    names = [f"s{k}" for k in range(9)]
+    res = {"seeds": [0, 1], "train_len": 64, "lengths": [64, 128],
+           "per_seed": {"0": {n: {"loss_beyond": [NAN, 2.0]} for n in names}},
+           "over_seeds": {n: {"loss_beyond": {"128": {"mean": 2.0, "lo": 1.9, "hi": 2.1}}} for n in names}}
+    ax = bake_off_seeds.plot(res).axes[0]
+    assert ax.get_legend_handles_labels()[1] == names
+    assert [c.lines[0].get_marker() for c in ax.containers] == ["o", "s", "^", "v", "D", "P", "*", "X", "o"]
+
+
 def test_the_report_prints_one_row_a_scheme_with_its_intervals(capsys):
-    res = {"seeds": [0, 1], "train_len": 64, "lengths": [64, 128], "steps": 1500, "environment": {"seconds": 12.5},
-           "over_seeds": {"rope": {"loss_beyond": {"128": {"mean": 2.3, "lo": 2.25, "hi": 2.35, "n": 2}},
-                                   "rise": {"mean": 0.9, "lo": 0.8, "hi": 1.0, "n": 2}, "context_use_gap": None,
+    res = {"seeds": [0, 1], "train_len": 64, "lengths": [64, 128, 256], "steps": 1500,
+           "environment": {"seconds": 12.5},
+           "over_seeds": {"rope": {"loss_beyond": {"128": {"mean": 2.3, "lo": 2.25, "hi": 2.35, "n": 2}, "256": None},
+                                   "rise": {"mean": 0.9, "lo": 0.8, "hi": 1.0, "n": 2},
+                                   "context_use_gap": {"mean": 0.5, "lo": -0.125, "hi": 1.125, "n": 2},
                                    "seeds_refusing": 1}}}
     bake_off_seeds.report(res)
-    # each column 26 wide, right-aligned: "2.300 [2.250, 2.350]" is 20 characters, "   -   " 7
+    # each column 26 wide, right-aligned: "2.300 [2.250, 2.350]" is 20 characters, "0.500 [-0.125, 1.125]" 21,
+    # "   -   " 7
     assert capsys.readouterr().out == "".join(line + "\n" for line in [
         "the bake-off at seeds [0, 1] (L = 64, 1500 steps): mean [95% t-interval] over seeds",
-        "scheme" + " " * 9 + " " * 13 + "past L at 128" + " " * 13 + "rise (8L - L)" + " " * 11 + "context-use gap"
-        + "  refused",
-        "rope" + " " * 11 + " " * 6 + "2.300 [2.250, 2.350]" + " " * 6 + "0.900 [0.800, 1.000]" + " " * 19 + "   -   "
-        + "  1 of 2 seeds",
+        "scheme" + " " * 9 + " " * 13 + "past L at 128" + " " * 13 + "past L at 256" + " " * 13 + "rise (8L - L)"
+        + " " * 11 + "context-use gap" + "  refused",
+        "rope" + " " * 11 + " " * 6 + "2.300 [2.250, 2.350]" + " " * 19 + "   -   " + " " * 6 + "0.900 [0.800, 1.000]"
+        + " " * 5 + "0.500 [-0.125, 1.125]" + "  1 of 2 seeds",
         "12.5 s of training and evaluation, summed over seeds"])
 
 
