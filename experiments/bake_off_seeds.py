@@ -111,7 +111,8 @@ def plot(res):
     refused = [name for name, o in res["over_seeds"].items() if all(v is None for v in o["loss_beyond"].values())]
     ax.set_xscale("log", base=2)
     ax.set_xticks(lengths, [str(n) for n in lengths])
-    ax.set(xlabel="evaluation length" + "".join(f"\n{name}: no value past L at two seeds or more" for name in refused),
+    ax.set(xlabel="evaluation length" + "".join(f"\n{name}: refused past L at {res['over_seeds'][name]['seeds_refusing']} "
+                                                f"of {len(res['seeds'])} seeds, not drawn" for name in refused),
            ylabel="loss past L (nats/byte)",
            title=f"Trained at L = {res['train_len']}, seeds {res['seeds']}: mean, 95% t-interval, each seed dotted")
     ax.legend(fontsize=8, ncol=2)

@@ -61,8 +61,8 @@ class Unit:
     args: tuple = ()        # what makes the committed seeds, where the default does not
     keeps_seeds: bool = False   # the experiment takes --parts DIR and keeps each finished seed there
     after: tuple = ()       # records it reads: it starts once their units are done
-    overnight: bool = False     # made only when asked (--overnight, or by name with --only): it costs several
-                                # of the others, which the 90 minutes of a plain run do not hold
+    overnight: bool = False     # made only when asked (--overnight, or by name with --only): it costs as much as
+                                # several of the others together, which a plain run should not wait for
 
     def command(self, folder):
         argv = [sys.executable, "-m", self.module, *self.args, "--out", folder, "--no-progress"]

@@ -142,7 +142,7 @@ def test_the_plot_draws_a_scheme_that_runs_and_skips_one_refused_everywhere():
     fig = bake_off_seeds.plot(res)
     labels = fig.axes[0].get_legend_handles_labels()[1]
     assert labels == ["rope"]                                                # learned refused every length past L
-    assert fig.axes[0].get_xlabel() == "evaluation length\nlearned: no value past L at two seeds or more"
+    assert fig.axes[0].get_xlabel() == "evaluation length\nlearned: refused past L at 2 of 2 seeds, not drawn"
 
 
 def drawn():
@@ -153,11 +153,11 @@ def drawn():
                                "t5": {"loss_beyond": [NAN, 2.0, NAN]}, "table": {"loss_beyond": [NAN, NAN, NAN]}},
                          "1": {"learned": {"loss_beyond": [NAN, NAN, NAN]}, "rope": {"loss_beyond": [NAN, 2.4, 2.5]},
                                "t5": {"loss_beyond": [NAN, 2.2, 3.0]}, "table": {"loss_beyond": [NAN, NAN, NAN]}}},
-            "over_seeds": {"learned": {"loss_beyond": {"128": None, "256": None}},
+            "over_seeds": {"learned": {"loss_beyond": {"128": None, "256": None}, "seeds_refusing": 2},
                            "rope": {"loss_beyond": {"128": {"mean": 2.3, "lo": 2.0, "hi": 2.7},
                                                     "256": {"mean": 2.5, "lo": 2.5, "hi": 2.5}}},
                            "t5": {"loss_beyond": {"128": {"mean": 2.1, "lo": 1.9, "hi": 2.4}, "256": None}},
-                           "table": {"loss_beyond": {"128": None, "256": None}}}}
+                           "table": {"loss_beyond": {"128": None, "256": None}, "seeds_refusing": 2}}}
 
 
 def test_the_plot_draws_each_scheme_s_means_its_intervals_and_each_seed_dotted():
@@ -177,8 +177,8 @@ def test_the_plot_draws_each_scheme_s_means_its_intervals_and_each_seed_dotted()
     assert colour[0] != colour[1] and [line.get_color() for line in dotted] == [colour[0]] * 2 + [colour[1]] * 2
     assert ax.get_xscale() == "log" and ax.xaxis.get_transform().base == 2
     assert list(ax.get_xticks()) == [128, 256] and [t.get_text() for t in ax.get_xticklabels()] == ["128", "256"]
-    assert ax.get_xlabel() == ("evaluation length\nlearned: no value past L at two seeds or more"   # not t5
-                               "\ntable: no value past L at two seeds or more")
+    assert ax.get_xlabel() == ("evaluation length\nlearned: refused past L at 2 of 2 seeds, not drawn"   # not t5
+                               "\ntable: refused past L at 2 of 2 seeds, not drawn")
     assert ax.get_ylabel() == "loss past L (nats/byte)"
     assert ax.get_title() == "Trained at L = 64, seeds [0, 1]: mean, 95% t-interval, each seed dotted"
 
