@@ -254,7 +254,7 @@ assert max(streams.values()) - min(streams.values()) < 0.01              # every
 #   lead lasts once trained, and whether it is only "marginally", is not tested (chapter 3, C5b, C5c):
 #   C2a and C2b are not tested here, though C2a's interval alone says "reproduces".
 #   Whether it also beats the relative schemes is not one of this chapter's claims: in chapter 7's
-#   bake-off its loss at $L$ was 1.61 against 1.50 to 1.55 for all four, and the same run at seeds 0, 1
+#   one-seed bake-off its loss at $L$ was 1.61 against 1.50 to 1.55 for all four, and the same run at seeds 0, 1
 #   and 2 (`bake_off_seeds`) has it behind each of the four at every seed, by 0.048 ± 0.025 (T5) to
 #   0.102 ± 0.058 nats (Transformer-XL). That record draws no verdicts. This is a decoder on text; the book's row is
 #   about encoders, which nothing here trains on text.

@@ -3,14 +3,16 @@ r"""The full-size bake-off over seeds: ``train_short_test_long`` as it is, at se
 ``train_short_test_long`` trains the eight schemes once, at seed 0 (L = 64, 1500
 steps, evaluated up to 8L), and chapters 1, 3, 4, 7 and 12 show its table. This
 runs the same function at more seeds (each seed its own initial weights and
-training batches, shared by the eight schemes of that seed) and reports, per
+training batches and evaluation windows, shared by the eight schemes of that
+seed) and reports, per
 scheme, what a seed moves:
 
 * **loss past L** at 2L, 4L and 8L (``loss_beyond``: the mean over positions
   t >= L), and its **rise**, loss past L at 8L minus the loss at L;
 * the **context-use gap** at 8L: loss with the whole prefix in view minus loss
-  with the last L tokens only (``context_use``); near 0, the tokens further back
-  than L are not used;
+  with the last L tokens only (``context_use``); near 0, dropping the tokens
+  further back than L costs the model nothing (whether any model gains from them
+  on this text is chapter 7's question, section 8);
 * how many seeds **refused** a length (the learned table has no row past L).
 
 Each is a mean over seeds with a Student-t interval (``stats.t_interval``); a
@@ -19,9 +21,8 @@ judged here: ``short_long_seeds`` carries the chapters' verdicts at a smaller
 size over five seeds. Seed 0 is the committed ``train_short_test_long`` run
 itself, so its numbers must equal that record's.
 
-It costs three bake-offs (each finished seed is kept with ``--parts``, so a
-stopped run resumes at the seed it was on); ``experiments.remake`` runs it only
-when asked (``--overnight``, or ``--only bake_off_seeds``).
+It costs three bake-offs, one seed after another (each finished seed is kept
+with ``--parts``, so a stopped run resumes at the seed it was on).
 
     python -m experiments.bake_off_seeds [--quick] [--seeds 0 1 2] [--parts DIR]
 """
@@ -101,21 +102,23 @@ def plot(res):
     for i, (name, o) in enumerate(res["over_seeds"].items()):
         shown = [(n, o["loss_beyond"][str(n)]) for n in lengths if o["loss_beyond"][str(n)] is not None]
         if not shown:
-            continue                                     # refused at every length past L: no point to draw
+            continue                                     # no interval at any length past L: nothing to draw
         xs, cells = zip(*shown)
         mean = [c["mean"] for c in cells]
         err = [[c["mean"] - c["lo"] for c in cells], [c["hi"] - c["mean"] for c in cells]]
         ax.errorbar(xs, mean, yerr=err, marker="os^vDP*X"[i % 8], capsize=3, color=f"C{i}", label=name)
         for run in res["per_seed"].values():
             ax.plot(lengths, run[name]["loss_beyond"][1:], color=f"C{i}", lw=0.6, ls=":", alpha=0.7)
-    refused = [name for name, o in res["over_seeds"].items() if all(v is None for v in o["loss_beyond"].values())]
+    undrawn = [name for name, o in res["over_seeds"].items() if all(v is None for v in o["loss_beyond"].values())]
     ax.set_xscale("log", base=2)
     ax.set_xticks(lengths, [str(n) for n in lengths])
-    ax.set(xlabel="evaluation length" + "".join(f"\n{name}: refused past L at {res['over_seeds'][name]['seeds_refusing']} "
-                                                f"of {len(res['seeds'])} seeds, not drawn" for name in refused),
+    ax.set(xlabel="evaluation length" + "".join(
+        f"\n{name}: not drawn (refused past L at {res['over_seeds'][name]['seeds_refusing']} of {len(res['seeds'])} "
+        f"seeds; an interval needs two seeds with a value)" for name in undrawn),
            ylabel="loss past L (nats/byte)",
            title=f"Trained at L = {res['train_len']}, seeds {res['seeds']}: mean, 95% t-interval, each seed dotted")
-    ax.legend(fontsize=8, ncol=2)
+    if ax.get_legend_handles_labels()[1]:                # one seed draws nothing: no empty legend
+        ax.legend(fontsize=8, ncol=2)
     fig.tight_layout()
     return fig
 

@@ -1,6 +1,6 @@
 r"""Remake the evidence: every experiment the chapters cite, at its committed seeds, in one resumable command.
 
-    python -m experiments.remake [--jobs N] [--only NAME ...] [--overnight] [--list] [--check] [--parts DIR]
+    python -m experiments.remake [--jobs N] [--only NAME ...] [--list] [--check] [--parts DIR]
 
 Each experiment is one *unit*: a child process ``python -m experiments.MODULE --out PARTS/NAME --no-progress``
 (with the arguments that give its committed seeds) whose environment sets ``OPENBLAS_NUM_THREADS=1
@@ -10,8 +10,7 @@ that read its record, by the wall times their records state: ``in_order``), so t
 in ``PARTS/NAME/`` (atomically, like the result), so a rerun after a crash or a Ctrl-C skips it and says how many
 it reused; the experiments that keep each finished seed (``--parts``) are given ``PARTS/NAME/seeds/``, so inside
 a unit a rerun resumes at the seed it was on. A unit is reused whatever changed since: after a fix to an
-experiment, delete its folder (or use another ``--parts``). A unit marked ``overnight`` (``bake_off_seeds``, three
-full-size bake-offs) is made only with ``--overnight`` or when ``--only`` names it.  ``PARTS`` is ``build/evidence/remake`` for a plain run and
+experiment, delete its folder (or use another ``--parts``).  ``PARTS`` is ``build/evidence/remake`` for a plain run and
 ``build/evidence/check`` for ``--check``, so a check after a remake remakes every record instead of comparing
 the remade records with themselves.
 
@@ -61,8 +60,6 @@ class Unit:
     args: tuple = ()        # what makes the committed seeds, where the default does not
     keeps_seeds: bool = False   # the experiment takes --parts DIR and keeps each finished seed there
     after: tuple = ()       # records it reads: it starts once their units are done
-    overnight: bool = False     # made only when asked (--overnight, or by name with --only): it costs as much as
-                                # several of the others together, which a plain run should not wait for
 
     def command(self, folder):
         argv = [sys.executable, "-m", self.module, *self.args, "--out", folder, "--no-progress"]
@@ -71,8 +68,7 @@ class Unit:
 
 UNITS = (
     Unit("attention_sinks_settings", "experiments.attention_sinks"),
-    # train_short_test_long at seeds 0, 1 and 2: three times its cost, for a command left running overnight
-    Unit("bake_off_seeds", "experiments.bake_off_seeds", keeps_seeds=True, overnight=True),
+    Unit("bake_off_seeds", "experiments.bake_off_seeds", keeps_seeds=True),   # train_short_test_long at 3 seeds
     Unit("chapter01_nope", "experiments.chapter01_nope"),
     Unit("chapter02_adding", "experiments.chapter02_adding"),
     Unit("chapter03_learned", "experiments.chapter03_learned", after=("relative_bias_generalisation",)),
@@ -339,24 +335,17 @@ def write_cost_table(path, results, done):
 # The command
 # ---------------------------------------------------------------------------
 
-def list_units(units, results, parts, overnight=False):
-    """Print ``units`` with their committed costs; the sum is of those a run makes (``overnight``: with --overnight)."""
+def list_units(units, results, parts):
     known = committed_costs(results)
     print(f"{'experiment':<30} {'committed cost (s)':>18}  {'kept':<5} command  (kept: finished in {parts})")
     for unit in units:
         seconds = known.get(unit.name)
         state = "yes" if finished(unit, parts) else "no"
         cost = "not recorded" if seconds is None else f"{seconds:.0f}"
-        when = "  (overnight: made with --overnight, or by --only)" if unit.overnight else ""
-        print(f"{unit.name:<30} {cost:>18}  {state:<5} python -m {' '.join([unit.module, *unit.args])}{when}")
-    made = [u for u in units if overnight or not u.overnight]
-    total = sum(s for s in (known.get(u.name) for u in made) if s is not None)
+        print(f"{unit.name:<30} {cost:>18}  {state:<5} python -m {' '.join([unit.module, *unit.args])}")
+    total = sum(s for s in (known.get(u.name) for u in units) if s is not None)
     print(f"sum of the committed costs: {total:.0f} s ({total / 3600:.1f} h); with --jobs N, about that over N, "
-          f"and never under the longest, {max((known.get(u.name) or 0 for u in made), default=0):.0f} s")
-    later = [u for u in units if u not in made]
-    if later:
-        extra = sum(known.get(u.name) or 0 for u in later)
-        print(f"not in that sum: {', '.join(u.name for u in later)} ({extra:.0f} s), made with --overnight")
+          f"and never under the longest, {max((known.get(u.name) or 0 for u in units), default=0):.0f} s")
 
 
 def check_report(units, parts, results, failed=()):
@@ -387,8 +376,6 @@ def main(argv=None, units=UNITS, results=RESULTS, cost_file=COST_TABLE):
     ap.add_argument("--jobs", type=int, default=1, help="experiments run at once, one process and one BLAS thread "
                                                         "each (default 1)")
     ap.add_argument("--only", nargs="+", metavar="NAME", help="these experiments only (names as --list prints)")
-    ap.add_argument("--overnight", action="store_true",
-                    help="also the experiments too long for a day's run (--list marks them); --only names them alone")
     ap.add_argument("--list", action="store_true", help="print the experiments and their committed cost, run nothing")
     ap.add_argument("--check", action="store_true",
                     help="remake and compare with the committed records, changing none; exit code 1 on a difference")
@@ -403,12 +390,10 @@ def main(argv=None, units=UNITS, results=RESULTS, cost_file=COST_TABLE):
     unknown = [n for n in args.only or [] if n not in names]
     if unknown:
         ap.error(f"--only names {unknown[0]!r}, which is not an experiment here; they are {', '.join(names)}.")
+    chosen = [u for u in units if args.only is None or u.name in args.only]
     if args.list:
-        list_units([u for u in units if not args.only or u.name in args.only], results, args.parts,
-                   overnight=args.overnight or bool(args.only))
+        list_units(chosen, results, args.parts)
         return 0
-    chosen = [u for u in units if u.name in args.only] if args.only else \
-        [u for u in units if args.overnight or not u.overnight]
     known = committed_costs(results)
     chosen = in_order(chosen, known)
     done = {u.name: finished(u, args.parts) for u in chosen}

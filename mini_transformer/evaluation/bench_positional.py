@@ -16,11 +16,12 @@ window (32 x 32 at T = 1024) cover it. For each scheme and each T:
   ``(1, H, T, T)`` one);
 * **peak extra**: the whole forward's peak traced memory minus that of
   ``"none"``, which also catches what a scheme makes attention do (Shaw's value
-  term needs the unfused path, which keeps the probabilities). Its resolution
-  is ``BOOKKEEPING`` (256 B): where a scheme's arrays are not alive at the
-  forward's peak, the column reads the few Python objects (tuples, frames,
-  small wrappers, a parameter of a few hundred bytes) that differ between two
-  models at that moment, up to a few hundred bytes that do not grow with T;
+  term needs the unfused path, which keeps the probabilities). Where a
+  scheme's arrays are not alive at the forward's peak, the column reads what
+  else differs between the two models at that moment: Python objects (tuples,
+  frames, small wrappers) and small fixed arrays, from tens to a few hundred
+  bytes that do not grow with T (Transformer-XL's 592 B at every T). Under
+  ``BOOKKEEPING`` (256 B) it is Python objects or arrays of a few numbers;
 * **ms**: the best of ``--repeats`` forwards under ``no_grad``, in rounds that
   alternate between the schemes so that a noisy machine slows all of them alike.
 
@@ -46,7 +47,7 @@ from ..model import GPTConfig, TinyGPT
 from ..positional import SCHEMES
 
 HOOKS = ("embed", "score_bias", "rotate", "output_term")
-BOOKKEEPING = 256   # bytes: the interpreter's own objects for a call or at a peak, not a scheme's arrays
+BOOKKEEPING = 256   # bytes: the interpreter's objects for a call or at a peak, or an array of a few numbers
 WORKBOOK = dict(vocab_size=64, d_model=64, n_layers=2, n_heads=4)
 
 
@@ -184,7 +185,7 @@ def table(res):
     lines.append(f"backend {res['backend']}; TinyGPT vocab {m['vocab_size']}, d_model {m['d_model']}, "
                  f"{m['n_layers']} layers, {m['n_heads']} heads, batch {m['batch']}, max_len {m['max_len']}, "
                  f"float32. hook = bytes allocated inside the scheme's hooks per forward; peak+ = forward peak "
-                 f"above 'none' (under {BOOKKEEPING} B: Python's own objects, not arrays); "
+                 f"above 'none' (under {BOOKKEEPING} B: Python objects or arrays of a few numbers); "
                  f"ms = best of {res['repeats']} forwards (no_grad), rounds alternating.")
     return "\n".join(lines)
 

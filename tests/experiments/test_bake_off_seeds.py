@@ -142,7 +142,7 @@ def test_the_plot_draws_a_scheme_that_runs_and_skips_one_refused_everywhere():
     fig = bake_off_seeds.plot(res)
     labels = fig.axes[0].get_legend_handles_labels()[1]
     assert labels == ["rope"]                                                # learned refused every length past L
-    assert fig.axes[0].get_xlabel() == "evaluation length\nlearned: refused past L at 2 of 2 seeds, not drawn"
+    assert fig.axes[0].get_xlabel() == "evaluation length\nlearned: not drawn (refused past L at 2 of 2 seeds; an interval needs two seeds with a value)"
 
 
 def drawn():
@@ -177,8 +177,8 @@ def test_the_plot_draws_each_scheme_s_means_its_intervals_and_each_seed_dotted()
     assert colour[0] != colour[1] and [line.get_color() for line in dotted] == [colour[0]] * 2 + [colour[1]] * 2
     assert ax.get_xscale() == "log" and ax.xaxis.get_transform().base == 2
     assert list(ax.get_xticks()) == [128, 256] and [t.get_text() for t in ax.get_xticklabels()] == ["128", "256"]
-    assert ax.get_xlabel() == ("evaluation length\nlearned: refused past L at 2 of 2 seeds, not drawn"   # not t5
-                               "\ntable: refused past L at 2 of 2 seeds, not drawn")
+    assert ax.get_xlabel() == ("evaluation length\nlearned: not drawn (refused past L at 2 of 2 seeds; an interval needs two seeds with a value)"   # not t5
+                               "\ntable: not drawn (refused past L at 2 of 2 seeds; an interval needs two seeds with a value)")
     assert ax.get_ylabel() == "loss past L (nats/byte)"
     assert ax.get_title() == "Trained at L = 64, seeds [0, 1]: mean, 95% t-interval, each seed dotted"
 
@@ -258,3 +258,13 @@ def test_the_help_says_what_each_option_does(capsys, monkeypatch):
                  "  --no-progress ", " hide progress bars\n", "  --parts PARTS ",
                  " folder that keeps each finished seed (bake_off_seeds_seedN.json), so a stopped run resumes\n"]:
         assert text in out, text
+
+
+def test_the_plot_of_one_seed_draws_nothing_and_says_why_without_calling_it_a_refusal():
+    runs = {"0": bake_off_seeds.per_seed(bake_off())}
+    res = {"seeds": [0], "train_len": 64, "lengths": LENGTHS, "per_seed": runs,
+           "over_seeds": bake_off_seeds.over_seeds(runs, LENGTHS)}
+    ax = bake_off_seeds.plot(res).axes[0]
+    assert ax.containers == [] and ax.get_legend() is None
+    assert ax.get_xlabel() == ("evaluation length\nrope: not drawn (refused past L at 0 of 1 seeds; an interval needs two seeds with a value)"
+                               "\nlearned: not drawn (refused past L at 1 of 1 seeds; an interval needs two seeds with a value)")

@@ -533,47 +533,6 @@ def test_a_ctrl_c_in_this_process_says_how_many_are_kept(room, monkeypatch, caps
         "from there\n")
 
 
-def with_overnight():
-    return fake_units() + (remake.Unit("n", "fake_experiment", ("--name", "n", "--value", "1"), overnight=True),)
-
-
-@pytest.mark.parametrize("argv,made", [
-    ((), ["a", "b"]),                                       # a plain run leaves the overnight experiment out
-    (("--overnight",), ["a", "b", "n"]),
-    (("--only", "n"), ["n"]),                               # named, it runs without the flag
-    (("--only", "a", "--overnight"), ["a"]),                # --only still chooses
-])
-def test_an_overnight_experiment_runs_only_when_asked(room, capsys, argv, made):
-    assert run_here(room, *argv, units=with_overnight()) == 0
-    assert sorted(r.split()[0] for r in runs(room)) == made
-    assert sorted(os.listdir(room / "results")) == [f"{n}.json" for n in made]
-
-
-def test_list_marks_an_overnight_experiment_and_leaves_it_out_of_the_sum_unless_asked(room, capsys):
-    committed(room, "a", {"environment": {"seconds": 100.0}})
-    committed(room, "b", {"environment": {"seconds": 20.0}})
-    committed(room, "n", {"environment": {"seconds": 1000.0}})
-    assert run_here(room, "--list", units=with_overnight()) == 0
-    out = capsys.readouterr().out.split("\n")
-    assert out[3] == ("n" + " " * 30 + " " * 14 + "1000  no    python -m fake_experiment --name n --value 1"
-                      "  (overnight: made with --overnight, or by --only)")
-    # 100 + 20 = 120 s = 0.033 h, the longest 100 s; n's 1000 s apart
-    assert out[4:6] == ["sum of the committed costs: 120 s (0.0 h); with --jobs N, about that over N, and never "
-                        "under the longest, 100 s", "not in that sum: n (1000 s), made with --overnight"]
-    for asked in (("--overnight",), ("--only", "a", "n")):
-        assert run_here(room, "--list", *asked, units=with_overnight()) == 0
-        tail = capsys.readouterr().out.split("\n")[-2]
-        assert tail.startswith("sum of the committed costs: 1100 s (0.3 h)" if asked[0] == "--only" else
-                               "sum of the committed costs: 1120 s (0.3 h)") and tail.endswith("1000 s"), tail
-    # called without overnight (its default: a plain run's sum), two overnight units, one with no recorded cost
-    # (it counts 0): both named apart, 1000 + 0 = 1000 s
-    two = with_overnight() + (remake.Unit("m", "fake_experiment", overnight=True),)
-    remake.list_units(two, str(room / "results"), str(room / "parts"))
-    assert capsys.readouterr().out.split("\n")[-3:] == [
-        "sum of the committed costs: 120 s (0.0 h); with --jobs N, about that over N, and never under the longest, "
-        "100 s", "not in that sum: n, m (1000 s), made with --overnight", ""]
-
-
 def test_failures_are_listed_at_the_end(room, capsys):
     broken = tuple(remake.Unit(n, "fake_experiment", ("--name", n, "--value", "1", "--skip")) for n in "cd")
     assert run_here(room, units=broken) == 1
@@ -591,7 +550,6 @@ def test_the_help_and_the_refusals_say_what_each_option_does(capsys, monkeypatch
                  "resumable command.",
                  "  --jobs JOBS ", " experiments run at once, one process and one BLAS thread each (default 1)",
                  "  --only NAME [NAME ...]", " these experiments only (names as --list prints)",
-                 " also the experiments too long for a day's run (--list marks them); --only names them alone",
                  " print the experiments and their committed cost, run nothing",
                  " remake and compare with the committed records, changing none; exit code 1 on a difference",
                  f" folder that keeps each finished experiment (default {remake.PARTS_OF[False]}, and "
