@@ -761,7 +761,7 @@ assert loss["alibi"][0] - first > 0.1 > abs(first - res["alibi"]["loss_beyond"][
 # batches and evaluation windows; seed 0 is the run above, number for number. The next cell checks at every
 # seed what the cell above checks at seed 0. For the first group that is no rise at $8L$, not the fall
 # seed 0 shows: the cell prints the margins, and at seed 1 they are near zero. That record draws no
-# verdicts: the ledger's rest on section 7.1's runs, whose bars and controls were set before they ran.
+# verdicts: the ledger's rest on section 7.1's runs, five seeds with their controls.
 
 # %% tags=["nbval-check-output"]
 from mini_transformer.evaluation import stats
@@ -785,9 +785,10 @@ print(f"alibi minus t5 at L, paired by seed, over seeds {three['seeds']}: "
       f"{stats.format_interval(*[stats.t_interval(above_t5)[i] for i in (0, 2, 3)], 3)} nats")
 
 # %% [markdown]
-# One comparison comes out differently at the two sizes. At the full size ALiBi's loss at $L$ is above T5's
-# at every seed (0.083 ± 0.058 nats over the three, printed above); section 7.1's smaller run finds the two
-# not distinguishable (-0.015 ± 0.020 over five seeds). Which of the runs' differences decides it ($L$,
+# Of the directions this cell checks, one comes out differently at section 7.1's smaller size (C6a, RoPE's
+# perplexity doubling, is another comparison the size changes: section 7.1). At the full size ALiBi's loss at
+# $L$ is above T5's at every seed (0.083 ± 0.058 nats over the three, printed above); section 7.1's smaller
+# run finds the two not distinguishable (-0.015 ± 0.020 over five seeds). Which of the runs' differences decides it ($L$,
 # steps, batch, the evaluation windows) is not tested here; the finding at the end of the chapter keeps
 # section 7.1's reading and says so.
 
@@ -1244,7 +1245,7 @@ assert round(penalty(float(min(alibi_slopes(4))), 8 * L - 1), 2) == 2.00     # t
 # A finding the sources do not state: ALiBi pays at the training length, 0.060 ± 0.016 nats above
 # RoPE and 0.098 ± 0.022 above Transformer-XL at $L = 32$, paired by seed, though not established
 # against T5 (-0.015 ± 0.020) (§7.1); at the bake-off's full size it is above T5 at each of three
-# seeds (0.083 ± 0.058, §6). Press et al. do compare the methods at the training length:
+# seeds (0.083 ± 0.058, §7); the finding keeps §7.1's reading, at the size it states. Press et al. do compare the methods at the training length:
 # their Figure 1 plots sinusoidal, rotary, T5 and ALiBi perplexity on WikiText-103 from
 # $L_{valid} = L$ (512 and 1024) upward, with the exact values in their appendix Tables 2 and 3,
 # and their abstract says ALiBi outperforms multiple strong position methods there. This workbook
