@@ -674,7 +674,7 @@ assert n_params(alibi_model) == n_params(none_model)
 # and batches, then measures held-out loss at 1x, 2x, 4x and 8x $L$. It is **one seed**: its table
 # and picture show what the schemes do, and no verdict on a trained model is drawn from them
 # (the one row it settles, C6c, is the learned table's refusal, which no seed changes). Those
-# verdicts come from section 7.1, a smaller run repeated over seeds. The bake-off takes minutes
+# verdicts come from section 7.1, a smaller run repeated over seeds (C6a's from chapter 8's run). The bake-off takes minutes
 # on two cores, so the chapter reads the committed result.
 
 # %%
@@ -760,8 +760,10 @@ assert loss["alibi"][0] - first > 0.1 > abs(first - res["alibi"]["loss_beyond"][
 # two cores (`bench_results/bake_off_seeds_2026-12-06/`). Each seed draws its own initial weights, training
 # batches and evaluation windows; seed 0 is the run above, number for number. The next cell checks at every
 # seed what the cell above checks at seed 0. For the first group that is no rise at $8L$, not the fall
-# seed 0 shows: the cell prints the margins, and at seed 1 they are near zero. That record draws no
-# verdicts: the ledger's rest on section 7.1's runs, five seeds with their controls.
+# seed 0 shows: the cell prints the margins, and at seed 1 they are near zero, so it prints beside them the
+# context-use gap at $8L$ (section 8's measure: the same tokens with the whole prefix and with the last $L$
+# only). That record draws no verdicts: the ledger's verdicts on trained models rest on section 7.1's run,
+# all but C6a's, which rests on chapter 8's.
 
 # %% tags=["nbval-check-output"]
 from mini_transformer.evaluation import stats
@@ -778,6 +780,7 @@ for seed, run in three["per_seed"].items():
             "alibi at L above the four": at["alibi"][0] > max(at[n][0] for n in relative)}
     print(f"seed {seed}: " + "; ".join(f"{k} {'yes' if v else 'NO'}" for k, v in held.items()))
     print("    loss at 8L minus at L: " + ", ".join(f"{n} {at[n][-1] - at[n][0]:+.4f}" for n in ("alibi", "shaw", "transformer_xl"))
+          + "; context-use gap at 8L: " + ", ".join(f"{n} {run[n]['context_use_gap']:+.3f}" for n in ("alibi", "shaw", "transformer_xl"))
           + f"; alibi minus t5 at L {at['alibi'][0] - at['t5'][0]:+.3f}")
     assert all(held.values()), (seed, held)
 above_t5 = [run["alibi"]["loss"][0] - run["t5"]["loss"][0] for run in three["per_seed"].values()]
@@ -785,10 +788,9 @@ print(f"alibi minus t5 at L, paired by seed, over seeds {three['seeds']}: "
       f"{stats.format_interval(*[stats.t_interval(above_t5)[i] for i in (0, 2, 3)], 3)} nats")
 
 # %% [markdown]
-# Of the directions this cell checks, one comes out differently at section 7.1's smaller size (C6a, RoPE's
-# perplexity doubling, is another comparison the size changes: section 7.1). At the full size ALiBi's loss at
-# $L$ is above T5's at every seed (0.083 ± 0.058 nats over the three, printed above); section 7.1's smaller
-# run finds the two not distinguishable (-0.015 ± 0.020 over five seeds). Which of the runs' differences decides it ($L$,
+# At the full size ALiBi's loss at $L$ is above T5's at every seed (0.083 ± 0.058 nats over the three,
+# printed above); section 7.1's smaller run finds the two not distinguishable (-0.015 ± 0.020 over five
+# seeds). Which of the runs' differences decides it ($L$,
 # steps, batch, the evaluation windows) is not tested here; the finding at the end of the chapter keeps
 # section 7.1's reading and says so.
 
