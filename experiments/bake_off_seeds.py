@@ -2,9 +2,11 @@ r"""The full-size bake-off over seeds: ``train_short_test_long`` as it is, at se
 
 ``train_short_test_long`` trains the eight schemes once, at seed 0 (L = 64, 1500
 steps, evaluated up to 8L), and chapters 1, 3, 4, 7 and 12 show its table. This
-runs the same function at more seeds (each seed its own initial weights and
-training batches and evaluation windows, shared by the eight schemes of that
-seed) and reports, per
+runs the same function at more seeds (each seed its own training batches and
+evaluation windows, which the eight schemes of that seed share, and its own
+initial weights: the token rows are shared too, but a scheme with position
+parameters draws them before the blocks, so its other weights differ) and
+reports, per
 scheme, what a seed moves:
 
 * **loss past L** at 2L, 4L and 8L (``loss_beyond``: the mean over positions
