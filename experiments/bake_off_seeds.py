@@ -100,18 +100,18 @@ def plot(res):
     """Loss past L against the evaluation length, per scheme: the mean over seeds and its interval, each seed dotted."""
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(7.5, 4.4))
-    lengths = res["lengths"][1:]
+    lengths, undrawn = res["lengths"][1:], []
     for i, (name, o) in enumerate(res["over_seeds"].items()):
         shown = [(n, o["loss_beyond"][str(n)]) for n in lengths if o["loss_beyond"][str(n)] is not None]
         if not shown:
-            continue                                     # no interval at any length past L: nothing to draw
+            undrawn.append(name)                         # no interval at any length past L: nothing to draw
+            continue
         xs, cells = zip(*shown)
         mean = [c["mean"] for c in cells]
         err = [[c["mean"] - c["lo"] for c in cells], [c["hi"] - c["mean"] for c in cells]]
         ax.errorbar(xs, mean, yerr=err, marker="os^vDP*X"[i % 8], capsize=3, color=f"C{i}", label=name)
         for run in res["per_seed"].values():
             ax.plot(lengths, run[name]["loss_beyond"][1:], color=f"C{i}", lw=0.6, ls=":", alpha=0.7)
-    undrawn = [name for name, o in res["over_seeds"].items() if all(v is None for v in o["loss_beyond"].values())]
     ax.set_xscale("log", base=2)
     ax.set_xticks(lengths, [str(n) for n in lengths])
     ax.set(xlabel="evaluation length" + "".join(
